@@ -1,0 +1,36 @@
+# LiSa-Go. Every build is CGO_ENABLED=0: the worker must stay static and cgo-free.
+export CGO_ENABLED := 0
+
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
+LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+FUZZTIME ?= 10s
+
+.PHONY: build test test-generic fuzz-smoke bench lint
+
+build:
+	go build -trimpath -ldflags '$(LDFLAGS)' -o lisa ./cmd/lisa
+
+# test is the project's test command (README and .ci/run use exactly this).
+test: lint
+	go test -count=1 ./...
+	LISA_KERNELS=generic go test -count=1 ./kernels/... ./model/...
+	$(MAKE) fuzz-smoke
+
+# fuzz-smoke runs every fuzz target for FUZZTIME.
+fuzz-smoke:
+	@set -e; for pkg in $$(go list ./...); do \
+	  for f in $$(go test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz' || true); do \
+	    echo "fuzz $$pkg $$f"; go test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
+	  done; \
+	done
+
+bench:
+	go test -run '^$$' -bench . -benchmem ./kernels/...
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go') ); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi
+	go vet ./...
+	GOOS=linux GOARCH=arm64 go vet ./...
+	go run $(STATICCHECK) ./...

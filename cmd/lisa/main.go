@@ -1,0 +1,57 @@
+// Command lisa is LiSa-Go's one binary: the broker (serve), the sandboxed
+// worker it re-executes (--sandbox-worker), and the tools around them.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sort"
+)
+
+// command is one subcommand of lisa.
+type command struct {
+	summary string
+	run     func(args []string, stdout, stderr io.Writer) int
+}
+
+// commands lists lisa's subcommands. Each lives in its own file.
+func commands() map[string]command {
+	return map[string]command{
+		"version": {"print the version, the kernel path and the host's sandbox features", runVersion},
+	}
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	cmds := commands()
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(cmds, stderr)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	c, ok := cmds[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "lisa: unknown command %q\n", args[0])
+		usage(cmds, stderr)
+		return 2
+	}
+	return c.run(args[1:], stdout, stderr)
+}
+
+func usage(cmds map[string]command, w io.Writer) {
+	fmt.Fprintln(w, "usage: lisa COMMAND [ARGS]")
+	names := make([]string, 0, len(cmds))
+	for n := range cmds {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-14s %s\n", n, cmds[n].summary)
+	}
+}

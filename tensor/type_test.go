@@ -1,0 +1,75 @@
+package tensor
+
+import (
+	"errors"
+	"math"
+	"testing"
+)
+
+func TestTypeSizes(t *testing.T) {
+	tests := []struct {
+		typ        Type
+		name       string
+		blockSize  int
+		blockBytes int
+	}{
+		{F32, "F32", 1, 4},
+		{F16, "F16", 1, 2},
+		{BF16, "BF16", 1, 2},
+		{Q8_0, "Q8_0", 32, 34},
+		{Q4_K, "Q4_K", 256, 144},
+		{Q6_K, "Q6_K", 256, 210},
+		{Q8_K, "Q8_K", 256, 292},
+		{IQ4_XS, "IQ4_XS", 256, 136},
+		{MXFP4, "MXFP4", 32, 17},
+	}
+	for _, tc := range tests {
+		if tc.typ.String() != tc.name || tc.typ.BlockSize() != tc.blockSize || tc.typ.BlockBytes() != tc.blockBytes {
+			t.Errorf("%d: got %s %d %d, want %s %d %d", uint32(tc.typ), tc.typ, tc.typ.BlockSize(), tc.typ.BlockBytes(), tc.name, tc.blockSize, tc.blockBytes)
+		}
+		if got, ok := ParseType(tc.name); !ok || got != tc.typ {
+			t.Errorf("ParseType(%q) = %v, %v", tc.name, got, ok)
+		}
+	}
+}
+
+func TestTypeCheck(t *testing.T) {
+	if err := Q4_2.Check(); !errors.Is(err, ErrRemovedType) {
+		t.Errorf("Q4_2: %v", err)
+	}
+	if err := Type(1000).Check(); !errors.Is(err, ErrUnknownType) {
+		t.Errorf("1000: %v", err)
+	}
+	if Type(1000).String() != "type(1000)" {
+		t.Errorf("name of 1000: %s", Type(1000))
+	}
+}
+
+func TestBytes(t *testing.T) {
+	tests := []struct {
+		typ     Type
+		dims    []uint64
+		want    int64
+		wantErr error
+	}{
+		{F32, []uint64{64, 512}, 64 * 512 * 4, nil},
+		{Q4_K, []uint64{2048, 32000}, 8 * 144 * 32000, nil},
+		{Q8_0, []uint64{33}, 0, ErrShape},
+		{F32, []uint64{math.MaxUint64}, 0, ErrOverflow},
+		{F32, []uint64{1 << 31, 1 << 31, 1 << 2}, 0, ErrOverflow},
+		{Q4_2, []uint64{32}, 0, ErrRemovedType},
+		{F32, nil, 0, ErrShape},
+	}
+	for _, tc := range tests {
+		got, err := tc.typ.Bytes(tc.dims)
+		if tc.wantErr != nil {
+			if !errors.Is(err, tc.wantErr) {
+				t.Errorf("%s %v: err %v, want %v", tc.typ, tc.dims, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("%s %v: %d, %v; want %d", tc.typ, tc.dims, got, err, tc.want)
+		}
+	}
+}
