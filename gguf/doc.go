@@ -1,0 +1,21 @@
+// Package gguf reads and writes GGUF model files (versions 2 and 3).
+//
+// A GGUF file is a header (magic, version, counts), a list of typed
+// metadata pairs, a table describing each tensor (name, dimensions, ggml
+// type, offset), and an aligned data section holding the tensor bytes.
+//
+// The reader treats every byte as hostile. Parse checks every count,
+// length and offset with overflow-safe arithmetic before it allocates, so
+// the memory it uses is bounded by the real size of the file and by
+// Limits, never by a number the header claims. Every problem is reported
+// as a *FormatError carrying the byte offset, wrapping one of the
+// sentinel errors (ErrMagic, ErrVersion, ErrTruncated, ErrLimit,
+// ErrLayout, ErrDuplicate, ErrType) so callers can decide with errors.Is.
+//
+// Tensor data is never copied at load: Open and OpenFile map the file
+// read-only and TensorData returns windows of the mapping. Where memory
+// mapping is unavailable the reader falls back to bounded reads.
+//
+// Writer produces version 3 files with any metadata and tensors, with the
+// alignment and padding llama.cpp expects.
+package gguf
