@@ -1,0 +1,229 @@
+package kernels
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/lisa-llm/lisa/quant"
+	"github.com/lisa-llm/lisa/tensor"
+)
+
+// benchShapes are the matrix shapes of a 1.1B Llama as [Cols, Rows] (GGUF
+// dimensions): attention, key/value, FFN up and gate, FFN down, output.
+var benchShapes = [][2]int{{2048, 2048}, {2048, 256}, {2048, 5632}, {5632, 2048}, {2048, 32000}}
+
+// benchTypes are the weight types benchmarked.
+var benchTypes = []tensor.Type{tensor.Q4_K, tensor.Q6_K, tensor.Q8_0, tensor.F16, tensor.BF16, tensor.F32}
+
+// benchMatrix returns a random matrix of type t, [cols, rows], with finite
+// scales.
+func benchMatrix(b *testing.B, t tensor.Type, cols, rows int) Matrix {
+	b.Helper()
+	r := rand.New(rand.NewPCG(uint64(cols), uint64(rows)))
+	nb := cols / t.BlockSize() * rows
+	var data []byte
+	switch t {
+	case tensor.Q4_K:
+		data = randBlocks(r, nb, q4KBytes, []int{0, 2}, 0.01)
+	case tensor.Q6_K:
+		data = randBlocks(r, nb, q6KBytes, []int{208}, 0.01)
+	case tensor.Q8_0:
+		data = randBlocks(r, nb, q8_0Bytes, []int{0}, 0.01)
+	case tensor.F16, tensor.BF16:
+		data = randBlocks(r, nb/2, 4, []int{0, 2}, 1)
+	case tensor.F32:
+		data = make([]byte, 4*nb)
+		for i, v := range randF32(r, nb, 1) {
+			f32Put(data[4*i:], v)
+		}
+	}
+	m, err := NewMatrix(t, rows, cols, data)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return m
+}
+
+// BenchmarkMatVec measures matrix-vector products (one token) in GB/s of
+// weights, on one and two threads, with the selected path.
+func BenchmarkMatVec(b *testing.B) {
+	for _, t := range benchTypes {
+		for _, s := range benchShapes {
+			if t == tensor.F32 && s[1] == 32000 {
+				continue
+			}
+			for _, threads := range []int{1, 2} {
+				name := fmt.Sprintf("%s/%dx%d/t%d", t, s[0], s[1], threads)
+				b.Run(name, func(b *testing.B) { benchMatMul(b, t, s[0], s[1], 1, threads) })
+			}
+		}
+	}
+}
+
+// BenchmarkMatMul measures 32-token matrix products (prompt processing) in
+// GFLOP/s, on one and two threads, with the selected path.
+func BenchmarkMatMul(b *testing.B) {
+	for _, t := range benchTypes {
+		for _, s := range benchShapes {
+			if s[1] == 32000 {
+				continue
+			}
+			for _, threads := range []int{1, 2} {
+				name := fmt.Sprintf("%s/%dx%d/t%d", t, s[0], s[1], threads)
+				b.Run(name, func(b *testing.B) { benchMatMul(b, t, s[0], s[1], 32, threads) })
+			}
+		}
+	}
+}
+
+// benchMatMul runs one MatMul shape.
+func benchMatMul(b *testing.B, t tensor.Type, cols, rows, n, threads int) {
+	w := benchMatrix(b, t, cols, rows)
+	x := randF32(rand.New(rand.NewPCG(7, 7)), n*cols, 1)
+	out := make([]float32, n*rows)
+	p := NewPool(threads)
+	defer p.Close()
+	if err := p.MatMul(out, w, x, n); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(w.Data)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	c0 := cpuTime()
+	for range b.N {
+		if err := p.MatMul(out, w, x, n); err != nil {
+			b.Fatal(err)
+		}
+	}
+	reportCPU(b, c0, float64(len(w.Data)), 2*float64(rows)*float64(cols)*float64(n), n > 1)
+}
+
+// reportCPU adds the CPU-time rates of a benchmark that started at CPU
+// time c0: weight GB per CPU-second and, for matrix products, GFLOP/s of
+// wall time and per CPU-second. On a machine shared with other work the
+// CPU-time figures are the steadier ones.
+func reportCPU(b *testing.B, c0 time.Duration, bytes, flops float64, mm bool) {
+	cpu := (cpuTime() - c0).Seconds()
+	n := float64(b.N)
+	if cpu > 0 {
+		b.ReportMetric(bytes*n/cpu/1e9, "GB/cpu-s")
+	}
+	if mm {
+		b.ReportMetric(flops*n/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		if cpu > 0 {
+			b.ReportMetric(flops*n/cpu/1e9, "GFLOP/cpu-s")
+		}
+	}
+}
+
+// BenchmarkQuantDot measures one quantized row dot of 2048 values on
+// every path, from cache: the kernels' compute speed, in GB/s of weights.
+func BenchmarkQuantDot(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 2))
+	const nb = 8
+	w4 := randBlocks(r, nb, q4KBytes, []int{0, 2}, 0.01)
+	w6 := randBlocks(r, nb, q6KBytes, []int{208}, 0.01)
+	w8 := randBlocks(r, nb*8, q8_0Bytes, []int{0}, 0.01)
+	xk, x0 := randQ8K(r, nb), randQ8_0(r, nb*8)
+	for _, p := range Available() {
+		tab := tableFor(p)
+		cases := []struct {
+			name string
+			n    int
+			f    func() float32
+		}{
+			{"Q4_K", len(w4), func() float32 { return tab.dotQ4K(w4, xk) }},
+			{"Q6_K", len(w6), func() float32 { return tab.dotQ6K(w6, xk) }},
+			{"Q8_0", len(w8), func() float32 { return tab.dotQ8_0(w8, x0) }},
+		}
+		for _, c := range cases {
+			b.Run(c.name+"/"+string(p), func(b *testing.B) {
+				b.SetBytes(int64(c.n))
+				var s float32
+				c0 := cpuTime()
+				for range b.N {
+					s += c.f()
+				}
+				sink = s
+				reportCPU(b, c0, float64(c.n), 0, false)
+			})
+		}
+	}
+}
+
+// sink keeps benchmark results alive.
+var sink float32
+
+// BenchmarkQuantizeQ8K measures the activation quantization of one
+// 2048-value row to Q8_K, in GB/s of float32 input.
+func BenchmarkQuantizeQ8K(b *testing.B) {
+	x := randF32(rand.New(rand.NewPCG(3, 4)), 2048, 2)
+	q := make([]quant.BlockQ8K, 8)
+	b.SetBytes(4 * 2048)
+	for range b.N {
+		quant.QuantizeRowQ8K(x, q)
+	}
+}
+
+// BenchmarkVec measures the float vector kernels on every path, in GB/s of
+// input.
+func BenchmarkVec(b *testing.B) {
+	r := rand.New(rand.NewPCG(5, 6))
+	a, c := randF32(r, 5632, 1), randF32(r, 5632, 1)
+	h, g := randF16(r, 5632, 1), randF16(r, 5632, 1)
+	dst := make([]float32, 5632)
+	dh := make([]uint16, 5632)
+	for _, p := range Available() {
+		tab := tableFor(p)
+		cases := []struct {
+			name  string
+			bytes int
+			f     func()
+		}{
+			{"DotF32/64", 512, func() { sink = tab.dotF32(a[:64], c[:64]) }},
+			{"DotF32/2048", 16384, func() { sink = tab.dotF32(a[:2048], c[:2048]) }},
+			{"DotF16/64", 256, func() { sink = tab.dotF16(h[:64], g[:64]) }},
+			{"DotF16/2048", 8192, func() { sink = tab.dotF16(h[:2048], g[:2048]) }},
+			{"F16ToF32/2048", 4096, func() { tab.f16ToF32(dst[:2048], h[:2048]) }},
+			{"F32ToF16/2048", 8192, func() { tab.f32ToF16(dh[:2048], a[:2048]) }},
+			{"AxpyF16/64", 128, func() { tab.axpyF16(dst[:64], 0.5, h[:64]) }},
+		}
+		for _, k := range cases {
+			b.Run(k.name+"/"+string(p), func(b *testing.B) {
+				b.SetBytes(int64(k.bytes))
+				for range b.N {
+					k.f()
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkOps measures the single-path ops at model sizes, in GB/s of
+// input.
+func BenchmarkOps(b *testing.B) {
+	r := rand.New(rand.NewPCG(7, 8))
+	x, w := randF32(r, 5632, 1), randF32(r, 5632, 1)
+	dst := make([]float32, 5632)
+	cases := []struct {
+		name  string
+		bytes int
+		f     func()
+	}{
+		{"RMSNorm/2048", 8192, func() { RMSNorm(dst[:2048], x[:2048], w[:2048], 1e-5) }},
+		{"Softmax/2048", 8192, func() { copy(dst, x[:2048]); Softmax(dst[:2048]) }},
+		{"SiLUMul/5632", 2 * 22528, func() { SiLUMul(dst, x, w) }},
+		{"RoPE/32x64", 8192, func() { RoPE(dst[:2048], 32, 64, 64, 100, 10000, 1, false) }},
+		{"Add/2048", 16384, func() { Add(dst[:2048], x[:2048], w[:2048]) }},
+	}
+	for _, k := range cases {
+		b.Run(k.name, func(b *testing.B) {
+			b.SetBytes(int64(k.bytes))
+			for range b.N {
+				k.f()
+			}
+		})
+	}
+}

@@ -1,0 +1,150 @@
+//go:build amd64 && !purego
+
+package kernels
+
+import "github.com/lisa-llm/lisa/quant"
+
+// nativeTable returns the table of an assembly path, or nil if p has none.
+// The avx512 path has its own Q4_K and Q6_K dots (one and four tokens)
+// and shares the AVX2 float vector and Q8_0 kernels.
+func nativeTable(p Path) *table {
+	switch p {
+	case AVX2:
+		t := genericTable()
+		t.path = AVX2
+		setVecAVX2(t)
+		t.dotQ4K, t.dotQ6K, t.dotQ8_0 = dotQ4KAVX2Go, dotQ6KAVX2Go, dotQ8_0AVX2Go
+		t.dotQ4Kx4, t.dotQ6Kx4, t.dotQ80x4 = dotQ4Kx4AVX2Go, dotQ6Kx4AVX2Go, dotQ8_0x4AVX2Go
+		return t
+	case AVX512:
+		t := genericTable()
+		t.path = AVX512
+		setVecAVX2(t)
+		t.dotQ4K, t.dotQ6K, t.dotQ8_0 = dotQ4KAVX512Go, dotQ6KAVX512Go, dotQ8_0AVX2Go
+		t.dotQ4Kx4, t.dotQ6Kx4, t.dotQ80x4 = dotQ4Kx4AVX512Go, dotQ6Kx4AVX512Go, dotQ8_0x4AVX2Go
+		return t
+	}
+	return nil
+}
+
+// dotQ4KAVX2Go works like dotQ4KGeneric, in AVX2 assembly.
+func dotQ4KAVX2Go(w []byte, x []quant.BlockQ8K) float32 {
+	if len(x) == 0 {
+		return 0
+	}
+	w = w[:q4KBytes*len(x)]
+	return dotQ4KAVX2(&w[0], &x[0].D, len(x))
+}
+
+// dotQ6KAVX2Go works like dotQ6KGeneric, in AVX2 assembly.
+func dotQ6KAVX2Go(w []byte, x []quant.BlockQ8K) float32 {
+	if len(x) == 0 {
+		return 0
+	}
+	w = w[:q6KBytes*len(x)]
+	return dotQ6KAVX2(&w[0], &x[0].D, len(x))
+}
+
+// dotQ8_0AVX2Go works like dotQ8_0Generic, in AVX2 assembly.
+func dotQ8_0AVX2Go(w []byte, x []quant.BlockQ8_0) float32 {
+	if len(x) == 0 {
+		return 0
+	}
+	w = w[:q8_0Bytes*len(x)]
+	return dotQ8_0AVX2(&w[0], &x[0].D, len(x))
+}
+
+// dotQ4KAVX512Go works like dotQ4KGeneric, in AVX-512 assembly.
+func dotQ4KAVX512Go(w []byte, x []quant.BlockQ8K) float32 {
+	if len(x) == 0 {
+		return 0
+	}
+	w = w[:q4KBytes*len(x)]
+	return dotQ4KAVX512(&w[0], &x[0], len(x))
+}
+
+// dotQ6KAVX512Go works like dotQ6KGeneric, in AVX-512 assembly.
+func dotQ6KAVX512Go(w []byte, x []quant.BlockQ8K) float32 {
+	if len(x) == 0 {
+		return 0
+	}
+	w = w[:q6KBytes*len(x)]
+	return dotQ6KAVX512(&w[0], &x[0], len(x))
+}
+
+// dotQ4KAVX512 works like dotQ4KGeneric on nb blocks at w and x.
+//
+//go:noescape
+func dotQ4KAVX512(w *byte, x *quant.BlockQ8K, nb int) float32
+
+// dotQ6KAVX512 works like dotQ6KGeneric on nb blocks at w and x.
+//
+//go:noescape
+func dotQ6KAVX512(w *byte, x *quant.BlockQ8K, nb int) float32
+
+// dotQ4Kx4AVX2Go works like dotQ4Kx4Generic, in AVX2 assembly.
+func dotQ4Kx4AVX2Go(w []byte, x []quant.BlockQ8K, nb int, out *[4]float32) {
+	x = x[:4*nb]
+	w = w[:q4KBytes*nb]
+	if nb == 0 {
+		*out = [4]float32{}
+		return
+	}
+	dotQ4Kx4AVX2(&w[0], &x[0].D, nb, out)
+}
+
+// dotQ6Kx4AVX2Go works like dotQ6Kx4Generic, in AVX2 assembly.
+func dotQ6Kx4AVX2Go(w []byte, x []quant.BlockQ8K, nb int, out *[4]float32) {
+	x = x[:4*nb]
+	w = w[:q6KBytes*nb]
+	if nb == 0 {
+		*out = [4]float32{}
+		return
+	}
+	dotQ6Kx4AVX2(&w[0], &x[0].D, nb, out)
+}
+
+// dotQ8_0x4AVX2Go works like dotQ8_0x4Generic, in AVX2 assembly.
+func dotQ8_0x4AVX2Go(w []byte, x []quant.BlockQ8_0, nb int, out *[4]float32) {
+	x = x[:4*nb]
+	w = w[:q8_0Bytes*nb]
+	if nb == 0 {
+		*out = [4]float32{}
+		return
+	}
+	dotQ8_0x4AVX2(&w[0], &x[0].D, nb, out)
+}
+
+// dotQ4Kx4AVX512Go works like dotQ4Kx4Generic, in AVX-512 assembly.
+func dotQ4Kx4AVX512Go(w []byte, x []quant.BlockQ8K, nb int, out *[4]float32) {
+	x = x[:4*nb]
+	w = w[:q4KBytes*nb]
+	if nb == 0 {
+		*out = [4]float32{}
+		return
+	}
+	dotQ4Kx4AVX512(&w[0], &x[0], nb, out)
+}
+
+// dotQ4Kx4AVX512 works like dotQ4Kx4Generic on nb blocks of w and of each
+// of the four tokens at x.
+//
+//go:noescape
+func dotQ4Kx4AVX512(w *byte, x *quant.BlockQ8K, nb int, out *[4]float32)
+
+// dotQ6Kx4AVX512Go works like dotQ6Kx4Generic, in AVX-512 assembly.
+func dotQ6Kx4AVX512Go(w []byte, x []quant.BlockQ8K, nb int, out *[4]float32) {
+	x = x[:4*nb]
+	w = w[:q6KBytes*nb]
+	if nb == 0 {
+		*out = [4]float32{}
+		return
+	}
+	dotQ6Kx4AVX512(&w[0], &x[0], nb, out)
+}
+
+// dotQ6Kx4AVX512 works like dotQ6Kx4Generic on nb blocks of w and of each
+// of the four tokens at x.
+//
+//go:noescape
+func dotQ6Kx4AVX512(w *byte, x *quant.BlockQ8K, nb int, out *[4]float32)

@@ -1,0 +1,118 @@
+package kernels
+
+import (
+	"encoding/binary"
+	"math"
+	"testing"
+
+	"github.com/lisa-llm/lisa/quant"
+)
+
+// FuzzQuantDot feeds arbitrary weight blocks and activation codes to every
+// quantized dot of every path. Input: byte 0 picks the format (Q8_0, Q4_K,
+// Q6_K), byte 1 the block count (1..16), bytes 2..5 the activation scale;
+// the rest fills the weight blocks and then the activation codes (zero when
+// short). Every path must equal the generic twin bit for bit; when the
+// result is finite it must be within tolerance of quant's reference.
+func FuzzQuantDot(f *testing.F) {
+	f.Add([]byte{0, 1, 0, 0, 0x80, 0x3f, 0x00, 0x3c, 1, 2, 3})
+	f.Add([]byte{1, 3, 0, 0, 0x80, 0x3f, 0xff, 0x7b, 0xff, 0x7b, 0xff, 0xff, 0xff})
+	f.Add([]byte{2, 16, 0x00, 0x00, 0x80, 0x7f, 0x80, 0x80, 0x80})
+	f.Add([]byte{1, 2, 0x01, 0x00, 0x00, 0x00, 0x00, 0x7c, 0x00, 0xfe})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) < 6 {
+			return
+		}
+		kind, nb := int(data[0]%3), 1+int(data[1]%16)
+		xd := math.Float32frombits(binary.LittleEndian.Uint32(data[2:]))
+		rest := data[6:]
+		size := [3]int{q8_0Bytes, q4KBytes, q6KBytes}[kind]
+		w := make([]byte, nb*size)
+		rest = rest[copy(w, rest):]
+		if kind == 0 {
+			x := make([]quant.BlockQ8_0, nb*8)
+			w = make([]byte, nb*8*q8_0Bytes)
+			copy(w, data[6:])
+			for i := range x {
+				x[i].D = quant.F32ToF16(xd)
+				for k := range x[i].Qs {
+					if n := 32*i + k; n < len(rest) {
+						x[i].Qs[k] = int8(rest[n])
+					}
+				}
+			}
+			want := dotQ8_0Generic(w, x)
+			if ref := quant.DotQ8_0Q8_0(w, x); !sameFloat(want, ref) {
+				t.Fatalf("generic %v, reference %v", want, ref)
+			}
+			for _, p := range nativePaths() {
+				if got := tableFor(p).dotQ8_0(w, x); !sameFloat(got, want) {
+					t.Fatalf("%s: got %v, generic %v", p, got, want)
+				}
+			}
+			return
+		}
+		x := make([]quant.BlockQ8K, nb)
+		for i := range x {
+			x[i].D = xd
+			for k := range x[i].Qs {
+				if n := 256*i + k; n < len(rest) {
+					x[i].Qs[k] = int8(rest[n])
+				}
+			}
+			fixBsums(&x[i])
+		}
+		q6 := kind == 2
+		want := generic(q6)(w, x)
+		x4 := fourTokens(x)
+		for _, p := range nativePaths() {
+			dot, dot4 := tableFor(p).dotQ4K, tableFor(p).dotQ4Kx4
+			if q6 {
+				dot, dot4 = tableFor(p).dotQ6K, tableFor(p).dotQ6Kx4
+			}
+			if got := dot(w, x); !sameFloat(got, want) {
+				t.Fatalf("%s: got %v, generic %v", p, got, want)
+			}
+			var o4 [4]float32
+			dot4(w, x4, nb, &o4)
+			for tok := range 4 {
+				if w1 := generic(q6)(w, x4[tok*nb:(tok+1)*nb]); !sameFloat(o4[tok], w1) {
+					t.Fatalf("%s four-token dot, token %d: got %v, generic %v", p, tok, o4[tok], w1)
+				}
+			}
+		}
+		ref := quant.DotQ4KQ8K
+		if q6 {
+			ref = quant.DotQ6KQ8K
+		}
+		abs := absTermsK(q6, w, x)
+		r := ref(w, x)
+		if math.IsInf(abs, 0) || math.IsNaN(abs) || abs > math.MaxFloat32/4 || math.IsNaN(float64(r)) || math.IsInf(float64(r), 0) {
+			return
+		}
+		if !near(want, r, float64(nb+16)*quantDotEps*abs+1e-37) {
+			t.Fatalf("generic %v, reference %v", want, r)
+		}
+	})
+}
+
+// fourTokens returns four tokens' activations made from x: x itself, x
+// with its codes negated (saturating), x with its scale halved and x with
+// its codes rotated by one.
+func fourTokens(x []quant.BlockQ8K) []quant.BlockQ8K {
+	nb := len(x)
+	out := make([]quant.BlockQ8K, 4*nb)
+	for i, b := range x {
+		out[i] = b
+		n, h, r := b, b, b
+		h.D = b.D / 2
+		for k, q := range b.Qs {
+			n.Qs[k] = -max(q, -127)
+			r.Qs[k] = b.Qs[(k+1)%len(b.Qs)]
+		}
+		fixBsums(&n)
+		fixBsums(&r)
+		out[nb+i], out[2*nb+i], out[3*nb+i] = n, h, r
+	}
+	return out
+}

@@ -1,0 +1,303 @@
+package kernels
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/lisa-llm/lisa/quant"
+	"github.com/lisa-llm/lisa/tensor"
+)
+
+// ErrClosed is returned by MatMul on a closed Pool.
+var ErrClosed = errors.New("kernels: pool is closed")
+
+// tileBytes bounds the weight bytes of one row tile of the multi-token
+// path: small enough to stay in the first-level cache while every token
+// column is multiplied by it.
+const tileBytes = 32 << 10
+
+// convertMin is the number of activation values from which the conversion
+// to the partner format is split across the pool too.
+const convertMin = 1 << 15
+
+// serialBytes is the weight traffic (weight bytes times tokens) below
+// which a MatMul runs on the calling goroutine alone: waking the workers
+// would cost more than it saves.
+const serialBytes = 128 << 10
+
+// Phases of a pool job.
+const (
+	phaseConvert = iota // convert activations to the partner format
+	phaseRows           // multiply weight rows
+)
+
+// Pool is a fixed set of worker goroutines that MatMul splits work across.
+// Threads()-1 goroutines are started by NewPool and stay parked between
+// calls; the calling goroutine takes the first share itself. A call creates
+// no goroutine and, once the Pool's activation scratch has grown to the
+// largest shape used, allocates nothing. Calls on one Pool are serialised;
+// use one Pool per concurrent caller.
+type Pool struct {
+	mu      sync.Mutex
+	threads int
+	tab     *table
+	wake    []chan struct{}
+	busy    sync.WaitGroup
+	exited  sync.WaitGroup
+	closed  bool
+	serial  int64 // serialBytes; tests lower it to exercise the split
+	job     job
+}
+
+// job is the work of one MatMul call, shared by the pool's goroutines.
+type job struct {
+	phase int
+	out   []float32
+	w     Matrix
+	rb    int // bytes per weight row
+	x     []float32
+	n     int
+
+	// Activation scratch in the partner formats, owned by the pool and
+	// kept between calls.
+	xh  []uint16
+	q80 []quant.BlockQ8_0
+	q8k []quant.BlockQ8K
+
+	// quad holds each goroutine's four results of a four-token dot.
+	quad [][4]float32
+}
+
+// NewPool starts a pool of threads goroutines in all (threads < 1 means 1)
+// using the selected kernel path.
+func NewPool(threads int) *Pool { return newPool(threads, dispatch.tab) }
+
+// newPool starts a pool that uses the kernels of tab.
+func newPool(threads int, tab *table) *Pool {
+	threads = max(threads, 1)
+	p := &Pool{threads: threads, tab: tab, wake: make([]chan struct{}, threads-1), serial: serialBytes}
+	p.job.quad = make([][4]float32, threads)
+	for i := range p.wake {
+		// Buffered, so that waking a worker never waits for it to be
+		// scheduled: its previous token was taken before it finished.
+		p.wake[i] = make(chan struct{}, 1)
+		p.exited.Add(1)
+		go p.worker(i+1, p.wake[i])
+	}
+	return p
+}
+
+// worker runs share part of every job it is woken for.
+func (p *Pool) worker(part int, wake <-chan struct{}) {
+	defer p.exited.Done()
+	for range wake {
+		p.run(part)
+		p.busy.Done()
+	}
+}
+
+// Threads returns the number of goroutines, the caller's included, that
+// share each MatMul.
+func (p *Pool) Threads() int { return p.threads }
+
+// Close stops the pool's goroutines and waits for them to exit. Later
+// MatMul calls return ErrClosed; Close may be called more than once.
+func (p *Pool) Close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	p.closed = true
+	for _, c := range p.wake {
+		close(c)
+	}
+	p.exited.Wait()
+	p.job = job{quad: p.job.quad}
+}
+
+// MatMul computes out[i*w.Rows + r] = dot(row r of w, x[i*w.Cols:(i+1)*w.Cols])
+// for the n token rows of x (n == 1 is a matrix-vector product). x is first
+// converted once to the partner format of w.Type, then the rows of w are
+// split across the pool (small products run on the calling goroutine
+// alone). It returns ErrUnsupportedType (wrapped) or a
+// *LengthError when the type, the sizes of w, len(x) != n*w.Cols or
+// len(out) != n*w.Rows do not fit, and ErrClosed after Close.
+func (p *Pool) MatMul(out []float32, w Matrix, x []float32, n int) error {
+	if err := w.check("matmul"); err != nil {
+		return err
+	}
+	if n < 0 {
+		return &LengthError{Op: "matmul", Field: "n", Len: int64(n), Want: -1}
+	}
+	nx, err := tensor.MulInt64(int64(n), int64(w.Cols))
+	if err != nil {
+		return fmt.Errorf("kernels: matmul: x: %w", err)
+	}
+	if int64(len(x)) != nx {
+		return &LengthError{Op: "matmul", Field: "x", Len: int64(len(x)), Want: nx}
+	}
+	no, err := tensor.MulInt64(int64(n), int64(w.Rows))
+	if err != nil {
+		return fmt.Errorf("kernels: matmul: out: %w", err)
+	}
+	if int64(len(out)) != no {
+		return &LengthError{Op: "matmul", Field: "out", Len: int64(len(out)), Want: no}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return ErrClosed
+	}
+	if n == 0 || w.Rows == 0 {
+		return nil
+	}
+	j := &p.job
+	j.out, j.w, j.rb, j.x, j.n = out, w, w.rowBytes(), x, n
+	j.grow()
+	if traffic, err := tensor.MulInt64(int64(len(w.Data)), int64(n)); err == nil && traffic < p.serial || p.threads == 1 {
+		j.convert(p.tab, 0, n)
+		j.rows(p.tab, 0, 0, w.Rows)
+	} else {
+		if n*w.Cols >= convertMin {
+			p.parallel(phaseConvert)
+		} else {
+			j.convert(p.tab, 0, n)
+		}
+		p.parallel(phaseRows)
+	}
+	j.out, j.x, j.w.Data = nil, nil, nil
+	return nil
+}
+
+// parallel runs phase on every goroutine of the pool and waits for all.
+func (p *Pool) parallel(phase int) {
+	p.job.phase = phase
+	p.busy.Add(len(p.wake))
+	for _, c := range p.wake {
+		c <- struct{}{}
+	}
+	p.run(0)
+	p.busy.Wait()
+}
+
+// run does share part of the current phase.
+func (p *Pool) run(part int) {
+	j := &p.job
+	switch j.phase {
+	case phaseConvert:
+		j.convert(p.tab, j.n*part/p.threads, j.n*(part+1)/p.threads)
+	case phaseRows:
+		j.rows(p.tab, part, j.w.Rows*part/p.threads, j.w.Rows*(part+1)/p.threads)
+	}
+}
+
+// grow sizes the scratch of the partner format for the current job.
+func (j *job) grow() {
+	nv := j.n * j.w.Cols
+	switch j.w.Type {
+	case tensor.F16, tensor.BF16:
+		j.xh = growSlice(j.xh, nv)
+	case tensor.Q8_0:
+		j.q80 = growSlice(j.q80, nv/quant.QK8_0)
+	case tensor.Q4_K, tensor.Q6_K:
+		j.q8k = growSlice(j.q8k, nv/quant.QK_K)
+	}
+}
+
+// growSlice returns s resized to n elements, reallocating only when its
+// capacity is too small.
+func growSlice[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
+}
+
+// convert converts the activations of tokens t0..t1-1 to the partner format.
+func (j *job) convert(tab *table, t0, t1 int) {
+	c := j.w.Cols
+	x := j.x[t0*c : t1*c]
+	switch j.w.Type {
+	case tensor.F16:
+		tab.f32ToF16(j.xh[t0*c:t1*c], x)
+	case tensor.BF16:
+		for i, v := range x {
+			j.xh[t0*c+i] = quant.F32ToBF16(v)
+		}
+	case tensor.Q8_0:
+		nb := c / quant.QK8_0
+		quant.QuantizeRowQ8_0(x, j.q80[t0*nb:t1*nb])
+	case tensor.Q4_K, tensor.Q6_K:
+		nb := c / quant.QK_K
+		quant.QuantizeRowQ8K(x, j.q8k[t0*nb:t1*nb])
+	}
+}
+
+// rows computes the outputs of weight rows r0..r1-1 for every token.
+func (j *job) rows(tab *table, part, r0, r1 int) {
+	if r0 >= r1 {
+		return
+	}
+	switch j.w.Type {
+	case tensor.F32:
+		tiled(j, r0, r1, j.x, j.w.Cols, tab.dotF32W)
+	case tensor.F16:
+		tiled(j, r0, r1, j.xh, j.w.Cols, tab.dotF16W)
+	case tensor.BF16:
+		tiled(j, r0, r1, j.xh, j.w.Cols, tab.dotBF16)
+	case tensor.Q8_0:
+		tiled4(j, r0, r1, &j.quad[part], j.q80, j.w.Cols/quant.QK8_0, tab.dotQ8_0, tab.dotQ80x4)
+	case tensor.Q4_K:
+		tiled4(j, r0, r1, &j.quad[part], j.q8k, j.w.Cols/quant.QK_K, tab.dotQ4K, tab.dotQ4Kx4)
+	case tensor.Q6_K:
+		tiled4(j, r0, r1, &j.quad[part], j.q8k, j.w.Cols/quant.QK_K, tab.dotQ6K, tab.dotQ6Kx4)
+	}
+}
+
+// tiled4 works like tiled for the quantized types, taking four tokens at
+// a time with dot4 (whose results equal four calls of dot) and the rest
+// with dot. o4 is the calling goroutine's own result buffer.
+func tiled4[X any](j *job, r0, r1 int, o4 *[4]float32, xs []X, nb int,
+	dot func([]byte, []X) float32, dot4 func([]byte, []X, int, *[4]float32)) {
+	rb, rows, data, out := j.rb, j.w.Rows, j.w.Data, j.out
+	tile := max(1, tileBytes/rb)
+	for r := r0; r < r1; r += tile {
+		re := min(r+tile, r1)
+		t := 0
+		for ; t+4 <= j.n; t += 4 {
+			xa := xs[t*nb : (t+4)*nb]
+			o := out[t*rows : (t+4)*rows]
+			for rr := r; rr < re; rr++ {
+				dot4(data[rr*rb:(rr+1)*rb], xa, nb, o4)
+				o[rr], o[rows+rr], o[2*rows+rr], o[3*rows+rr] = o4[0], o4[1], o4[2], o4[3]
+			}
+		}
+		for ; t < j.n; t++ {
+			xa := xs[t*nb : (t+1)*nb]
+			o := out[t*rows : (t+1)*rows]
+			for rr := r; rr < re; rr++ {
+				o[rr] = dot(data[rr*rb:(rr+1)*rb], xa)
+			}
+		}
+	}
+}
+
+// tiled multiplies weight rows r0..r1-1 by the n activation rows of xs
+// (per elements each) with dot, a tile of rows at a time: each tile is
+// reused from cache by every token before the next is read.
+func tiled[X any](j *job, r0, r1 int, xs []X, per int, dot func([]byte, []X) float32) {
+	rb, rows, data, out := j.rb, j.w.Rows, j.w.Data, j.out
+	tile := max(1, tileBytes/rb)
+	for r := r0; r < r1; r += tile {
+		re := min(r+tile, r1)
+		for t := range j.n {
+			xa := xs[t*per : (t+1)*per]
+			o := out[t*rows : (t+1)*rows]
+			for rr := r; rr < re; rr++ {
+				o[rr] = dot(data[rr*rb:(rr+1)*rb], xa)
+			}
+		}
+	}
+}

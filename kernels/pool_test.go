@@ -1,0 +1,267 @@
+package kernels
+
+import (
+	"errors"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/lisa-llm/lisa/quant"
+	"github.com/lisa-llm/lisa/tensor"
+)
+
+// poolTypes are the weight types MatMul supports.
+var poolTypes = []tensor.Type{tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0, tensor.Q4_K, tensor.Q6_K}
+
+// testMatrix returns a random rows×cols matrix of type t.
+func testMatrix(t *testing.T, r *rand.Rand, typ tensor.Type, rows, cols int) Matrix {
+	t.Helper()
+	vals := randF32(r, rows*cols, 1)
+	rb, err := typ.RowBytes(int64(cols))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := make([]byte, int(rb)*rows)
+	if err := quant.Quantize(typ, vals, data); err != nil {
+		t.Fatal(err)
+	}
+	m, err := NewMatrix(typ, rows, cols, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// refMatMul computes MatMul's result with quant's conversions and the
+// generic dots, one token and one row at a time.
+func refMatMul(w Matrix, x []float32, n int) []float32 {
+	out := make([]float32, n*w.Rows)
+	rb := w.rowBytes()
+	for i := range n {
+		xi := x[i*w.Cols : (i+1)*w.Cols]
+		for r := range w.Rows {
+			row := w.Data[r*rb : (r+1)*rb]
+			out[i*w.Rows+r] = refDot(w.Type, row, xi)
+		}
+	}
+	return out
+}
+
+// refDot converts x to the partner format of t and takes the generic dot.
+func refDot(t tensor.Type, row []byte, x []float32) float32 {
+	switch t {
+	case tensor.F32:
+		return dotF32WGeneric(row, x)
+	case tensor.F16, tensor.BF16:
+		h := make([]uint16, len(x))
+		for i, v := range x {
+			if t == tensor.F16 {
+				h[i] = quant.F32ToF16(v)
+			} else {
+				h[i] = quant.F32ToBF16(v)
+			}
+		}
+		if t == tensor.F16 {
+			return dotF16WGeneric(row, h)
+		}
+		return dotBF16Generic(row, h)
+	case tensor.Q8_0:
+		q := make([]quant.BlockQ8_0, len(x)/32)
+		quant.QuantizeRowQ8_0(x, q)
+		return quant.DotQ8_0Q8_0(row, q)
+	case tensor.Q4_K, tensor.Q6_K:
+		q := make([]quant.BlockQ8K, len(x)/256)
+		quant.QuantizeRowQ8K(x, q)
+		if t == tensor.Q4_K {
+			return dotQ4KGeneric(row, q)
+		}
+		return dotQ6KGeneric(row, q)
+	}
+	panic("unsupported type")
+}
+
+// matMulTol is the error allowed between MatMul and refMatMul for the
+// float weight types, whose assembly dots sum in a different order;
+// quantized types must match exactly.
+const matMulTol = 1e-4
+
+// TestMatMul checks every path, type and thread count against the
+// reference, with row counts not divisible by the thread count.
+func TestMatMul(t *testing.T) {
+	forEachPath(t, func(t *testing.T, tab *table) {
+		r := rand.New(rand.NewPCG(8, 9))
+		for _, typ := range poolTypes {
+			cols := 512
+			if typ.BlockSize() == 1 || typ == tensor.Q8_0 {
+				cols = 96
+			}
+			for _, rows := range []int{1, 7, 13, 33} {
+				w := testMatrix(t, r, typ, rows, cols)
+				for _, n := range []int{1, 2, 5} {
+					x := randF32(r, n*cols, 2)
+					want := refMatMul(w, x, n)
+					for threads := 1; threads <= 4; threads++ {
+						p := newPool(threads, tab)
+						p.serial = 0
+						out := make([]float32, n*rows)
+						if err := p.MatMul(out, w, x, n); err != nil {
+							t.Fatal(err)
+						}
+						p.Close()
+						for i := range out {
+							exact := typ != tensor.F32 && typ != tensor.F16 && typ != tensor.BF16
+							if exact && !sameFloat(out[i], want[i]) || !near(out[i], want[i], matMulTol) {
+								t.Fatalf("%s %dx%d n=%d threads=%d: out[%d] = %v, want %v",
+									typ, rows, cols, n, threads, i, out[i], want[i])
+							}
+						}
+					}
+				}
+			}
+		}
+	})
+}
+
+// TestMatMulTokensEqualSingle checks that one n-token MatMul equals n
+// one-token calls, bit for bit, including the parallel conversion path.
+func TestMatMulTokensEqualSingle(t *testing.T) {
+	forEachPath(t, func(t *testing.T, tab *table) {
+		r := rand.New(rand.NewPCG(10, 11))
+		p := newPool(3, tab)
+		p.serial = 0
+		defer p.Close()
+		for _, typ := range poolTypes {
+			rows, cols, n := 37, 512, 70 // 70*512 values: converted in parallel
+			w := testMatrix(t, r, typ, rows, cols)
+			x := randF32(r, n*cols, 1)
+			all := make([]float32, n*rows)
+			if err := p.MatMul(all, w, x, n); err != nil {
+				t.Fatal(err)
+			}
+			one := make([]float32, rows)
+			for i := range n {
+				if err := p.MatMul(one, w, x[i*cols:(i+1)*cols], 1); err != nil {
+					t.Fatal(err)
+				}
+				for k, v := range one {
+					if !sameFloat(v, all[i*rows+k]) {
+						t.Fatalf("%s token %d row %d: batched %v, single %v", typ, i, k, all[i*rows+k], v)
+					}
+				}
+			}
+		}
+	})
+}
+
+func TestMatMulErrors(t *testing.T) {
+	r := rand.New(rand.NewPCG(12, 13))
+	good := testMatrix(t, r, tensor.Q4_K, 4, 256)
+	p := NewPool(2)
+	cases := []struct {
+		name string
+		w    Matrix
+		x    []float32
+		out  []float32
+		n    int
+		want error
+	}{
+		{"type", Matrix{Type: tensor.Q5_K, Rows: 4, Cols: 256, Data: make([]byte, 4*176)}, make([]float32, 256), make([]float32, 4), 1, ErrUnsupportedType},
+		{"data", Matrix{Type: tensor.Q4_K, Rows: 4, Cols: 256, Data: make([]byte, 100)}, make([]float32, 256), make([]float32, 4), 1, ErrLength},
+		{"cols", Matrix{Type: tensor.Q4_K, Rows: 4, Cols: 100, Data: nil}, make([]float32, 100), make([]float32, 4), 1, ErrLength},
+		{"x", good, make([]float32, 255), make([]float32, 4), 1, ErrLength},
+		{"out", good, make([]float32, 256), make([]float32, 5), 1, ErrLength},
+		{"n", good, nil, nil, -1, ErrLength},
+		{"huge-n", good, nil, nil, 1 << 62, tensor.ErrOverflow},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if err := p.MatMul(c.out, c.w, c.x, c.n); !errors.Is(err, c.want) {
+				t.Fatalf("got %v, want %v", err, c.want)
+			}
+		})
+	}
+	if err := p.MatMul(nil, good, nil, 0); err != nil {
+		t.Fatalf("n=0: %v", err)
+	}
+	p.Close()
+	p.Close()
+	if err := p.MatMul(make([]float32, 4), good, make([]float32, 256), 1); !errors.Is(err, ErrClosed) {
+		t.Fatalf("after Close: got %v, want ErrClosed", err)
+	}
+	var le *LengthError
+	if _, err := NewMatrix(tensor.Q4_K, 2, 256, make([]byte, 10)); !errors.As(err, &le) || le.Field != "data" || le.Want != 288 {
+		t.Fatalf("NewMatrix: got %v", err)
+	}
+}
+
+// TestMatMulNoAllocs checks that MatMul allocates nothing once its
+// scratch has grown.
+func TestMatMulNoAllocs(t *testing.T) {
+	r := rand.New(rand.NewPCG(14, 15))
+	p := NewPool(2)
+	p.serial = 0
+	defer p.Close()
+	for _, typ := range poolTypes {
+		w := testMatrix(t, r, typ, 64, 512)
+		for _, n := range []int{1, 80} {
+			x := randF32(r, n*512, 1)
+			out := make([]float32, n*64)
+			allocs := testing.AllocsPerRun(20, func() {
+				if err := p.MatMul(out, w, x, n); err != nil {
+					t.Fatal(err)
+				}
+			})
+			if allocs != 0 {
+				t.Errorf("%s n=%d: %v allocations per call", typ, n, allocs)
+			}
+		}
+	}
+}
+
+func TestPoolThreads(t *testing.T) {
+	for _, c := range []struct{ in, want int }{{-1, 1}, {0, 1}, {1, 1}, {4, 4}} {
+		p := NewPool(c.in)
+		if got := p.Threads(); got != c.want {
+			t.Errorf("NewPool(%d).Threads() = %d, want %d", c.in, got, c.want)
+		}
+		p.Close()
+	}
+}
+
+// TestPoolConcurrentCalls checks that MatMul calls from several
+// goroutines on one Pool are serialised and each gets its own result.
+func TestPoolConcurrentCalls(t *testing.T) {
+	r := rand.New(rand.NewPCG(16, 17))
+	w := testMatrix(t, r, tensor.Q4_K, 40, 512)
+	p := NewPool(2)
+	p.serial = 0
+	defer p.Close()
+	xs := [][]float32{randF32(r, 3*512, 1), randF32(r, 3*512, 1), randF32(r, 3*512, 1)}
+	want := make([][]float32, len(xs))
+	for i, x := range xs {
+		want[i] = refMatMul(w, x, 3)
+	}
+	errs := make(chan error, len(xs))
+	for i, x := range xs {
+		go func() {
+			out := make([]float32, 3*40)
+			for range 20 {
+				if err := p.MatMul(out, w, x, 3); err != nil {
+					errs <- err
+					return
+				}
+				for k := range out {
+					if !sameFloat(out[k], want[i][k]) {
+						errs <- errors.New("a concurrent call got another call's result")
+						return
+					}
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range xs {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}

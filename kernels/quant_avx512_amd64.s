@@ -1,0 +1,512 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// Quantized dot products, AVX-512 path (F, BW, VL, VNNI). Each works like
+// its generic twin in dot_generic.go: exact integer sums per block
+// (VPMADDUBSW, then VPDPWSSD to apply the sub-block scales and
+// accumulate), then the same scalar float32 steps in block order as the
+// AVX2 path. Every function reads exactly nb blocks of weights and of
+// activations and nothing else.
+
+// Permutation indices that spread scale words over the int16 lanes of a
+// VPMADDUBSW result: q4kIdx[p] puts scale 2p on lanes 0-15 and 2p+1 on
+// 16-31; q6kIdx[g] puts scales 4g..4g+3 on lanes 0-7, 8-15, 16-23, 24-31.
+// q6kShift holds the per-half shifts that bring each pair of Q6_K high
+// bits to bits 4-5; q4kShift shifts the high nibbles of a broadcast Q4_K
+// chunk down in the upper half.
+DATA q4kIdx<>+0(SB)/8, $0x0000000000000000
+DATA q4kIdx<>+8(SB)/8, $0x0000000000000000
+DATA q4kIdx<>+16(SB)/8, $0x0000000000000000
+DATA q4kIdx<>+24(SB)/8, $0x0000000000000000
+DATA q4kIdx<>+32(SB)/8, $0x0001000100010001
+DATA q4kIdx<>+40(SB)/8, $0x0001000100010001
+DATA q4kIdx<>+48(SB)/8, $0x0001000100010001
+DATA q4kIdx<>+56(SB)/8, $0x0001000100010001
+DATA q4kIdx<>+64(SB)/8, $0x0002000200020002
+DATA q4kIdx<>+72(SB)/8, $0x0002000200020002
+DATA q4kIdx<>+80(SB)/8, $0x0002000200020002
+DATA q4kIdx<>+88(SB)/8, $0x0002000200020002
+DATA q4kIdx<>+96(SB)/8, $0x0003000300030003
+DATA q4kIdx<>+104(SB)/8, $0x0003000300030003
+DATA q4kIdx<>+112(SB)/8, $0x0003000300030003
+DATA q4kIdx<>+120(SB)/8, $0x0003000300030003
+DATA q4kIdx<>+128(SB)/8, $0x0004000400040004
+DATA q4kIdx<>+136(SB)/8, $0x0004000400040004
+DATA q4kIdx<>+144(SB)/8, $0x0004000400040004
+DATA q4kIdx<>+152(SB)/8, $0x0004000400040004
+DATA q4kIdx<>+160(SB)/8, $0x0005000500050005
+DATA q4kIdx<>+168(SB)/8, $0x0005000500050005
+DATA q4kIdx<>+176(SB)/8, $0x0005000500050005
+DATA q4kIdx<>+184(SB)/8, $0x0005000500050005
+DATA q4kIdx<>+192(SB)/8, $0x0006000600060006
+DATA q4kIdx<>+200(SB)/8, $0x0006000600060006
+DATA q4kIdx<>+208(SB)/8, $0x0006000600060006
+DATA q4kIdx<>+216(SB)/8, $0x0006000600060006
+DATA q4kIdx<>+224(SB)/8, $0x0007000700070007
+DATA q4kIdx<>+232(SB)/8, $0x0007000700070007
+DATA q4kIdx<>+240(SB)/8, $0x0007000700070007
+DATA q4kIdx<>+248(SB)/8, $0x0007000700070007
+GLOBL q4kIdx<>(SB), RODATA|NOPTR, $256
+
+DATA q4kShift<>+0(SB)/8, $0x0000000000000000
+DATA q4kShift<>+8(SB)/8, $0x0000000000000000
+DATA q4kShift<>+16(SB)/8, $0x0000000000000000
+DATA q4kShift<>+24(SB)/8, $0x0000000000000000
+DATA q4kShift<>+32(SB)/8, $0x0004000400040004
+DATA q4kShift<>+40(SB)/8, $0x0004000400040004
+DATA q4kShift<>+48(SB)/8, $0x0004000400040004
+DATA q4kShift<>+56(SB)/8, $0x0004000400040004
+GLOBL q4kShift<>(SB), RODATA|NOPTR, $64
+
+DATA q6kIdx<>+0(SB)/8, $0x0000000000000000
+DATA q6kIdx<>+8(SB)/8, $0x0000000000000000
+DATA q6kIdx<>+16(SB)/8, $0x0001000100010001
+DATA q6kIdx<>+24(SB)/8, $0x0001000100010001
+DATA q6kIdx<>+32(SB)/8, $0x0002000200020002
+DATA q6kIdx<>+40(SB)/8, $0x0002000200020002
+DATA q6kIdx<>+48(SB)/8, $0x0003000300030003
+DATA q6kIdx<>+56(SB)/8, $0x0003000300030003
+DATA q6kIdx<>+64(SB)/8, $0x0004000400040004
+DATA q6kIdx<>+72(SB)/8, $0x0004000400040004
+DATA q6kIdx<>+80(SB)/8, $0x0005000500050005
+DATA q6kIdx<>+88(SB)/8, $0x0005000500050005
+DATA q6kIdx<>+96(SB)/8, $0x0006000600060006
+DATA q6kIdx<>+104(SB)/8, $0x0006000600060006
+DATA q6kIdx<>+112(SB)/8, $0x0007000700070007
+DATA q6kIdx<>+120(SB)/8, $0x0007000700070007
+DATA q6kIdx<>+128(SB)/8, $0x0008000800080008
+DATA q6kIdx<>+136(SB)/8, $0x0008000800080008
+DATA q6kIdx<>+144(SB)/8, $0x0009000900090009
+DATA q6kIdx<>+152(SB)/8, $0x0009000900090009
+DATA q6kIdx<>+160(SB)/8, $0x000a000a000a000a
+DATA q6kIdx<>+168(SB)/8, $0x000a000a000a000a
+DATA q6kIdx<>+176(SB)/8, $0x000b000b000b000b
+DATA q6kIdx<>+184(SB)/8, $0x000b000b000b000b
+DATA q6kIdx<>+192(SB)/8, $0x000c000c000c000c
+DATA q6kIdx<>+200(SB)/8, $0x000c000c000c000c
+DATA q6kIdx<>+208(SB)/8, $0x000d000d000d000d
+DATA q6kIdx<>+216(SB)/8, $0x000d000d000d000d
+DATA q6kIdx<>+224(SB)/8, $0x000e000e000e000e
+DATA q6kIdx<>+232(SB)/8, $0x000e000e000e000e
+DATA q6kIdx<>+240(SB)/8, $0x000f000f000f000f
+DATA q6kIdx<>+248(SB)/8, $0x000f000f000f000f
+GLOBL q6kIdx<>(SB), RODATA|NOPTR, $256
+
+DATA q6kShift<>+0(SB)/8, $0x0004000400040004
+DATA q6kShift<>+8(SB)/8, $0x0004000400040004
+DATA q6kShift<>+16(SB)/8, $0x0004000400040004
+DATA q6kShift<>+24(SB)/8, $0x0004000400040004
+DATA q6kShift<>+32(SB)/8, $0x0002000200020002
+DATA q6kShift<>+40(SB)/8, $0x0002000200020002
+DATA q6kShift<>+48(SB)/8, $0x0002000200020002
+DATA q6kShift<>+56(SB)/8, $0x0002000200020002
+DATA q6kShift<>+64(SB)/8, $0x0000000000000000
+DATA q6kShift<>+72(SB)/8, $0x0000000000000000
+DATA q6kShift<>+80(SB)/8, $0x0000000000000000
+DATA q6kShift<>+88(SB)/8, $0x0000000000000000
+DATA q6kShift<>+96(SB)/8, $0x0002000200020002
+DATA q6kShift<>+104(SB)/8, $0x0002000200020002
+DATA q6kShift<>+112(SB)/8, $0x0002000200020002
+DATA q6kShift<>+120(SB)/8, $0x0002000200020002
+GLOBL q6kShift<>(SB), RODATA|NOPTR, $128
+
+// Q4K_SCALES512 unpacks the 12 packed scale bytes at 4(SI) into 8 scales
+// as words in X0 (upper bits of Z0 zero) and 8 mins as words in X1.
+// Clobbers AX, BX, DX, R8-R10.
+#define Q4K_SCALES512 \
+	MOVL 4(SI), AX \
+	MOVL 8(SI), BX \
+	MOVL 12(SI), DX \
+	MOVL DX, R8 \
+	SHRL $4, R8 \
+	ANDL $0x0f0f0f0f, R8 \
+	MOVL BX, R9 \
+	SHRL $6, R9 \
+	ANDL $0x03030303, R9 \
+	SHLL $4, R9 \
+	ORL  R9, R8 \
+	MOVL BX, R10 \
+	ANDL $0x3f3f3f3f, R10 \
+	ANDL $0x0f0f0f0f, DX \
+	MOVL AX, R9 \
+	SHRL $6, R9 \
+	ANDL $0x03030303, R9 \
+	SHLL $4, R9 \
+	ORL  R9, DX \
+	ANDL $0x3f3f3f3f, AX \
+	VMOVD AX, X0 \
+	VPINSRD $1, DX, X0, X0 \
+	VPMOVZXBW X0, X0 \
+	VMOVD R10, X1 \
+	VPINSRD $1, R8, X1, X1 \
+	VPMOVZXBW X1, X1
+
+// Q4K_CHUNK512 multiplies the 32 qs bytes at qoff(SI) (sub-blocks 2c and
+// 2c+1 in their low and high nibbles) with their 64 activations at
+// xoff(DI): the chunk is broadcast to both halves of Z2 and shifted by 0
+// and 4 bits (Z24), so its codes line up with the activations. Scales in
+// sc; accumulates into acc.
+#define Q4K_CHUNK512(qoff, xoff, sc, acc) \
+	VBROADCASTI64X4 qoff(SI), Z2 \
+	VPSRLVW Z24, Z2, Z2 \
+	VPANDD Z15, Z2, Z2 \
+	VPMADDUBSW xoff(DI), Z2, Z2 \
+	VPDPWSSD sc, Z2, acc
+
+// func dotQ4KAVX512(w *byte, x *quant.BlockQ8K, nb int) float32
+TEXT ·dotQ4KAVX512(SB), NOSPLIT, $0-28
+	MOVQ w+0(FP), SI
+	MOVQ x+8(FP), DI
+	MOVQ nb+16(FP), CX
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z15
+	VMOVDQU64 q4kIdx<>+0(SB), Z16
+	VMOVDQU64 q4kIdx<>+64(SB), Z17
+	VMOVDQU64 q4kIdx<>+128(SB), Z18
+	VMOVDQU64 q4kIdx<>+192(SB), Z19
+	VMOVDQU64 q4kShift<>+0(SB), Z24
+	VXORPS X8, X8, X8
+	TESTQ CX, CX
+	JEQ q4k5done
+
+q4k5loop:
+	Q4K_SCALES512
+	VPERMW Z0, Z16, Z20
+	VPERMW Z0, Z17, Z21
+	VPERMW Z0, Z18, Z22
+	VPERMW Z0, Z19, Z23
+	VPUNPCKLWD X1, X1, X2
+	VPUNPCKHWD X1, X1, X3
+	VINSERTI128 $1, X3, Y2, Y2
+	VPMADDWD 260(DI), Y2, Y10
+	VPXORD Z9, Z9, Z9
+	VPXORD Z11, Z11, Z11
+	Q4K_CHUNK512(16, 4, Z20, Z9)
+	Q4K_CHUNK512(48, 68, Z21, Z11)
+	Q4K_CHUNK512(80, 132, Z22, Z9)
+	Q4K_CHUNK512(112, 196, Z23, Z11)
+	VPADDD Z11, Z9, Z9
+	VEXTRACTI64X4 $1, Z9, Y3
+	VPADDD Y3, Y9, Y9
+	VPHADDD Y10, Y9, Y5
+	VEXTRACTI128 $1, Y5, X6
+	VPADDD X6, X5, X5
+	VPHADDD X5, X5, X5
+	VCVTDQ2PS X5, X5
+	MOVL (SI), AX
+	VMOVD AX, X6
+	VCVTPH2PS X6, X6
+	VBROADCASTSS (DI), X7
+	VMULPS X7, X6, X6
+	VMULPS X6, X5, X5
+	VADDSS X5, X8, X8
+	VMOVSHDUP X5, X6
+	VSUBSS X6, X8, X8
+	ADDQ $144, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ q4k5loop
+
+q4k5done:
+	VMOVSS X8, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// Q6K_HALF512 multiplies one half (128 values) of a Q6_K block: ql at
+// qoff(SI), qh at hoff(SI), activations at xoff(DI), scale vectors sa
+// (values 0-63) and sb (64-127); accumulates into Z9.
+#define Q6K_HALF512(qoff, hoff, xoff, sa, sb) \
+	VMOVDQU64 qoff(SI), Z2 \
+	VBROADCASTI64X4 hoff(SI), Z3 \
+	VPSRLW $4, Z2, Z4 \
+	VPANDD Z15, Z2, Z2 \
+	VPANDD Z15, Z4, Z4 \
+	VPSLLVW Z24, Z3, Z5 \
+	VPSRLVW Z25, Z3, Z6 \
+	VPANDD Z14, Z5, Z5 \
+	VPANDD Z14, Z6, Z6 \
+	VPORD Z5, Z2, Z2 \
+	VPORD Z6, Z4, Z4 \
+	VPMADDUBSW xoff(DI), Z2, Z2 \
+	VPMADDUBSW (xoff+64)(DI), Z4, Z4 \
+	VPDPWSSD sa, Z2, Z9 \
+	VPDPWSSD sb, Z4, Z11
+
+// func dotQ6KAVX512(w *byte, x *quant.BlockQ8K, nb int) float32
+TEXT ·dotQ6KAVX512(SB), NOSPLIT, $0-28
+	MOVQ w+0(FP), SI
+	MOVQ x+8(FP), DI
+	MOVQ nb+16(FP), CX
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z15
+	MOVL $0x30303030, AX
+	VPBROADCASTD AX, Z14
+	VMOVDQU64 q6kIdx<>+0(SB), Z16
+	VMOVDQU64 q6kIdx<>+64(SB), Z17
+	VMOVDQU64 q6kIdx<>+128(SB), Z18
+	VMOVDQU64 q6kIdx<>+192(SB), Z19
+	VMOVDQU64 q6kShift<>+0(SB), Z24
+	VMOVDQU64 q6kShift<>+64(SB), Z25
+	VXORPS X8, X8, X8
+	TESTQ CX, CX
+	JEQ q6k5done
+
+q6k5loop:
+	VPMOVSXBW 192(SI), Y0
+	VPMADDWD 260(DI), Y0, Y1
+	VPERMW Z0, Z16, Z20
+	VPERMW Z0, Z17, Z21
+	VPERMW Z0, Z18, Z22
+	VPERMW Z0, Z19, Z23
+	VPXORD Z9, Z9, Z9
+	VPXORD Z11, Z11, Z11
+	Q6K_HALF512(0, 128, 4, Z20, Z21)
+	Q6K_HALF512(64, 160, 132, Z22, Z23)
+	VPADDD Z11, Z9, Z9
+	VEXTRACTI64X4 $1, Z9, Y3
+	VPADDD Y3, Y9, Y9
+	VPSLLD $5, Y1, Y1
+	VPSUBD Y1, Y9, Y9
+	VEXTRACTI128 $1, Y9, X5
+	VPADDD X9, X5, X5
+	VPSHUFD $0x4e, X5, X6
+	VPADDD X6, X5, X5
+	VPSHUFD $0xb1, X5, X6
+	VPADDD X6, X5, X5
+	VCVTDQ2PS X5, X5
+	MOVWLZX 208(SI), AX
+	VMOVD AX, X6
+	VCVTPH2PS X6, X6
+	VMULSS (DI), X6, X6
+	VMULSS X5, X6, X6
+	VADDSS X6, X8, X8
+	ADDQ $210, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ q6k5loop
+
+q6k5done:
+	VMOVSS X8, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// Four-token quantized dot products, AVX-512 path: like the AVX2 ones in
+// quant4_avx2_amd64.s (same integer sums, same float32 steps in the four
+// lanes of X12, so the results equal four one-token calls bit for bit),
+// with 512-bit VPMADDUBSW and VPDPWSSD.
+
+#define T0(off) off(DI)
+#define T1(off) off(DI)(R11*1)
+#define T2(off) off(DI)(R11*2)
+#define T3(off) off(DI)(R13*1)
+
+// Q4K5X4_CHUNK unpacks the 32 qs bytes at qoff(SI) into Z13 (sub-blocks
+// 2c and 2c+1, lined up with 64 activations) and multiplies them with the
+// four tokens' activations at xoff, scales sc.
+#define Q4K5X4_CHUNK(qoff, xoff, sc) \
+	VBROADCASTI64X4 qoff(SI), Z13 \
+	VPSRLVW Z24, Z13, Z13 \
+	VPANDD Z15, Z13, Z13 \
+	VPMADDUBSW T0(xoff), Z13, Z3 \
+	VPMADDUBSW T1(xoff), Z13, Z4 \
+	VPMADDUBSW T2(xoff), Z13, Z5 \
+	VPMADDUBSW T3(xoff), Z13, Z6 \
+	VPDPWSSD sc, Z3, Z8 \
+	VPDPWSSD sc, Z4, Z9 \
+	VPDPWSSD sc, Z5, Z10 \
+	VPDPWSSD sc, Z6, Z11
+
+// Q4K5X4_RED folds token accumulator acc (zmm; accy its low half) and its
+// mins (bsums at bs times Y2) to [isum, mins, isum, mins] in dst.
+#define Q4K5X4_RED(bs, acc, accy, dst) \
+	VEXTRACTI64X4 $1, acc, Y6 \
+	VPADDD Y6, accy, accy \
+	VPMADDWD bs, Y2, Y6 \
+	VPHADDD Y6, accy, Y6 \
+	VEXTRACTI128 $1, Y6, dst \
+	VPADDD dst, X6, dst \
+	VPHADDD dst, dst, dst
+
+// func dotQ4Kx4AVX512(w *byte, x *quant.BlockQ8K, nb int, out *[4]float32)
+TEXT ·dotQ4Kx4AVX512(SB), NOSPLIT, $0-32
+	MOVQ w+0(FP), SI
+	MOVQ x+8(FP), DI
+	MOVQ nb+16(FP), CX
+	IMUL3Q $292, CX, R11
+	LEAQ (R11)(R11*2), R13
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z15
+	VMOVDQU64 q4kIdx<>+0(SB), Z16
+	VMOVDQU64 q4kIdx<>+64(SB), Z17
+	VMOVDQU64 q4kIdx<>+128(SB), Z18
+	VMOVDQU64 q4kIdx<>+192(SB), Z19
+	VMOVDQU64 q4kShift<>+0(SB), Z24
+	VXORPS X12, X12, X12
+	TESTQ CX, CX
+	JEQ q4k54done
+
+q4k54loop:
+	Q4K_SCALES512
+	VPERMW Z0, Z16, Z20
+	VPERMW Z0, Z17, Z21
+	VPERMW Z0, Z18, Z22
+	VPERMW Z0, Z19, Z23
+	VPUNPCKLWD X1, X1, X2
+	VPUNPCKHWD X1, X1, X3
+	VINSERTI128 $1, X3, Y2, Y2
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	Q4K5X4_CHUNK(16, 4, Z20)
+	Q4K5X4_CHUNK(48, 68, Z21)
+	Q4K5X4_CHUNK(80, 132, Z22)
+	Q4K5X4_CHUNK(112, 196, Z23)
+	Q4K5X4_RED(T0(260), Z8, Y8, X0)
+	Q4K5X4_RED(T1(260), Z9, Y9, X1)
+	Q4K5X4_RED(T2(260), Z10, Y10, X3)
+	Q4K5X4_RED(T3(260), Z11, Y11, X4)
+	VPUNPCKLDQ X1, X0, X0
+	VPUNPCKLDQ X4, X3, X3
+	VPUNPCKLQDQ X3, X0, X5
+	VPUNPCKHQDQ X3, X0, X6
+	VCVTDQ2PS X5, X5
+	VCVTDQ2PS X6, X6
+	VMOVSS T0(0), X7
+	VPINSRD $1, T1(0), X7, X7
+	VPINSRD $2, T2(0), X7, X7
+	VPINSRD $3, T3(0), X7, X7
+	MOVL (SI), AX
+	VMOVD AX, X0
+	VCVTPH2PS X0, X0
+	VMOVSHDUP X0, X1
+	VBROADCASTSS X0, X0
+	VBROADCASTSS X1, X1
+	VMULPS X7, X0, X0
+	VMULPS X7, X1, X1
+	VMULPS X5, X0, X0
+	VMULPS X6, X1, X1
+	VADDPS X0, X12, X12
+	VSUBPS X1, X12, X12
+	ADDQ $144, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ q4k54loop
+
+q4k54done:
+	MOVQ out+24(FP), AX
+	VMOVUPS X12, (AX)
+	VZEROUPPER
+	RET
+
+// Q6K5X4_HALF unpacks one half (128 values) of a Q6_K block (ql at
+// qoff(SI), qh at hoff(SI)) into Z2 (values 0-63) and Z4 (64-127) and
+// multiplies them with the four tokens' activations at xoff, scales sa
+// and sb.
+#define Q6K5X4_TOK(xoff, acc) \
+	VPMADDUBSW xoff, Z2, Z5 \
+	VPDPWSSD Z26, Z5, acc
+
+#define Q6K5X4_HALF(qoff, hoff, xoff, sa, sb) \
+	VMOVDQU64 qoff(SI), Z2 \
+	VBROADCASTI64X4 hoff(SI), Z3 \
+	VPSRLW $4, Z2, Z4 \
+	VPANDD Z15, Z2, Z2 \
+	VPANDD Z15, Z4, Z4 \
+	VPSLLVW Z24, Z3, Z5 \
+	VPSRLVW Z25, Z3, Z6 \
+	VPANDD Z14, Z5, Z5 \
+	VPANDD Z14, Z6, Z6 \
+	VPORD Z5, Z2, Z2 \
+	VPORD Z6, Z4, Z4 \
+	VMOVDQA64 sa, Z26 \
+	Q6K5X4_TOK(T0(xoff), Z8) \
+	Q6K5X4_TOK(T1(xoff), Z9) \
+	Q6K5X4_TOK(T2(xoff), Z10) \
+	Q6K5X4_TOK(T3(xoff), Z11) \
+	VMOVDQA64 Z4, Z2 \
+	VMOVDQA64 sb, Z26 \
+	Q6K5X4_TOK(T0(xoff+64), Z8) \
+	Q6K5X4_TOK(T1(xoff+64), Z9) \
+	Q6K5X4_TOK(T2(xoff+64), Z10) \
+	Q6K5X4_TOK(T3(xoff+64), Z11)
+
+// Q6K5X4_RED folds token accumulator acc (accy, accx its low halves) minus
+// 32 times its scaled bsums (at bs; scale words in Y0) to the integer sum
+// in lane 0 of dst.
+#define Q6K5X4_RED(bs, acc, accy, accx, dst) \
+	VEXTRACTI64X4 $1, acc, Y6 \
+	VPADDD Y6, accy, accy \
+	VPMADDWD bs, Y0, Y6 \
+	VPSLLD $5, Y6, Y6 \
+	VPSUBD Y6, accy, accy \
+	VEXTRACTI128 $1, accy, dst \
+	VPADDD dst, accx, dst \
+	VPSHUFD $0x4e, dst, X6 \
+	VPADDD X6, dst, dst \
+	VPSHUFD $0xb1, dst, X6 \
+	VPADDD X6, dst, dst
+
+// func dotQ6Kx4AVX512(w *byte, x *quant.BlockQ8K, nb int, out *[4]float32)
+TEXT ·dotQ6Kx4AVX512(SB), NOSPLIT, $0-32
+	MOVQ w+0(FP), SI
+	MOVQ x+8(FP), DI
+	MOVQ nb+16(FP), CX
+	IMUL3Q $292, CX, R11
+	LEAQ (R11)(R11*2), R13
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z15
+	MOVL $0x30303030, AX
+	VPBROADCASTD AX, Z14
+	VMOVDQU64 q6kIdx<>+0(SB), Z16
+	VMOVDQU64 q6kIdx<>+64(SB), Z17
+	VMOVDQU64 q6kIdx<>+128(SB), Z18
+	VMOVDQU64 q6kIdx<>+192(SB), Z19
+	VMOVDQU64 q6kShift<>+0(SB), Z24
+	VMOVDQU64 q6kShift<>+64(SB), Z25
+	VXORPS X12, X12, X12
+	TESTQ CX, CX
+	JEQ q6k54done
+
+q6k54loop:
+	VPMOVSXBW 192(SI), Y0
+	VPERMW Z0, Z16, Z20
+	VPERMW Z0, Z17, Z21
+	VPERMW Z0, Z18, Z22
+	VPERMW Z0, Z19, Z23
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	Q6K5X4_HALF(0, 128, 4, Z20, Z21)
+	Q6K5X4_HALF(64, 160, 132, Z22, Z23)
+	Q6K5X4_RED(T0(260), Z8, Y8, X8, X2)
+	Q6K5X4_RED(T1(260), Z9, Y9, X9, X3)
+	Q6K5X4_RED(T2(260), Z10, Y10, X10, X4)
+	Q6K5X4_RED(T3(260), Z11, Y11, X11, X5)
+	VPUNPCKLDQ X3, X2, X2
+	VPUNPCKLDQ X5, X4, X4
+	VPUNPCKLQDQ X4, X2, X2
+	VCVTDQ2PS X2, X2
+	VMOVSS T0(0), X7
+	VPINSRD $1, T1(0), X7, X7
+	VPINSRD $2, T2(0), X7, X7
+	VPINSRD $3, T3(0), X7, X7
+	MOVWLZX 208(SI), AX
+	VMOVD AX, X1
+	VCVTPH2PS X1, X1
+	VBROADCASTSS X1, X1
+	VMULPS X7, X1, X1
+	VMULPS X2, X1, X1
+	VADDPS X1, X12, X12
+	ADDQ $210, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ q6k54loop
+
+q6k54done:
+	MOVQ out+24(FP), AX
+	VMOVUPS X12, (AX)
+	VZEROUPPER
+	RET
