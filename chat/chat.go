@@ -1,0 +1,181 @@
+package chat
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Limits on what Apply accepts and produces.
+const (
+	// MaxTemplate is the largest template, in bytes.
+	MaxTemplate = 1 << 20
+	// MaxMessages is the largest number of messages.
+	MaxMessages = 1 << 14
+	// MaxOutput is the largest rendered prompt, in bytes.
+	MaxOutput = 1 << 20
+)
+
+// Message is one chat message.
+type Message struct {
+	Role    string
+	Content string
+}
+
+// Errors returned by Apply (UnsupportedError wraps ErrUnsupported).
+var (
+	ErrUnsupported = errors.New("chat: unsupported chat template")
+	ErrTooLarge    = errors.New("chat: too large")
+	ErrMessage     = errors.New("chat: invalid message")
+)
+
+// UnsupportedError reports a template Apply will not render: Construct
+// names the Jinja construct the interpreter does not support, Family the
+// recognised family ("" when none matched).
+type UnsupportedError struct {
+	Family    string
+	Construct string
+}
+
+// Error names the construct and the family.
+func (e *UnsupportedError) Error() string {
+	msg := "chat: unsupported chat template"
+	if e.Family != "" {
+		msg += fmt.Sprintf(" (family %q)", e.Family)
+	}
+	if e.Construct != "" {
+		msg += ": it uses " + e.Construct
+	}
+	return msg
+}
+
+// Unwrap returns ErrUnsupported.
+func (e *UnsupportedError) Unwrap() error { return ErrUnsupported }
+
+// Apply renders msgs with the chat template tmpl (the text of
+// tokenizer.chat_template, or a family name such as "chatml" or
+// "llama3"; "" selects the plain fallback). With addGenerationPrompt the
+// prompt ends with the opening of an assistant turn. bosText and eosText
+// are the texts of the model's BOS and EOS tokens, used by the families
+// that write them inside the conversation, and bos_token and eos_token of
+// Jinja templates ("<s>" and "</s>" when empty).
+// The result is meant to be tokenized with special-token parsing on and
+// BOS added by the tokenizer, as llama.cpp does.
+func Apply(tmpl string, msgs []Message, addGenerationPrompt bool, bosText, eosText string) (string, error) {
+	if err := check(tmpl, msgs); err != nil {
+		return "", err
+	}
+	bosText, eosText = defaults(bosText, eosText)
+	fam := Detect(tmpl)
+	r, ok := renderers[fam]
+	if !ok {
+		return applyJinja(tmpl, fam, msgs, addGenerationPrompt, bosText, eosText)
+	}
+	var b strings.Builder
+	r(&b, msgs, addGenerationPrompt, bosText, eosText)
+	if b.Len() > MaxOutput {
+		return "", fmt.Errorf("%w: prompt of %d bytes, limit %d", ErrTooLarge, b.Len(), MaxOutput)
+	}
+	return b.String(), nil
+}
+
+// defaults returns "<s>" and "</s>" for empty BOS and EOS texts.
+func defaults(bos, eos string) (string, string) {
+	if bos == "" {
+		bos = "<s>"
+	}
+	if eos == "" {
+		eos = "</s>"
+	}
+	return bos, eos
+}
+
+// check applies the limits on the template and the messages.
+func check(tmpl string, msgs []Message) error {
+	if len(tmpl) > MaxTemplate {
+		return fmt.Errorf("%w: template of %d bytes, limit %d", ErrTooLarge, len(tmpl), MaxTemplate)
+	}
+	if len(msgs) > MaxMessages {
+		return fmt.Errorf("%w: %d messages, limit %d", ErrTooLarge, len(msgs), MaxMessages)
+	}
+	total := 0
+	for i, m := range msgs {
+		if m.Role == "" || strings.ContainsAny(m.Role, "\x00\r\n") || len(m.Role) > 64 {
+			return fmt.Errorf("%w: message %d: bad role %q", ErrMessage, i, m.Role)
+		}
+		total += len(m.Content) + len(m.Role)
+	}
+	if total > MaxOutput {
+		return fmt.Errorf("%w: messages of %d bytes, limit %d", ErrTooLarge, total, MaxOutput)
+	}
+	return nil
+}
+
+// trim removes ASCII white space at both ends, as llama.cpp's trim.
+func trim(s string) string { return strings.Trim(s, " \t\n\v\f\r") }
+
+// Validate reports whether Apply can render tmpl at all: nil for a
+// family rendered in Go, otherwise the error the interpreter gives when
+// parsing it (a worker can check its model's template once at load).
+// Errors raised while rendering (raise_exception on some conversations)
+// are not found this way.
+func Validate(tmpl string) error {
+	if err := check(tmpl, nil); err != nil {
+		return err
+	}
+	fam := Detect(tmpl)
+	if _, ok := renderers[fam]; ok {
+		return nil
+	}
+	_, err := parseTemplate(tmpl)
+	var ue *UnsupportedError
+	if errors.As(err, &ue) {
+		ue.Family = fam
+	}
+	return err
+}
+
+// RenderJinja renders tmpl with the Jinja-subset interpreter whatever its
+// family, with the same limits and message checks as Apply (which uses it
+// for templates of no family it renders in Go).
+func RenderJinja(tmpl string, msgs []Message, addGenerationPrompt bool, bosText, eosText string) (string, error) {
+	if err := check(tmpl, msgs); err != nil {
+		return "", err
+	}
+	bosText, eosText = defaults(bosText, eosText)
+	return applyJinja(tmpl, Detect(tmpl), msgs, addGenerationPrompt, bosText, eosText)
+}
+
+// applyJinja renders a template with the Jinja subset interpreter. The
+// template sees only messages, bos_token, eos_token,
+// add_generation_prompt, tools (none) and the functions raise_exception,
+// range and namespace.
+func applyJinja(tmpl, fam string, msgs []Message, addAss bool, bosText, eosText string) (string, error) {
+	tree, err := parseTemplate(tmpl)
+	if err != nil {
+		var ue *UnsupportedError
+		if errors.As(err, &ue) {
+			ue.Family = fam
+		}
+		return "", err
+	}
+	list := make([]any, len(msgs))
+	for i, m := range msgs {
+		list[i] = map[string]any{"role": m.Role, "content": m.Content}
+	}
+	vars := builtins()
+	vars["messages"] = list
+	vars["bos_token"] = bosText
+	vars["eos_token"] = eosText
+	vars["add_generation_prompt"] = addAss
+	vars["tools"] = nil // as Hugging Face passes when there are none
+	out, err := renderJinja(tree, vars)
+	if err != nil {
+		var ue *UnsupportedError
+		if errors.As(err, &ue) {
+			ue.Family = fam
+		}
+		return "", err
+	}
+	return out, nil
+}

@@ -1,0 +1,34 @@
+// Package chat renders chat messages into a prompt with a model's chat
+// template.
+//
+// tokenizer.chat_template is untrusted model data. Apply first recognises
+// the common template families by characteristic substrings, as
+// llama.cpp does, and renders the family in Go: ChatML, Llama 2 (and its
+// system/BOS/strip variants), Llama 3, Llama 4, Mistral
+// v1/v3/v3-tekken/v7, Gemma, Phi-3, Phi-4, Zephyr, Falcon 3, DeepSeek
+// Coder, DeepSeek V3, Command R, Vicuna and Granite; with no template it
+// uses a plain "User:/Assistant:" transcript.
+//
+// Any other template goes to a small Jinja-subset interpreter of this
+// package (RenderJinja): text, {{ }}, {% if/elif/else %}, {% for %} with
+// else, loop filters, tuple unpacking, break and continue, {% set %} with
+// namespace(), the loop variables, string concatenation, arithmetic and
+// comparisons, subscripts and slices, a few string and dict methods,
+// common filters (trim, length, upper, lower, default, join, tojson, …)
+// and tests (defined, none, string, …), raise_exception, and Hugging
+// Face's trim_blocks/lstrip_blocks whitespace rules. The template sees
+// nothing but messages, bos_token, eos_token, add_generation_prompt and
+// tools (always none): no attribute of a Go value, no file, no
+// environment. Everything is bounded: template size, nesting depth
+// (blocks and expressions), loop iterations, evaluation steps, the work
+// done on strings and lists, their sizes, and the output (MaxOutput).
+// Dicts iterate in key order (Python keeps insertion order; chat
+// templates do not depend on it). A construct outside the subset
+// (macros, includes, unknown filters) fails with an *UnsupportedError
+// naming it.
+//
+// An interpreter was chosen over a Go Jinja library because the
+// libraries available are large, reflect over Go values and have no
+// limits on loops or output; a few hundred lines that only know strings,
+// numbers, lists and dicts are easier to bound and to audit.
+package chat

@@ -1,0 +1,208 @@
+package chat
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A ChatML template in Jinja, to compare the interpreter with the Go
+// rendering (the family name is avoided so Detect does not match it).
+const jinjaChatML = `{% for message in messages %}{{ '<|im_' + 'start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_' + 'start|>assistant\n' }}{% endif %}`
+
+// A Llama-2-like template exercising system handling, alternation
+// checks, loop variables, slicing and string methods.
+const jinjaLlama2 = `{% if messages[0]['role'] == 'system' %}
+    {% set loop_messages = messages[1:] %}
+    {% set system_message = '<<SYS>>\n' + messages[0]['content'].strip() + '\n<</SYS>>\n\n' %}
+{% else %}
+    {% set loop_messages = messages %}
+    {% set system_message = '' %}
+{% endif %}
+{% for message in loop_messages %}
+    {% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}
+        {{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}
+    {% endif %}
+    {% if loop.index0 == 0 %}
+        {% set content = system_message + message['content'] %}
+    {% else %}
+        {% set content = message['content'] %}
+    {% endif %}
+    {% if message['role'] == 'user' %}
+        {{ bos_token + 'Q ' + content.strip() + ' /Q' }}
+    {% elif message['role'] == 'assistant' %}
+        {{ ' ' + content.strip() + ' ' + eos_token }}
+    {% endif %}
+{% endfor %}`
+
+// oneLine joins the lines of a template without their indentation, the
+// way model templates are usually written.
+func oneLine(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimSpace(l)
+	}
+	return strings.Join(lines, "")
+}
+
+func TestJinjaTemplates(t *testing.T) {
+	chatml, _ := Apply("chatml", conv, true, "", "")
+	cases := []struct {
+		name, tmpl string
+		msgs       []Message
+		want       string
+	}{
+		{"chatml", jinjaChatML, conv, chatml},
+		{"llama2", oneLine(jinjaLlama2), conv, "<s>Q <<SYS>>\nBe brief.\n<</SYS>>\n\nHi /Q Hello! </s><s>Q Bye /Q"},
+		{"trim and lstrip blocks", "A\n  {% if true %}\n  B\n  {% endif %}\nC", nil, "A\n  B\nC"},
+		{"minus controls", "A  {{- ' B ' -}}  C {#- c -#} D", nil, "A B CD"},
+		{"lstrip only at line start", "{{ 'a' }}  {% if true %}b{% endif %}\n  {% if true %}\n  c{% endif %}", nil, "a  b  c"},
+		{"plus keeps indent", "x\n  {%+ if true %}y{% endif %}", nil, "x\n  y"},
+		{"namespace", "{% set ns = namespace(n=0) %}{% for m in messages %}{% set ns.n = ns.n + 1 %}{% endfor %}{{ ns.n }}", conv, "4"},
+		{"scoping", "{% set x = 1 %}{% for m in messages %}{% set x = 2 %}{% endfor %}{{ x }}", conv, "1"},
+		{"loop vars", "{% for m in messages %}{{ loop.index }}{% if not loop.last %},{% endif %}{% endfor %}", conv, "1,2,3,4"},
+		{"for else", "{% for m in [] %}x{% else %}empty{% endfor %}", nil, "empty"},
+		{"for if", "{% for m in messages if m.role == 'user' %}{{ m.content }};{% endfor %}", conv, "Hi;Bye;"},
+		{"break continue", "{% for i in range(10) %}{% if i == 1 %}{% continue %}{% endif %}{% if i == 4 %}{% break %}{% endif %}{{ i }}{% endfor %}", nil, "023"},
+		{"filters", "{{ '  a b '|trim|upper }}|{{ messages|length }}|{{ undefined_thing|default('d') }}|{{ ['x','y']|join('-') }}|{{ 'q\"'|tojson }}", conv, `A B|4|d|x-y|"q\""`},
+		{"tests", "{{ x is defined }}{{ messages is defined }}{{ none is none }}{{ 'a' is string }}{{ 3 is odd }}{{ x is not defined }}", nil, "FalseTrueTrueTrueTrueTrue"},
+		{"ternary and in", "{{ 'yes' if 'ell' in 'hello' else 'no' }}{{ 'a' not in ['a'] }}{{ {'k': 1}['k'] }}", nil, "yesFalse1"},
+		{"arith", "{{ 7 // 2 }} {{ -7 % 3 }} {{ 1 + 2 * 3 }} {{ 'ab' ~ 3 }} {{ 7 / 2 }} {{ 'ab' * 2 }}", nil, "3 2 7 ab3 3.5 abab"},
+		{"string methods", "{{ 'Hello'.lower().startswith('he') }} {{ 'a,b'.split(',')|length }} {{ 'xay'.replace('a', 'b') }} {{ '[x]'.lstrip('[') }}", nil, "True 2 xby x]"},
+		{"slices", "{{ 'hello'[1:3] }}{{ messages[-1].content }}{{ messages[:2]|length }}", conv, "elBye2"},
+		{"dict items", "{% for k, v in {'b': 2, 'a': 1}.items() %}{{ k }}{{ v }}{% endfor %}", nil, "a1b2"},
+		{"no outside access", "[{{ os }}{{ messages.__class__ }}{{ self }}{{ config }}]", conv, "[]"},
+		{"tools and dates", "{% if tools is not none %}T{% endif %}{% if strftime_now is defined %}D{% else %}{{ '26 Jul 2024' }}{% endif %}", nil, "26 Jul 2024"},
+		{"selectattr", "{{ messages|selectattr('role', 'equalto', 'user')|map(attribute='content')|join(',') }}|{{ messages|rejectattr('role', 'equalto', 'user')|list|length }}|{{ messages|selectattr('content')|list|length }}", conv, "Hi,Bye|2|4"},
+		{"generation markers", "{% generation %}x{% endgeneration %}", nil, "x"},
+	}
+	for _, c := range cases {
+		got, err := Apply(c.tmpl, c.msgs, true, "", "")
+		if err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		if got != c.want {
+			t.Errorf("%s:\n got %q\nwant %q", c.name, got, c.want)
+		}
+	}
+}
+
+// A multi-line Llama 3 style template with whitespace controls.
+const jinjaLlama3 = `{{- bos_token }}
+{%- for message in messages %}
+    {{- '<|start_header_id|>' + message['role'] + '<|end_header_id|>\n\n' + message['content'] | trim + '<|eot_id|>' }}
+{%- endfor %}
+{%- if add_generation_prompt %}
+    {{- '<|start_header_id|>assistant<|end_header_id|>\n\n' }}
+{%- endif %}
+`
+
+func TestJinjaMatchesFamily(t *testing.T) {
+	for _, addAss := range []bool{true, false} {
+		want, err := Apply("llama3", conv, addAss, "", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := RenderJinja(jinjaLlama3, conv, addAss, "<|begin_of_text|>", "<|eot_id|>")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != "<|begin_of_text|>"+want {
+			t.Errorf("add_generation_prompt=%v:\n got %q\nwant %q", addAss, got, "<|begin_of_text|>"+want)
+		}
+	}
+}
+
+func TestJinjaHostile(t *testing.T) {
+	cases := []struct {
+		name, tmpl string
+		err        error
+		construct  string
+	}{
+		{"raise", oneLine(jinjaLlama2), ErrTemplate, ""},
+		{"nested loops", "{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}{% endfor %}", ErrTooLarge, ""},
+		{"huge output", "{% for a in range(100000) %}{{ 'x' * 100 }}{% endfor %}", ErrTooLarge, ""},
+		{"string doubling", "{% set ns = namespace(s='x') %}{% for i in range(64) %}{% set ns.s = ns.s + ns.s %}{% endfor %}", ErrTooLarge, ""},
+		{"list growth", "{% set ns = namespace(l=[1]) %}{% for i in range(64) %}{% set ns.l = ns.l + ns.l %}{% endfor %}", ErrTooLarge, ""},
+		{"repr bomb", "{% set ns = namespace(l=['" + strings.Repeat("x", 1000) + "']) %}{% for i in range(200) %}{% set ns.l = ns.l + ns.l[:1000] %}{% endfor %}{{ ns.l }}", ErrTooLarge, ""},
+		{"deep blocks", strings.Repeat("{% if true %}", 1000) + strings.Repeat("{% endif %}", 1000), ErrUnsupported, ""},
+		{"deep expression", "{{ " + strings.Repeat("(", 1000) + "1" + strings.Repeat(")", 1000) + " }}", ErrUnsupported, ""},
+		{"macro", "{% macro f() %}x{% endmacro %}", ErrUnsupported, "{% macro %}"},
+		{"include", "{% include 'x' %}", ErrUnsupported, "{% include %}"},
+		{"unknown filter", "{{ 'x'|wordwrap }}", ErrUnsupported, "the filter wordwrap"},
+		{"unterminated", "{{ 'x' ", ErrUnsupported, ""},
+		{"unclosed if", "{% if true %}x", ErrUnsupported, ""},
+		{"type error", "{{ 1 + 'a' }}", ErrTemplate, ""},
+		{"division", "{{ 1 // 0 }}", ErrTemplate, ""},
+		{"call non-function", "{{ messages() }}", ErrTemplate, ""},
+	}
+	msgs := []Message{{"user", "a"}, {"user", "b"}}
+	for _, c := range cases {
+		start := time.Now()
+		_, err := Apply(c.tmpl, msgs, true, "", "")
+		if !errors.Is(err, c.err) {
+			t.Errorf("%s: err = %v, want %v", c.name, err, c.err)
+		}
+		var ue *UnsupportedError
+		if c.construct != "" && (!errors.As(err, &ue) || ue.Construct != c.construct) {
+			t.Errorf("%s: err = %v, want construct %q", c.name, err, c.construct)
+		}
+		if el := time.Since(start); el > 5*time.Second {
+			t.Errorf("%s: took %v", c.name, el)
+		}
+	}
+}
+
+func TestJinjaWorkLimit(t *testing.T) {
+	big := strings.Repeat("x", 900_000)
+	tmpl := "{% for i in range(100000) %}{% if 'y' in messages[0].content %}{% endif %}{% endfor %}"
+	start := time.Now()
+	_, err := RenderJinja(tmpl, []Message{{"user", big}}, false, "", "")
+	if !errors.Is(err, ErrTooLarge) {
+		t.Errorf("err = %v, want ErrTooLarge", err)
+	}
+	if el := time.Since(start); el > 5*time.Second {
+		t.Errorf("took %v", el)
+	}
+	// RenderJinja runs the interpreter even on a template Apply renders in Go.
+	got, err := RenderJinja("<|im_start|>{{ messages[0].content|upper }}", conv[1:2], false, "", "")
+	if err != nil || got != "<|im_start|>HI" {
+		t.Errorf("RenderJinja = %q, %v", got, err)
+	}
+}
+
+func FuzzApply(f *testing.F) {
+	for _, s := range []string{
+		jinjaChatML, oneLine(jinjaLlama2), "{% for m in messages %}{{ loop.index }}{% endfor %}",
+		"{{ 'a' * 3 }}{% set ns = namespace(x=1) %}{{ ns.x }}", "{% if %}", "{{ ((( }}", "{#", "{{ messages[0:1]|tojson }}",
+		"{% for k, v in {'a': [1, 2]}.items() %}{{ k ~ v }}{% endfor %}", "chatml", "",
+	} {
+		f.Add(s, "hello")
+	}
+	f.Fuzz(func(t *testing.T, tmpl, content string) {
+		msgs := []Message{{"system", "s"}, {"user", content}, {"assistant", "a"}}
+		for _, render := range []func(string, []Message, bool, string, string) (string, error){Apply, RenderJinja} {
+			out, err := render(tmpl, msgs, true, "<s>", "</s>")
+			if err == nil && len(out) > MaxOutput {
+				t.Fatalf("output of %d bytes", len(out))
+			}
+		}
+	})
+}
+
+func TestValidate(t *testing.T) {
+	cases := []struct {
+		tmpl string
+		ok   bool
+	}{
+		{"", true}, {"chatml", true}, {"<|im_start|>{% macro %}", true}, {jinjaLlama3, true},
+		{"{% macro f() %}{% endmacro %}", false}, {"{{ 'x' ", false}, {strings.Repeat("x", MaxTemplate+1), false},
+	}
+	for _, c := range cases {
+		if err := Validate(c.tmpl); (err == nil) != c.ok {
+			t.Errorf("Validate(%.40q) = %v, want ok=%v", c.tmpl, err, c.ok)
+		}
+	}
+}

@@ -1,0 +1,270 @@
+package chat
+
+import "fmt"
+
+// stmt is a statement of the template tree.
+type stmt struct {
+	kind     string // "text", "out", "if", "for", "set", "break", "continue"
+	text     string
+	e        *expr
+	branches []branch // if: the if and elif branches
+	elseBody []*stmt  // if / for: the else part
+	vars     []string // for: the loop variables; set: target name (and attribute)
+	cond     *expr    // for: the "if" filter
+	body     []*stmt  // for: the loop body
+	off      int
+}
+
+// branch is one condition and body of an if statement.
+type branch struct {
+	cond *expr
+	body []*stmt
+}
+
+// unsupportedTags are Jinja statements the subset refuses by name.
+var unsupportedTags = map[string]bool{
+	"macro": true, "call": true, "filter": true, "include": true, "import": true, "from": true,
+	"extends": true, "block": true, "raw": true, "with": true, "autoescape": true, "do": true,
+}
+
+// parseTemplate builds the statement tree of src.
+func parseTemplate(src string) ([]*stmt, error) {
+	ps, err := splitTemplate(src)
+	if err != nil {
+		return nil, err
+	}
+	tp := &treeParser{ps: ps}
+	body, end, err := tp.block(0)
+	if err != nil {
+		return nil, err
+	}
+	if end != "" {
+		return nil, &SyntaxError{tp.ps[tp.i].off, fmt.Sprintf("unexpected {%% %s %%}", end)}
+	}
+	return body, nil
+}
+
+// treeParser walks the pieces of a template.
+type treeParser struct {
+	ps []piece
+	i  int
+}
+
+// block parses statements until a terminator tag (elif, else, endif,
+// endfor), which it returns with its tokens consumed up to the name.
+func (tp *treeParser) block(depth int) (body []*stmt, end string, err error) {
+	if depth > maxDepth {
+		return nil, "", &SyntaxError{tp.ps[tp.i].off, fmt.Sprintf("blocks nested deeper than %d", maxDepth)}
+	}
+	for tp.i < len(tp.ps) {
+		pc := tp.ps[tp.i]
+		tp.i++
+		switch pc.kind {
+		case pieceText:
+			if pc.text != "" {
+				body = append(body, &stmt{kind: "text", text: pc.text, off: pc.off})
+			}
+		case pieceComment:
+		case pieceExpr:
+			e, err := parseWhole(pc)
+			if err != nil {
+				return nil, "", err
+			}
+			body = append(body, &stmt{kind: "out", e: e, off: pc.off})
+		case pieceStmt:
+			s, end, err := tp.statement(pc, depth)
+			if err != nil || end != "" {
+				return body, end, err
+			}
+			if s != nil {
+				body = append(body, s)
+			}
+		}
+	}
+	return body, "", nil
+}
+
+// parseWhole parses a tag that holds exactly one expression.
+func parseWhole(pc piece) (*expr, error) {
+	toks, err := lexTag(pc.text, pc.off+2)
+	if err != nil {
+		return nil, err
+	}
+	p := &parser{toks: toks}
+	e, err := p.parseExpr()
+	if err != nil {
+		return nil, err
+	}
+	if p.pos != len(toks) {
+		return nil, p.errf("unexpected %q after the expression", p.peek().text)
+	}
+	return e, nil
+}
+
+// statement parses one {% %} tag (and, for if and for, its body).
+func (tp *treeParser) statement(pc piece, depth int) (*stmt, string, error) {
+	toks, err := lexTag(pc.text, pc.off+2)
+	if err != nil {
+		return nil, "", err
+	}
+	if len(toks) == 0 || toks[0].kind != 'n' {
+		return nil, "", &SyntaxError{pc.off, "empty or malformed statement"}
+	}
+	p := &parser{toks: toks, pos: 1}
+	name := toks[0].text
+	switch name {
+	case "elif", "else", "endif", "endfor":
+		tp.i-- // let the caller see the tag
+		return nil, name, nil
+	case "generation", "endgeneration":
+		return nil, "", nil // Hugging Face's assistant-mask markers render nothing
+	case "break", "continue":
+		return &stmt{kind: name, off: pc.off}, "", nil
+	case "if":
+		s, err := tp.ifStmt(p, pc, depth)
+		return s, "", err
+	case "for":
+		s, err := tp.forStmt(p, pc, depth)
+		return s, "", err
+	case "set":
+		s, err := setStmt(p, pc)
+		return s, "", err
+	}
+	if unsupportedTags[name] {
+		return nil, "", &UnsupportedError{Construct: "{% " + name + " %}"}
+	}
+	return nil, "", &SyntaxError{pc.off, fmt.Sprintf("unknown statement %q", name)}
+}
+
+// tail parses the rest of a tag as one expression.
+func tail(p *parser) (*expr, error) {
+	e, err := p.parseExpr()
+	if err != nil {
+		return nil, err
+	}
+	if p.pos != len(p.toks) {
+		return nil, p.errf("unexpected %q", p.peek().text)
+	}
+	return e, nil
+}
+
+// terminator reads the tag block() stopped at.
+func (tp *treeParser) terminator() (string, *parser, piece, error) {
+	pc := tp.ps[tp.i]
+	tp.i++
+	toks, err := lexTag(pc.text, pc.off+2)
+	if err != nil {
+		return "", nil, pc, err
+	}
+	return toks[0].text, &parser{toks: toks, pos: 1}, pc, nil
+}
+
+func (tp *treeParser) ifStmt(p *parser, pc piece, depth int) (*stmt, error) {
+	s := &stmt{kind: "if", off: pc.off}
+	cond, err := tail(p)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		body, end, err := tp.block(depth + 1)
+		if err != nil {
+			return nil, err
+		}
+		if end == "" {
+			return nil, &SyntaxError{pc.off, "missing {% endif %}"}
+		}
+		s.branches = append(s.branches, branch{cond, body})
+		name, tp2, tpc, err := tp.terminator()
+		if err != nil {
+			return nil, err
+		}
+		switch name {
+		case "elif":
+			if cond, err = tail(tp2); err != nil {
+				return nil, err
+			}
+			continue
+		case "else":
+			body, end, err := tp.block(depth + 1)
+			if err != nil {
+				return nil, err
+			}
+			if end != "endif" {
+				return nil, &SyntaxError{tpc.off, "missing {% endif %} after {% else %}"}
+			}
+			tp.i++
+			s.elseBody = body
+		case "endfor":
+			return nil, &SyntaxError{tpc.off, "{% endfor %} closes an {% if %}"}
+		}
+		return s, nil
+	}
+}
+
+func (tp *treeParser) forStmt(p *parser, pc piece, depth int) (*stmt, error) {
+	s := &stmt{kind: "for", off: pc.off}
+	for {
+		v, err := p.name()
+		if err != nil {
+			return nil, err
+		}
+		s.vars = append(s.vars, v)
+		if !p.accept('o', ",") {
+			break
+		}
+	}
+	if err := p.expect('n', "in"); err != nil {
+		return nil, err
+	}
+	iter, err := p.parseBinary(0) // no conditional form: "if" filters the loop
+	if err != nil {
+		return nil, err
+	}
+	s.e = iter
+	if p.accept('n', "if") {
+		if s.cond, err = tail(p); err != nil {
+			return nil, err
+		}
+	} else if p.pos != len(p.toks) {
+		return nil, p.errf("unexpected %q in {%% for %%}", p.peek().text)
+	}
+	body, end, err := tp.block(depth + 1)
+	if err != nil {
+		return nil, err
+	}
+	s.body = body
+	if end == "else" {
+		tp.i++
+		if s.elseBody, end, err = tp.block(depth + 1); err != nil {
+			return nil, err
+		}
+	}
+	if end != "endfor" {
+		return nil, &SyntaxError{pc.off, "missing {% endfor %}"}
+	}
+	tp.i++
+	return s, nil
+}
+
+func setStmt(p *parser, pc piece) (*stmt, error) {
+	s := &stmt{kind: "set", off: pc.off}
+	v, err := p.name()
+	if err != nil {
+		return nil, err
+	}
+	s.vars = []string{v}
+	if p.accept('o', ".") {
+		attr, err := p.name()
+		if err != nil {
+			return nil, err
+		}
+		s.vars = append(s.vars, attr)
+	}
+	if !p.accept('o', "=") {
+		return nil, &UnsupportedError{Construct: "{% set %} without \"=\" (block assignment or tuple)"}
+	}
+	if s.e, err = tail(p); err != nil {
+		return nil, err
+	}
+	return s, nil
+}

@@ -1,0 +1,101 @@
+package tokenizer
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// hostileInputs are texts that make naive tokenizers quadratic.
+// n is the size of each in bytes, spaces are always 1 MiB.
+func hostileInputs(n int) map[string]string {
+	return map[string]string{
+		"1MiB spaces":    strings.Repeat(" ", 1<<20),
+		"a":              strings.Repeat("a", n),
+		"newlines":       strings.Repeat("\n", n),
+		"0xFF":           strings.Repeat("\xff", n),
+		"emoji":          strings.Repeat("🦙", n/4),
+		"digits":         strings.Repeat("7", n),
+		"punct":          strings.Repeat("!", n),
+		"spaces+letters": strings.Repeat(" \ta", n/3),
+	}
+}
+
+// hostileBudget bounds one hostile encode. It is far above the ~1s a
+// megabyte takes on a loaded CI core, and far below the hours a quadratic
+// algorithm would take on a megabyte.
+const hostileBudget = 60 * time.Second
+
+func TestHostileInputSynthetic(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow in -short mode")
+	}
+	toks := map[string]*Tokenizer{"spm": mustNew(t, spmVocab())}
+	for _, pre := range []string{"gpt-2", "llama-bpe", "qwen2", "starcoder", "falcon", "default", "deepseek-llm", "deepseek-coder"} {
+		toks[pre] = mustNew(t, bpeVocab(pre))
+	}
+	for name, tok := range toks {
+		for what, text := range hostileInputs(1 << 18) {
+			start := time.Now()
+			out := tok.Encode(text, false, false)
+			el := time.Since(start)
+			// Every byte gives at most one token (plus U+FFFD's three for an invalid byte).
+			if len(out) == 0 || len(out) > 3*len(text)+1 {
+				t.Errorf("%s %s: %d tokens for %d bytes", name, what, len(out), len(text))
+			}
+			if el > hostileBudget {
+				t.Errorf("%s %s: took %v", name, what, el)
+			}
+		}
+	}
+}
+
+// TestEncodeSpeed checks the 10 KB budget on the real vocabularies.
+func TestEncodeSpeed(t *testing.T) {
+	text := strings.Repeat("The quick brown fox jumps over the lazy dog; naïve café 東京 123,456! ", 150)[:10240]
+	for _, name := range []string{"llama-spm", "gpt-2", "deepseek-llm"} {
+		tok := loadShared(t, "ref/vocab/ggml-vocab-"+name+".gguf")
+		tok.Encode(text, false, false) // warm up
+		best := time.Hour
+		for i := 0; i < 5; i++ {
+			start := time.Now()
+			tok.Encode(text, false, false)
+			best = min(best, time.Since(start))
+		}
+		t.Logf("%s: 10 KiB in %v", name, best)
+		if best > 50*time.Millisecond {
+			t.Errorf("%s: 10 KiB took %v, budget 50ms", name, best)
+		}
+	}
+}
+
+func TestHostileInputReal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow in -short mode")
+	}
+	for _, name := range []string{"llama-spm", "gpt-2"} {
+		tok := loadShared(t, "ref/vocab/ggml-vocab-"+name+".gguf")
+		for what, text := range hostileInputs(1 << 20) {
+			start := time.Now()
+			out := tok.Encode(text, true, true)
+			el := time.Since(start)
+			t.Logf("%s %s: %d tokens in %v", name, what, len(out), el)
+			if el > hostileBudget {
+				t.Errorf("%s %s: took %v", name, what, el)
+			}
+		}
+	}
+}
+
+func BenchmarkEncode10K(b *testing.B) {
+	text := strings.Repeat("The quick brown fox jumps over the lazy dog. ", 228)[:10240]
+	for _, name := range []string{"llama-spm", "gpt-2"} {
+		tok := loadShared(b, "ref/vocab/ggml-vocab-"+name+".gguf")
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(text)))
+			for b.Loop() {
+				tok.Encode(text, false, false)
+			}
+		})
+	}
+}
