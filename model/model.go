@@ -1,0 +1,260 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/lisa-llm/lisa/gguf"
+	"github.com/lisa-llm/lisa/kernels"
+	"github.com/lisa-llm/lisa/quant"
+	"github.com/lisa-llm/lisa/tensor"
+)
+
+// Layer holds the weights of one transformer block. The matrices are
+// views of the model file's mapping; the norm vectors are decoded copies.
+type Layer struct {
+	AttnNorm []float32      // blk.N.attn_norm.weight [NEmbd]
+	Q        kernels.Matrix // blk.N.attn_q.weight, QDim rows of NEmbd
+	K        kernels.Matrix // blk.N.attn_k.weight, KVDim rows of NEmbd
+	V        kernels.Matrix // blk.N.attn_v.weight, KVDim rows of NEmbd
+	O        kernels.Matrix // blk.N.attn_output.weight, NEmbd rows of QDim
+	FFNNorm  []float32      // blk.N.ffn_norm.weight [NEmbd]
+	Gate     kernels.Matrix // blk.N.ffn_gate.weight, NFF rows of NEmbd
+	Up       kernels.Matrix // blk.N.ffn_up.weight, NFF rows of NEmbd
+	Down     kernels.Matrix // blk.N.ffn_down.weight, NEmbd rows of NFF
+}
+
+// Embedding is the token embedding table: NVocab rows of NEmbd values of
+// any type package quant can dequantize, used in place.
+type Embedding struct {
+	Type     tensor.Type
+	RowBytes int
+	Data     []byte
+}
+
+// Row dequantizes the embedding of token id into dst (NEmbd values).
+func (e Embedding) Row(id int, dst []float32) error {
+	if id < 0 || e.RowBytes <= 0 || id >= len(e.Data)/e.RowBytes {
+		return fmt.Errorf("model: embedding row %d: %w", id, ErrInvalid)
+	}
+	off := id * e.RowBytes
+	return quant.Dequantize(e.Type, e.Data[off:off+e.RowBytes], dst)
+}
+
+// Model is a loaded Llama-family model: its configuration and its weights
+// bound by name, the large ones used in place from the file's mapping.
+type Model struct {
+	Config     Config
+	Embed      Embedding      // token_embd.weight
+	Layers     []Layer        // blk.0 … blk.NLayer-1
+	OutputNorm []float32      // output_norm.weight [NEmbd]
+	Output     kernels.Matrix // output.weight, or token_embd.weight when tied
+}
+
+// ConfigFromGGUF reads and validates the model configuration from f's
+// metadata. NVocab comes from <arch>.vocab_size, else from the length of
+// tokenizer.ggml.tokens, else from the rows of token_embd.weight.
+func ConfigFromGGUF(f *gguf.File) (Config, error) {
+	c, err := configFrom(f, gguf.ErrNotFound)
+	if err != nil {
+		return Config{}, err
+	}
+	if c.NVocab == 0 {
+		if v, ok := f.Lookup("tokenizer.ggml.tokens"); ok && v.Type() == gguf.TypeArray && v.Len() > 0 {
+			c.NVocab = v.Len()
+		} else if ti, ok := f.Tensor("token_embd.weight"); ok && len(ti.Dims) >= 2 && ti.Dims[1] <= MaxVocab {
+			c.NVocab = int(ti.Dims[1])
+		}
+	}
+	if c.NVocab < 1 || c.NVocab > MaxVocab {
+		return Config{}, &KeyError{Key: c.Arch + ".vocab_size",
+			Reason: fmt.Sprintf("vocabulary size %d unknown or out of range [1, %d] (no vocab_size, token list or token_embd.weight)", c.NVocab, MaxVocab),
+			Err:    ErrMissing}
+	}
+	return c, c.Validate()
+}
+
+// weightKind says how a tensor is bound.
+type weightKind int
+
+const (
+	kindNorm   weightKind = iota // F32/F16/BF16 vector, decoded
+	kindMatrix                   // kernels.Matrix view
+)
+
+// layerWeight is one entry of the per-block weight table.
+type layerWeight struct {
+	name  string              // the part between "blk.N." and ".weight"
+	shape func(Config) [2]int // GGUF dims: row length, rows (rows 0 = vector)
+	kind  weightKind          // how it is bound
+	mat   func(*Layer) *kernels.Matrix
+	vec   func(*Layer) *[]float32
+}
+
+// layerTable lists the tensors of one llama block.
+func layerTable() []layerWeight {
+	e := func(c Config) int { return c.NEmbd }
+	return []layerWeight{
+		{"attn_norm", func(c Config) [2]int { return [2]int{e(c), 0} }, kindNorm, nil, func(l *Layer) *[]float32 { return &l.AttnNorm }},
+		{"attn_q", func(c Config) [2]int { return [2]int{e(c), c.QDim()} }, kindMatrix, func(l *Layer) *kernels.Matrix { return &l.Q }, nil},
+		{"attn_k", func(c Config) [2]int { return [2]int{e(c), c.KVDim()} }, kindMatrix, func(l *Layer) *kernels.Matrix { return &l.K }, nil},
+		{"attn_v", func(c Config) [2]int { return [2]int{e(c), c.KVDim()} }, kindMatrix, func(l *Layer) *kernels.Matrix { return &l.V }, nil},
+		{"attn_output", func(c Config) [2]int { return [2]int{c.QDim(), e(c)} }, kindMatrix, func(l *Layer) *kernels.Matrix { return &l.O }, nil},
+		{"ffn_norm", func(c Config) [2]int { return [2]int{e(c), 0} }, kindNorm, nil, func(l *Layer) *[]float32 { return &l.FFNNorm }},
+		{"ffn_gate", func(c Config) [2]int { return [2]int{e(c), c.NFF} }, kindMatrix, func(l *Layer) *kernels.Matrix { return &l.Gate }, nil},
+		{"ffn_up", func(c Config) [2]int { return [2]int{e(c), c.NFF} }, kindMatrix, func(l *Layer) *kernels.Matrix { return &l.Up }, nil},
+		{"ffn_down", func(c Config) [2]int { return [2]int{c.NFF, e(c)} }, kindMatrix, func(l *Layer) *kernels.Matrix { return &l.Down }, nil},
+	}
+}
+
+// binder looks tensors up in one file and records which were used.
+type binder struct {
+	f    *gguf.File
+	used map[string]bool
+}
+
+// lookup returns the tensor name with exactly the GGUF dims want (extra
+// trailing dimensions of 1 allowed, as llama.cpp allows) and its data.
+func (b *binder) lookup(name string, want []int) (*gguf.TensorInfo, []byte, error) {
+	ti, ok := b.f.Tensor(name)
+	if !ok {
+		return nil, nil, &TensorError{Name: name, Reason: "required tensor is missing", Err: ErrMissing}
+	}
+	b.used[name] = true
+	okShape := len(ti.Dims) >= len(want)
+	for i, d := range ti.Dims {
+		switch {
+		case i < len(want):
+			okShape = okShape && d == uint64(want[i])
+		default:
+			okShape = okShape && d == 1
+		}
+	}
+	if !okShape {
+		return nil, nil, &TensorError{Name: name, Reason: fmt.Sprintf("shape %v, want %v", ti.Dims, want), Err: ErrInvalid}
+	}
+	data, err := b.f.TensorData(ti)
+	if err != nil {
+		return nil, nil, &TensorError{Name: name, Reason: fmt.Sprintf("data: %v", err), Err: ErrInvalid}
+	}
+	return ti, data, nil
+}
+
+// matrix binds a weight matrix of rows rows of cols values.
+func (b *binder) matrix(name string, cols, rows int) (kernels.Matrix, error) {
+	ti, data, err := b.lookup(name, []int{cols, rows})
+	if err != nil {
+		return kernels.Matrix{}, err
+	}
+	m, err := kernels.NewMatrix(ti.Type, rows, cols, data)
+	if errors.Is(err, kernels.ErrUnsupportedType) {
+		return kernels.Matrix{}, &TensorError{Name: name, Reason: fmt.Sprintf("type %s is not supported for a weight matrix", ti.Type), Err: ErrUnsupported}
+	}
+	if err != nil {
+		return kernels.Matrix{}, &TensorError{Name: name, Reason: err.Error(), Err: ErrInvalid}
+	}
+	return m, nil
+}
+
+// norm binds and decodes a norm vector of n values.
+func (b *binder) norm(name string, n int) ([]float32, error) {
+	ti, data, err := b.lookup(name, []int{n})
+	if err != nil {
+		return nil, err
+	}
+	switch ti.Type {
+	case tensor.F32, tensor.F16, tensor.BF16:
+	default:
+		return nil, &TensorError{Name: name, Reason: fmt.Sprintf("type %s is not supported for a norm (want F32, F16 or BF16)", ti.Type), Err: ErrUnsupported}
+	}
+	v := make([]float32, n)
+	if err := quant.Dequantize(ti.Type, data, v); err != nil {
+		return nil, &TensorError{Name: name, Reason: err.Error(), Err: ErrInvalid}
+	}
+	for i, x := range v {
+		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+			return nil, &TensorError{Name: name, Reason: fmt.Sprintf("value %d is %g", i, x), Err: ErrInvalid}
+		}
+	}
+	return v, nil
+}
+
+// embedding binds the token embedding table.
+func (b *binder) embedding(name string, c Config) (Embedding, error) {
+	ti, data, err := b.lookup(name, []int{c.NEmbd, c.NVocab})
+	if err != nil {
+		return Embedding{}, err
+	}
+	if !quant.Supported(ti.Type) {
+		return Embedding{}, &TensorError{Name: name, Reason: fmt.Sprintf("type %s is not supported for embeddings", ti.Type), Err: ErrUnsupported}
+	}
+	rb, err := ti.Type.RowBytes(int64(c.NEmbd))
+	if err != nil || rb*int64(c.NVocab) != int64(len(data)) {
+		return Embedding{}, &TensorError{Name: name, Reason: fmt.Sprintf("%d bytes do not hold %d rows of %d %s values", len(data), c.NVocab, c.NEmbd, ti.Type), Err: ErrInvalid}
+	}
+	return Embedding{Type: ti.Type, RowBytes: int(rb), Data: data}, nil
+}
+
+// Load reads the configuration of f and binds every tensor the llama
+// architecture needs, checking each is present with exactly the expected
+// shape and a supported type; errors name the key or tensor (*KeyError,
+// *TensorError). output.weight may be absent: the logits then use
+// token_embd.weight (Config.TiedOutput). A tensor the architecture does
+// not use is an error, as in llama.cpp. f must stay open while the Model
+// is used.
+func Load(f *gguf.File) (*Model, error) {
+	c, err := ConfigFromGGUF(f)
+	if err != nil {
+		return nil, err
+	}
+	b := &binder{f: f, used: make(map[string]bool)}
+	m := &Model{Layers: make([]Layer, c.NLayer)}
+	if m.Embed, err = b.embedding("token_embd.weight", c); err != nil {
+		return nil, err
+	}
+	for i := range m.Layers {
+		if err := b.layer(&m.Layers[i], i, c); err != nil {
+			return nil, err
+		}
+	}
+	if m.OutputNorm, err = b.norm("output_norm.weight", c.NEmbd); err != nil {
+		return nil, err
+	}
+	if _, ok := f.Tensor("output.weight"); ok {
+		if m.Output, err = b.matrix("output.weight", c.NEmbd, c.NVocab); err != nil {
+			return nil, err
+		}
+	} else {
+		c.TiedOutput = true
+		if m.Output, err = b.matrix("token_embd.weight", c.NEmbd, c.NVocab); err != nil {
+			return nil, err
+		}
+	}
+	for _, ti := range f.Tensors {
+		if !b.used[ti.Name] {
+			return nil, &TensorError{Name: ti.Name, Reason: "unexpected tensor: the llama architecture as implemented does not use it", Err: ErrUnsupported}
+		}
+	}
+	m.Config = c
+	return m, nil
+}
+
+// layer binds the weights of block i.
+func (b *binder) layer(l *Layer, i int, c Config) error {
+	for _, w := range layerTable() {
+		name := fmt.Sprintf("blk.%d.%s.weight", i, w.name)
+		s := w.shape(c)
+		var err error
+		switch w.kind {
+		case kindNorm:
+			*w.vec(l), err = b.norm(name, s[0])
+		case kindMatrix:
+			*w.mat(l), err = b.matrix(name, s[0], s[1])
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

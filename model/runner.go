@@ -1,0 +1,302 @@
+package model
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/lisa-llm/lisa/kernels"
+)
+
+// MaxBatch bounds the tokens one Decode call may carry.
+const MaxBatch = 1 << 14
+
+// Batch is one step of work: token i is Tokens[i] at position Pos[i] of
+// sequence Seq[i]. Within a sequence the positions must continue the
+// cache without gaps (the first is the sequence's current Len, the next
+// one more, and so on; entries of different sequences may interleave).
+// Logits[i] asks for the output row of token i; a nil Logits asks for the
+// last token's only.
+type Batch struct {
+	Tokens []int32
+	Pos    []int32
+	Seq    []int32
+	Logits []bool
+}
+
+// Runner evaluates batches of a Model against a Cache. It owns all the
+// scratch a step needs, sized for maxBatch tokens at construction (the
+// logits buffer grows to the largest number of rows ever asked for), so a
+// step allocates nothing. A Runner is not safe for concurrent use.
+type Runner struct {
+	m        *Model
+	c        *Cache
+	ar       arith
+	maxBatch int
+	nTok     int // tokens of the batch being decoded
+
+	x, xn, q, k, v, att, proj, gate, up []float32
+
+	scores []float32 // attention weights of one head, nCtx
+	q16    []uint16  // one query head rounded to F16
+	p16    []uint16  // attention weights rounded to F16, nCtx
+	next   []int     // per sequence: the next position a batch may write
+	outIdx []int     // batch indices whose logits are wanted
+	logits []float32
+	rows   [][]float32
+}
+
+// NewRunner returns a Runner for batches of up to maxBatch tokens (at
+// least 1, at most MaxBatch) of model m over cache c, splitting matrix
+// products across pool.
+func NewRunner(m *Model, c *Cache, pool *kernels.Pool, maxBatch int) *Runner {
+	maxBatch = min(max(maxBatch, 1), MaxBatch)
+	cfg := m.Config
+	f := func(w int) []float32 { return make([]float32, maxBatch*w) }
+	return &Runner{
+		m: m, c: c, ar: kernelArith(pool), maxBatch: maxBatch,
+		x: f(cfg.NEmbd), xn: f(cfg.NEmbd), proj: f(cfg.NEmbd),
+		q: f(cfg.QDim()), att: f(cfg.QDim()), k: f(cfg.KVDim()), v: f(cfg.KVDim()),
+		gate: f(cfg.NFF), up: f(cfg.NFF),
+		scores: make([]float32, c.nCtx),
+		q16:    make([]uint16, cfg.HeadDim),
+		p16:    make([]uint16, c.nCtx),
+		next:   make([]int, c.nSeq),
+		outIdx: make([]int, 0, maxBatch),
+		rows:   make([][]float32, 0, maxBatch),
+	}
+}
+
+// MaxBatch returns the most tokens one Decode call may carry.
+func (r *Runner) MaxBatch() int { return r.maxBatch }
+
+// check validates b against the model and cache and fills r.outIdx.
+func (r *Runner) check(b Batch) error {
+	cfg := r.m.Config
+	if r.c.width != cfg.KVDim() || r.c.nLayer != cfg.NLayer {
+		return &BatchError{Field: "cache", Index: -1, Reason: fmt.Sprintf("cache of %d layers × %d values does not fit the model's %d × %d", r.c.nLayer, r.c.width, cfg.NLayer, cfg.KVDim())}
+	}
+	n := len(b.Tokens)
+	if n == 0 || n > r.maxBatch {
+		return &BatchError{Field: "Tokens", Index: -1, Reason: fmt.Sprintf("%d tokens, want 1 to %d", n, r.maxBatch)}
+	}
+	if len(b.Pos) != n || len(b.Seq) != n || (b.Logits != nil && len(b.Logits) != n) {
+		return &BatchError{Field: "Pos", Index: -1, Reason: fmt.Sprintf("lengths %d/%d/%d differ from %d tokens", len(b.Pos), len(b.Seq), len(b.Logits), n)}
+	}
+	copy(r.next, r.c.lens)
+	for i, t := range b.Tokens {
+		if t < 0 || int(t) >= r.m.Config.NVocab {
+			return &BatchError{Field: "Tokens", Index: i, Reason: fmt.Sprintf("token %d outside the vocabulary of %d", t, r.m.Config.NVocab)}
+		}
+		s := int(b.Seq[i])
+		if s < 0 || s >= r.c.nSeq {
+			return &BatchError{Field: "Seq", Index: i, Reason: fmt.Sprintf("sequence %d of %d", s, r.c.nSeq)}
+		}
+		p := int(b.Pos[i])
+		if p != r.next[s] {
+			return &BatchError{Field: "Pos", Index: i, Reason: fmt.Sprintf("position %d, sequence %d continues at %d", p, s, r.next[s])}
+		}
+		if p >= r.c.nCtx {
+			return &BatchError{Field: "Pos", Index: i, Reason: fmt.Sprintf("position %d beyond the cache's %d positions", p, r.c.nCtx)}
+		}
+		r.next[s]++
+	}
+	r.outIdx = r.outIdx[:0]
+	for i := range n {
+		if (b.Logits == nil && i == n-1) || (b.Logits != nil && b.Logits[i]) {
+			r.outIdx = append(r.outIdx, i)
+		}
+	}
+	return nil
+}
+
+// Decode evaluates the batch: it stores every token's keys and values in
+// the cache, advances each sequence's length, and returns the logits rows
+// (NVocab values each) of the tokens b.Logits selects, in batch order. The
+// rows belong to the Runner and are valid until its next Decode. A batch
+// that does not fit returns a *BatchError and changes nothing.
+func (r *Runner) Decode(b Batch) ([][]float32, error) {
+	if err := r.check(b); err != nil {
+		return nil, err
+	}
+	cfg := r.m.Config
+	n := len(b.Tokens)
+	r.nTok = n
+	for i, t := range b.Tokens {
+		if err := r.m.Embed.Row(int(t), r.x[i*cfg.NEmbd:(i+1)*cfg.NEmbd]); err != nil {
+			return nil, fmt.Errorf("model: decode: %w", err)
+		}
+	}
+	for l := range r.m.Layers {
+		last := l == len(r.m.Layers)-1
+		if err := r.attention(l, b, n); err != nil {
+			return nil, err
+		}
+		rows := n
+		if last {
+			// Only the wanted rows go on, as llama.cpp does in its last block.
+			rows = r.compact()
+		}
+		if err := r.feedForward(l, rows); err != nil {
+			return nil, err
+		}
+	}
+	for i := range n {
+		s := int(b.Seq[i])
+		r.c.lens[s] = max(r.c.lens[s], int(b.Pos[i])+1)
+	}
+	return r.output()
+}
+
+// compact moves the residual rows of r.outIdx to the front of r.x and
+// returns how many there are.
+func (r *Runner) compact() int {
+	e := r.m.Config.NEmbd
+	for j, i := range r.outIdx {
+		if i != j {
+			copy(r.x[j*e:(j+1)*e], r.x[i*e:(i+1)*e])
+		}
+	}
+	return len(r.outIdx)
+}
+
+// matmul runs out = w·x for n rows, naming the weight on failure.
+func (r *Runner) matmul(out []float32, w kernels.Matrix, x []float32, n int, what string, layer int) error {
+	if err := r.ar.matmul(out[:n*w.Rows], w, x[:n*w.Cols], n); err != nil {
+		return fmt.Errorf("model: layer %d %s: %w", layer, what, err)
+	}
+	return nil
+}
+
+// attention runs the attention half of block l on the n batch rows of
+// r.x, adding its output to r.x.
+func (r *Runner) attention(l int, b Batch, n int) error {
+	cfg := r.m.Config
+	ly := &r.m.Layers[l]
+	e, qd, kd, hd := cfg.NEmbd, cfg.QDim(), cfg.KVDim(), cfg.HeadDim
+	for i := range n {
+		kernels.RMSNorm(r.xn[i*e:(i+1)*e], r.x[i*e:(i+1)*e], ly.AttnNorm, cfg.RMSEps)
+	}
+	if err := r.matmul(r.q, ly.Q, r.xn, n, "attn_q", l); err != nil {
+		return err
+	}
+	if err := r.matmul(r.k, ly.K, r.xn, n, "attn_k", l); err != nil {
+		return err
+	}
+	if err := r.matmul(r.v, ly.V, r.xn, n, "attn_v", l); err != nil {
+		return err
+	}
+	for i := range n {
+		pos := int(b.Pos[i])
+		q, k := r.q[i*qd:(i+1)*qd], r.k[i*kd:(i+1)*kd]
+		r.ar.rope(q, cfg.NHead, hd, cfg.RopeDim, pos, cfg.RopeBase, cfg.RopeScale)
+		r.ar.rope(k, cfg.NHeadKV, hd, cfg.RopeDim, pos, cfg.RopeBase, cfg.RopeScale)
+		r.c.store(l, int(b.Seq[i]), pos, k, r.v[i*kd:(i+1)*kd])
+	}
+	scale := 1 / float32(math.Sqrt(float64(hd)))
+	group := cfg.NHead / cfg.NHeadKV
+	for i := range n {
+		s, p := int(b.Seq[i]), int(b.Pos[i])
+		for h := range cfg.NHead {
+			q := r.q[i*qd+h*hd : i*qd+(h+1)*hd]
+			out := r.att[i*qd+h*hd : i*qd+(h+1)*hd]
+			r.head(l, s, p, h/group, q, out, scale)
+		}
+	}
+	if err := r.matmul(r.proj, ly.O, r.att, n, "attn_output", l); err != nil {
+		return err
+	}
+	kernels.Add(r.x[:n*e], r.x[:n*e], r.proj[:n*e])
+	return nil
+}
+
+// head computes one attention head of one token at position p of
+// sequence s, using KV head g of layer l, into out, the way llama.cpp's
+// CPU path does without flash attention: scores K·q with q rounded to the
+// cache type, scaled and soft-maxed over positions 0..p, then each output
+// value is the dot product of the transposed V row with the weights
+// rounded to the cache type.
+func (r *Runner) head(l, s, p, g int, q, out []float32, scale float32) {
+	c := r.c
+	hd := len(q)
+	n := p + 1
+	sc := r.scores[:n]
+	if c.kv == KVF16 {
+		q16 := r.q16[:hd]
+		kernels.F32ToF16Row(q16, q)
+		for j := range n {
+			ko := c.keyOff(l, s, j) + g*hd
+			sc[j] = r.ar.dotKQ(c.k16[ko:ko+hd], q16)
+		}
+	} else {
+		for j := range n {
+			ko := c.keyOff(l, s, j) + g*hd
+			sc[j] = kernels.DotF32(c.k32[ko:ko+hd], q)
+		}
+	}
+	kernels.Scale(sc, scale)
+	r.ar.softmax(sc)
+	if c.kv == KVF16 {
+		p16 := r.p16[:n]
+		kernels.F32ToF16Row(p16, sc)
+		for d := range hd {
+			vo := c.valOff(l, s, g*hd+d)
+			out[d] = r.ar.dotKQV(c.v16[vo:vo+n], p16, r.nTok)
+		}
+		return
+	}
+	for d := range hd {
+		vo := c.valOff(l, s, g*hd+d)
+		out[d] = kernels.DotF32(c.v32[vo:vo+n], sc)
+	}
+}
+
+// feedForward runs the SwiGLU half of block l on the first n rows of r.x.
+func (r *Runner) feedForward(l, n int) error {
+	cfg := r.m.Config
+	ly := &r.m.Layers[l]
+	e, ff := cfg.NEmbd, cfg.NFF
+	for i := range n {
+		kernels.RMSNorm(r.xn[i*e:(i+1)*e], r.x[i*e:(i+1)*e], ly.FFNNorm, cfg.RMSEps)
+	}
+	if err := r.matmul(r.gate, ly.Gate, r.xn, n, "ffn_gate", l); err != nil {
+		return err
+	}
+	if err := r.matmul(r.up, ly.Up, r.xn, n, "ffn_up", l); err != nil {
+		return err
+	}
+	for i := range n {
+		g := r.gate[i*ff : (i+1)*ff]
+		r.ar.siluMul(g, g, r.up[i*ff:(i+1)*ff])
+	}
+	if err := r.matmul(r.proj, ly.Down, r.gate, n, "ffn_down", l); err != nil {
+		return err
+	}
+	kernels.Add(r.x[:n*e], r.x[:n*e], r.proj[:n*e])
+	return nil
+}
+
+// output applies the final norm and the output matrix to the compacted
+// rows and returns the logits rows.
+func (r *Runner) output() ([][]float32, error) {
+	cfg := r.m.Config
+	e, nv := cfg.NEmbd, cfg.NVocab
+	n := len(r.outIdx)
+	r.rows = r.rows[:0]
+	if n == 0 {
+		return r.rows, nil
+	}
+	for i := range n {
+		kernels.RMSNorm(r.xn[i*e:(i+1)*e], r.x[i*e:(i+1)*e], r.m.OutputNorm, cfg.RMSEps)
+	}
+	if cap(r.logits) < n*nv {
+		r.logits = make([]float32, n*nv)
+	}
+	lg := r.logits[:n*nv]
+	if err := r.ar.matmul(lg, r.m.Output, r.xn[:n*e], n); err != nil {
+		return nil, fmt.Errorf("model: output: %w", err)
+	}
+	for i := range n {
+		r.rows = append(r.rows, lg[i*nv:(i+1)*nv:(i+1)*nv])
+	}
+	return r.rows, nil
+}
