@@ -1,0 +1,36 @@
+// Package sandbox starts LiSa-Go's worker in a minimal Linux sandbox and,
+// inside the worker, locks it down.
+//
+// Broker side: Start re-executes the running binary with --sandbox-worker
+// in new user, mount, PID, network, IPC, UTS and cgroup namespaces (uid and
+// gid 0 inside mapped to the broker's ids), with the IPC socket as fd 3,
+// the verified model as fd 4, an empty environment and, optionally, cgroup
+// limits. Its stderr reaches the broker through a pipe whose tail is kept
+// for the death line Exit.String gives.
+//
+// Worker side, in DESIGN.md §2 order and before a byte of the model is
+// read: LockDown mounts a 16 KiB read-only tmpfs holding only the model,
+// pivots into it, checks the model's inode against fd 4, closes every
+// other file, sets rlimits, drops all capabilities, sets no_new_privs and
+// not-dumpable, applies Landlock and installs seccomp stage 1. Once the
+// model is loaded, EnterServing stacks seccomp stage 2.
+//
+// With Config.Enabled false the worker runs with no namespaces and no
+// filters; Start and LockDown both report it loudly. There is no silent
+// fallback: a sandbox that cannot be set up is an error.
+//
+// Every worker death becomes one line (Exit.String): the exit status or
+// signal, "killed by seccomp (SIGSYS)" and, when the broker may read the
+// kernel log, the blocked call by name. In seccomp-log mode the calls off
+// the allow-lists are named on the broker's log instead.
+//
+// Escape probes: ProbeWorker is a worker that locks down exactly as the
+// serving worker does and then, on request, attempts one forbidden action
+// (open a host file, create a socket, fork, exec, ptrace, kill the broker,
+// raise a limit, mount, map the model executable, …). The probes ship in
+// the lisa binary but are reachable only through `lisa sandbox-check`
+// (which re-executes itself as a probe worker) and this package's tests,
+// and they refuse to run unless the full lock-down, seccomp stage 2
+// included, is in force and not in log mode. RunProbes runs each probe in a
+// fresh worker, since a blocked probe usually dies by SIGSYS.
+package sandbox

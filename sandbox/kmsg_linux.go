@@ -1,0 +1,125 @@
+package sandbox
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// seccompAudit is the audit record type of a seccomp action (AUDIT_SECCOMP).
+const seccompAudit = "type=1326"
+
+// maxLoggedCalls bounds the distinct calls a log-mode worker gets lines for.
+const maxLoggedCalls = 64
+
+// kmsgWatch follows the kernel log for the seccomp audit records of one
+// worker, so a death by seccomp can name the call, and a log-mode worker's
+// unlisted calls are named on the broker's log. The kernel log is readable
+// only with privilege (dmesg_restrict); without it the watch is off and
+// deaths are reported without the call's name.
+type kmsgWatch struct {
+	f      *os.File
+	pid    string
+	log    func(string)
+	mu     sync.Mutex
+	killed string
+	logged map[string]bool
+	done   chan struct{}
+}
+
+// watchKmsg starts watching for records of pid; nil when /dev/kmsg cannot
+// be read.
+func watchKmsg(pid int, log func(string)) *kmsgWatch {
+	fd, err := unix.Open("/dev/kmsg", unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil
+	}
+	if _, err := unix.Seek(fd, 0, io.SeekEnd); err != nil {
+		unix.Close(fd)
+		return nil
+	}
+	w := &kmsgWatch{f: os.NewFile(uintptr(fd), "/dev/kmsg"), pid: " pid=" + strconv.Itoa(pid) + " ",
+		log: log, logged: map[string]bool{}, done: make(chan struct{})}
+	go w.run()
+	return w
+}
+
+func (w *kmsgWatch) run() {
+	defer close(w.done)
+	buf := make([]byte, 8192) // one record per read
+	for {
+		n, err := w.f.Read(buf)
+		if errors.Is(err, unix.EPIPE) {
+			continue // records were overwritten before we read them; go on
+		}
+		if err != nil {
+			return // the deadline set by stop, or the log is unreadable
+		}
+		w.record(buf[:n])
+	}
+}
+
+// record handles one kernel log record.
+func (w *kmsgWatch) record(rec []byte) {
+	if !bytes.Contains(rec, []byte(seccompAudit)) || !bytes.Contains(rec, []byte(w.pid)) {
+		return
+	}
+	nr, ok := field(rec, "syscall=")
+	code, ok2 := field(rec, "code=")
+	if !ok || !ok2 {
+		return
+	}
+	n, err := strconv.Atoi(nr)
+	if err != nil {
+		return
+	}
+	name := syscallName(n)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch code {
+	case "0x80000000", "0x0": // kill process, kill thread
+		w.killed = name
+	case "0x7ffc0000": // log
+		if !w.logged[name] && len(w.logged) < maxLoggedCalls {
+			w.logged[name] = true
+			w.log("sandbox: seccomp log mode: worker made system call " + name +
+				" (not on the allow-list; logged, NOT blocked)\n")
+		}
+	}
+}
+
+// field returns the value of key in an audit record ("key=value ").
+func field(rec []byte, key string) (string, bool) {
+	i := bytes.Index(rec, []byte(" "+key))
+	if i < 0 {
+		return "", false
+	}
+	v := rec[i+1+len(key):]
+	sc := bufio.NewScanner(bytes.NewReader(v))
+	sc.Split(bufio.ScanWords)
+	if !sc.Scan() {
+		return "", false
+	}
+	return sc.Text(), true
+}
+
+// stop reads what is left of the log (the record of a kill is written
+// before the process dies) and returns the killed call's name, if any.
+func (w *kmsgWatch) stop() string {
+	if w == nil {
+		return ""
+	}
+	w.f.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+	<-w.done
+	w.f.Close()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.killed
+}

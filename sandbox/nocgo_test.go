@@ -1,0 +1,5 @@
+//go:build !cgo
+
+package sandbox
+
+const cgoEnabled = false

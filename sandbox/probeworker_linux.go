@@ -1,0 +1,222 @@
+package sandbox
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/lisa-llm/lisa/gguf"
+)
+
+// probeHello is the probe worker's first line on fd 3.
+type probeHello struct {
+	Report Report `json:"report"`
+	Error  string `json:"error,omitempty"`
+	Model  string `json:"model,omitempty"`
+}
+
+// ProbeWorker is the main function of a probe worker: a worker that locks
+// itself down exactly as a serving worker does, loads the model with
+// package gguf and touches every page of its tensors, enters seccomp
+// stage 2, reports its layers on fd 3 and then obeys line commands on fd 3: "probe NAME" (attempt one escape and
+// report how it was stopped, if it survives), "work N" (touch the model
+// from N goroutines under GC pressure), "echo TEXT", "exit". It is reached
+// only as `lisa sandbox-check`'s worker and from this package's tests; the
+// probes refuse to run unless the sandbox is fully applied. args are the
+// worker's arguments from WorkerFlag on; it returns the exit status.
+func ProbeWorker(args []string) int {
+	conn := os.NewFile(FDIPC, "ipc")
+	wc, err := WorkerFlags(args)
+	if err != nil {
+		return helloFail(conn, err)
+	}
+	model, rep, err := LockDown(wc)
+	if err != nil {
+		return helloFail(conn, err)
+	}
+	m, err := loadModel(model)
+	if err != nil {
+		return helloFail(conn, err)
+	}
+	m.touch(max(1, wc.Threads))
+	if err := EnterServing(&rep); err != nil {
+		return helloFail(conn, err)
+	}
+	brokerPid := 0
+	if len(wc.Args) > 0 {
+		brokerPid, _ = strconv.Atoi(wc.Args[0])
+	}
+	if err := writeJSONLine(conn, probeHello{Report: rep, Model: m.describe()}); err != nil {
+		return 1
+	}
+	return probeLoop(conn, &rep, m, brokerPid)
+}
+
+func helloFail(conn io.Writer, err error) int {
+	fmt.Fprintln(os.Stderr, "sandbox worker:", err)
+	writeJSONLine(conn, probeHello{Error: err.Error()})
+	return 1
+}
+
+func writeJSONLine(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// probeLoop serves commands until "exit" or the end of the connection.
+func probeLoop(conn *os.File, rep *Report, m *mappedModel, brokerPid int) int {
+	sc := bufio.NewScanner(conn)
+	sc.Buffer(make([]byte, 4096), 4096)
+	for sc.Scan() {
+		cmd, arg, _ := strings.Cut(sc.Text(), " ")
+		var reply any
+		switch cmd {
+		case "probe":
+			reply = runProbe(rep, arg, brokerPid)
+		case "work":
+			n, err := strconv.Atoi(arg)
+			if err != nil || n < 1 || n > 64 {
+				reply = map[string]string{"error": "work: bad thread count " + strconv.Quote(arg)}
+				break
+			}
+			reply = map[string]uint64{"sum": m.touch(n)}
+		case "alloc":
+			n, err := strconv.Atoi(arg)
+			if err != nil || n < 1 || n > 1<<20 {
+				reply = map[string]string{"error": "alloc: bad size " + strconv.Quote(arg)}
+				break
+			}
+			reply = map[string]int{"allocated_mib": allocate(n)}
+		case "netcheck":
+			// Harmless in the worker's network namespace (loopback down);
+			// reaches Landlock only when seccomp logs instead of killing.
+			reply = map[string]string{
+				"tcp":      errnoOf(socketProbe(unix.AF_INET, &unix.SockaddrInet4{Port: 1, Addr: [4]byte{127, 0, 0, 1}})),
+				"abstract": errnoOf(socketProbe(unix.AF_UNIX, &unix.SockaddrUnix{Name: "@lisa-netcheck"})),
+			}
+		case "getppid":
+			// A harmless call on no list: killed, or logged in log mode.
+			reply = map[string]int{"ppid": unix.Getppid()}
+		case "echo":
+			reply = map[string]string{"echo": arg}
+		case "exit":
+			return 0
+		default:
+			reply = map[string]string{"error": "unknown command " + strconv.Quote(cmd)}
+		}
+		if err := writeJSONLine(conn, reply); err != nil {
+			return 1
+		}
+	}
+	return 0
+}
+
+// mappedModel is the parsed model and its tensor data, used in place.
+type mappedModel struct {
+	file    *gguf.File
+	tensors [][]byte
+}
+
+// loadModel parses the model with the project's GGUF reader (mapping it
+// read-only) and collects every tensor's data.
+func loadModel(f *os.File) (*mappedModel, error) {
+	g, err := gguf.OpenFile(f, gguf.DefaultLimits())
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: load model: %w", err)
+	}
+	m := &mappedModel{file: g}
+	for i := range g.Tensors {
+		b, err := g.TensorData(&g.Tensors[i])
+		if err != nil {
+			g.Close()
+			return nil, fmt.Errorf("sandbox: load model: tensor %d: %w", i, err)
+		}
+		m.tensors = append(m.tensors, b)
+	}
+	return m, nil
+}
+
+// describe names the model in one line.
+func (m *mappedModel) describe() string {
+	return fmt.Sprintf("GGUF v%d, %d tensors, architecture %q", m.file.Version, len(m.file.Tensors), m.file.Architecture())
+}
+
+// touch reads every page of every tensor from n goroutines while
+// allocating garbage, as loading and serving do, and returns a checksum.
+func (m *mappedModel) touch(n int) uint64 {
+	const page = 4096
+	var wg sync.WaitGroup
+	sums := make([]uint64, n)
+	for g := 0; g < n; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			var junk [][]byte
+			for ti, data := range m.tensors {
+				if ti%n != g {
+					continue
+				}
+				for off := 0; off < len(data); off += page {
+					sums[g] += uint64(data[off])
+					if off%(16*page) == 0 {
+						junk = append(junk, make([]byte, 64<<10))
+					}
+					if len(junk) > 64 {
+						junk = nil
+						runtime.Gosched()
+					}
+				}
+			}
+			time.Sleep(time.Millisecond)
+		}(g)
+	}
+	wg.Wait()
+	runtime.GC()
+	var s uint64
+	for _, v := range sums {
+		s += v
+	}
+	return s
+}
+
+// allocate holds mib MiB of touched heap at once and returns mib; past the
+// worker's memory limit the runtime dies of "out of memory" instead.
+func allocate(mib int) int {
+	chunks := make([][]byte, 0, mib)
+	for i := 0; i < mib; i++ {
+		c := make([]byte, 1<<20)
+		for j := 0; j < len(c); j += 4096 {
+			c[j] = byte(i)
+		}
+		chunks = append(chunks, c)
+	}
+	runtime.KeepAlive(chunks)
+	return len(chunks)
+}
+
+// errnoOf names the errno of err ("" for success, the text otherwise).
+func errnoOf(err error) string {
+	var en syscall.Errno
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &en):
+		return unix.ErrnoName(en)
+	}
+	return err.Error()
+}

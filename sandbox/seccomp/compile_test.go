@@ -1,0 +1,260 @@
+package seccomp
+
+import (
+	"strings"
+	"syscall"
+	"testing"
+)
+
+const selfPid = 1
+
+// forbidden lists calls stage 2 must never allow (issue 5).
+var forbidden = []string{"kill", "tkill", "prlimit64", "setrlimit", "socket", "connect", "bind",
+	"execve", "execveat", "fork", "vfork", "mount", "umount2", "unshare", "setns", "ptrace",
+	"process_vm_readv", "process_vm_writev", "setuid", "setgid", "setreuid", "setregid",
+	"setresuid", "setresgid", "setfsuid", "setfsgid", "setgroups", "keyctl", "bpf",
+	"perf_event_open", "io_uring_setup", "io_uring_enter", "io_uring_register", "userfaultfd",
+	"open", "getdents64", "pwrite64", "seccomp", "prctl", "capset", "personality", "chroot",
+	"pivot_root", "listen", "accept4", "sendto", "recvfrom", "sendmsg", "recvmsg", "socketpair",
+	"mprotect", "ioctl", "memfd_create", "landlock_restrict_self", "add_key", "request_key"}
+
+func compile(t *testing.T, arch string, st Stage, log bool) *Program {
+	t.Helper()
+	p, err := Compile(Options{Arch: arch, Stage: st, SelfPid: selfPid, Log: log})
+	if err != nil {
+		t.Fatalf("compile %s %v: %v", arch, st, err)
+	}
+	return p
+}
+
+func eval(t *testing.T, p *Program, c Call) Action {
+	t.Helper()
+	a, err := p.Evaluate(c)
+	if err != nil {
+		t.Fatalf("evaluate %+v: %v", c, err)
+	}
+	return a
+}
+
+func nr(t *testing.T, p *Program, name string) int {
+	t.Helper()
+	n, ok := p.Arch.Number(name)
+	if !ok {
+		t.Fatalf("%s: no system call %q", p.Arch.Name, name)
+	}
+	return n
+}
+
+// TestEveryRule checks each rule's action, and for each condition both a
+// call that meets it and one that does not.
+func TestEveryRule(t *testing.T) {
+	for _, arch := range []string{"amd64", "arm64"} {
+		for _, st := range []Stage{StageLoading, StageServing} {
+			for _, log := range []bool{false, true} {
+				p := compile(t, arch, st, log)
+				def := p.DefaultAction
+				for _, r := range p.Rules {
+					n := nr(t, p, r.Name)
+					if got := eval(t, p, satisfying(n, r.Conds)); got != r.Action {
+						t.Errorf("%s %v: %s with conditions met: got %v, want %v", arch, st, r.Name, got, r.Action)
+					}
+					for i := range r.Conds {
+						c := violating(n, r.Conds, i)
+						if got := eval(t, p, c); got != def {
+							t.Errorf("%s %v: %s with %v broken (args %#x): got %v, want %v", arch, st, r.Name, r.Conds[i], c.Args, got, def)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// satisfying returns a call meeting every condition.
+func satisfying(nr int, conds []Cond) Call {
+	c := Call{Nr: nr}
+	for _, k := range conds {
+		switch k.Op {
+		case OpEqual, OpMaskAll:
+			c.Args[k.Arg] |= k.Value
+		case OpMaskNone:
+			c.Args[k.Arg] |= ^k.Value & 0x3 // other bits set must not matter
+		}
+	}
+	return c
+}
+
+// violating returns a call meeting every condition but conds[i].
+func violating(nr int, conds []Cond, i int) Call {
+	c := satisfying(nr, conds)
+	k := conds[i]
+	switch k.Op {
+	case OpEqual:
+		c.Args[k.Arg] = k.Value + 1<<32 // same low half, different high half
+	case OpMaskAll:
+		c.Args[k.Arg] &^= k.Value & -k.Value // clear the lowest required bit
+	case OpMaskNone:
+		c.Args[k.Arg] |= k.Value & -k.Value
+	}
+	return c
+}
+
+// TestArgumentEdges spells out the argument rules call by call.
+func TestArgumentEdges(t *testing.T) {
+	p := compile(t, "amd64", StageServing, false)
+	kill, allow := ActKillProcess, ActAllow
+	cases := []struct {
+		name string
+		args [6]uint64
+		want Action
+	}{
+		{"tgkill", [6]uint64{1, 7, 23}, allow},
+		{"tgkill", [6]uint64{2, 7, 23}, kill},
+		{"tgkill", [6]uint64{0, 7, 23}, kill},
+		{"tgkill", [6]uint64{1 | 1<<32, 7, 23}, kill},
+		{"tgkill", [6]uint64{0xffffffff, 1, 9}, kill},
+		{"clone", [6]uint64{0x3d0f00}, allow}, // the Go runtime's flags
+		{"clone", [6]uint64{cloneThread | cloneVM}, allow},
+		{"clone", [6]uint64{cloneThread}, kill},
+		{"clone", [6]uint64{cloneVM}, kill},
+		{"clone", [6]uint64{17}, kill}, // SIGCHLD only: fork
+		{"clone", [6]uint64{0}, kill},
+		{"mmap", [6]uint64{0, 4096, 1, 0x22}, allow},
+		{"mmap", [6]uint64{0, 4096, 3, 0x22}, allow},
+		{"mmap", [6]uint64{0, 4096, 5, 0x22}, kill},
+		{"mmap", [6]uint64{0, 4096, 4, 1}, kill},
+		{"mmap", [6]uint64{0, 4096, 1 << 32, 1}, allow},
+		{"openat", [6]uint64{}, Errno(syscall.EACCES)},
+		{"clone3", [6]uint64{}, Errno(syscall.ENOSYS)},
+	}
+	for _, c := range cases {
+		if got := eval(t, p, Call{Nr: nr(t, p, c.name), Args: c.args}); got != c.want {
+			t.Errorf("%s(%#x): got %v, want %v", c.name, c.args[:3], got, c.want)
+		}
+	}
+	s1 := compile(t, "amd64", StageLoading, false)
+	for _, c := range []struct {
+		arg0 uint64
+		want Action
+	}{{1, allow}, {0, kill}, {2, kill}, {1 << 32, kill}} {
+		if got := eval(t, s1, Call{Nr: nr(t, s1, "seccomp"), Args: [6]uint64{c.arg0}}); got != c.want {
+			t.Errorf("stage 1 seccomp(%#x): got %v, want %v", c.arg0, got, c.want)
+		}
+	}
+}
+
+// TestForbidden checks that every forbidden call meets the default action
+// in stage 2, and that calls on no list are killed or logged.
+func TestForbidden(t *testing.T) {
+	for _, arch := range []string{"amd64", "arm64"} {
+		for _, log := range []bool{false, true} {
+			p := compile(t, arch, StageServing, log)
+			for _, name := range forbidden {
+				n, ok := p.Arch.Number(name)
+				if !ok {
+					continue // arm64 has no fork, vfork, open
+				}
+				for _, args := range [][6]uint64{{}, {1, 1, 1, 1, 1, 1}, {^uint64(0), 0x10100, 4}} {
+					if got := eval(t, p, Call{Nr: n, Args: args}); got != p.DefaultAction {
+						t.Errorf("%s stage 2 (log %v): %s%v: got %v, want %v", arch, log, name, args, got, p.DefaultAction)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestEveryNumber runs every system call number of the table through the
+// program: exactly the listed ones get a non-default action.
+func TestEveryNumber(t *testing.T) {
+	for _, arch := range []string{"amd64", "arm64"} {
+		for _, st := range []Stage{StageLoading, StageServing} {
+			p := compile(t, arch, st, false)
+			listed := map[int]Rule{}
+			for _, r := range p.Rules {
+				listed[nr(t, p, r.Name)] = r
+			}
+			for n := 0; n < 600; n++ {
+				got := eval(t, p, Call{Nr: n})
+				r, ok := listed[n]
+				switch {
+				case !ok && got != ActKillProcess:
+					t.Errorf("%s %v: unlisted call %d (%s): got %v", arch, st, n, p.Arch.SyscallName(n), got)
+				case ok && len(r.Conds) == 0 && got != r.Action:
+					t.Errorf("%s %v: %s: got %v, want %v", arch, st, r.Name, got, r.Action)
+				}
+			}
+		}
+	}
+}
+
+// TestPrologue checks the architecture and x32 guards.
+func TestPrologue(t *testing.T) {
+	p := compile(t, "amd64", StageServing, true)
+	read := nr(t, p, "read")
+	cases := []struct {
+		c    Call
+		want Action
+	}{
+		{Call{Nr: read}, ActAllow},
+		{Call{Nr: read, AuditArch: 0x40000003}, ActKillProcess}, // i386
+		{Call{Nr: read, AuditArch: 0xc00000b7}, ActKillProcess}, // aarch64
+		{Call{Nr: read | 0x40000000}, ActKillProcess},           // x32
+		{Call{Nr: -1}, ActKillProcess},
+		{Call{Nr: 100000}, ActLog},
+	}
+	for _, c := range cases {
+		if got := eval(t, p, c.c); got != c.want {
+			t.Errorf("%+v: got %v, want %v", c.c, got, c.want)
+		}
+	}
+}
+
+// TestServingSize keeps stage 2 within the issue's budget and a subset of
+// stage 1 (stacking cannot widen, but a call stage 1 kills is a bug).
+func TestServingSize(t *testing.T) {
+	for _, arch := range []string{"amd64", "arm64"} {
+		s2 := compile(t, arch, StageServing, false)
+		if len(s2.Rules) > 30 {
+			t.Errorf("%s: stage 2 has %d rules, want at most 30", arch, len(s2.Rules))
+		}
+		s1 := compile(t, arch, StageLoading, false)
+		in1 := map[string]Rule{}
+		for _, r := range s1.Rules {
+			in1[r.Name] = r
+		}
+		for _, r := range s2.Rules {
+			r1, ok := in1[r.Name]
+			if !ok || r1.String() != r.String() {
+				t.Errorf("%s: stage 2 rule %q is not the same in stage 1 (%q)", arch, r, r1)
+			}
+		}
+	}
+}
+
+func TestBadOptions(t *testing.T) {
+	cases := []struct {
+		o    Options
+		want string
+	}{
+		{Options{Arch: "mips", Stage: StageServing, SelfPid: 1}, "no allow-lists"},
+		{Options{Arch: "amd64", Stage: 3, SelfPid: 1}, "unknown stage"},
+		{Options{Arch: "amd64", Stage: StageServing}, "self pid"},
+	}
+	for _, c := range cases {
+		if _, err := Compile(c.o); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: got %v, want error containing %q", c.o, err, c.want)
+		}
+	}
+	a, _ := LookupArch("amd64")
+	for _, rules := range [][]Rule{
+		{Allow("read"), Allow("read")},
+		{Allow("no_such_call")},
+		{AllowIf("read", Cond{Arg: 6, Op: OpEqual})},
+		{AllowIf("read", Cond{Arg: 0, Op: 9, Value: 1})},
+	} {
+		if _, err := assemble(a, rules, ActKillProcess); err == nil {
+			t.Errorf("assemble %v: no error", rules)
+		}
+	}
+}

@@ -1,0 +1,279 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/landlock-lsm/go-landlock/landlock"
+	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
+
+	"github.com/lisa-llm/lisa/sandbox/seccomp"
+)
+
+// Worker rlimits besides RLIMIT_DATA.
+const (
+	workerNoFile = 64
+	workerCore   = 0
+)
+
+// LockDown runs the worker's lock-down (DESIGN.md §2 steps 2–7) in order:
+// wait for the broker's go-ahead, build the new root and pivot into it,
+// check the model's inode against fd 4, close every other fd, set rlimits
+// and the Go memory limit, drop capabilities, set no_new_privs and
+// not-dumpable, apply Landlock, install seccomp stage 1. It returns the
+// model re-opened inside the new root. Any failure is fatal to the worker:
+// the caller must exit without reading the model.
+//
+// With wc.Enabled false it only waits for the go-ahead and closes stray
+// fds, and the report says the worker is unsandboxed.
+func LockDown(wc WorkerConfig) (*os.File, Report, error) {
+	rep := Report{wc: wc, locked: true}
+	if err := waitGate(); err != nil {
+		return nil, rep, err
+	}
+	// A timer starts the runtime's poller (epoll_create1, eventfd2) now,
+	// before any filter: neither stage has to allow creating it.
+	time.Sleep(time.Microsecond)
+	stray, strayNames, err := strayFDs()
+	if err != nil {
+		return nil, rep, err
+	}
+	if wc.Threads > 0 {
+		runtime.GOMAXPROCS(wc.Threads)
+	}
+	if !wc.Enabled {
+		closeFDs(stray)
+		rep.Add(LayerSandbox, false, false, "sandbox_enabled is false: the worker runs UNSANDBOXED")
+		return os.NewFile(FDModel, "model"), rep, nil
+	}
+	if err := checkNamespaces(&rep); err != nil {
+		return nil, rep, err
+	}
+	if err := checkGoDebug(); err != nil {
+		return nil, rep, err
+	}
+	if err := buildRoot(wc.HostModelPath); err != nil {
+		return nil, rep, err
+	}
+	if err := checkRoot(); err != nil {
+		return nil, rep, err
+	}
+	rep.Add("root", true, true, "pivot_root into a read-only 16 KiB tmpfs holding only "+ModelPath)
+	model, err := checkModel()
+	if err != nil {
+		return nil, rep, err
+	}
+	rep.Add("model inode check", true, true, ModelPath+" is the file of fd 4")
+	closeFDs(stray)
+	closed := "none closed"
+	if len(stray) > 0 {
+		closed = "closed " + strings.Join(strayNames, ", ")
+	}
+	rep.Add("file descriptors", true, true, "0–4 only; "+closed)
+	if err := setLimits(wc, &rep); err != nil {
+		return nil, rep, err
+	}
+	if err := dropPrivileges(); err != nil {
+		return nil, rep, err
+	}
+	rep.Add("capabilities", true, true, "all sets empty (bounding, ambient, effective, permitted, inheritable)")
+	rep.Add("no_new_privs", true, true, "")
+	rep.Add("not dumpable", true, true, "")
+	applyLandlock(&rep)
+	if err := installStage(seccomp.StageLoading, wc, &rep); err != nil {
+		return nil, rep, err
+	}
+	return model, rep, nil
+}
+
+// EnterServing stacks seccomp stage 2 on stage 1. rep must be the report
+// LockDown returned; the new layer is added to it.
+func EnterServing(rep *Report) error {
+	if !rep.locked {
+		return errors.New("sandbox: EnterServing needs the report LockDown returned")
+	}
+	if !rep.wc.Enabled {
+		rep.Add("seccomp stage 2", false, false, "sandbox off")
+		return nil
+	}
+	if err := installStage(seccomp.StageServing, rep.wc, rep); err != nil {
+		return err
+	}
+	rep.serving = true
+	return nil
+}
+
+// waitGate reads fd 0 to its end: the broker closes it once the worker is
+// in its cgroups.
+func waitGate() error {
+	var b [16]byte
+	for {
+		n, err := unix.Read(0, b[:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("sandbox: wait for the broker's go-ahead on fd 0: %w", err)
+		}
+		if n == 0 {
+			return nil
+		}
+	}
+}
+
+// checkNamespaces confirms the worker is pid 1 and uid 0 of its own
+// namespaces, as Start made it.
+func checkNamespaces(rep *Report) error {
+	if os.Getpid() != 1 || os.Getuid() != 0 {
+		return fmt.Errorf("sandbox: not in fresh namespaces (pid %d, uid %d; want 1, 0)", os.Getpid(), os.Getuid())
+	}
+	rep.Add("namespaces", true, true, "pid 1, uid 0 in new user, mnt, pid, net, ipc, uts, cgroup namespaces")
+	return nil
+}
+
+// requiredGoDebug are the runtime settings the allow-lists assume: without
+// them the Go runtime re-reads the host's cgroup CPU limits every second
+// (open files on the host, sched_getaffinity, openat), which stage 2 kills.
+func requiredGoDebug() []string { return []string{"updatemaxprocs=0", "containermaxprocs=0"} }
+
+// checkGoDebug refuses to lock down a binary built without the //go:debug
+// lines of requiredGoDebug in its main package.
+func checkGoDebug() error {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return errors.New("sandbox: no build information to check the Go runtime settings")
+	}
+	var have string
+	for _, s := range bi.Settings {
+		if s.Key == "DefaultGODEBUG" {
+			have = s.Value
+		}
+	}
+	have += "," + os.Getenv("GODEBUG")
+	for _, want := range requiredGoDebug() {
+		if !strings.Contains(","+have+",", ","+want+",") {
+			return fmt.Errorf("sandbox: the binary lacks //go:debug %s in its main package (DefaultGODEBUG=%q)", want, have)
+		}
+	}
+	return nil
+}
+
+// strayFDs lists the open fds above 4 that are not the Go runtime's own
+// poller (an epoll instance and its eventfd). It reads /proc, so it runs
+// before the new root hides it.
+func strayFDs() ([]int, []string, error) {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return nil, nil, fmt.Errorf("sandbox: list open fds: %w", err)
+	}
+	var out []int
+	var names []string
+	for _, e := range ents {
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil || fd <= FDModel {
+			continue
+		}
+		link, err := os.Readlink("/proc/self/fd/" + e.Name())
+		if err != nil {
+			continue // the directory's own fd, closed by now
+		}
+		if link == "anon_inode:[eventpoll]" || link == "anon_inode:[eventfd]" {
+			continue
+		}
+		out = append(out, fd)
+		names = append(names, e.Name()+"="+link)
+	}
+	return out, names, nil
+}
+
+func closeFDs(fds []int) {
+	for _, fd := range fds {
+		unix.Close(fd)
+	}
+}
+
+// setLimits sets RLIMIT_DATA (memory_limit_bytes), RLIMIT_NOFILE 64 and
+// RLIMIT_CORE 0, and a Go soft memory limit 1/8 below RLIMIT_DATA.
+func setLimits(wc WorkerConfig, rep *Report) error {
+	lims := []struct {
+		res  int
+		name string
+		v    uint64
+	}{{unix.RLIMIT_NOFILE, "RLIMIT_NOFILE", workerNoFile}, {unix.RLIMIT_CORE, "RLIMIT_CORE", workerCore}}
+	if wc.MemoryLimit > 0 {
+		lims = append(lims, struct {
+			res  int
+			name string
+			v    uint64
+		}{unix.RLIMIT_DATA, "RLIMIT_DATA", uint64(wc.MemoryLimit)})
+	}
+	var detail []string
+	for _, l := range lims {
+		if err := unix.Setrlimit(l.res, &unix.Rlimit{Cur: l.v, Max: l.v}); err != nil {
+			return fmt.Errorf("sandbox: set %s to %d: %w", l.name, l.v, err)
+		}
+		detail = append(detail, l.name+"="+strconv.FormatUint(l.v, 10))
+	}
+	if wc.MemoryLimit > 0 {
+		soft := wc.MemoryLimit - wc.MemoryLimit/8
+		debug.SetMemoryLimit(soft)
+		detail = append(detail, "GOMEMLIMIT="+strconv.FormatInt(soft, 10))
+	}
+	rep.Add("rlimits", true, true, strings.Join(detail, " "))
+	return nil
+}
+
+// applyLandlock restricts the worker, best effort by the kernel's ABI, to
+// reading the model; TCP bind and connect are denied (ABI ≥ 4); abstract
+// unix sockets and signals are scoped (ABI ≥ 6).
+func applyLandlock(rep *Report) {
+	abi, err := llsys.LandlockGetABIVersion()
+	if err != nil || abi < 1 {
+		rep.Add("landlock", true, false, fmt.Sprintf("not available in this kernel (%v)", err))
+		return
+	}
+	if err := landlock.V11.BestEffort().Restrict(landlock.ROFiles(ModelPath)); err != nil {
+		rep.Add("landlock", true, false, fmt.Sprintf("ABI %d: %v", abi, err))
+		return
+	}
+	d := fmt.Sprintf("ABI %d: read %s only", abi, ModelPath)
+	if abi >= 4 {
+		d += "; TCP bind/connect denied"
+	}
+	if abi >= 6 {
+		d += "; abstract unix sockets and signals scoped"
+	}
+	rep.Add("landlock", true, true, d)
+}
+
+// installStage compiles and installs one seccomp stage.
+func installStage(st seccomp.Stage, wc WorkerConfig, rep *Report) error {
+	prog, err := seccomp.Compile(seccomp.Options{Arch: runtime.GOARCH, Stage: st, SelfPid: os.Getpid(), Log: wc.SeccompLog})
+	if err != nil {
+		return err
+	}
+	var flags uint
+	if wc.SeccompLog {
+		flags |= seccomp.FlagLog
+	}
+	name := "seccomp stage 1"
+	if st == seccomp.StageServing {
+		name = "seccomp stage 2"
+	}
+	if err := prog.Install(flags); err != nil {
+		return fmt.Errorf("sandbox: %s: %w", name, err)
+	}
+	d := fmt.Sprintf("%d rules, default %v", len(prog.Rules), prog.DefaultAction)
+	if wc.SeccompLog {
+		d += " (sandbox_seccomp_log: calls off the list are LOGGED, NOT BLOCKED)"
+	}
+	rep.Add(name, true, true, d)
+	return nil
+}
