@@ -1,0 +1,205 @@
+package ipc
+
+import (
+	"bytes"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func strp(s string) *string { return &s }
+
+// sampleRequests and sampleReplies hold one filled-in message of each type.
+func sampleRequests() []Message {
+	return []Message{
+		&Hello{ID: 1, Protocol: Version, ModelName: "tiny", Threads: 2, CtxSize: 512, Parallel: 2, KVType: "f16"},
+		&Generate{ID: 2, Prompt: strp("Once upon a time"), MaxTokens: 16, Stop: []string{"\n", "The end"},
+			Sampling: Sampling{Temperature: 0.7, TopK: 40, TopP: 0.9, MinP: 0.05, RepeatPenalty: 1.1, RepeatLastN: 64, Seed: 1 << 60, HasSeed: true},
+			Logprobs: true, TopLogprobs: 3},
+		&Generate{ID: 3, PromptIDs: []int32{1, 2, 3}, MaxTokens: 1, Sampling: Sampling{TopP: 1}},
+		&Generate{ID: 4, Messages: []ChatMessage{{Role: "system", Content: "be brief"}, {Role: "user", Content: "héllo \u2028 \x00"}}, MaxTokens: 8},
+		&Generate{ID: 5, Prompt: strp(""), MaxTokens: 8},
+		&Tokenize{ID: 6, Text: "a <s> b", Special: true},
+		&Detokenize{ID: 7, IDs: []int32{0, 5, 31999}},
+		&Detokenize{ID: 8, IDs: []int32{}},
+		&Cancel{ID: 2},
+	}
+}
+
+func sampleReplies() []Message {
+	return []Message{
+		&Ready{ID: 1, Protocol: Version, Name: "stories", Architecture: "llama", ContextSize: 512, VocabSize: 512,
+			SpecialTokens: []string{"<s>", "</s>"}, Kernels: "avx2", LandlockABI: 7,
+			Layers: []Layer{{Name: "landlock", Requested: true, Applied: true, Detail: "ABI 7"}}},
+		&Tokens{ID: 2, Text: "Once", Logprobs: []TokenProb{{Token: "Once", Logprob: -0.25, Top: []TokenAlt{{Token: "One", Logprob: -2}}}}},
+		&Tokens{ID: 2, Text: ""},
+		&Done{ID: 2, FinishReason: "length", Usage: Usage{PromptTokens: 5, CompletionTokens: 16, CachedTokens: 2}},
+		&Error{ID: 3, Message: "context full"},
+		&Tokenized{ID: 6, IDs: []int32{1, 2}},
+		&Tokenized{ID: 6, IDs: []int32{}},
+		&Detokenized{ID: 7, Text: "hello"},
+	}
+}
+
+func TestRoundTrip(t *testing.T) {
+	check := func(t *testing.T, m Message, dec func([]byte) (Message, error)) {
+		t.Helper()
+		var buf bytes.Buffer
+		if err := Write(&buf, m); err != nil {
+			t.Fatal(err)
+		}
+		body, err := NewReader(&buf).ReadFrame()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.HasPrefix(body, []byte(`{"type":"`+m.Type()+`"`)) {
+			t.Fatalf("body %s does not start with its type", body)
+		}
+		got, err := dec(body)
+		if err != nil {
+			t.Fatalf("decode %s: %v", body, err)
+		}
+		if !reflect.DeepEqual(got, m) {
+			t.Fatalf("round trip changed the message:\n got %#v\nwant %#v", got, m)
+		}
+	}
+	for _, m := range sampleRequests() {
+		t.Run("request/"+m.Type(), func(t *testing.T) { check(t, m, DecodeRequest) })
+	}
+	for _, m := range sampleReplies() {
+		t.Run("reply/"+m.Type(), func(t *testing.T) { check(t, m, DecodeReply) })
+	}
+}
+
+func TestDirectionsAreSeparate(t *testing.T) {
+	for _, m := range sampleRequests() {
+		body, _ := Marshal(m)
+		if _, err := DecodeReply(body); KindOf(err) != KindUnknownType {
+			t.Errorf("%s accepted as a reply: %v", m.Type(), err)
+		}
+	}
+	for _, m := range sampleReplies() {
+		body, _ := Marshal(m)
+		if _, err := DecodeRequest(body); KindOf(err) != KindUnknownType {
+			t.Errorf("%s accepted as a request: %v", m.Type(), err)
+		}
+	}
+}
+
+func TestDecodeViolations(t *testing.T) {
+	tests := []struct {
+		name  string
+		body  string
+		kind  Kind
+		field string
+	}{
+		{"not JSON", `{"type":"done",`, KindBadJSON, ""},
+		{"garbage", `xx`, KindBadJSON, ""},
+		{"array", `[1,2]`, KindWrongType, ""},
+		{"string", `"done"`, KindWrongType, ""},
+		{"trailing object", `{"type":"error","id":1,"message":"x"}{}`, KindTrailingData, ""},
+		{"trailing garbage", `{"type":"error","id":1,"message":"x"} x`, KindTrailingData, ""},
+		{"no type", `{"id":1,"message":"x"}`, KindMissingField, "type"},
+		{"type null", `{"type":null,"id":1}`, KindWrongType, "type"},
+		{"type number", `{"type":7,"id":1}`, KindWrongType, "type"},
+		{"unknown type", `{"type":"shell","id":1}`, KindUnknownType, "type"},
+		{"request type", `{"type":"cancel","id":1}`, KindUnknownType, "type"},
+		{"type case", `{"TYPE":"error","id":1,"message":"x"}`, KindMissingField, "type"},
+		{"type not first", `{"id":1,"type":"error","message":"x"}`, KindMissingField, "type"},
+		{"empty object", `{}`, KindMissingField, "type"},
+		{"duplicate type", `{"type":"error","type":"done","id":1,"message":"x"}`, KindDuplicateField, "type"},
+		{"unknown field", `{"type":"error","id":1,"message":"x","extra":1}`, KindUnknownField, "extra"},
+		{"field case", `{"type":"error","ID":1,"message":"x"}`, KindUnknownField, "ID"},
+		{"duplicate field", `{"type":"error","id":1,"id":2,"message":"x"}`, KindDuplicateField, "id"},
+		{"missing id", `{"type":"error","message":"x"}`, KindMissingField, "id"},
+		{"missing nested", `{"type":"done","id":1,"finish_reason":"stop","usage":{"prompt_tokens":1}}`, KindMissingField, "usage.completion_tokens"},
+		{"unknown nested", `{"type":"done","id":1,"finish_reason":"stop","usage":{"prompt_tokens":1,"completion_tokens":1,"x":0}}`, KindUnknownField, "usage.x"},
+		{"id string", `{"type":"error","id":"1","message":"x"}`, KindWrongType, "id"},
+		{"id null", `{"type":"error","id":null,"message":"x"}`, KindWrongType, "id"},
+		{"id negative", `{"type":"error","id":-1,"message":"x"}`, KindWrongType, "id"},
+		{"id fraction", `{"type":"error","id":1.5,"message":"x"}`, KindWrongType, "id"},
+		{"id exponent", `{"type":"error","id":1e3,"message":"x"}`, KindWrongType, "id"},
+		{"id too big", `{"type":"error","id":18446744073709551616,"message":"x"}`, KindWrongType, "id"},
+		{"id zero", `{"type":"error","id":0,"message":"x"}`, KindBadValue, "id"},
+		{"text number", `{"type":"tokens","id":1,"text":5}`, KindWrongType, "text"},
+		{"ids not array", `{"type":"tokenized","id":1,"ids":{}}`, KindWrongType, "ids"},
+		{"ids element", `{"type":"tokenized","id":1,"ids":[1,"2"]}`, KindWrongType, "ids[1]"},
+		{"ids overflow int32", `{"type":"tokenized","id":1,"ids":[2147483648]}`, KindWrongType, "ids[0]"},
+		{"ids negative", `{"type":"tokenized","id":1,"ids":[-1]}`, KindBadValue, "ids[0]"},
+		{"logprob too big", `{"type":"tokens","id":1,"text":"a","logprobs":[{"token":"a","logprob":1e39}]}`, KindWrongType, "logprobs[0].logprob"},
+		{"bool as number", `{"type":"ready","id":1,"protocol":1,"n_ctx":1,"n_vocab":1,"layers":[{"name":"x","applied":1}]}`, KindWrongType, "layers[0].applied"},
+		{"finish reason", `{"type":"done","id":1,"finish_reason":"eos","usage":{"prompt_tokens":1,"completion_tokens":1}}`, KindBadValue, "finish_reason"},
+		{"cached above prompt", `{"type":"done","id":1,"finish_reason":"stop","usage":{"prompt_tokens":1,"completion_tokens":1,"cached_tokens":2}}`, KindBadValue, "usage.cached_tokens"},
+		{"negative usage", `{"type":"done","id":1,"finish_reason":"stop","usage":{"prompt_tokens":-1,"completion_tokens":1}}`, KindBadValue, "usage.prompt_tokens"},
+		{"protocol", `{"type":"ready","id":1,"protocol":2,"n_ctx":1,"n_vocab":1}`, KindBadValue, "protocol"},
+		{"n_ctx zero", `{"type":"ready","id":1,"protocol":1,"n_ctx":0,"n_vocab":1}`, KindBadValue, "n_ctx"},
+		{"too many alternatives", `{"type":"tokens","id":1,"text":"a","logprobs":[{"token":"a","logprob":0,"top":[` +
+			strings.Repeat(`{"token":"b","logprob":-1},`, MaxTopLogprobs) + `{"token":"c","logprob":-1}]}]}`, KindBadValue, "logprobs[0].top"},
+		{"invalid UTF-8", "{\"type\":\"tokens\",\"id\":1,\"text\":\"\xff\"}", KindInvalidUTF8, ""},
+		{"overlong UTF-8", "{\"type\":\"tokens\",\"id\":1,\"text\":\"\xc0\xaf\"}", KindInvalidUTF8, ""},
+		{"surrogate in UTF-8", "{\"type\":\"tokens\",\"id\":1,\"text\":\"\xed\xa0\x80\"}", KindInvalidUTF8, ""},
+		{"lone high escape", `{"type":"tokens","id":1,"text":"\ud800"}`, KindInvalidUTF8, ""},
+		{"lone low escape", `{"type":"tokens","id":1,"text":"a\udc00"}`, KindInvalidUTF8, ""},
+		{"reversed pair", `{"type":"tokens","id":1,"text":"\udc00\ud800"}`, KindInvalidUTF8, ""},
+		{"high then text", `{"type":"tokens","id":1,"text":"\ud800abcdef"}`, KindInvalidUTF8, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, err := DecodeReply([]byte(tt.body))
+			var pe *ProtocolError
+			if !errors.As(err, &pe) {
+				t.Fatalf("decoded %#v, want a %v violation", m, tt.kind)
+			}
+			if pe.Kind != tt.kind || (tt.field != "" && pe.Field != tt.field) {
+				t.Fatalf("got %v (kind %v, field %q), want kind %v field %q", err, pe.Kind, pe.Field, tt.kind, tt.field)
+			}
+		})
+	}
+}
+
+func TestDecodeAcceptsValidEscapes(t *testing.T) {
+	m, err := DecodeReply([]byte(`{"type":"tokens","id":1,"text":"\ud83d\ude00 \\ud800 \u00e9\"\\"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.(*Tokens).Text; got != "😀 \\ud800 é\"\\" {
+		t.Fatalf("text %q", got)
+	}
+}
+
+func TestRequestViolations(t *testing.T) {
+	tests := []struct {
+		name  string
+		body  string
+		field string
+	}{
+		{"two prompts", `{"type":"generate","id":1,"prompt":"a","prompt_ids":[1],"max_tokens":1,"sampling":{}}`, "prompt"},
+		{"no prompt", `{"type":"generate","id":1,"max_tokens":1,"sampling":{}}`, "prompt"},
+		{"empty ids", `{"type":"generate","id":1,"prompt_ids":[],"max_tokens":1,"sampling":{}}`, "prompt_ids"},
+		{"empty messages", `{"type":"generate","id":1,"messages":[],"max_tokens":1,"sampling":{}}`, "messages"},
+		{"zero max", `{"type":"generate","id":1,"prompt":"a","max_tokens":0,"sampling":{}}`, "max_tokens"},
+		{"five stops", `{"type":"generate","id":1,"prompt":"a","max_tokens":1,"sampling":{},"stop":["a","b","c","d","e"]}`, "stop"},
+		{"role", `{"type":"generate","id":1,"messages":[{"role":"tool","content":"x"}],"max_tokens":1,"sampling":{}}`, "messages[0].role"},
+		{"top logprobs", `{"type":"generate","id":1,"prompt":"a","max_tokens":1,"sampling":{},"top_logprobs":21}`, "top_logprobs"},
+		{"hello protocol", `{"type":"hello","id":1,"protocol":0}`, "protocol"},
+		{"hello threads", `{"type":"hello","id":1,"protocol":1,"threads":-1}`, "threads"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := DecodeRequest([]byte(tt.body))
+			var pe *ProtocolError
+			if !errors.As(err, &pe) || pe.Kind != KindBadValue || pe.Field != tt.field {
+				t.Fatalf("got %v, want a bad value in %q", err, tt.field)
+			}
+		})
+	}
+}
+
+func TestErrorMessage(t *testing.T) {
+	_, err := DecodeReply([]byte(`{"type":"error","id":1,"message":"x","extra":1}`))
+	want := `ipc: unknown field "extra" in "error" message at byte 36`
+	if err == nil || err.Error() != want {
+		t.Fatalf("got %q, want %q", err, want)
+	}
+}

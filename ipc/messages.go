@@ -1,0 +1,398 @@
+package ipc
+
+import "fmt"
+
+// Version is the protocol version carried by hello and ready; both sides
+// must agree on it.
+const Version = 1
+
+// Limits that decoding enforces on values, besides MaxFrame.
+const (
+	MaxStop        = 4       // stop strings per generate
+	MaxTopLogprobs = 20      // alternatives per token
+	MaxTokens      = 1 << 24 // context size, vocabulary size, token counts and ids stay below this
+	MaxListLen     = 1 << 17 // special tokens in ready
+	MaxLayers      = 64      // sandbox layers in ready
+)
+
+// The message types. Broker→worker: hello, generate, tokenize, detokenize,
+// cancel. Worker→broker: ready, tokens, done, error, tokenized, detokenized.
+const (
+	TypeHello       = "hello"
+	TypeGenerate    = "generate"
+	TypeTokenize    = "tokenize"
+	TypeDetokenize  = "detokenize"
+	TypeCancel      = "cancel"
+	TypeReady       = "ready"
+	TypeTokens      = "tokens"
+	TypeDone        = "done"
+	TypeError       = "error"
+	TypeTokenized   = "tokenized"
+	TypeDetokenized = "detokenized"
+)
+
+// Message is one IPC message. On the wire it is a JSON object whose "type"
+// member is Type() and whose other members are the struct's fields.
+type Message interface {
+	// Type is the message's "type" member.
+	Type() string
+	// RequestID is the message's "id" member.
+	RequestID() uint64
+	// validate checks value ranges after a strict decode.
+	validate() error
+}
+
+// Hello is the broker's first message: the worker's settings. The worker
+// answers with Ready (naming Hello's id) once the model is loaded, or Error.
+type Hello struct {
+	ID        uint64 `json:"id" ipc:"required"`
+	Protocol  int    `json:"protocol" ipc:"required"` // Version
+	ModelName string `json:"model_name"`              // served model name; empty: the worker uses general.name
+	Threads   int    `json:"threads"`                 // compute threads (0: one per core)
+	CtxSize   int    `json:"ctx_size"`                // tokens per slot (0: the model's training context)
+	Parallel  int    `json:"parallel"`                // generation slots (0: 1)
+	KVType    string `json:"kv_type"`                 // KV cache element type ("f16", "f32"; empty: the engine's default)
+}
+
+// ChatMessage is one chat message of a Generate.
+type ChatMessage struct {
+	Role    string `json:"role" ipc:"required"` // "system", "user" or "assistant"
+	Content string `json:"content" ipc:"required"`
+}
+
+// Sampling holds a Generate's sampling parameters (see broker.Sampling).
+type Sampling struct {
+	Temperature      float32 `json:"temperature"`
+	TopK             int     `json:"top_k"`
+	TopP             float32 `json:"top_p"`
+	MinP             float32 `json:"min_p"`
+	RepeatPenalty    float32 `json:"repeat_penalty"`
+	RepeatLastN      int     `json:"repeat_last_n"`
+	PresencePenalty  float32 `json:"presence_penalty"`
+	FrequencyPenalty float32 `json:"frequency_penalty"`
+	Seed             uint64  `json:"seed"`
+	HasSeed          bool    `json:"has_seed"`
+}
+
+// Generate starts one generation. Exactly one of Prompt, PromptIDs and
+// Messages is set. The worker answers with zero or more Tokens, then one
+// Done or Error, all naming Generate's id; at most MaxTokens Tokens.
+type Generate struct {
+	ID          uint64        `json:"id" ipc:"required"`
+	Prompt      *string       `json:"prompt,omitempty"`     // raw text, tokenized with special parsing off
+	PromptIDs   []int32       `json:"prompt_ids,omitempty"` // pre-tokenized prompt
+	Messages    []ChatMessage `json:"messages,omitempty"`   // formatted by the model's chat template
+	MaxTokens   int           `json:"max_tokens" ipc:"required"`
+	Stop        []string      `json:"stop,omitempty"`
+	Sampling    Sampling      `json:"sampling" ipc:"required"`
+	Logprobs    bool          `json:"logprobs,omitempty"`
+	TopLogprobs int           `json:"top_logprobs,omitempty"`
+}
+
+// Tokenize asks for text's token ids; the answer is Tokenized or Error.
+type Tokenize struct {
+	ID      uint64 `json:"id" ipc:"required"`
+	Text    string `json:"text" ipc:"required"`
+	Special bool   `json:"special"` // parse special-token texts into their ids
+}
+
+// Detokenize asks for the text of ids; the answer is Detokenized or Error.
+type Detokenize struct {
+	ID  uint64  `json:"id" ipc:"required"`
+	IDs []int32 `json:"ids" ipc:"required"`
+}
+
+// Cancel stops the generation whose Generate had this id. It is not a
+// request of its own: the worker still ends that generation with Done or
+// Error, and a Cancel for a finished generation is ignored.
+type Cancel struct {
+	ID uint64 `json:"id" ipc:"required"`
+}
+
+// Layer is one sandbox layer as the worker reports it (sandbox.Layer).
+type Layer struct {
+	Name      string `json:"name" ipc:"required"`
+	Requested bool   `json:"requested"`
+	Applied   bool   `json:"applied"`
+	Detail    string `json:"detail,omitempty"`
+}
+
+// Ready answers Hello: the model is loaded and the worker serves. Every
+// string in it is untrusted model data.
+type Ready struct {
+	ID            uint64   `json:"id" ipc:"required"` // Hello's id
+	Protocol      int      `json:"protocol" ipc:"required"`
+	Name          string   `json:"name"`         // served name, or general.name
+	Architecture  string   `json:"architecture"` // general.architecture
+	ContextSize   int      `json:"n_ctx" ipc:"required"`
+	VocabSize     int      `json:"n_vocab" ipc:"required"`
+	SpecialTokens []string `json:"special_tokens,omitempty"` // texts of control tokens
+	Kernels       string   `json:"kernels"`                  // kernel path in use
+	LandlockABI   int      `json:"landlock_abi"`             // 0: none applied
+	Layers        []Layer  `json:"layers,omitempty"`         // sandbox layers applied in the worker
+}
+
+// TokenAlt is one alternative token with its log-probability.
+type TokenAlt struct {
+	Token   string  `json:"token" ipc:"required"`
+	Logprob float32 `json:"logprob" ipc:"required"`
+}
+
+// TokenProb is one generated token's log-probability and alternatives.
+type TokenProb struct {
+	Token   string     `json:"token" ipc:"required"`
+	Logprob float32    `json:"logprob" ipc:"required"`
+	Top     []TokenAlt `json:"top,omitempty"`
+}
+
+// Tokens is a chunk of generated text, already cut at stop strings and
+// whole UTF-8 characters, with one Logprobs entry per token when asked.
+type Tokens struct {
+	ID       uint64      `json:"id" ipc:"required"`
+	Text     string      `json:"text" ipc:"required"`
+	Logprobs []TokenProb `json:"logprobs,omitempty"`
+}
+
+// Usage counts a generation's tokens.
+type Usage struct {
+	PromptTokens     int `json:"prompt_tokens" ipc:"required"`
+	CompletionTokens int `json:"completion_tokens" ipc:"required"`
+	CachedTokens     int `json:"cached_tokens"` // prompt tokens reused from the KV cache
+}
+
+// Done ends a generation normally.
+type Done struct {
+	ID           uint64 `json:"id" ipc:"required"`
+	FinishReason string `json:"finish_reason" ipc:"required"` // "stop" or "length"
+	Usage        Usage  `json:"usage" ipc:"required"`
+}
+
+// Error ends any request with a failure. With Hello's id it says the model
+// could not be loaded.
+type Error struct {
+	ID      uint64 `json:"id" ipc:"required"`
+	Message string `json:"message" ipc:"required"`
+}
+
+// Tokenized answers Tokenize.
+type Tokenized struct {
+	ID  uint64  `json:"id" ipc:"required"`
+	IDs []int32 `json:"ids" ipc:"required"`
+}
+
+// Detokenized answers Detokenize.
+type Detokenized struct {
+	ID   uint64 `json:"id" ipc:"required"`
+	Text string `json:"text" ipc:"required"`
+}
+
+// Type returns TypeHello.
+func (*Hello) Type() string { return TypeHello }
+
+// Type returns TypeGenerate.
+func (*Generate) Type() string { return TypeGenerate }
+
+// Type returns TypeTokenize.
+func (*Tokenize) Type() string { return TypeTokenize }
+
+// Type returns TypeDetokenize.
+func (*Detokenize) Type() string { return TypeDetokenize }
+
+// Type returns TypeCancel.
+func (*Cancel) Type() string { return TypeCancel }
+
+// Type returns TypeReady.
+func (*Ready) Type() string { return TypeReady }
+
+// Type returns TypeTokens.
+func (*Tokens) Type() string { return TypeTokens }
+
+// Type returns TypeDone.
+func (*Done) Type() string { return TypeDone }
+
+// Type returns TypeError.
+func (*Error) Type() string { return TypeError }
+
+// Type returns TypeTokenized.
+func (*Tokenized) Type() string { return TypeTokenized }
+
+// Type returns TypeDetokenized.
+func (*Detokenized) Type() string { return TypeDetokenized }
+
+// RequestID returns the Hello's id.
+func (m *Hello) RequestID() uint64 { return m.ID }
+
+// RequestID returns the Generate's id.
+func (m *Generate) RequestID() uint64 { return m.ID }
+
+// RequestID returns the Tokenize's id.
+func (m *Tokenize) RequestID() uint64 { return m.ID }
+
+// RequestID returns the Detokenize's id.
+func (m *Detokenize) RequestID() uint64 { return m.ID }
+
+// RequestID returns the Cancel's id.
+func (m *Cancel) RequestID() uint64 { return m.ID }
+
+// RequestID returns the Ready's id.
+func (m *Ready) RequestID() uint64 { return m.ID }
+
+// RequestID returns the Tokens's id.
+func (m *Tokens) RequestID() uint64 { return m.ID }
+
+// RequestID returns the Done's id.
+func (m *Done) RequestID() uint64 { return m.ID }
+
+// RequestID returns the Error's id.
+func (m *Error) RequestID() uint64 { return m.ID }
+
+// RequestID returns the Tokenized's id.
+func (m *Tokenized) RequestID() uint64 { return m.ID }
+
+// RequestID returns the Detokenized's id.
+func (m *Detokenized) RequestID() uint64 { return m.ID }
+
+// bad builds a KindBadValue error.
+func bad(typ, field, format string, args ...any) error {
+	return violation(KindBadValue, typ, field, format, args...)
+}
+
+func checkID(typ string, id uint64) error {
+	if id == 0 {
+		return bad(typ, "id", "id 0 is never issued")
+	}
+	return nil
+}
+
+func checkCount(typ, field string, v, lo int) error {
+	if v < lo || v >= MaxTokens {
+		return bad(typ, field, "%d outside %d..%d", v, lo, MaxTokens-1)
+	}
+	return nil
+}
+
+func checkIDs(typ, field string, ids []int32) error {
+	for i, id := range ids {
+		if id < 0 || id >= MaxTokens {
+			return bad(typ, fmt.Sprintf("%s[%d]", field, i), "token id %d out of range", id)
+		}
+	}
+	return nil
+}
+
+func (m *Hello) validate() error {
+	switch {
+	case m.Protocol != Version:
+		return bad(TypeHello, "protocol", "version %d, want %d", m.Protocol, Version)
+	case m.Threads < 0 || m.Threads > 1024:
+		return bad(TypeHello, "threads", "%d outside 0..1024", m.Threads)
+	case m.Parallel < 0 || m.Parallel > 1024:
+		return bad(TypeHello, "parallel", "%d outside 0..1024", m.Parallel)
+	}
+	if err := checkCount(TypeHello, "ctx_size", m.CtxSize, 0); err != nil {
+		return err
+	}
+	return checkID(TypeHello, m.ID)
+}
+
+func (m *Generate) validate() error {
+	n := 0
+	if m.Prompt != nil {
+		n++
+	}
+	if m.PromptIDs != nil {
+		n++
+	}
+	if m.Messages != nil {
+		n++
+	}
+	switch {
+	case m.PromptIDs != nil && len(m.PromptIDs) == 0:
+		return bad(TypeGenerate, "prompt_ids", "empty")
+	case m.Messages != nil && len(m.Messages) == 0:
+		return bad(TypeGenerate, "messages", "empty")
+	case n != 1:
+		return bad(TypeGenerate, "prompt", "want exactly one of prompt, prompt_ids and messages, got %d", n)
+	case len(m.Stop) > MaxStop:
+		return bad(TypeGenerate, "stop", "%d stop strings, at most %d", len(m.Stop), MaxStop)
+	case m.TopLogprobs < 0 || m.TopLogprobs > MaxTopLogprobs:
+		return bad(TypeGenerate, "top_logprobs", "%d outside 0..%d", m.TopLogprobs, MaxTopLogprobs)
+	}
+	for i, msg := range m.Messages {
+		if msg.Role != "system" && msg.Role != "user" && msg.Role != "assistant" {
+			return bad(TypeGenerate, fmt.Sprintf("messages[%d].role", i), "unknown role %.32q", msg.Role)
+		}
+	}
+	if err := checkCount(TypeGenerate, "max_tokens", m.MaxTokens, 1); err != nil {
+		return err
+	}
+	if err := checkIDs(TypeGenerate, "prompt_ids", m.PromptIDs); err != nil {
+		return err
+	}
+	return checkID(TypeGenerate, m.ID)
+}
+
+func (m *Tokenize) validate() error    { return checkID(TypeTokenize, m.ID) }
+func (m *Cancel) validate() error      { return checkID(TypeCancel, m.ID) }
+func (m *Error) validate() error       { return checkID(TypeError, m.ID) }
+func (m *Detokenized) validate() error { return checkID(TypeDetokenized, m.ID) }
+
+func (m *Detokenize) validate() error {
+	if err := checkIDs(TypeDetokenize, "ids", m.IDs); err != nil {
+		return err
+	}
+	return checkID(TypeDetokenize, m.ID)
+}
+
+func (m *Tokenized) validate() error {
+	if err := checkIDs(TypeTokenized, "ids", m.IDs); err != nil {
+		return err
+	}
+	return checkID(TypeTokenized, m.ID)
+}
+
+func (m *Ready) validate() error {
+	switch {
+	case m.Protocol != Version:
+		return bad(TypeReady, "protocol", "version %d, want %d", m.Protocol, Version)
+	case len(m.SpecialTokens) > MaxListLen:
+		return bad(TypeReady, "special_tokens", "%d entries, at most %d", len(m.SpecialTokens), MaxListLen)
+	case len(m.Layers) > MaxLayers:
+		return bad(TypeReady, "layers", "%d entries, at most %d", len(m.Layers), MaxLayers)
+	case m.LandlockABI < 0 || m.LandlockABI > 1000:
+		return bad(TypeReady, "landlock_abi", "%d outside 0..1000", m.LandlockABI)
+	}
+	if err := checkCount(TypeReady, "n_ctx", m.ContextSize, 1); err != nil {
+		return err
+	}
+	if err := checkCount(TypeReady, "n_vocab", m.VocabSize, 1); err != nil {
+		return err
+	}
+	return checkID(TypeReady, m.ID)
+}
+
+func (m *Tokens) validate() error {
+	for i, p := range m.Logprobs {
+		if len(p.Top) > MaxTopLogprobs {
+			return bad(TypeTokens, fmt.Sprintf("logprobs[%d].top", i), "%d alternatives, at most %d", len(p.Top), MaxTopLogprobs)
+		}
+	}
+	return checkID(TypeTokens, m.ID)
+}
+
+func (m *Done) validate() error {
+	if m.FinishReason != "stop" && m.FinishReason != "length" {
+		return bad(TypeDone, "finish_reason", "%.32q is neither \"stop\" nor \"length\"", m.FinishReason)
+	}
+	u := m.Usage
+	if err := checkCount(TypeDone, "usage.prompt_tokens", u.PromptTokens, 0); err != nil {
+		return err
+	}
+	if err := checkCount(TypeDone, "usage.completion_tokens", u.CompletionTokens, 0); err != nil {
+		return err
+	}
+	if u.CachedTokens < 0 || u.CachedTokens > u.PromptTokens {
+		return bad(TypeDone, "usage.cached_tokens", "%d outside 0..prompt_tokens (%d)", u.CachedTokens, u.PromptTokens)
+	}
+	return checkID(TypeDone, m.ID)
+}

@@ -1,0 +1,69 @@
+package worker
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/lisa-llm/lisa/ipc"
+)
+
+// ServingFunc runs between loading the model and answering ready: it
+// stacks the serving sandbox stage and returns the layers the worker has
+// applied and the Landlock ABI in force (0: none).
+type ServingFunc func() (layers []ipc.Layer, landlockABI int, err error)
+
+// Run is the worker's side of the protocol over conn: it reads the hello,
+// loads the engine from model, calls serving, answers ready and serves
+// requests until conn reaches its end (nil). A load or serving failure is
+// sent to the broker as an error naming the hello's id, and returned.
+func Run(conn io.ReadWriter, model *os.File, load EngineLoader, serving ServingFunc) error {
+	r := ipc.NewReader(conn)
+	body, err := r.ReadFrame()
+	if err != nil {
+		return fmt.Errorf("worker: read hello: %w", err)
+	}
+	m, err := ipc.DecodeRequest(body)
+	if err != nil {
+		return fmt.Errorf("worker: decode hello: %w", err)
+	}
+	hello, ok := m.(*ipc.Hello)
+	if !ok {
+		return fmt.Errorf("worker: first message is %s, want hello", m.Type())
+	}
+	out := &sender{w: conn}
+	eng, err := load(model, *hello)
+	if err == nil && eng == nil {
+		err = errors.New("loader returned no engine")
+	}
+	if err != nil {
+		err = fmt.Errorf("load model: %w", err)
+		return errors.Join(err, out.sendError(hello.ID, err))
+	}
+	ready, err := readyFor(hello, eng.Info())
+	if err == nil {
+		ready.Layers, ready.LandlockABI, err = serving()
+	}
+	if err != nil {
+		return errors.Join(err, out.sendError(hello.ID, err))
+	}
+	if err := out.send(ready); err != nil {
+		return err
+	}
+	return Serve(r, conn, eng)
+}
+
+// readyFor builds the ready message from the engine's Info.
+func readyFor(hello *ipc.Hello, info Info) (*ipc.Ready, error) {
+	if info.ContextSize <= 0 || info.ContextSize >= ipc.MaxTokens || info.VocabSize <= 0 || info.VocabSize >= ipc.MaxTokens {
+		return nil, fmt.Errorf("worker: engine reports context size %d and vocabulary size %d", info.ContextSize, info.VocabSize)
+	}
+	name := hello.ModelName
+	if name == "" {
+		name = info.Name
+	}
+	return &ipc.Ready{ID: hello.ID, Protocol: ipc.Version, Name: name, Architecture: info.Architecture,
+		ContextSize: info.ContextSize, VocabSize: info.VocabSize, SpecialTokens: info.SpecialTokens,
+		Kernels: info.Kernels}, nil
+}

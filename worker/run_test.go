@@ -1,0 +1,298 @@
+package worker_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lisa-llm/lisa/ipc"
+	"github.com/lisa-llm/lisa/worker"
+	"github.com/lisa-llm/lisa/worker/workertest"
+)
+
+// peer is the broker's end of a worker under test.
+type peer struct {
+	t    *testing.T
+	conn net.Conn
+	r    *ipc.Reader
+	done chan error
+}
+
+func noLayers() ([]ipc.Layer, int, error) {
+	return []ipc.Layer{{Name: "sandbox", Detail: "test"}}, 0, nil
+}
+
+func startWorker(t *testing.T, load worker.EngineLoader, serving worker.ServingFunc) *peer {
+	t.Helper()
+	b, w := net.Pipe()
+	p := &peer{t: t, conn: b, r: ipc.NewReader(b), done: make(chan error, 1)}
+	go func() { p.done <- worker.Run(w, nil, load, serving); w.Close() }()
+	t.Cleanup(func() { b.Close() })
+	return p
+}
+
+func (p *peer) send(m ipc.Message) {
+	p.t.Helper()
+	p.conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	if err := ipc.Write(p.conn, m); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+func (p *peer) recv() ipc.Message {
+	p.t.Helper()
+	p.conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	body, err := p.r.ReadFrame()
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	m, err := ipc.DecodeReply(body)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return m
+}
+
+func (p *peer) end() error {
+	p.t.Helper()
+	p.conn.Close()
+	select {
+	case err := <-p.done:
+		return err
+	case <-time.After(5 * time.Second):
+		p.t.Fatal("worker did not stop after the socket closed")
+		return nil
+	}
+}
+
+func strp(s string) *string { return &s }
+
+func TestRunServes(t *testing.T) {
+	before := runtime.NumGoroutine()
+	eng := &workertest.Engine{}
+	p := startWorker(t, eng.Loader(), noLayers)
+	p.send(&ipc.Hello{ID: 1, Protocol: ipc.Version, ModelName: "served"})
+	r, ok := p.recv().(*ipc.Ready)
+	if !ok || r.ID != 1 || r.Name != "served" || r.VocabSize != workertest.VocabSize || len(r.Layers) != 1 {
+		t.Fatalf("ready: %#v", r)
+	}
+	p.send(&ipc.Generate{ID: 2, Prompt: strp("hi"), MaxTokens: 3, Logprobs: true})
+	var text strings.Builder
+	for {
+		m := p.recv()
+		if m.RequestID() != 2 {
+			t.Fatalf("reply for id %d", m.RequestID())
+		}
+		if tk, ok := m.(*ipc.Tokens); ok {
+			if len(tk.Logprobs) != 1 {
+				t.Fatalf("logprobs %v", tk.Logprobs)
+			}
+			text.WriteString(tk.Text)
+			continue
+		}
+		d, ok := m.(*ipc.Done)
+		if !ok || d.FinishReason != "length" || d.Usage.PromptTokens != 2 || d.Usage.CompletionTokens != 3 {
+			t.Fatalf("end: %#v", m)
+		}
+		break
+	}
+	if text.String() != "tok0 tok1 tok2 " {
+		t.Fatalf("text %q", text.String())
+	}
+	p.send(&ipc.Tokenize{ID: 3, Text: "<s>a", Special: true})
+	if tk, ok := p.recv().(*ipc.Tokenized); !ok || len(tk.IDs) != 2 || tk.IDs[0] != workertest.BOS {
+		t.Fatalf("tokenized %#v", tk)
+	}
+	p.send(&ipc.Detokenize{ID: 4, IDs: []int32{104, 105}})
+	if d, ok := p.recv().(*ipc.Detokenized); !ok || d.Text != "hi" {
+		t.Fatalf("detokenized %#v", d)
+	}
+	p.send(&ipc.Detokenize{ID: 5, IDs: []int32{9999}})
+	if e, ok := p.recv().(*ipc.Error); !ok || e.ID != 5 {
+		t.Fatalf("want an error for a bad id, got %#v", e)
+	}
+	p.send(&ipc.Generate{ID: 6, Prompt: strp("fail"), MaxTokens: 3})
+	if e, ok := p.recv().(*ipc.Error); !ok || e.ID != 6 || !strings.Contains(e.Message, "engine failure") {
+		t.Fatalf("want the engine's error, got %#v", e)
+	}
+	if err := p.end(); err != nil {
+		t.Fatalf("Run after EOF: %v", err)
+	}
+	waitGoroutines(t, before)
+}
+
+func TestCancelStopsGeneration(t *testing.T) {
+	before := runtime.NumGoroutine()
+	eng := &workertest.Engine{Step: 5 * time.Millisecond}
+	p := startWorker(t, eng.Loader(), noLayers)
+	p.send(&ipc.Hello{ID: 1, Protocol: ipc.Version})
+	p.recv()
+	p.send(&ipc.Generate{ID: 2, Prompt: strp("x"), MaxTokens: 100000})
+	p.send(&ipc.Generate{ID: 3, Prompt: strp("y"), MaxTokens: 100000})
+	p.recv()
+	start := time.Now()
+	p.send(&ipc.Cancel{ID: 2})
+	p.send(&ipc.Cancel{ID: 99}) // unknown: ignored
+	for {
+		m := p.recv()
+		if e, ok := m.(*ipc.Error); ok && e.ID == 2 {
+			break
+		}
+		if m.RequestID() == 2 && m.Type() != ipc.TypeTokens {
+			t.Fatalf("cancelled generation ended with %#v", m)
+		}
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("cancel took %v", d)
+	}
+	if eng.Cancelled.Load() != 1 {
+		t.Fatalf("%d generations cancelled, want 1", eng.Cancelled.Load())
+	}
+	// Closing the socket ends generation 3 too (cancelled, or its emit
+	// fails); the goroutine check below sees it gone.
+	if err := p.end(); err != nil {
+		t.Fatal(err)
+	}
+	waitGoroutines(t, before)
+}
+
+func TestRunFailures(t *testing.T) {
+	eng := &workertest.Engine{}
+	tests := []struct {
+		name    string
+		load    worker.EngineLoader
+		serving worker.ServingFunc
+		first   ipc.Message
+		reply   bool // an error reply naming the hello is expected
+		want    string
+	}{
+		{"load fails", func(*os.File, ipc.Hello) (worker.Engine, error) { return nil, errors.New("bad magic at byte 0") },
+			noLayers, &ipc.Hello{ID: 7, Protocol: ipc.Version}, true, "bad magic"},
+		{"no engine", func(*os.File, ipc.Hello) (worker.Engine, error) { return nil, nil },
+			noLayers, &ipc.Hello{ID: 7, Protocol: ipc.Version}, true, "no engine"},
+		{"serving fails", eng.Loader(), func() ([]ipc.Layer, int, error) { return nil, 0, errors.New("seccomp stage 2") },
+			&ipc.Hello{ID: 7, Protocol: ipc.Version}, true, "seccomp"},
+		{"not hello", eng.Loader(), noLayers, &ipc.Cancel{ID: 1}, false, "want hello"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := startWorker(t, tt.load, tt.serving)
+			p.send(tt.first)
+			if tt.reply {
+				e, ok := p.recv().(*ipc.Error)
+				if !ok || e.ID != 7 || !strings.Contains(e.Message, tt.want) {
+					t.Fatalf("got %#v", e)
+				}
+			}
+			select {
+			case err := <-p.done:
+				if err == nil || !strings.Contains(err.Error(), tt.want) {
+					t.Fatalf("Run returned %v, want %q", err, tt.want)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("Run did not return")
+			}
+		})
+	}
+}
+
+func TestBadRequestEndsServe(t *testing.T) {
+	tests := []struct {
+		name string
+		raw  []byte
+		want string
+	}{
+		{"empty object", []byte{0, 0, 0, 4, '{', '}', '{', '}'}, "missing field"},
+		{"second hello", mustFrame(t, &ipc.Hello{ID: 9, Protocol: ipc.Version}), "hello after the handshake"},
+		{"duplicate generate", append(mustFrame(t, &ipc.Generate{ID: 5, Prompt: strp("x"), MaxTokens: 1 << 20}),
+			mustFrame(t, &ipc.Generate{ID: 5, Prompt: strp("x"), MaxTokens: 1})...), "already running"},
+		{"oversized", []byte{0x7f, 0, 0, 0}, "frame size"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			eng := &workertest.Engine{Step: time.Millisecond}
+			p := startWorker(t, eng.Loader(), noLayers)
+			p.send(&ipc.Hello{ID: 1, Protocol: ipc.Version})
+			p.recv()
+			go func() { // keep reading whatever the worker still sends
+				for {
+					if _, err := p.r.ReadFrame(); err != nil {
+						return
+					}
+				}
+			}()
+			p.conn.Write(tt.raw)
+			select {
+			case err := <-p.done:
+				if err == nil || !strings.Contains(err.Error(), tt.want) {
+					t.Fatalf("got %v, want %q", err, tt.want)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("Run did not return")
+			}
+		})
+	}
+}
+
+func mustFrame(t *testing.T, m ipc.Message) []byte {
+	t.Helper()
+	f, err := ipc.Encode(nil, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// chatty emits more chunks than asked for.
+type chatty struct{ workertest.Engine }
+
+func (c *chatty) Generate(ctx context.Context, req worker.GenerateParams, emit func(worker.TextChunk) error) (worker.DoneInfo, error) {
+	for range req.MaxTokens + 5 {
+		if err := emit(worker.TextChunk{Text: "x"}); err != nil {
+			return worker.DoneInfo{}, err
+		}
+	}
+	return worker.DoneInfo{Finish: "stop"}, nil
+}
+
+func TestChunkLimit(t *testing.T) {
+	eng := &chatty{}
+	load := func(*os.File, ipc.Hello) (worker.Engine, error) { return eng, nil }
+	p := startWorker(t, load, noLayers)
+	p.send(&ipc.Hello{ID: 1, Protocol: ipc.Version})
+	p.recv()
+	p.send(&ipc.Generate{ID: 2, Prompt: strp("x"), MaxTokens: 3})
+	n := 0
+	for {
+		m := p.recv()
+		if m.Type() == ipc.TypeTokens {
+			n++
+			continue
+		}
+		if m.Type() != ipc.TypeError {
+			t.Fatalf("ended with %s", m.Type())
+		}
+		break
+	}
+	if n != 3 {
+		t.Fatalf("%d chunks sent for max_tokens 3", n)
+	}
+	p.end()
+}
+
+func waitGoroutines(t *testing.T, before int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		buf := make([]byte, 1<<16)
+		t.Fatalf("%d goroutines, %d before:\n%s", n, before, buf[:runtime.Stack(buf, true)])
+	}
+}

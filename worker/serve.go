@@ -1,0 +1,183 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	"github.com/lisa-llm/lisa/ipc"
+)
+
+// maxErrorText bounds the error texts the worker sends.
+const maxErrorText = 4096
+
+// errTooManyChunks ends a generation whose engine emits more chunks than
+// max_tokens allows (the broker would treat the next one as a violation).
+var errTooManyChunks = errors.New("worker: engine emitted more chunks than max_tokens")
+
+// sender writes messages to the broker, one frame at a time.
+type sender struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *sender) send(m ipc.Message) error {
+	f, err := ipc.Encode(nil, m)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, err := s.w.Write(f); err != nil {
+		return fmt.Errorf("worker: send %s: %w", m.Type(), err)
+	}
+	return nil
+}
+
+// sendError answers request id with err.
+func (s *sender) sendError(id uint64, err error) error {
+	msg := strings.ToValidUTF8(err.Error(), "\uFFFD")
+	if len(msg) > maxErrorText {
+		msg = strings.ToValidUTF8(msg[:maxErrorText], "")
+	}
+	if msg == "" {
+		msg = "error"
+	}
+	return s.send(&ipc.Error{ID: id, Message: msg})
+}
+
+// server serves requests after the handshake.
+type server struct {
+	eng Engine
+	out *sender
+
+	mu      sync.Mutex
+	running map[uint64]context.CancelFunc
+	wg      sync.WaitGroup
+}
+
+// Serve answers the broker's requests from r until the stream ends (nil)
+// or breaks (the error). Every generate runs in its own goroutine; before
+// Serve returns, every running generation is cancelled and waited for.
+func Serve(r *ipc.Reader, w io.Writer, eng Engine) error {
+	s := &server{eng: eng, out: &sender{w: w}, running: make(map[uint64]context.CancelFunc)}
+	defer s.stopAll()
+	for {
+		body, err := r.ReadFrame()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("worker: read request: %w", err)
+		}
+		m, err := ipc.DecodeRequest(body)
+		if err != nil {
+			return fmt.Errorf("worker: decode request: %w", err)
+		}
+		if err := s.handle(m); err != nil {
+			return err
+		}
+	}
+}
+
+// stopAll cancels every running generation and waits for them.
+func (s *server) stopAll() {
+	s.mu.Lock()
+	for _, cancel := range s.running {
+		cancel()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+}
+
+func (s *server) handle(m ipc.Message) error {
+	switch m := m.(type) {
+	case *ipc.Generate:
+		return s.start(m)
+	case *ipc.Cancel:
+		s.mu.Lock()
+		if cancel := s.running[m.ID]; cancel != nil {
+			cancel()
+		}
+		s.mu.Unlock()
+		return nil
+	case *ipc.Tokenize:
+		ids, err := s.eng.Tokenize(m.Text, m.Special)
+		if err != nil {
+			return s.out.sendError(m.ID, err)
+		}
+		if ids == nil {
+			ids = []int32{}
+		}
+		return s.out.send(&ipc.Tokenized{ID: m.ID, IDs: ids})
+	case *ipc.Detokenize:
+		text, err := s.eng.Detokenize(m.IDs)
+		if err != nil {
+			return s.out.sendError(m.ID, err)
+		}
+		return s.out.send(&ipc.Detokenized{ID: m.ID, Text: text})
+	}
+	return fmt.Errorf("worker: %s after the handshake", m.Type())
+}
+
+// start runs one generation in its own goroutine.
+func (s *server) start(g *ipc.Generate) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	s.mu.Lock()
+	if _, dup := s.running[g.ID]; dup {
+		s.mu.Unlock()
+		cancel()
+		return fmt.Errorf("worker: generate id %d is already running", g.ID)
+	}
+	s.running[g.ID] = cancel
+	s.mu.Unlock()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer func() {
+			s.mu.Lock()
+			delete(s.running, g.ID)
+			s.mu.Unlock()
+			cancel()
+		}()
+		s.generate(ctx, g)
+	}()
+	return nil
+}
+
+// generate runs g and sends its chunks and its end. Send errors mean the
+// broker is gone; the read loop sees that too and ends Serve.
+func (s *server) generate(ctx context.Context, g *ipc.Generate) {
+	p := params(g)
+	chunks := 0
+	emit := func(c TextChunk) error {
+		if c.Text == "" && len(c.Logprobs) == 0 {
+			return nil
+		}
+		if chunks++; chunks > g.MaxTokens {
+			return errTooManyChunks
+		}
+		return s.out.send(&ipc.Tokens{ID: g.ID, Text: c.Text, Logprobs: c.Logprobs})
+	}
+	done, err := s.eng.Generate(ctx, p, emit)
+	if err == nil && done.Finish != "stop" && done.Finish != "length" {
+		err = fmt.Errorf("worker: engine finished with reason %q", done.Finish)
+	}
+	if err != nil {
+		_ = s.out.sendError(g.ID, err)
+		return
+	}
+	_ = s.out.send(&ipc.Done{ID: g.ID, FinishReason: done.Finish, Usage: done.Usage})
+}
+
+func params(g *ipc.Generate) GenerateParams {
+	p := GenerateParams{PromptIDs: g.PromptIDs, Messages: g.Messages, MaxTokens: g.MaxTokens,
+		Stop: g.Stop, Sampling: g.Sampling, Logprobs: g.Logprobs, TopLogprobs: g.TopLogprobs}
+	if g.Prompt != nil {
+		p.Prompt = *g.Prompt
+	}
+	return p
+}
