@@ -2,4 +2,70 @@
 // HTTP API, its validation, authentication and limits. It never parses the
 // model; it hands validated requests to a Backend (the sandboxed worker,
 // through package supervisor).
+//
+// # Endpoints
+//
+//   - GET /v1/models: the one served model (config model_name, by default
+//     the model file's name without ".gguf").
+//   - POST /v1/chat/completions and POST /v1/completions, whole or with
+//     "stream": true as server-sent events (one "data: {chunk}" per event,
+//     "data: [DONE]" at the end; with stream_options.include_usage a last
+//     chunk with empty choices carries usage). An error after the stream
+//     started is sent as one event in the error shape, without [DONE].
+//   - POST /tokenize {"content", "parse_special", "with_pieces"} →
+//     {"tokens": [...]}; POST /detokenize {"tokens": [...]} → {"content"}
+//     (llama.cpp's shapes; "add_special": true is refused).
+//   - GET /health: 200 {"status":"ok"} once the worker has loaded the model,
+//     503 before ("loading") and after the supervisor gave up ("error").
+//   - GET /metrics: Prometheus text format (requests by route and status,
+//     queue depth, running generations, tokens, time to first token and
+//     per-token histograms, connections, handshakes, worker restarts and
+//     deaths by signal from a Backend that implements Stats).
+//
+// Every route but /health needs the API key when keys are configured.
+//
+// # Requests
+//
+// See request.go for the decoding rules: strict JSON, every type and
+// range checked, unknown fields refused with 400 naming them except a
+// documented list of OpenAI fields that are accepted and ignored. n must
+// be 1 and a completion has one prompt. Bodies are limited to
+// MaxBodyBytes (413). The model name, when given, must be the served one
+// (404). Prompt tokens plus max_tokens must fit in the context; chat
+// prompts are counted without the chat template, so the worker still
+// enforces the exact bound. A chat message that spells the text of any of
+// the model's special tokens is refused with 400 naming the token; raw
+// completion prompts are tokenized with special parsing off.
+//
+// # Authentication and limits
+//
+// Keys are configured only as SHA-256 digests (package config); the
+// bearer key's digest is compared with every configured digest with
+// crypto/subtle. Failures are 401 in the OpenAI error shape. Each key has
+// a token bucket of rate_limit_rpm requests a minute (burst
+// rate_limit_burst; without keys every client shares one bucket). At
+// most max_running generations run at once, at most queue_size wait in
+// arrival order (429 with Retry-After beyond; 503 after queue_timeout).
+// Tokenizer calls take a slot like generations. Connections are capped by
+// max_connections (Accept waits), TLS handshakes in progress by
+// max_handshakes (extra connections are closed) within handshake_timeout.
+// The server sets read-header, read, write and idle timeouts; once a
+// request's body is read its read deadline is lifted, and each streamed
+// event gets write_timeout anew, so a client that stops reading fails the
+// write and its generation is cancelled, and a client that leaves cancels
+// its generation through the request context.
+//
+// # TLS
+//
+// With tls_cert_file and tls_key_file the server speaks HTTPS only, over
+// HTTP/1.1: TLS 1.2 with ECDHE and AEAD suites, or TLS 1.3
+// (tls_min_version "1.3" refuses 1.2), client certificates required and
+// verified against tls_client_ca_file when set, and a
+// Strict-Transport-Security header on every response.
+//
+// # Logs
+//
+// One log/slog line per request: method, route, status, duration, remote
+// address, key index, stream, prompt and completion tokens, time to first
+// token, and the error. Never the key; never the prompt unless log_prompts.
 package broker

@@ -18,7 +18,14 @@ type command struct {
 // commands lists lisa's subcommands. Each lives in its own file.
 func commands() map[string]command {
 	return map[string]command{
-		"version": {"print the version, the kernel path and the host's sandbox features", runVersion},
+		"version":       {"print the version, the kernel path and the host's sandbox features", runVersion},
+		"gguf":          {"inspect a GGUF file or extract one tensor", runGGUF},
+		"tokenize":      {"print the token ids of a text with a GGUF file's tokenizer", runTokenize},
+		"hash-key":      {"read an API key on stdin and print its sha256 digest for the config", runHashKey},
+		"serve":         {"serve the OpenAI-compatible API, the model running in the sandboxed worker", runServe},
+		"health":        {"ask a running server's /health whether it is ready (for container health checks)", runHealth},
+		"sandbox-check": {"start sandboxed workers on a model, run escape probes, print the layers applied", runSandboxCheck},
+		"run":           {"run one prompt through a model and print the text (or JSON with top logits)", runRun},
 	}
 }
 

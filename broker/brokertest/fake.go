@@ -1,0 +1,241 @@
+package brokertest
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lisa-llm/lisa/broker"
+)
+
+// Fake is a broker.Backend whose "model" streams Pieces. Its tokenizer
+// maps each byte to its value as id and, with special parsing, each of
+// Info.SpecialTokens to 256+index. Set the exported fields before use;
+// change readiness and failure with the methods while it runs.
+type Fake struct {
+	Model      broker.ModelInfo
+	Pieces     []string      // text events of one generation, in order
+	Endless    bool          // repeat Pieces until cancelled
+	FirstDelay time.Duration // before the first piece (prompt processing)
+	Delay      time.Duration // before every later piece
+	FailAfter  int           // > 0: send an EventError after this many pieces
+	Finish     string        // finish reason ("" means "stop")
+	Restarts   uint64        // reported through broker.Stats
+	Deaths     map[string]uint64
+
+	mu        sync.Mutex
+	notReady  bool
+	fail      error
+	requests  []broker.GenerateRequest
+	active    int
+	started   int
+	cancelled int
+	cancelCh  chan struct{}
+}
+
+// New returns a ready fake with a 512-token context.
+func New(pieces ...string) *Fake {
+	return &Fake{
+		Model: broker.ModelInfo{Name: "fake-model", Architecture: "llama", ContextSize: 512, VocabSize: 300,
+			SpecialTokens: []string{"<s>", "</s>", "<|im_end|>"}},
+		Pieces: pieces,
+	}
+}
+
+// SetReady makes Info succeed (true) or fail with broker.ErrNotReady.
+func (f *Fake) SetReady(ready bool) {
+	f.mu.Lock()
+	f.notReady = !ready
+	f.mu.Unlock()
+}
+
+// SetFail makes Generate fail with err (nil: succeed).
+func (f *Fake) SetFail(err error) {
+	f.mu.Lock()
+	f.fail = err
+	f.mu.Unlock()
+}
+
+// Info returns Model, or broker.ErrNotReady.
+func (f *Fake) Info(ctx context.Context) (broker.ModelInfo, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.notReady {
+		return broker.ModelInfo{}, broker.ErrNotReady
+	}
+	return f.Model, nil
+}
+
+// WorkerStats reports Restarts and Deaths.
+func (f *Fake) WorkerStats() broker.WorkerStats {
+	return broker.WorkerStats{Restarts: f.Restarts, Deaths: f.Deaths}
+}
+
+// Tokenize maps bytes to ids (and special texts to 256+index when special).
+func (f *Fake) Tokenize(ctx context.Context, text string, special bool) ([]int32, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var ids []int32
+	for i := 0; i < len(text); {
+		if special {
+			if j, tok := f.specialAt(text[i:]); tok != "" {
+				ids = append(ids, int32(256+j))
+				i += len(tok)
+				continue
+			}
+		}
+		ids = append(ids, int32(text[i]))
+		i++
+	}
+	return ids, nil
+}
+
+func (f *Fake) specialAt(s string) (int, string) {
+	for j, tok := range f.Model.SpecialTokens {
+		if tok != "" && strings.HasPrefix(s, tok) {
+			return j, tok
+		}
+	}
+	return 0, ""
+}
+
+// Detokenize inverts Tokenize.
+func (f *Fake) Detokenize(ctx context.Context, ids []int32) (string, error) {
+	var b strings.Builder
+	for _, id := range ids {
+		switch {
+		case id < 256:
+			b.WriteByte(byte(id))
+		case int(id-256) < len(f.Model.SpecialTokens):
+			b.WriteString(f.Model.SpecialTokens[id-256])
+		}
+	}
+	return b.String(), nil
+}
+
+// Generate streams Pieces on a new goroutine.
+func (f *Fake) Generate(ctx context.Context, req broker.GenerateRequest) (<-chan broker.Event, error) {
+	f.mu.Lock()
+	if f.fail != nil {
+		err := f.fail
+		f.mu.Unlock()
+		return nil, err
+	}
+	f.requests = append(f.requests, req)
+	f.active++
+	f.started++
+	f.mu.Unlock()
+	prompt := len(req.PromptIDs)
+	if req.Prompt != "" {
+		prompt = len(req.Prompt)
+	}
+	for _, m := range req.Messages {
+		prompt += len(m.Content)
+	}
+	ch := make(chan broker.Event)
+	go f.run(ctx, req, prompt, ch)
+	return ch, nil
+}
+
+func (f *Fake) run(ctx context.Context, req broker.GenerateRequest, prompt int, ch chan<- broker.Event) {
+	defer close(ch)
+	completed := false
+	defer func() { f.finished(completed) }()
+	send := func(ev broker.Event) bool {
+		select {
+		case ch <- ev:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	finish := f.Finish
+	if finish == "" {
+		finish = "stop"
+	}
+	n := 0
+	for i := 0; f.Endless || i < len(f.Pieces); i++ {
+		if len(f.Pieces) == 0 || n >= req.MaxTokens {
+			finish = "length"
+			break
+		}
+		d := f.Delay
+		if n == 0 {
+			d = f.FirstDelay
+		}
+		if !sleep(ctx, d) {
+			return
+		}
+		if f.FailAfter > 0 && n == f.FailAfter {
+			completed = send(broker.Event{Kind: broker.EventError, Err: broker.ErrWorkerFailed})
+			return
+		}
+		piece := f.Pieces[i%len(f.Pieces)]
+		ev := broker.Event{Kind: broker.EventText, Text: piece}
+		if req.Logprobs {
+			ev.Logprobs = []broker.TokenProb{{Token: piece, Logprob: -0.5, Top: make([]broker.TokenAlt, req.TopLogprobs)}}
+		}
+		if !send(ev) {
+			return
+		}
+		n++
+	}
+	completed = send(broker.Event{Kind: broker.EventDone, Finish: finish,
+		Usage: broker.Usage{PromptTokens: prompt, CompletionTokens: n}})
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// finished records the end of a generation; completed is false when it
+// ended by cancellation.
+func (f *Fake) finished(completed bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.active--
+	if !completed {
+		f.cancelled++
+		if f.cancelCh != nil {
+			close(f.cancelCh)
+			f.cancelCh = nil
+		}
+	}
+}
+
+// Cancelled returns a channel closed at the next generation to end by
+// cancellation.
+func (f *Fake) Cancelled() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.cancelCh == nil {
+		f.cancelCh = make(chan struct{})
+	}
+	return f.cancelCh
+}
+
+// Counts returns the generations started, still running, and cancelled.
+func (f *Fake) Counts() (started, active, cancelled int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.started, f.active, f.cancelled
+}
+
+// Requests returns the generation requests received so far.
+func (f *Fake) Requests() []broker.GenerateRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]broker.GenerateRequest(nil), f.requests...)
+}

@@ -1,0 +1,217 @@
+package broker
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+)
+
+// Response shapes of the OpenAI API, for chat completions and (legacy)
+// completions, whole and streamed.
+
+type usageJSON struct {
+	PromptTokens        int             `json:"prompt_tokens"`
+	CompletionTokens    int             `json:"completion_tokens"`
+	TotalTokens         int             `json:"total_tokens"`
+	PromptTokensDetails *promptTokensJS `json:"prompt_tokens_details,omitempty"`
+}
+
+type promptTokensJS struct {
+	CachedTokens int `json:"cached_tokens"`
+}
+
+func toUsage(u Usage) *usageJSON {
+	return &usageJSON{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens,
+		TotalTokens: u.PromptTokens + u.CompletionTokens, PromptTokensDetails: &promptTokensJS{u.CachedTokens}}
+}
+
+type chatMessageJSON struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+type chatDeltaJSON struct {
+	Role    string  `json:"role,omitempty"`
+	Content *string `json:"content,omitempty"`
+}
+
+type chatTopJSON struct {
+	Token   string  `json:"token"`
+	Logprob float32 `json:"logprob"`
+	Bytes   []int   `json:"bytes"`
+}
+
+type chatTokenJSON struct {
+	Token       string        `json:"token"`
+	Logprob     float32       `json:"logprob"`
+	Bytes       []int         `json:"bytes"`
+	TopLogprobs []chatTopJSON `json:"top_logprobs"`
+}
+
+type chatLogprobsJSON struct {
+	Content []chatTokenJSON `json:"content"`
+}
+
+type chatChoiceJSON struct {
+	Index        int               `json:"index"`
+	Message      *chatMessageJSON  `json:"message,omitempty"`
+	Delta        *chatDeltaJSON    `json:"delta,omitempty"`
+	Logprobs     *chatLogprobsJSON `json:"logprobs"`
+	FinishReason *string           `json:"finish_reason"`
+}
+
+type completionLogprobsJSON struct {
+	Tokens        []string             `json:"tokens"`
+	TokenLogprobs []float32            `json:"token_logprobs"`
+	TopLogprobs   []map[string]float32 `json:"top_logprobs"`
+	TextOffset    []int                `json:"text_offset"`
+}
+
+type completionChoiceJSON struct {
+	Text         string                  `json:"text"`
+	Index        int                     `json:"index"`
+	Logprobs     *completionLogprobsJSON `json:"logprobs"`
+	FinishReason *string                 `json:"finish_reason"`
+}
+
+// responseJSON is a whole response or one streamed chunk of either API.
+type responseJSON struct {
+	ID                string     `json:"id"`
+	Object            string     `json:"object"`
+	Created           int64      `json:"created"`
+	Model             string     `json:"model"`
+	SystemFingerprint string     `json:"system_fingerprint"`
+	Choices           any        `json:"choices"`
+	Usage             *usageJSON `json:"usage,omitempty"`
+}
+
+func bytesOf(s string) []int {
+	b := make([]int, len(s))
+	for i := 0; i < len(s); i++ {
+		b[i] = int(s[i])
+	}
+	return b
+}
+
+func chatLogprobs(lps []TokenProb) *chatLogprobsJSON {
+	if lps == nil {
+		return nil
+	}
+	out := &chatLogprobsJSON{Content: make([]chatTokenJSON, 0, len(lps))}
+	for _, p := range lps {
+		t := chatTokenJSON{Token: p.Token, Logprob: p.Logprob, Bytes: bytesOf(p.Token), TopLogprobs: []chatTopJSON{}}
+		for _, a := range p.Top {
+			t.TopLogprobs = append(t.TopLogprobs, chatTopJSON{Token: a.Token, Logprob: a.Logprob, Bytes: bytesOf(a.Token)})
+		}
+		out.Content = append(out.Content, t)
+	}
+	return out
+}
+
+// completionLogprobs converts lps; offset is where their text starts in the
+// completion.
+func completionLogprobs(lps []TokenProb, offset int) *completionLogprobsJSON {
+	if lps == nil {
+		return nil
+	}
+	out := &completionLogprobsJSON{Tokens: []string{}, TokenLogprobs: []float32{}, TopLogprobs: []map[string]float32{}, TextOffset: []int{}}
+	for _, p := range lps {
+		out.Tokens = append(out.Tokens, p.Token)
+		out.TokenLogprobs = append(out.TokenLogprobs, p.Logprob)
+		top := make(map[string]float32, len(p.Top))
+		for _, a := range p.Top {
+			top[a.Token] = a.Logprob
+		}
+		out.TopLogprobs = append(out.TopLogprobs, top)
+		out.TextOffset = append(out.TextOffset, offset)
+		offset += len(p.Token)
+	}
+	return out
+}
+
+// shaper builds the response objects of one request.
+type shaper struct {
+	chat    bool
+	id      string
+	created int64
+	model   string
+	offset  int // completions: bytes of text sent so far, for text_offset
+}
+
+func newShaper(chat bool, model string, created int64) *shaper {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	prefix := "cmpl-"
+	if chat {
+		prefix = "chatcmpl-"
+	}
+	return &shaper{chat: chat, id: prefix + hex.EncodeToString(b[:]), created: created, model: model}
+}
+
+func (s *shaper) base(stream bool) responseJSON {
+	obj := "text_completion"
+	if s.chat {
+		obj = "chat.completion"
+		if stream {
+			obj = "chat.completion.chunk"
+		}
+	}
+	return responseJSON{ID: s.id, Object: obj, Created: s.created, Model: s.model, SystemFingerprint: "lisa"}
+}
+
+// roleChunk is the first chunk of a chat stream.
+func (s *shaper) roleChunk() any {
+	r := s.base(true)
+	empty := ""
+	r.Choices = []chatChoiceJSON{{Delta: &chatDeltaJSON{Role: "assistant", Content: &empty}}}
+	return r
+}
+
+// textChunk is a streamed piece of text.
+func (s *shaper) textChunk(text string, lps []TokenProb) any {
+	r := s.base(true)
+	if s.chat {
+		r.Choices = []chatChoiceJSON{{Delta: &chatDeltaJSON{Content: &text}, Logprobs: chatLogprobs(lps)}}
+	} else {
+		r.Choices = []completionChoiceJSON{{Text: text, Logprobs: completionLogprobs(lps, s.offset)}}
+		s.offset += len(text)
+	}
+	return r
+}
+
+// finishChunk is the streamed chunk carrying the finish reason.
+func (s *shaper) finishChunk(finish string) any {
+	r := s.base(true)
+	if s.chat {
+		r.Choices = []chatChoiceJSON{{Delta: &chatDeltaJSON{}, FinishReason: &finish}}
+	} else {
+		r.Choices = []completionChoiceJSON{{FinishReason: &finish}}
+	}
+	return r
+}
+
+// usageChunk is the last streamed chunk with stream_options.include_usage.
+func (s *shaper) usageChunk(u Usage) any {
+	r := s.base(true)
+	if s.chat {
+		r.Choices = []chatChoiceJSON{}
+	} else {
+		r.Choices = []completionChoiceJSON{}
+	}
+	r.Usage = toUsage(u)
+	return r
+}
+
+// whole is the response of a request without stream.
+func (s *shaper) whole(text string, lps []TokenProb, finish string, u Usage, wantLogprobs bool) any {
+	r := s.base(false)
+	if wantLogprobs && lps == nil {
+		lps = []TokenProb{}
+	}
+	if s.chat {
+		r.Choices = []chatChoiceJSON{{Message: &chatMessageJSON{Role: "assistant", Content: text}, Logprobs: chatLogprobs(lps), FinishReason: &finish}}
+	} else {
+		r.Choices = []completionChoiceJSON{{Text: text, Logprobs: completionLogprobs(lps, 0), FinishReason: &finish}}
+	}
+	r.Usage = toUsage(u)
+	return r
+}

@@ -1,0 +1,313 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// infoTimeout bounds the Backend.Info call of each request.
+const infoTimeout = 5 * time.Second
+
+// minOutputCap is the least output a generation may send, in bytes; the
+// cap grows with max_tokens (maxBytesPerToken each). A worker sending more
+// is treated as failed.
+const (
+	minOutputCap     = 1 << 20
+	maxBytesPerToken = 256
+)
+
+func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, ri *reqInfo) error {
+	body, err := readBody(w, r)
+	if err != nil {
+		return err
+	}
+	req, err := decodeChatRequest(body)
+	if err != nil {
+		return err
+	}
+	return s.generate(w, r, ri, req)
+}
+
+func (s *Server) completions(w http.ResponseWriter, r *http.Request, ri *reqInfo) error {
+	body, err := readBody(w, r)
+	if err != nil {
+		return err
+	}
+	req, err := decodeCompletionRequest(body)
+	if err != nil {
+		return err
+	}
+	return s.generate(w, r, ri, req)
+}
+
+// modelInfo asks the backend for its model, with a bounded wait.
+func (s *Server) modelInfo(ctx context.Context) (ModelInfo, error) {
+	ctx, cancel := context.WithTimeout(ctx, infoTimeout)
+	defer cancel()
+	return s.backend.Info(ctx)
+}
+
+// servedName is the model name clients must use.
+func (s *Server) servedName(info ModelInfo) string {
+	if s.cfg.ModelName != "" {
+		return s.cfg.ModelName
+	}
+	return info.Name
+}
+
+// checkModel validates req against the loaded model: its name, token ids
+// and, for chat, the special-token texts.
+func (s *Server) checkModel(req *genRequest, info ModelInfo) error {
+	if name := s.servedName(info); req.Model != "" && req.Model != name {
+		return &APIError{Status: http.StatusNotFound, Type: "invalid_request_error", Param: "model", Code: "model_not_found",
+			Message: fmt.Sprintf("the model %q does not exist; this server serves %q", abbreviate(req.Model), name)}
+	}
+	for i, id := range req.PromptIDs {
+		if int(id) >= info.VocabSize {
+			return invalid(fmt.Sprintf("prompt[%d]", i), "token id %d is not below the vocabulary size %d", id, info.VocabSize)
+		}
+	}
+	if req.chat {
+		m := newSpecialMatcher(info.SpecialTokens)
+		for i, msg := range req.Messages {
+			if tok, bad := m.find(msg.Content); bad {
+				return invalidCode(fmt.Sprintf("messages[%d].content", i), "special_token_in_message",
+					"messages[%d].content contains the special token %q; special tokens are not allowed in messages", i, tok)
+			}
+		}
+	}
+	return nil
+}
+
+// admit waits in the FCFS queue for a generation slot.
+func (s *Server) admit(ctx context.Context) (func(), error) {
+	release, err := s.adm.acquire(ctx, s.cfg.QueueTimeout.D())
+	switch {
+	case errors.Is(err, errQueueFull):
+		return nil, &APIError{Status: http.StatusTooManyRequests, Type: "rate_limit_error", Code: "queue_full",
+			Message: "too many requests are waiting; retry later", RetryAfter: 1, Err: err}
+	case errors.Is(err, errQueueTimeout):
+		return nil, &APIError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "queue_timeout",
+			Message: "the server is busy; retry later", RetryAfter: 5, Err: err}
+	}
+	return release, err
+}
+
+// countPrompt counts the prompt's tokens (for chat, a lower bound: the
+// contents without the template) and fixes max_tokens within the context.
+func (s *Server) countPrompt(ctx context.Context, req *genRequest, info ModelInfo) (int, error) {
+	var n int
+	param := "prompt"
+	switch {
+	case req.PromptIDs != nil:
+		n = len(req.PromptIDs)
+	case req.Prompt != nil:
+		ids, err := s.backend.Tokenize(ctx, *req.Prompt, false)
+		if err != nil {
+			return 0, err
+		}
+		n = len(ids)
+	default:
+		param = "messages"
+		parts := make([]string, len(req.Messages))
+		for i, m := range req.Messages {
+			parts[i] = m.Content
+		}
+		ids, err := s.backend.Tokenize(ctx, strings.Join(parts, "\n"), false)
+		if err != nil {
+			return 0, err
+		}
+		n = len(ids)
+	}
+	ctxSize := info.ContextSize
+	if n >= ctxSize {
+		return 0, invalidCode(param, "context_length_exceeded",
+			"the prompt has %d tokens; the context holds %d, leaving no room to generate", n, ctxSize)
+	}
+	switch {
+	case req.MaxTokens == 0 && req.chat:
+		req.MaxTokens = ctxSize - n
+	case req.MaxTokens == 0:
+		req.MaxTokens = min(DefaultCompletionTokens, ctxSize-n)
+	case n+req.MaxTokens > ctxSize:
+		return 0, invalidCode("max_tokens", "context_length_exceeded",
+			"the context holds %d tokens, but %d were requested (%d in the prompt, %d to generate)", ctxSize, n+req.MaxTokens, n, req.MaxTokens)
+	}
+	return n, nil
+}
+
+func (s *Server) generate(w http.ResponseWriter, r *http.Request, ri *reqInfo, req *genRequest) error {
+	rc := s.extendDeadlines(w)
+	ri.stream = req.Stream
+	if s.cfg.LogPrompts {
+		ri.prompt = promptText(req)
+	}
+	info, err := s.modelInfo(r.Context())
+	if err != nil {
+		return err
+	}
+	if err := s.checkModel(req, info); err != nil {
+		return err
+	}
+	release, err := s.admit(r.Context())
+	if err != nil {
+		return err
+	}
+	defer release()
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout.D())
+	defer cancel()
+	if ri.promptTokens, err = s.countPrompt(ctx, req, info); err != nil {
+		return err
+	}
+	greq := GenerateRequest{Messages: req.Messages, PromptIDs: req.PromptIDs, MaxTokens: req.MaxTokens,
+		Stop: req.Stop, Sampling: req.Sampling, TopLogprobs: req.TopLogprobs, Logprobs: req.Logprobs}
+	if req.Prompt != nil {
+		greq.Prompt = *req.Prompt
+	}
+	events, err := s.backend.Generate(ctx, greq)
+	if err != nil {
+		return err
+	}
+	g := &generation{s: s, ri: ri, req: req, ctx: ctx, events: events, cancel: cancel,
+		shape: newShaper(req.chat, s.servedName(info), time.Now().Unix()),
+		limit: max(minOutputCap, req.MaxTokens*maxBytesPerToken)}
+	defer g.drain()
+	if req.Stream {
+		return g.stream(w, rc)
+	}
+	return g.collect(w)
+}
+
+// extendDeadlines is called once the body is read, before the wait for
+// the worker: no read deadline may now cancel the request (net/http clears
+// it too when it starts the background read that notices a client that
+// leaves; this does not rely on it), and the response
+// may be written until the queue and request timeouts have passed.
+// Streams then set a deadline per event.
+func (s *Server) extendDeadlines(w http.ResponseWriter) *http.ResponseController {
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Time{})
+	_ = rc.SetWriteDeadline(time.Now().Add(s.cfg.QueueTimeout.D() + s.cfg.RequestTimeout.D() + s.cfg.WriteTimeout.D()))
+	return rc
+}
+
+func promptText(req *genRequest) string {
+	switch {
+	case req.Prompt != nil:
+		return *req.Prompt
+	case req.PromptIDs != nil:
+		return fmt.Sprint(req.PromptIDs)
+	}
+	var b strings.Builder
+	for _, m := range req.Messages {
+		fmt.Fprintf(&b, "[%s] %s\n", m.Role, m.Content)
+	}
+	return b.String()
+}
+
+// generation follows one Backend generation to its response.
+type generation struct {
+	s      *Server
+	ri     *reqInfo
+	req    *genRequest
+	ctx    context.Context
+	events <-chan Event
+	cancel context.CancelFunc
+	shape  *shaper
+	limit  int // output bytes allowed
+	sent   int
+	first  time.Time
+}
+
+// drain cancels the generation and empties the channel in the background
+// so a backend never blocks on a request that has gone.
+func (g *generation) drain() {
+	g.cancel()
+	go func(ch <-chan Event) {
+		for range ch {
+		}
+	}(g.events)
+}
+
+// next returns the next event; a channel closed without a final event or
+// an oversized output is a worker failure.
+func (g *generation) next() (Event, error) {
+	ev, ok := <-g.events
+	if !ok {
+		if err := g.ctx.Err(); err != nil {
+			return ev, err // the client left or request_timeout passed
+		}
+		return ev, fmt.Errorf("%w: the event stream ended without a result", ErrWorkerFailed)
+	}
+	switch ev.Kind {
+	case EventText:
+		g.sent += len(ev.Text)
+		if g.sent > g.limit {
+			return ev, fmt.Errorf("%w: more than %d bytes of output", ErrWorkerFailed, g.limit)
+		}
+		if g.first.IsZero() {
+			g.first = time.Now()
+			g.ri.ttft = g.first.Sub(g.ri.start)
+			g.s.metrics.ttft.observeN(g.ri.ttft.Seconds(), 1)
+		}
+	case EventDone:
+		if ev.Finish != "stop" && ev.Finish != "length" {
+			return ev, fmt.Errorf("%w: unknown finish reason", ErrWorkerFailed)
+		}
+		g.finish(ev.Usage)
+	case EventError:
+		if ev.Err == nil {
+			ev.Err = ErrWorkerFailed
+		}
+		return ev, ev.Err
+	default:
+		return ev, fmt.Errorf("%w: unknown event kind %d", ErrWorkerFailed, ev.Kind)
+	}
+	return ev, nil
+}
+
+func (g *generation) finish(u Usage) {
+	g.ri.completionTokens = u.CompletionTokens
+	if u.PromptTokens > 0 {
+		g.ri.promptTokens = u.PromptTokens
+	}
+	m := g.s.metrics
+	m.generated.Add(uint64(max(0, u.CompletionTokens)))
+	m.prompt.Add(uint64(max(0, g.ri.promptTokens)))
+	if u.CompletionTokens > 1 && !g.first.IsZero() {
+		per := time.Since(g.first).Seconds() / float64(u.CompletionTokens-1)
+		m.perToken.observeN(per, uint64(u.CompletionTokens-1))
+	}
+}
+
+// collect gathers the whole generation into one response.
+func (g *generation) collect(w http.ResponseWriter) error {
+	var text strings.Builder
+	var lps []TokenProb
+	for {
+		ev, err := g.next()
+		if err != nil {
+			return err
+		}
+		if ev.Kind == EventText {
+			text.WriteString(ev.Text)
+			lps = append(lps, ev.Logprobs...)
+			continue
+		}
+		u := ev.Usage
+		if u.PromptTokens == 0 {
+			u.PromptTokens = g.ri.promptTokens
+		}
+		b, err := marshal(g.shape.whole(text.String(), lps, ev.Finish, u, g.req.Logprobs))
+		if err != nil {
+			return err
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, err = w.Write(append(b, '\n'))
+		return err
+	}
+}

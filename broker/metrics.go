@@ -1,0 +1,159 @@
+package broker
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// ttftBuckets are the upper bounds (seconds) of the time-to-first-token histogram.
+func ttftBuckets() []float64 {
+	return []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
+}
+
+// tokenBuckets are the upper bounds (seconds) of the per-token latency histogram.
+func tokenBuckets() []float64 {
+	return []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1}
+}
+
+// histogram is a Prometheus histogram with fixed buckets.
+type histogram struct {
+	mu     sync.Mutex
+	bounds []float64
+	counts []uint64 // per bucket, not cumulative
+	sum    float64
+	count  uint64
+}
+
+func newHistogram(bounds []float64) *histogram {
+	return &histogram{bounds: bounds, counts: make([]uint64, len(bounds))}
+}
+
+// observeN records n observations of v.
+func (h *histogram) observeN(v float64, n uint64) {
+	if n == 0 || math.IsNaN(v) {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	i := sort.SearchFloat64s(h.bounds, v)
+	if i < len(h.counts) {
+		h.counts[i] += n
+	}
+	h.sum += v * float64(n)
+	h.count += n
+}
+
+func (h *histogram) write(w io.Writer, name, help string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name)
+	var cum uint64
+	for i, b := range h.bounds {
+		cum += h.counts[i]
+		fmt.Fprintf(w, "%s_bucket{le=\"%s\"} %d\n", name, strconv.FormatFloat(b, 'g', -1, 64), cum)
+	}
+	fmt.Fprintf(w, "%s_bucket{le=\"+Inf\"} %d\n", name, h.count)
+	fmt.Fprintf(w, "%s_sum %s\n%s_count %d\n", name, strconv.FormatFloat(h.sum, 'g', -1, 64), name, h.count)
+}
+
+// routeStatus keys the request counter; both parts come from small fixed
+// sets (route patterns, status codes).
+type routeStatus struct {
+	route  string
+	status int
+}
+
+// metrics holds the broker's counters. Everything is written by hand in
+// the Prometheus text exposition format.
+type metrics struct {
+	mu        sync.Mutex
+	requests  map[routeStatus]uint64
+	generated atomic.Uint64
+	prompt    atomic.Uint64
+	cancelled atomic.Uint64
+	ttft      *histogram
+	perToken  *histogram
+}
+
+func newMetrics() *metrics {
+	return &metrics{
+		requests: make(map[routeStatus]uint64),
+		ttft:     newHistogram(ttftBuckets()),
+		perToken: newHistogram(tokenBuckets()),
+	}
+}
+
+func (m *metrics) request(route string, status int) {
+	m.mu.Lock()
+	m.requests[routeStatus{route, status}]++
+	m.mu.Unlock()
+}
+
+// gauges are the point-in-time values written with the counters.
+type gauges struct {
+	queued, running, conns, handshakes int
+	ready                              bool
+	worker                             WorkerStats
+}
+
+func (m *metrics) write(w io.Writer, g gauges) {
+	m.mu.Lock()
+	keys := make([]routeStatus, 0, len(m.requests))
+	for k := range m.requests {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].route != keys[j].route {
+			return keys[i].route < keys[j].route
+		}
+		return keys[i].status < keys[j].status
+	})
+	fmt.Fprint(w, "# HELP lisa_http_requests_total HTTP requests by route and status.\n# TYPE lisa_http_requests_total counter\n")
+	for _, k := range keys {
+		fmt.Fprintf(w, "lisa_http_requests_total{route=\"%s\",status=\"%d\"} %d\n", escapeLabel(k.route), k.status, m.requests[k])
+	}
+	m.mu.Unlock()
+	counter(w, "lisa_generated_tokens_total", "Tokens generated.", m.generated.Load())
+	counter(w, "lisa_prompt_tokens_total", "Prompt tokens processed.", m.prompt.Load())
+	counter(w, "lisa_generations_cancelled_total", "Generations cancelled because the client left or stopped reading.", m.cancelled.Load())
+	gauge(w, "lisa_queue_depth", "Generations waiting for a slot.", g.queued)
+	gauge(w, "lisa_generations_running", "Generations holding a slot.", g.running)
+	gauge(w, "lisa_open_connections", "Open client connections.", g.conns)
+	gauge(w, "lisa_tls_handshakes_in_progress", "TLS handshakes in progress.", g.handshakes)
+	ready := 0
+	if g.ready {
+		ready = 1
+	}
+	gauge(w, "lisa_worker_ready", "1 when the worker has loaded the model.", ready)
+	m.ttft.write(w, "lisa_time_to_first_token_seconds", "Time from the request to its first generated text.")
+	m.perToken.write(w, "lisa_time_per_output_token_seconds", "Time per generated token after the first.")
+	counter(w, "lisa_worker_restarts_total", "Worker restarts.", g.worker.Restarts)
+	fmt.Fprint(w, "# HELP lisa_worker_deaths_total Worker deaths by signal (\"exit\": non-zero exit status).\n# TYPE lisa_worker_deaths_total counter\n")
+	causes := make([]string, 0, len(g.worker.Deaths))
+	for c := range g.worker.Deaths {
+		causes = append(causes, c)
+	}
+	sort.Strings(causes)
+	for _, c := range causes {
+		fmt.Fprintf(w, "lisa_worker_deaths_total{signal=\"%s\"} %d\n", escapeLabel(c), g.worker.Deaths[c])
+	}
+}
+
+func counter(w io.Writer, name, help string, v uint64) {
+	fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s counter\n%s %d\n", name, help, name, name, v)
+}
+
+func gauge(w io.Writer, name, help string, v int) {
+	fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s gauge\n%s %d\n", name, help, name, name, v)
+}
+
+// escapeLabel escapes a label value as the text format requires.
+func escapeLabel(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(s)
+}

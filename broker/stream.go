@@ -1,0 +1,96 @@
+package broker
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// sse writes server-sent events, giving each write its own deadline so a
+// client that stops reading fails the write (and cancels the generation)
+// instead of holding the broker.
+type sse struct {
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
+}
+
+func (e *sse) send(data []byte) error {
+	if err := e.rc.SetWriteDeadline(time.Now().Add(e.timeout)); err != nil {
+		return fmt.Errorf("set write deadline: %w", err)
+	}
+	buf := make([]byte, 0, len(data)+8)
+	buf = append(append(append(buf, "data: "...), data...), "\n\n"...)
+	if _, err := e.w.Write(buf); err != nil {
+		return err
+	}
+	return e.rc.Flush()
+}
+
+func (e *sse) sendJSON(v any) error {
+	b, err := marshal(v)
+	if err != nil {
+		return err
+	}
+	return e.send(b)
+}
+
+// stream sends the generation as server-sent events ending in [DONE].
+func (g *generation) stream(w http.ResponseWriter, rc *http.ResponseController) error {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	out := &sse{w: w, rc: rc, timeout: g.s.cfg.WriteTimeout.D()}
+	clientGone := func(err error) error {
+		g.s.metrics.cancelled.Add(1)
+		g.cancel()
+		return &APIError{Status: 499, Type: "server_error", Code: "client_closed", Message: "client stopped reading", Err: err}
+	}
+	if g.req.chat {
+		if err := out.sendJSON(g.shape.roleChunk()); err != nil {
+			return clientGone(err)
+		}
+	} else if err := rc.Flush(); err != nil {
+		return clientGone(err)
+	}
+	for {
+		ev, err := g.next()
+		if err != nil {
+			return err
+		}
+		if ev.Kind == EventText {
+			if err := out.sendJSON(g.shape.textChunk(ev.Text, ev.Logprobs)); err != nil {
+				return clientGone(err)
+			}
+			continue
+		}
+		if err := out.sendJSON(g.shape.finishChunk(ev.Finish)); err != nil {
+			return clientGone(err)
+		}
+		if g.req.IncludeUsage {
+			u := ev.Usage
+			if u.PromptTokens == 0 {
+				u.PromptTokens = g.ri.promptTokens
+			}
+			if err := out.sendJSON(g.shape.usageChunk(u)); err != nil {
+				return clientGone(err)
+			}
+		}
+		if err := out.send([]byte("[DONE]")); err != nil {
+			return clientGone(err)
+		}
+		return nil
+	}
+}
+
+// writeStreamError ends a stream whose headers are sent with one event in
+// the OpenAI error shape (the SDKs raise it as an API error).
+func writeStreamError(w http.ResponseWriter, e *APIError, timeout time.Duration) {
+	if e.Status == 499 {
+		return // nobody is reading
+	}
+	out := &sse{w: w, rc: http.NewResponseController(w), timeout: timeout}
+	_ = out.sendJSON(e.body())
+}

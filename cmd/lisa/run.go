@@ -1,0 +1,344 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lisa-llm/lisa/gguf"
+	"github.com/lisa-llm/lisa/kernels"
+	"github.com/lisa-llm/lisa/model"
+	"github.com/lisa-llm/lisa/model/sample"
+	"github.com/lisa-llm/lisa/tokenizer"
+)
+
+// runPromptBatch is how many prompt tokens `lisa run` evaluates per step.
+const runPromptBatch = 512
+
+// runMaxTeacherForce bounds the ids --teacher-force accepts.
+const runMaxTeacherForce = 1 << 16
+
+// runOptions are the flags of `lisa run`.
+type runOptions struct {
+	model       string
+	prompt      string
+	n           int
+	temp        float64
+	topK        int
+	topP        float64
+	minP        float64
+	repeat      float64
+	seed        int64
+	threads     int
+	json        bool
+	topLogits   int
+	ignoreEOS   bool
+	teacher     []int32
+	teacherFlag bool
+}
+
+// parseIDs parses a comma-separated list of token ids.
+func parseIDs(s string) ([]int32, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, errors.New("empty list")
+	}
+	parts := strings.Split(s, ",")
+	if len(parts) > runMaxTeacherForce {
+		return nil, fmt.Errorf("%d ids, at most %d", len(parts), runMaxTeacherForce)
+	}
+	ids := make([]int32, len(parts))
+	for i, p := range parts {
+		v, err := strconv.ParseInt(strings.TrimSpace(p), 10, 32)
+		if err != nil || v < 0 {
+			return nil, fmt.Errorf("id %d %q is not a non-negative integer", i, p)
+		}
+		ids[i] = int32(v)
+	}
+	return ids, nil
+}
+
+// parseRunFlags parses the arguments of `lisa run`; it returns the exit
+// status to use when parsing ends the command.
+func parseRunFlags(args []string, stderr io.Writer) (runOptions, int, bool) {
+	var o runOptions
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.model, "m", "", "GGUF model `file` (required)")
+	fs.StringVar(&o.prompt, "p", "", "prompt `text`; an empty prompt means BOS alone")
+	fs.IntVar(&o.n, "n", 64, "number of tokens to generate")
+	fs.Float64Var(&o.temp, "temp", 0.8, "sampling temperature; 0 means greedy")
+	fs.IntVar(&o.topK, "top-k", 40, "keep the K most likely tokens (0 = off)")
+	fs.Float64Var(&o.topP, "top-p", 0.95, "nucleus sampling threshold (1 = off)")
+	fs.Float64Var(&o.minP, "min-p", 0.05, "drop tokens below this fraction of the top probability (0 = off)")
+	fs.Float64Var(&o.repeat, "repeat-penalty", 1, "penalty for tokens among the last 64 (1 = off)")
+	fs.Int64Var(&o.seed, "seed", -1, "random seed (-1 = pick one)")
+	fs.IntVar(&o.threads, "threads", runtime.NumCPU(), "threads for the matrix products")
+	fs.BoolVar(&o.json, "json", false, "print prompt ids, generated ids, text and per-position top logits as JSON")
+	fs.IntVar(&o.topLogits, "top-logits", 10, "[id, logit] pairs per position in --json output")
+	fs.BoolVar(&o.ignoreEOS, "ignore-eos", false, "do not stop at end-of-generation tokens")
+	tf := fs.String("teacher-force", "", "comma-separated token `ids` to evaluate instead of sampling")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: lisa run -m MODEL -p PROMPT [-n N] [--temp T] [--seed S] [--threads K] [--json] [--top-logits K] [--teacher-force IDS]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return o, 0, true
+		}
+		return o, 2, true
+	}
+	bad := func(format string, a ...any) (runOptions, int, bool) {
+		fmt.Fprintf(stderr, "lisa run: "+format+"\n", a...)
+		return o, 2, true
+	}
+	switch {
+	case fs.NArg() != 0:
+		return bad("unexpected argument %q", fs.Arg(0))
+	case o.model == "":
+		return bad("-m MODEL is required")
+	case o.n < 0 || o.n > model.MaxCtx:
+		return bad("-n %d out of range [0, %d]", o.n, model.MaxCtx)
+	case o.threads < 1 || o.threads > 1024:
+		return bad("--threads %d out of range [1, 1024]", o.threads)
+	case o.topLogits < 0 || o.topLogits > sample.MaxTopLogprobs:
+		return bad("--top-logits %d out of range [0, %d]", o.topLogits, sample.MaxTopLogprobs)
+	}
+	if *tf != "" {
+		ids, err := parseIDs(*tf)
+		if err != nil {
+			return bad("--teacher-force: %v", err)
+		}
+		o.teacher, o.teacherFlag = ids, true
+	}
+	return o, 0, false
+}
+
+// samplerParams turns the flags into sampling parameters.
+func (o runOptions) samplerParams() sample.Params {
+	seed := uint64(o.seed)
+	if o.seed < 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	return sample.Params{
+		Temperature: float32(o.temp), TopK: o.topK, TopP: float32(o.topP), MinP: float32(o.minP),
+		MinKeep: 1, RepeatPenalty: float32(o.repeat), PenaltyLastN: 64, Seed: seed,
+	}
+}
+
+// runRun implements `lisa run`: it evaluates a prompt with the model and
+// prints the generated text, or JSON with the ids and top logits.
+func runRun(args []string, stdout, stderr io.Writer) int {
+	o, code, done := parseRunFlags(args, stderr)
+	if done {
+		return code
+	}
+	fmt.Fprintln(stderr, "lisa run: note: the sandbox is not applied by this command yet; the model is parsed in this process")
+	w := bufio.NewWriter(stdout)
+	defer w.Flush()
+	if err := generate(o, w); err != nil {
+		w.Flush()
+		fmt.Fprintf(stderr, "lisa run: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// runPosition is one entry of the JSON "positions" list.
+type runPosition struct {
+	Position int         `json:"position"`
+	Top      []runLogits `json:"top"`
+}
+
+// runLogits is an [id, logit] pair; non-finite logits print as null.
+type runLogits struct {
+	ID    int32
+	Logit float32
+}
+
+// MarshalJSON writes the pair as a two-element array.
+func (p runLogits) MarshalJSON() ([]byte, error) {
+	l := "null"
+	if f := float64(p.Logit); !math.IsNaN(f) && !math.IsInf(f, 0) {
+		l = strconv.FormatFloat(f, 'g', -1, 32)
+	}
+	return []byte("[" + strconv.Itoa(int(p.ID)) + "," + l + "]"), nil
+}
+
+// runOutput is the --json document.
+type runOutput struct {
+	PromptIDs    []int32       `json:"prompt_ids"`
+	GeneratedIDs []int32       `json:"generated_ids"`
+	Text         string        `json:"text"`
+	Positions    []runPosition `json:"positions"`
+}
+
+// engine is what one `lisa run` evaluates with.
+type engine struct {
+	m     *model.Model
+	tok   *tokenizer.Tokenizer
+	cache *model.Cache
+	run   *model.Runner
+	pool  *kernels.Pool
+}
+
+// next decodes tokens at the end of sequence 0 and returns the last row.
+func (e *engine) next(tokens []int32) ([]float32, error) {
+	var row []float32
+	for len(tokens) > 0 {
+		n := min(len(tokens), runPromptBatch)
+		start := e.cache.Len(0)
+		b := model.Batch{Tokens: tokens[:n], Pos: make([]int32, n), Seq: make([]int32, n)}
+		for i := range n {
+			b.Pos[i] = int32(start + i)
+		}
+		rows, err := e.run.Decode(b)
+		if err != nil {
+			return nil, err
+		}
+		row = rows[0]
+		tokens = tokens[n:]
+	}
+	return row, nil
+}
+
+// topPairs returns the k highest logits of row as [id, logit] pairs.
+func topPairs(row []float32, k int, buf []sample.TokenLogprob) ([]runLogits, []sample.TokenLogprob, error) {
+	_, top, err := sample.Logprobs(row, 0, k, buf)
+	if err != nil {
+		return nil, buf, err
+	}
+	out := make([]runLogits, len(top))
+	for i, t := range top {
+		out[i] = runLogits{ID: t.ID, Logit: row[t.ID]}
+	}
+	return out, top, nil
+}
+
+// openEngine loads the model of f, checks it against its tokenizer and
+// makes a cache of nCtx positions.
+func openEngine(f *gguf.File, tok *tokenizer.Tokenizer, threads, nCtx int) (*engine, error) {
+	m, err := model.Load(f)
+	if err != nil {
+		return nil, err
+	}
+	if tok.NVocab() != m.Config.NVocab {
+		return nil, fmt.Errorf("the tokenizer has %d tokens, the model %d", tok.NVocab(), m.Config.NVocab)
+	}
+	c, err := model.NewCache(m.Config, model.KVF16, 1, nCtx)
+	if err != nil {
+		return nil, err
+	}
+	pool := kernels.NewPool(threads)
+	return &engine{m: m, tok: tok, cache: c, pool: pool, run: model.NewRunner(m, c, pool, runPromptBatch)}, nil
+}
+
+// promptIDs tokenizes the prompt as llama.cpp does for raw text: special
+// tokens added, special-token parsing off; an empty prompt is BOS alone.
+func promptIDs(tok *tokenizer.Tokenizer, prompt string) []int32 {
+	ids := tok.Encode(prompt, true, false)
+	if len(ids) == 0 || prompt == "" {
+		return []int32{tok.BOS()}
+	}
+	return ids
+}
+
+// generate runs the prompt and the generation or teacher forcing.
+func generate(o runOptions, w *bufio.Writer) error {
+	f, err := gguf.Open(o.model, gguf.DefaultLimits())
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	tok, err := tokenizer.FromGGUF(f)
+	if err != nil {
+		return err
+	}
+	prompt := promptIDs(tok, o.prompt)
+	steps := o.n
+	if o.teacherFlag {
+		steps = len(o.teacher)
+		for i, id := range o.teacher {
+			if int(id) >= tok.NVocab() {
+				return fmt.Errorf("--teacher-force: id %d (%d) outside the vocabulary of %d", i, id, tok.NVocab())
+			}
+		}
+	}
+	e, err := openEngine(f, tok, o.threads, max(len(prompt)+steps, 1))
+	if err != nil {
+		return err
+	}
+	defer e.pool.Close()
+	smp, err := sample.New(o.samplerParams(), e.m.Config.NVocab)
+	if err != nil {
+		return err
+	}
+	for _, id := range prompt {
+		if err := smp.Accept(id); err != nil {
+			return err
+		}
+	}
+	return e.loop(o, smp, prompt, steps, w)
+}
+
+// loop evaluates the prompt, then picks (or takes) steps tokens, writing
+// text as it goes, or the JSON document at the end.
+func (e *engine) loop(o runOptions, smp *sample.Sampler, prompt []int32, steps int, w *bufio.Writer) error {
+	out := runOutput{PromptIDs: prompt, GeneratedIDs: []int32{}, Positions: []runPosition{}}
+	row, err := e.next(prompt)
+	if err != nil {
+		return err
+	}
+	stream := e.tok.NewStreamDecoder()
+	stream.Add(prompt[len(prompt)-1]) // so the first generated piece keeps its leading space
+	var text []byte
+	var buf []sample.TokenLogprob
+	for step := range steps {
+		var id int32
+		if o.teacherFlag {
+			id = o.teacher[step]
+		} else if id, err = smp.Sample(row); err != nil {
+			return err
+		}
+		if o.json {
+			var top []runLogits
+			if top, buf, err = topPairs(row, o.topLogits, buf); err != nil {
+				return err
+			}
+			out.Positions = append(out.Positions, runPosition{Position: e.cache.Len(0) - 1, Top: top})
+		}
+		out.GeneratedIDs = append(out.GeneratedIDs, id)
+		text = append(text, e.tok.Piece(id)...)
+		if !o.json {
+			w.WriteString(stream.Add(id))
+			w.Flush()
+		}
+		if !o.teacherFlag && !o.ignoreEOS && e.tok.IsEOG(id) {
+			break
+		}
+		if err := smp.Accept(id); err != nil {
+			return err
+		}
+		if step+1 < steps {
+			if row, err = e.next([]int32{id}); err != nil {
+				return err
+			}
+		}
+	}
+	if !o.json {
+		w.WriteString(stream.Flush())
+		w.WriteString("\n")
+		return nil
+	}
+	out.Text = strings.ToValidUTF8(string(text), "\uFFFD")
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(out)
+}

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/lisa-llm/lisa/broker"
+	"github.com/lisa-llm/lisa/config"
+	"github.com/lisa-llm/lisa/sandbox"
+	"github.com/lisa-llm/lisa/supervisor"
+)
+
+// runServe is lisa serve: it opens and verifies the model, starts the
+// sandboxed worker through the supervisor and serves the OpenAI API until
+// SIGINT or SIGTERM.
+func runServe(args []string, stdout, stderr io.Writer) int {
+	cfg, err := config.Parse(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "lisa serve: %v\n", err)
+		return 2
+	}
+	logger := newLogger(cfg, stderr)
+	if err := serve(cfg, logger); err != nil {
+		logger.Error("lisa serve: refusing to go on", "err", err)
+		return 1
+	}
+	return 0
+}
+
+func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(cfg.LogLevel)) // validated by config
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// workerStderr logs each line the worker writes on stderr (untrusted
+// text: slog quotes it).
+type workerStderr struct{ log *slog.Logger }
+
+func (w workerStderr) Write(p []byte) (int, error) {
+	if line := strings.TrimRight(string(p), "\n"); line != "" {
+		w.log.Warn("worker stderr", "line", line)
+	}
+	return len(p), nil
+}
+
+func serve(cfg *config.Config, logger *slog.Logger) error {
+	model, err := broker.OpenModel(cfg.Model, cfg.ModelSHA256)
+	if err != nil {
+		return err
+	}
+	defer model.Close()
+	if !cfg.SandboxEnabled {
+		logger.Warn("SANDBOX DISABLED: the worker runs unsandboxed (sandbox_enabled: false); a malicious model file can take over this process's user")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	sup := supervisor.New(supervisor.Config{ModelName: cfg.ModelName, Threads: cfg.Threads, CtxSize: cfg.CtxSize,
+		Parallel: cfg.Parallel, Logger: logger}, supervisor.SandboxLauncher{Config: sandbox.Config{
+		Enabled: cfg.SandboxEnabled, ModelPath: cfg.Model, Model: model, MemoryLimit: cfg.MemoryLimitBytes,
+		Cgroup: cfg.SandboxCgroup, SeccompLog: cfg.SandboxSeccompLog, Threads: cfg.Threads, Stderr: workerStderr{logger}}})
+	defer sup.Close()
+	srv, err := broker.NewServer(cfg, sup, logger)
+	if err != nil {
+		return err
+	}
+	// Serve at once (/health says "loading"); a worker that cannot start
+	// stops the server.
+	startErr := make(chan error, 1)
+	go func() {
+		err := sup.Start(ctx)
+		startErr <- err // before stop, so the select below sees it
+		if err != nil {
+			stop()
+		}
+	}()
+	if err := srv.ListenAndServe(ctx); err != nil {
+		return err
+	}
+	select {
+	case err := <-startErr:
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return fmt.Errorf("worker: %w", err)
+		}
+	default:
+	}
+	return nil
+}

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/lisa-llm/lisa/gguf"
+	"github.com/lisa-llm/lisa/tokenizer"
+)
+
+// maxTokenizeFile bounds the file `lisa tokenize -f` reads.
+const maxTokenizeFile = 64 << 20
+
+// tokenizeOptions are the flags of lisa tokenize.
+type tokenizeOptions struct {
+	model   string
+	noBOS   bool
+	special bool
+	json    bool
+	file    string
+	text    []string
+}
+
+// runTokenize prints the tokens of a text with a model's tokenizer. It
+// needs only the tokenizer metadata, so vocabulary-only GGUF files work.
+func runTokenize(args []string, stdout, stderr io.Writer) int {
+	opt, code := parseTokenizeFlags(args, stderr)
+	if code >= 0 {
+		return code
+	}
+	text, err := tokenizeInput(opt)
+	if err != nil {
+		fmt.Fprintf(stderr, "lisa tokenize: %v\n", err)
+		return 1
+	}
+	f, err := gguf.Open(opt.model, gguf.DefaultLimits())
+	if err != nil {
+		fmt.Fprintf(stderr, "lisa tokenize: %v\n", err)
+		return 1
+	}
+	defer f.Close()
+	tok, err := tokenizer.FromGGUF(f)
+	if err != nil {
+		fmt.Fprintf(stderr, "lisa tokenize: %s: %v\n", opt.model, err)
+		return 1
+	}
+	ids := tok.Encode(text, !opt.noBOS, opt.special)
+	if opt.json {
+		if ids == nil {
+			ids = []int32{}
+		}
+		b, _ := json.Marshal(ids)
+		fmt.Fprintf(stdout, "%s\n", b)
+		return 0
+	}
+	for _, id := range ids {
+		fmt.Fprintf(stdout, "%6d -> '%s'\n", id, printable(tok.PieceSpecial(id)))
+	}
+	return 0
+}
+
+// parseTokenizeFlags parses args, allowing flags after the text. It
+// returns the exit code to stop with, or -1 to go on.
+func parseTokenizeFlags(args []string, stderr io.Writer) (tokenizeOptions, int) {
+	var opt tokenizeOptions
+	fs := flag.NewFlagSet("tokenize", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&opt.model, "m", "", "GGUF `file` whose tokenizer to use (a model or a vocabulary-only file)")
+	fs.BoolVar(&opt.noBOS, "no-bos", false, "do not add the BOS/EOS tokens the model asks for")
+	fs.BoolVar(&opt.special, "special", false, "turn the texts of control tokens into those tokens")
+	fs.BoolVar(&opt.json, "json", false, "print one JSON array of ids on one line")
+	fs.StringVar(&opt.file, "f", "", "read the text from `file`, exactly as its bytes")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: lisa tokenize -m MODEL [--no-bos] [--special] [--json] [-f FILE | TEXT]")
+		fs.PrintDefaults()
+	}
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return opt, 0
+			}
+			return opt, 2
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		opt.text = append(opt.text, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	if opt.model == "" || len(opt.text) > 1 || (opt.file == "") == (len(opt.text) == 0) {
+		fs.Usage()
+		return opt, 2
+	}
+	return opt, -1
+}
+
+// tokenizeInput returns the text to tokenize: the argument or the bytes
+// of the -f file.
+func tokenizeInput(opt tokenizeOptions) (string, error) {
+	if opt.file == "" {
+		return opt.text[0], nil
+	}
+	fh, err := os.Open(opt.file)
+	if err != nil {
+		return "", err
+	}
+	defer fh.Close()
+	b, err := io.ReadAll(io.LimitReader(fh, maxTokenizeFile+1))
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", opt.file, err)
+	}
+	if len(b) > maxTokenizeFile {
+		return "", fmt.Errorf("%s is larger than %d bytes", opt.file, maxTokenizeFile)
+	}
+	return string(b), nil
+}
+
+// printable shows a piece as text, escaping bytes that are not valid
+// UTF-8 and control characters other than space.
+func printable(p []byte) string {
+	out := make([]byte, 0, len(p))
+	for len(p) > 0 {
+		r, n := utf8.DecodeRune(p)
+		switch {
+		case r == utf8.RuneError && n == 1:
+			out = fmt.Appendf(out, `\x%02x`, p[0])
+		case r < 0x20 || r == 0x7f:
+			q := strconv.QuoteRune(r)
+			out = append(out, q[1:len(q)-1]...)
+		default:
+			out = append(out, p[:n]...)
+		}
+		p = p[n:]
+	}
+	return string(out)
+}

@@ -1,0 +1,298 @@
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// maxFileBytes bounds the size of a configuration file.
+const maxFileBytes = 1 << 20
+
+// Config is the whole configuration of lisa serve. The yaml/json tags are
+// the documented keys of the configuration file.
+type Config struct {
+	Model       string   `yaml:"model" json:"model"`               // path of the GGUF file
+	ModelName   string   `yaml:"model_name" json:"model_name"`     // name served in /v1/models
+	ModelSHA256 string   `yaml:"model_sha256" json:"model_sha256"` // expected SHA-256 (hex) of the model file
+	Listen      string   `yaml:"listen" json:"listen"`             // host:port
+	APIKeys     []string `yaml:"api_keys" json:"api_keys"`         // "sha256:<hex>" digests
+	APIKeysFile string   `yaml:"api_keys_file" json:"api_keys_file"`
+
+	Threads          int   `yaml:"threads" json:"threads"`   // worker compute threads (0: one per core)
+	CtxSize          int   `yaml:"ctx_size" json:"ctx_size"` // tokens per slot (0: the model's)
+	Parallel         int   `yaml:"parallel" json:"parallel"` // worker slots
+	MemoryLimitBytes int64 `yaml:"memory_limit_bytes" json:"memory_limit_bytes"`
+
+	QueueSize      int `yaml:"queue_size" json:"queue_size"`   // generations waiting at most
+	MaxRunning     int `yaml:"max_running" json:"max_running"` // generations running at once (0: parallel)
+	RateLimitRPM   int `yaml:"rate_limit_rpm" json:"rate_limit_rpm"`
+	RateLimitBurst int `yaml:"rate_limit_burst" json:"rate_limit_burst"`
+	MaxConnections int `yaml:"max_connections" json:"max_connections"`
+	MaxHandshakes  int `yaml:"max_handshakes" json:"max_handshakes"`
+
+	ReadHeaderTimeout Duration `yaml:"read_header_timeout" json:"read_header_timeout"`
+	ReadTimeout       Duration `yaml:"read_timeout" json:"read_timeout"`
+	WriteTimeout      Duration `yaml:"write_timeout" json:"write_timeout"`
+	IdleTimeout       Duration `yaml:"idle_timeout" json:"idle_timeout"`
+	HandshakeTimeout  Duration `yaml:"handshake_timeout" json:"handshake_timeout"`
+	QueueTimeout      Duration `yaml:"queue_timeout" json:"queue_timeout"`
+	RequestTimeout    Duration `yaml:"request_timeout" json:"request_timeout"`
+	ShutdownTimeout   Duration `yaml:"shutdown_timeout" json:"shutdown_timeout"`
+
+	SandboxEnabled    bool `yaml:"sandbox_enabled" json:"sandbox_enabled"`
+	SandboxCgroup     bool `yaml:"sandbox_cgroup" json:"sandbox_cgroup"`
+	SandboxSeccompLog bool `yaml:"sandbox_seccomp_log" json:"sandbox_seccomp_log"`
+
+	TLSCertFile     string `yaml:"tls_cert_file" json:"tls_cert_file"`
+	TLSKeyFile      string `yaml:"tls_key_file" json:"tls_key_file"`
+	TLSClientCAFile string `yaml:"tls_client_ca_file" json:"tls_client_ca_file"`
+	TLSMinVersion   string `yaml:"tls_min_version" json:"tls_min_version"` // "1.2" or "1.3"
+
+	LogPrompts bool   `yaml:"log_prompts" json:"log_prompts"`
+	LogLevel   string `yaml:"log_level" json:"log_level"`   // debug, info, warn, error
+	LogFormat  string `yaml:"log_format" json:"log_format"` // text or json
+
+	// Keys holds the parsed digests of APIKeys and of the keys file; Resolve fills it.
+	Keys []Digest `yaml:"-" json:"-"`
+}
+
+// Default returns the configuration used when neither file nor flag says
+// otherwise.
+func Default() Config {
+	return Config{
+		Listen:            "127.0.0.1:8080",
+		Parallel:          4,
+		MemoryLimitBytes:  4 << 30,
+		QueueSize:         64,
+		RateLimitRPM:      600,
+		RateLimitBurst:    60,
+		MaxConnections:    512,
+		MaxHandshakes:     64,
+		ReadHeaderTimeout: Duration(10 * time.Second),
+		ReadTimeout:       Duration(60 * time.Second),
+		WriteTimeout:      Duration(30 * time.Second),
+		IdleTimeout:       Duration(120 * time.Second),
+		HandshakeTimeout:  Duration(10 * time.Second),
+		QueueTimeout:      Duration(60 * time.Second),
+		RequestTimeout:    Duration(10 * time.Minute),
+		ShutdownTimeout:   Duration(10 * time.Second),
+		SandboxEnabled:    true,
+		TLSMinVersion:     "1.2",
+		LogLevel:          "info",
+		LogFormat:         "text",
+	}
+}
+
+// LoadFile reads the file at path over c: keys present in the file replace
+// c's values, the others are kept. JSON when the name ends in ".json",
+// YAML otherwise; unknown keys, duplicate keys and mistyped values are
+// errors naming the key.
+func LoadFile(c *Config, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxFileBytes+1))
+	if err != nil {
+		return fmt.Errorf("config %s: %w", path, err)
+	}
+	if len(data) > maxFileBytes {
+		return fmt.Errorf("config %s: larger than %d bytes", path, maxFileBytes)
+	}
+	if strings.EqualFold(filepath.Ext(path), ".json") {
+		err = decodeJSON(c, data)
+	} else {
+		err = decodeYAML(c, data)
+	}
+	if err != nil {
+		return fmt.Errorf("config %s: %w", path, err)
+	}
+	return nil
+}
+
+func decodeJSON(c *Config, data []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(c); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return fmt.Errorf("key %s: wrong type: %s is not a %s", te.Field, te.Value, te.Type)
+		}
+		return err
+	}
+	if dec.More() {
+		return errors.New("data after the JSON object")
+	}
+	return nil
+}
+
+func decodeYAML(c *Config, data []byte) error {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(c); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil // an empty file
+		}
+		return err
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		return errors.New("more than one YAML document")
+	}
+	return nil
+}
+
+// Resolve reads the API keys file, parses every digest, fills derived
+// defaults (max_running from parallel, model_name from the file name) and
+// validates c. The error lists every problem found, each naming its key.
+func (c *Config) Resolve() error {
+	var errs []error
+	keys := append([]string(nil), c.APIKeys...)
+	if c.APIKeysFile != "" {
+		more, err := ReadKeysFile(c.APIKeysFile)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("api_keys_file: %w", err))
+		}
+		keys = append(keys, more...)
+	}
+	c.Keys = c.Keys[:0]
+	for i, k := range keys {
+		d, err := ParseDigest(strings.TrimSpace(k))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("api_keys[%d]: %w", i, err))
+			continue
+		}
+		if p, bad := isPlaceholderDigest(d); bad {
+			errs = append(errs, fmt.Errorf("api_keys[%d]: this is the digest of the placeholder key %q: choose a real key", i, p))
+			continue
+		}
+		c.Keys = append(c.Keys, d)
+	}
+	if c.MaxRunning == 0 {
+		c.MaxRunning = c.Parallel
+	}
+	if c.ModelName == "" && c.Model != "" {
+		c.ModelName = strings.TrimSuffix(filepath.Base(c.Model), filepath.Ext(c.Model))
+	}
+	errs = append(errs, c.validate()...)
+	return errors.Join(errs...)
+}
+
+// validate checks every value's range. It runs after the keys are parsed.
+func (c *Config) validate() []error {
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
+	}
+	if c.Model == "" {
+		bad("model", "no model file given (use -m FILE or the model key)")
+	}
+	if c.ModelSHA256 != "" {
+		if h := strings.TrimPrefix(strings.ToLower(c.ModelSHA256), DigestPrefix); len(h) != 64 || strings.Trim(h, "0123456789abcdef") != "" {
+			bad("model_sha256", "want 64 hex digits, got %q", c.ModelSHA256)
+		}
+	}
+	if len(c.ModelName) > 256 || strings.ContainsFunc(c.ModelName, func(r rune) bool { return r < ' ' || r == 0x7f }) {
+		bad("model_name", "must be at most 256 printable characters")
+	}
+	errs = append(errs, c.validateListen()...)
+	intRange := func(key string, v, lo, hi int) {
+		if v < lo || v > hi {
+			bad(key, "must be between %d and %d, got %d", lo, hi, v)
+		}
+	}
+	intRange("threads", c.Threads, 0, 1024)
+	intRange("ctx_size", c.CtxSize, 0, 1<<20)
+	intRange("parallel", c.Parallel, 1, 256)
+	intRange("queue_size", c.QueueSize, 0, 1<<16)
+	intRange("max_running", c.MaxRunning, 1, 1024)
+	intRange("rate_limit_rpm", c.RateLimitRPM, 0, 1<<20)
+	intRange("rate_limit_burst", c.RateLimitBurst, 0, 1<<20)
+	intRange("max_connections", c.MaxConnections, 1, 1<<20)
+	intRange("max_handshakes", c.MaxHandshakes, 1, 1<<16)
+	if c.RateLimitRPM > 0 && c.RateLimitBurst == 0 {
+		bad("rate_limit_burst", "must be at least 1 when rate_limit_rpm is set")
+	}
+	if c.MemoryLimitBytes != 0 && c.MemoryLimitBytes < 64<<20 {
+		bad("memory_limit_bytes", "must be 0 or at least %d (the Go runtime alone needs about 40 MiB), got %d", 64<<20, c.MemoryLimitBytes)
+	}
+	if c.MemoryLimitBytes < 0 {
+		bad("memory_limit_bytes", "must not be negative")
+	}
+	for _, d := range []struct {
+		key string
+		v   Duration
+	}{
+		{"read_header_timeout", c.ReadHeaderTimeout}, {"read_timeout", c.ReadTimeout},
+		{"write_timeout", c.WriteTimeout}, {"idle_timeout", c.IdleTimeout},
+		{"handshake_timeout", c.HandshakeTimeout}, {"queue_timeout", c.QueueTimeout},
+		{"request_timeout", c.RequestTimeout}, {"shutdown_timeout", c.ShutdownTimeout},
+	} {
+		if d.v <= 0 || d.v.D() > 24*time.Hour {
+			bad(d.key, "must be more than 0 and at most 24h, got %s", d.v)
+		}
+	}
+	errs = append(errs, c.validateTLS()...)
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		bad("log_level", "must be debug, info, warn or error, got %q", c.LogLevel)
+	}
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		bad("log_format", "must be text or json, got %q", c.LogFormat)
+	}
+	return errs
+}
+
+func (c *Config) validateListen() []error {
+	host, port, err := net.SplitHostPort(c.Listen)
+	if err != nil {
+		return []error{fmt.Errorf("listen: %q is not host:port: %w", c.Listen, err)}
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+		return []error{fmt.Errorf("listen: bad port %q", port)}
+	}
+	if !IsLoopback(host) && len(c.Keys) == 0 {
+		return []error{fmt.Errorf("listen: %s is not a loopback address and no API key is configured: refusing to start (add api_keys or --api-keys-file with digests made by lisa hash-key, or listen on 127.0.0.1)", c.Listen)}
+	}
+	return nil
+}
+
+func (c *Config) validateTLS() []error {
+	var errs []error
+	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
+		errs = append(errs, errors.New("tls_cert_file, tls_key_file: both or neither must be set"))
+	}
+	if c.TLSClientCAFile != "" && c.TLSCertFile == "" {
+		errs = append(errs, errors.New("tls_client_ca_file: client certificates need TLS (tls_cert_file and tls_key_file)"))
+	}
+	if c.TLSMinVersion != "1.2" && c.TLSMinVersion != "1.3" {
+		errs = append(errs, fmt.Errorf("tls_min_version: must be \"1.2\" or \"1.3\", got %q", c.TLSMinVersion))
+	}
+	return errs
+}
+
+// TLS reports whether c serves HTTPS.
+func (c *Config) TLS() bool { return c.TLSCertFile != "" }
+
+// IsLoopback reports whether host (an IP address or "localhost") can only
+// be reached from this machine. An empty host means every interface.
+func IsLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
