@@ -1,0 +1,102 @@
+// check.mjs exercises lisa serve with the official openai npm package:
+// models.list, chat.completions.create with and without stream, and
+// completions.create with and without stream, plus the error path.
+//
+//   LISA_URL      base URL of the API, e.g. http://127.0.0.1:8080/v1 (required)
+//   LISA_API_KEY  API key (any string when the server has no keys)
+//   LISA_EXPECT   if set, the exact text every generation must produce
+//   LISA_MAX      max_tokens per request (default 24)
+import OpenAI from "openai";
+
+const baseURL = process.env.LISA_URL;
+if (!baseURL) {
+  console.error("set LISA_URL, e.g. http://127.0.0.1:8080/v1");
+  process.exit(2);
+}
+const client = new OpenAI({ baseURL, apiKey: process.env.LISA_API_KEY || "no-key", maxRetries: 0, timeout: 120000 });
+const expect = process.env.LISA_EXPECT;
+const max = Number(process.env.LISA_MAX || 24);
+const failures = [];
+
+function check(name, cond, detail) {
+  if (!cond) failures.push(`${name}: ${detail}`);
+}
+
+function checkText(name, text) {
+  check(name, typeof text === "string", `text is ${typeof text}`);
+  if (expect !== undefined) check(name, text === expect, `text ${JSON.stringify(text)}, want ${JSON.stringify(expect)}`);
+}
+
+async function main() {
+  const models = await client.models.list();
+  const ids = models.data.map((m) => m.id);
+  check("models.list", ids.length === 1, `models ${JSON.stringify(ids)}`);
+  const model = ids[0];
+
+  const chat = await client.chat.completions.create({
+    model,
+    messages: [{ role: "system", content: "You tell stories." }, { role: "user", content: "Once upon a time" }],
+    max_tokens: max,
+    temperature: 0,
+  });
+  check("chat", chat.object === "chat.completion", `object ${chat.object}`);
+  check("chat", ["stop", "length"].includes(chat.choices[0].finish_reason), `finish ${chat.choices[0].finish_reason}`);
+  check("chat", chat.usage && chat.usage.completion_tokens > 0, `usage ${JSON.stringify(chat.usage)}`);
+  checkText("chat", chat.choices[0].message.content);
+
+  const stream = await client.chat.completions.create({
+    model,
+    messages: [{ role: "user", content: "Once upon a time" }],
+    max_tokens: max,
+    temperature: 0,
+    stream: true,
+    stream_options: { include_usage: true },
+  });
+  let text = "";
+  let finish = null;
+  let usage = null;
+  let chunks = 0;
+  for await (const chunk of stream) {
+    chunks++;
+    if (chunk.usage) usage = chunk.usage;
+    for (const c of chunk.choices) {
+      text += c.delta?.content ?? "";
+      if (c.finish_reason) finish = c.finish_reason;
+    }
+  }
+  check("chat stream", chunks >= 2, `${chunks} chunks`);
+  check("chat stream", ["stop", "length"].includes(finish), `finish ${finish}`);
+  check("chat stream", usage && usage.completion_tokens > 0, `usage ${JSON.stringify(usage)}`);
+  checkText("chat stream", text);
+
+  const comp = await client.completions.create({ model, prompt: "Once upon a time", max_tokens: max, temperature: 0 });
+  check("completions", comp.object === "text_completion", `object ${comp.object}`);
+  check("completions", ["stop", "length"].includes(comp.choices[0].finish_reason), `finish ${comp.choices[0].finish_reason}`);
+  checkText("completions", comp.choices[0].text);
+
+  const cstream = await client.completions.create({ model, prompt: "Once upon a time", max_tokens: max, temperature: 0, stream: true });
+  let ctext = "";
+  for await (const chunk of cstream) for (const c of chunk.choices) ctext += c.text ?? "";
+  checkText("completions stream", ctext);
+
+  try {
+    await client.chat.completions.create({ model: "no-such-model", messages: [{ role: "user", content: "x" }] });
+    check("unknown model", false, "no error");
+  } catch (e) {
+    check("unknown model", e instanceof OpenAI.NotFoundError, `got ${e}`);
+  }
+  try {
+    await client.chat.completions.create({ model, messages: [{ role: "user", content: "x" }], temperature: 9 });
+    check("bad temperature", false, "no error");
+  } catch (e) {
+    check("bad temperature", e instanceof OpenAI.BadRequestError && e.param === "temperature", `got ${e}`);
+  }
+
+  console.log(JSON.stringify({ model, chat: chat.choices[0].message.content, stream: text, completion: comp.choices[0].text, failures }));
+  if (failures.length) process.exit(1);
+}
+
+main().catch((e) => {
+  console.error(`openai-check: ${e}`);
+  process.exit(1);
+});
