@@ -252,6 +252,9 @@ func TestSendQueueFull(t *testing.T) {
 	if refused == 0 {
 		t.Fatal("no request was refused although the queue was full")
 	}
+	// The death is logged once the worker has been reaped, which may come
+	// after the queued requests have already been failed.
+	waitFor(t, "the death log line", func() bool { return len(logs.lines("worker died")) > 0 })
 	if lines := logs.lines("worker died"); len(lines) != 1 || !strings.Contains(lines[0], "send queue full") {
 		t.Fatalf("death lines %q", lines)
 	}
