@@ -7,6 +7,10 @@ import (
 	"io"
 	"os"
 	"sort"
+
+	"github.com/lisa-llm/lisa/engine"
+	"github.com/lisa-llm/lisa/sandbox"
+	"github.com/lisa-llm/lisa/worker"
 )
 
 // command is one subcommand of lisa.
@@ -34,6 +38,10 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
+	// The broker re-executes this binary as its sandboxed worker.
+	if len(args) > 0 && args[0] == sandbox.WorkerFlag {
+		return worker.Main(args, engine.Load)
+	}
 	cmds := commands()
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage(cmds, stderr)

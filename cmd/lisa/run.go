@@ -180,8 +180,8 @@ type runOutput struct {
 	Positions    []runPosition `json:"positions"`
 }
 
-// engine is what one `lisa run` evaluates with.
-type engine struct {
+// runEngine is what one `lisa run` evaluates with.
+type runEngine struct {
 	m     *model.Model
 	tok   *tokenizer.Tokenizer
 	cache *model.Cache
@@ -190,7 +190,7 @@ type engine struct {
 }
 
 // next decodes tokens at the end of sequence 0 and returns the last row.
-func (e *engine) next(tokens []int32) ([]float32, error) {
+func (e *runEngine) next(tokens []int32) ([]float32, error) {
 	var row []float32
 	for len(tokens) > 0 {
 		n := min(len(tokens), runPromptBatch)
@@ -224,7 +224,7 @@ func topPairs(row []float32, k int, buf []sample.TokenLogprob) ([]runLogits, []s
 
 // openEngine loads the model of f, checks it against its tokenizer and
 // makes a cache of nCtx positions.
-func openEngine(f *gguf.File, tok *tokenizer.Tokenizer, threads, nCtx int) (*engine, error) {
+func openEngine(f *gguf.File, tok *tokenizer.Tokenizer, threads, nCtx int) (*runEngine, error) {
 	m, err := model.Load(f)
 	if err != nil {
 		return nil, err
@@ -237,7 +237,7 @@ func openEngine(f *gguf.File, tok *tokenizer.Tokenizer, threads, nCtx int) (*eng
 		return nil, err
 	}
 	pool := kernels.NewPool(threads)
-	return &engine{m: m, tok: tok, cache: c, pool: pool, run: model.NewRunner(m, c, pool, runPromptBatch)}, nil
+	return &runEngine{m: m, tok: tok, cache: c, pool: pool, run: model.NewRunner(m, c, pool, runPromptBatch)}, nil
 }
 
 // promptIDs tokenizes the prompt as llama.cpp does for raw text: special
@@ -290,7 +290,7 @@ func generate(o runOptions, w *bufio.Writer) error {
 
 // loop evaluates the prompt, then picks (or takes) steps tokens, writing
 // text as it goes, or the JSON document at the end.
-func (e *engine) loop(o runOptions, smp *sample.Sampler, prompt []int32, steps int, w *bufio.Writer) error {
+func (e *runEngine) loop(o runOptions, smp *sample.Sampler, prompt []int32, steps int, w *bufio.Writer) error {
 	out := runOutput{PromptIDs: prompt, GeneratedIDs: []int32{}, Positions: []runPosition{}}
 	row, err := e.next(prompt)
 	if err != nil {

@@ -1,0 +1,306 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"runtime/debug"
+
+	"github.com/lisa-llm/lisa/chat"
+	"github.com/lisa-llm/lisa/gguf"
+	"github.com/lisa-llm/lisa/ipc"
+	"github.com/lisa-llm/lisa/kernels"
+	"github.com/lisa-llm/lisa/model"
+	"github.com/lisa-llm/lisa/model/sample"
+	"github.com/lisa-llm/lisa/tokenizer"
+	"github.com/lisa-llm/lisa/worker"
+)
+
+const (
+	// DefaultCtxSize caps the tokens per slot when the configuration
+	// leaves the context size to the model (models that train on 128k
+	// tokens would otherwise need gigabytes of cache per slot).
+	DefaultCtxSize = 4096
+	// DefaultBatchSize is the most tokens one forward pass carries.
+	DefaultBatchSize = 512
+	// MaxParallel bounds the slots.
+	MaxParallel = 256
+	// memoryShare is the share of the memory limit the cache and the
+	// runner's scratch may take; the rest is for the Go runtime, the
+	// samplers and the requests.
+	memoryShare = 0.85
+)
+
+// ErrClosed is returned by Generate once the engine is closed.
+var ErrClosed = errors.New("engine: closed")
+
+// ErrPrompt is returned (wrapped) for a prompt the engine cannot serve.
+var ErrPrompt = errors.New("engine: bad prompt")
+
+// Options configure an Engine.
+type Options struct {
+	Threads     int          // matrix-product threads (0: GOMAXPROCS)
+	CtxSize     int          // tokens per slot (0: the model's training context, at most DefaultCtxSize)
+	Parallel    int          // slots (0: 1)
+	KV          model.KVType // KV cache element type (the zero value is F16)
+	BatchSize   int          // tokens per forward pass at most (0: DefaultBatchSize)
+	MemoryLimit int64        // bytes the cache and scratch must fit in with the rest (0: the Go memory limit in force)
+}
+
+// Engine is the loaded model with its slots. Its methods are safe for
+// concurrent use.
+type Engine struct {
+	file    *gguf.File
+	tok     *tokenizer.Tokenizer
+	model   *model.Model
+	tmpl    string
+	tmplErr error // why the model's chat template cannot be used
+	info    worker.Info
+	pool    *kernels.Pool
+	sched   *scheduler
+}
+
+// Load is the worker's worker.EngineLoader: it reads the model from the
+// file the broker verified and sizes the engine from the hello.
+func Load(fh *os.File, hello ipc.Hello) (worker.Engine, error) {
+	kv := model.KVF16
+	if hello.KVType != "" {
+		var err error
+		if kv, err = model.ParseKVType(hello.KVType); err != nil {
+			return nil, err
+		}
+	}
+	f, err := gguf.OpenFile(fh, gguf.DefaultLimits())
+	if err != nil {
+		return nil, err
+	}
+	e, err := New(f, Options{Threads: hello.Threads, CtxSize: hello.CtxSize, Parallel: hello.Parallel, KV: kv})
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return e, nil
+}
+
+// New builds an Engine on the open model file f, which it then owns (Close
+// closes it).
+func New(f *gguf.File, o Options) (*Engine, error) {
+	tok, err := tokenizer.FromGGUF(f)
+	if err != nil {
+		return nil, err
+	}
+	m, err := model.Load(f)
+	if err != nil {
+		return nil, err
+	}
+	cfg := m.Config
+	if tok.NVocab() != cfg.NVocab {
+		return nil, fmt.Errorf("engine: the tokenizer has %d tokens, the model %d", tok.NVocab(), cfg.NVocab)
+	}
+	if err := o.resolve(cfg); err != nil {
+		return nil, err
+	}
+	if err := o.checkMemory(cfg); err != nil {
+		return nil, err
+	}
+	tmpl, err := tokenizer.ChatTemplate(f)
+	if err != nil {
+		return nil, err
+	}
+	cache, err := model.NewCache(cfg, o.KV, o.Parallel, o.CtxSize)
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{file: f, tok: tok, model: m, tmpl: tmpl, tmplErr: chat.Validate(tmpl),
+		pool: kernels.NewPool(o.Threads)}
+	e.info = worker.Info{Name: modelName(f), Architecture: cfg.Arch, ContextSize: o.CtxSize,
+		VocabSize: cfg.NVocab, SpecialTokens: tok.SpecialTexts(), Kernels: kernels.Describe()}
+	e.sched = newScheduler(model.NewRunner(m, cache, e.pool, o.BatchSize), cache, tok, o.BatchSize)
+	return e, nil
+}
+
+// resolve fills the defaults of o and checks its ranges against cfg.
+func (o *Options) resolve(cfg model.Config) error {
+	if o.Threads <= 0 {
+		o.Threads = runtime.GOMAXPROCS(0)
+	}
+	if o.Parallel <= 0 {
+		o.Parallel = 1
+	}
+	if o.Parallel > MaxParallel {
+		return fmt.Errorf("engine: parallel %d, at most %d", o.Parallel, MaxParallel)
+	}
+	if o.CtxSize <= 0 {
+		o.CtxSize = min(cfg.NCtxTrain, DefaultCtxSize)
+	}
+	if o.CtxSize < 2 || o.CtxSize >= ipc.MaxTokens || o.CtxSize > model.MaxCtx {
+		return fmt.Errorf("engine: ctx_size %d out of range [2, %d)", o.CtxSize, min(ipc.MaxTokens, model.MaxCtx+1))
+	}
+	if o.BatchSize <= 0 {
+		o.BatchSize = DefaultBatchSize
+	}
+	// Every decoding slot contributes one token per step.
+	o.BatchSize = min(max(o.BatchSize, o.Parallel), model.MaxBatch)
+	return nil
+}
+
+// memoryNeed returns the bytes of the KV cache and of the runner's
+// scratch for cfg (an upper bound of what New allocates).
+func (o *Options) memoryNeed(cfg model.Config) (cache, scratch float64) {
+	elem := 2.0
+	if o.KV == model.KVF32 {
+		elem = 4
+	}
+	cache = 2 * float64(cfg.NLayer) * float64(cfg.KVDim()) * float64(o.CtxSize) * float64(o.Parallel) * elem
+	perToken := 3*cfg.NEmbd + 2*cfg.QDim() + 2*cfg.KVDim() + 2*cfg.NFF
+	scratch = 4*float64(o.BatchSize)*float64(perToken) + // activations
+		4*float64(o.Parallel)*float64(cfg.NVocab) + // logits rows
+		float64(o.BatchSize)*float64(max(cfg.NEmbd, cfg.NFF))*4 // quantized activations
+	return cache, scratch
+}
+
+// checkMemory refuses a configuration whose cache and scratch do not fit
+// the memory limit.
+func (o *Options) checkMemory(cfg model.Config) error {
+	limit := o.MemoryLimit
+	if limit <= 0 {
+		limit = debug.SetMemoryLimit(-1)
+	}
+	cache, scratch := o.memoryNeed(cfg)
+	if cache > model.MaxCacheBytes {
+		return fmt.Errorf("engine: a KV cache of %.0f bytes (%d slots × %d tokens) is beyond %d bytes", cache, o.Parallel, o.CtxSize, int64(model.MaxCacheBytes))
+	}
+	if limit <= 0 || limit == math.MaxInt64 {
+		return nil
+	}
+	if need := cache + scratch; need > memoryShare*float64(limit) {
+		return fmt.Errorf("engine: %d slots × %d tokens need a %s KV cache of %.0f MiB plus %.0f MiB of scratch, more than %.0f%% of the memory limit of %.0f MiB: lower parallel or ctx_size, or raise memory_limit_bytes",
+			o.Parallel, o.CtxSize, o.KV, cache/(1<<20), scratch/(1<<20), 100*memoryShare, float64(limit)/(1<<20))
+	}
+	return nil
+}
+
+// modelName is general.name, or "" when absent or not a string.
+func modelName(f *gguf.File) string {
+	s, err := f.String("general.name")
+	if err != nil {
+		return ""
+	}
+	return s
+}
+
+// Info describes the model and the slots.
+func (e *Engine) Info() worker.Info { return e.info }
+
+// Tokenize returns the ids of text without BOS or EOS (as llama.cpp's
+// /tokenize); with special, the texts of special tokens become their ids.
+func (e *Engine) Tokenize(text string, special bool) ([]int32, error) {
+	return e.tok.Encode(text, false, special), nil
+}
+
+// Detokenize returns the text of ids as llama.cpp's detokenizer does.
+func (e *Engine) Detokenize(ids []int32) (string, error) {
+	if err := e.checkIDs(ids); err != nil {
+		return "", err
+	}
+	return e.tok.Decode(ids), nil
+}
+
+// checkIDs checks that every id is in the vocabulary.
+func (e *Engine) checkIDs(ids []int32) error {
+	for i, id := range ids {
+		if id < 0 || int(id) >= e.tok.NVocab() {
+			return fmt.Errorf("%w: token %d is %d, outside the vocabulary of %d", ErrPrompt, i, id, e.tok.NVocab())
+		}
+	}
+	return nil
+}
+
+// promptIDs turns the request's input into the prompt's token ids: chat
+// messages through the model's template (special tokens parsed), raw text
+// with special-token parsing off, BOS added as the vocabulary asks; an
+// empty prompt is BOS alone.
+func (e *Engine) promptIDs(p worker.GenerateParams) ([]int32, error) {
+	var ids []int32
+	switch {
+	case p.Messages != nil:
+		if e.tmplErr != nil {
+			return nil, fmt.Errorf("%w: the model's chat template cannot be used: %v", ErrPrompt, e.tmplErr)
+		}
+		msgs := make([]chat.Message, len(p.Messages))
+		for i, m := range p.Messages {
+			msgs[i] = chat.Message{Role: m.Role, Content: m.Content}
+		}
+		text, err := chat.Apply(e.tmpl, msgs, true, e.tok.TokenText(e.tok.BOS()), e.tok.TokenText(e.tok.EOS()))
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrPrompt, err)
+		}
+		ids = e.tok.Encode(text, true, true)
+	case p.PromptIDs != nil:
+		if err := e.checkIDs(p.PromptIDs); err != nil {
+			return nil, err
+		}
+		ids = append([]int32(nil), p.PromptIDs...)
+	default:
+		ids = e.tok.Encode(p.Prompt, true, false)
+	}
+	if len(ids) == 0 {
+		ids = []int32{e.tok.BOS()}
+	}
+	if len(ids) >= e.info.ContextSize {
+		return nil, fmt.Errorf("%w: the prompt has %d tokens; the context holds %d, leaving no room to generate", ErrPrompt, len(ids), e.info.ContextSize)
+	}
+	return ids, nil
+}
+
+// samplerParams converts the request's sampling parameters; without a
+// seed the engine picks one.
+func samplerParams(s ipc.Sampling) sample.Params {
+	seed := s.Seed
+	if !s.HasSeed {
+		seed = rand.Uint64()
+	}
+	return sample.Params{Temperature: s.Temperature, TopK: s.TopK, TopP: s.TopP, MinP: s.MinP, MinKeep: 1,
+		RepeatPenalty: s.RepeatPenalty, PresencePenalty: s.PresencePenalty, FrequencyPenalty: s.FrequencyPenalty,
+		PenaltyLastN: s.RepeatLastN, Seed: seed}
+}
+
+// Generate runs one generation in a slot, calling emit with each piece of
+// text (at most once per generated token) from the calling goroutine.
+func (e *Engine) Generate(ctx context.Context, p worker.GenerateParams, emit func(worker.TextChunk) error) (worker.DoneInfo, error) {
+	if p.MaxTokens <= 0 {
+		return worker.DoneInfo{}, fmt.Errorf("%w: max_tokens %d", ErrPrompt, p.MaxTokens)
+	}
+	ids, err := e.promptIDs(p)
+	if err != nil {
+		return worker.DoneInfo{}, err
+	}
+	smp, err := sample.New(samplerParams(p.Sampling), e.model.Config.NVocab)
+	if err != nil {
+		return worker.DoneInfo{}, fmt.Errorf("%w: %v", ErrPrompt, err)
+	}
+	for _, id := range ids {
+		if err := smp.Accept(id); err != nil {
+			return worker.DoneInfo{}, err
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	r := newRequest(ctx, ids, p, smp, e.tok.NewContinuationDecoder())
+	if err := e.sched.submit(r); err != nil {
+		return worker.DoneInfo{}, err
+	}
+	return r.wait(ctx, cancel, emit)
+}
+
+// Close stops the scheduler (ending every queued and running generation
+// with ErrClosed) and releases the threads and the model file.
+func (e *Engine) Close() error {
+	e.sched.close()
+	e.pool.Close()
+	return e.file.Close()
+}

@@ -1,0 +1,539 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lisa-llm/lisa/gguf"
+	"github.com/lisa-llm/lisa/internal/shared"
+	"github.com/lisa-llm/lisa/ipc"
+	"github.com/lisa-llm/lisa/model"
+	"github.com/lisa-llm/lisa/worker"
+)
+
+// stories is the trained model the tests generate with.
+const stories = "models/stories260K.gguf"
+
+// refPrompt is one prompt of llama.cpp's reference file.
+type refPrompt struct {
+	Prompt        string   `json:"prompt"`
+	PromptIDs     []int32  `json:"prompt_ids"`
+	GeneratedIDs  []int32  `json:"generated_ids"`
+	GeneratedText string   `json:"generated_text"`
+	Pieces        []string `json:"generated_pieces"`
+	FirstEOG      int      `json:"first_eog_gen_index"`
+}
+
+func loadRef(t *testing.T) []refPrompt {
+	t.Helper()
+	data, err := os.ReadFile(shared.Path(t, "ref/reference/stories260K.gguf.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Prompts []refPrompt `json:"prompts"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Prompts) < 4 {
+		t.Fatalf("reference has %d prompts", len(doc.Prompts))
+	}
+	return doc.Prompts
+}
+
+// newEngine loads stories260K with o.
+func newEngine(t *testing.T, o Options) *Engine {
+	t.Helper()
+	f, err := gguf.Open(filepath.Join(shared.Dir(t), stories), gguf.DefaultLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(f, o)
+	if err != nil {
+		f.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+// result is what one generation produced.
+type result struct {
+	chunks []worker.TextChunk
+	text   string
+	done   worker.DoneInfo
+	err    error
+}
+
+func (r result) logprobs() []ipc.TokenProb {
+	var out []ipc.TokenProb
+	for _, c := range r.chunks {
+		out = append(out, c.Logprobs...)
+	}
+	return out
+}
+
+// gen runs one generation to its end.
+func gen(ctx context.Context, e *Engine, p worker.GenerateParams) result {
+	var r result
+	r.done, r.err = e.Generate(ctx, p, func(c worker.TextChunk) error {
+		r.chunks = append(r.chunks, c)
+		r.text += c.Text
+		return nil
+	})
+	return r
+}
+
+func greedy(ids []int32, n int) worker.GenerateParams {
+	return worker.GenerateParams{PromptIDs: ids, MaxTokens: n, Logprobs: true, TopLogprobs: 3}
+}
+
+func seeded(ids []int32, n int, seed uint64) worker.GenerateParams {
+	return worker.GenerateParams{PromptIDs: ids, MaxTokens: n, Logprobs: true,
+		Sampling: ipc.Sampling{Temperature: 0.9, TopK: 40, TopP: 0.95, MinP: 0.05, Seed: seed, HasSeed: true}}
+}
+
+// wantText is llama.cpp's greedy text for p up to its first EOG token.
+func wantText(p refPrompt) string {
+	if p.FirstEOG < 0 {
+		return p.GeneratedText
+	}
+	return strings.Join(p.Pieces[:p.FirstEOG], "")
+}
+
+// TestReferenceGreedy: served greedy generation says what llama.cpp says.
+func TestReferenceGreedy(t *testing.T) {
+	refs := loadRef(t)
+	e := newEngine(t, Options{Threads: 2, Parallel: 1})
+	for _, p := range refs {
+		r := gen(context.Background(), e, worker.GenerateParams{Prompt: p.Prompt, MaxTokens: len(p.GeneratedIDs)})
+		if r.err != nil {
+			t.Fatalf("%q: %v", p.Prompt, r.err)
+		}
+		if r.text != wantText(p) {
+			t.Errorf("%q:\n got %q\nwant %q", p.Prompt, r.text, wantText(p))
+		}
+		if r.done.Usage.PromptTokens != len(p.PromptIDs) {
+			t.Errorf("%q: prompt_tokens %d, llama.cpp's prompt has %d", p.Prompt, r.done.Usage.PromptTokens, len(p.PromptIDs))
+		}
+		if len(r.chunks) > r.done.Usage.CompletionTokens {
+			t.Errorf("%q: %d chunks for %d tokens", p.Prompt, len(r.chunks), r.done.Usage.CompletionTokens)
+		}
+	}
+}
+
+// concurrently runs every params at once and returns the results in order.
+func concurrently(e *Engine, ps []worker.GenerateParams) []result {
+	out := make([]result, len(ps))
+	var wg sync.WaitGroup
+	for i, p := range ps {
+		wg.Go(func() { out[i] = gen(context.Background(), e, p) })
+	}
+	wg.Wait()
+	return out
+}
+
+// TestBatchIndependence: a request beside three others gives the same
+// tokens and the same log-probabilities as alone, greedy and sampled with
+// a seed.
+func TestBatchIndependence(t *testing.T) {
+	refs := loadRef(t)
+	e := newEngine(t, Options{Threads: 2, Parallel: 4})
+	var ps []worker.GenerateParams
+	for i, p := range refs[:4] {
+		if i%2 == 0 {
+			ps = append(ps, greedy(p.PromptIDs, 40))
+		} else {
+			ps = append(ps, seeded(p.PromptIDs, 40, uint64(7+i)))
+		}
+	}
+	var alone []result
+	for _, p := range ps {
+		alone = append(alone, gen(context.Background(), e, p))
+	}
+	for round := range 2 {
+		together := concurrently(e, ps)
+		for i := range ps {
+			a, b := alone[i], together[i]
+			if a.err != nil || b.err != nil {
+				t.Fatalf("request %d: %v / %v", i, a.err, b.err)
+			}
+			if a.text != b.text || !reflect.DeepEqual(a.logprobs(), b.logprobs()) {
+				t.Errorf("round %d request %d: alone %q, beside others %q (log-probabilities equal: %v)",
+					round, i, a.text, b.text, reflect.DeepEqual(a.logprobs(), b.logprobs()))
+			}
+		}
+	}
+	if alone[0].text != wantText(refs[0])[:len(alone[0].text)] || alone[0].text == "" {
+		t.Errorf("greedy request 0 %q is not a prefix of llama.cpp's %q", alone[0].text, wantText(refs[0]))
+	}
+}
+
+// TestJoinAndLeaveMidBatch: requests that start while others decode and
+// end before them leave every output as it is alone.
+func TestJoinAndLeaveMidBatch(t *testing.T) {
+	refs := loadRef(t)
+	e := newEngine(t, Options{Threads: 2, Parallel: 3})
+	long := seeded(refs[0].PromptIDs, 60, 1)
+	short := greedy(refs[1].PromptIDs, 5)
+	late := greedy(refs[2].PromptIDs, 20)
+	want := map[string]result{}
+	for name, p := range map[string]worker.GenerateParams{"long": long, "short": short, "late": late} {
+		want[name] = gen(context.Background(), e, p)
+	}
+	got := map[string]result{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	run := func(name string, p worker.GenerateParams, started chan<- struct{}) {
+		defer wg.Done()
+		var r result
+		r.done, r.err = e.Generate(context.Background(), p, func(c worker.TextChunk) error {
+			r.chunks = append(r.chunks, c)
+			r.text += c.Text
+			if started != nil && len(r.chunks) == 3 {
+				close(started)
+			}
+			return nil
+		})
+		mu.Lock()
+		got[name] = r
+		mu.Unlock()
+	}
+	longStarted := make(chan struct{})
+	wg.Add(1)
+	go run("long", long, longStarted)
+	<-longStarted
+	wg.Add(1)
+	run("short", short, nil) // joins while long decodes, leaves before it
+	wg.Add(1)
+	run("late", late, nil) // joins after short left
+	wg.Wait()
+	for name, w := range want {
+		g := got[name]
+		if g.err != nil {
+			t.Fatalf("%s: %v", name, g.err)
+		}
+		if g.text != w.text || !reflect.DeepEqual(g.logprobs(), w.logprobs()) {
+			t.Errorf("%s: alone %q, mid-batch %q", name, w.text, g.text)
+		}
+	}
+	if got["long"].done.Usage.CompletionTokens != 60 || got["short"].done.Usage.CompletionTokens != 5 {
+		t.Errorf("usage long %+v short %+v", got["long"].done.Usage, got["short"].done.Usage)
+	}
+}
+
+// TestPrefixReuse: a request that continues what a slot holds computes
+// only the rest, reports the reused tokens and says the same as on a fresh
+// engine.
+func TestPrefixReuse(t *testing.T) {
+	refs := loadRef(t)
+	p := refs[0]
+	e := newEngine(t, Options{Threads: 2, Parallel: 2})
+	first := gen(context.Background(), e, greedy(p.PromptIDs, 20))
+	if first.err != nil || first.done.Usage.CachedTokens != 0 {
+		t.Fatalf("first request: %+v %v", first.done, first.err)
+	}
+	// The conversation grows: the prompt, 10 of the generated tokens and
+	// two new ones. The slot holds the prompt and the 19 generated tokens
+	// that were fed back.
+	grown := append(append(append([]int32{}, p.PromptIDs...), p.GeneratedIDs[:10]...), 13, 14)
+	second := gen(context.Background(), e, greedy(grown, 10))
+	if second.err != nil {
+		t.Fatal(second.err)
+	}
+	if want := len(p.PromptIDs) + 10; second.done.Usage.CachedTokens != want {
+		t.Errorf("cached tokens %d, want %d", second.done.Usage.CachedTokens, want)
+	}
+	// The same prompt again reuses all but its last token.
+	again := gen(context.Background(), e, greedy(grown, 10))
+	if again.done.Usage.CachedTokens != len(grown)-1 {
+		t.Errorf("repeated prompt: cached tokens %d, want %d", again.done.Usage.CachedTokens, len(grown)-1)
+	}
+	fresh := gen(context.Background(), newEngine(t, Options{Threads: 2, Parallel: 1}), greedy(grown, 10))
+	for _, r := range []result{second, again} {
+		if r.text != fresh.text || !reflect.DeepEqual(r.logprobs(), fresh.logprobs()) {
+			t.Errorf("with the reused prefix %q, fresh %q", r.text, fresh.text)
+		}
+	}
+	// A different prompt goes to the other (least recently used) slot and
+	// leaves this cache alone.
+	other := gen(context.Background(), e, greedy(refs[2].PromptIDs, 5))
+	if other.done.Usage.CachedTokens != 0 {
+		t.Errorf("unrelated prompt reused %d tokens", other.done.Usage.CachedTokens)
+	}
+	if r := gen(context.Background(), e, greedy(grown, 3)); r.done.Usage.CachedTokens != len(grown)-1 {
+		t.Errorf("after another request, cached tokens %d, want %d", r.done.Usage.CachedTokens, len(grown)-1)
+	}
+}
+
+// TestCancel: a cancelled generation ends before its slot's next step,
+// running or queued, a queued one never starts, and the slot serves the
+// next request.
+func TestCancel(t *testing.T) {
+	refs := loadRef(t)
+	e := newEngine(t, Options{Threads: 2, Parallel: 1, CtxSize: 128})
+	// The scheduler stops before its third step until the gate opens.
+	gate := make(chan struct{})
+	var steps atomic.Int32
+	e.sched.beforeStep = func() {
+		if steps.Add(1) == 3 {
+			<-gate
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var mu sync.Mutex
+	emitted := 0
+	errc := make(chan error, 1)
+	go func() {
+		_, err := e.Generate(ctx, seeded(refs[0].PromptIDs, 100, 3), func(c worker.TextChunk) error {
+			mu.Lock()
+			emitted += len(c.Logprobs)
+			mu.Unlock()
+			return nil
+		})
+		errc <- err
+	}()
+	// A second request waits for the only slot; cancel it while queued.
+	qctx, qcancel := context.WithCancel(context.Background())
+	qerr := make(chan error, 1)
+	go func() { qerr <- gen(qctx, e, greedy(refs[1].PromptIDs, 5)).err }()
+	waitFor(t, "the second request to queue", func() bool {
+		e.sched.mu.Lock()
+		defer e.sched.mu.Unlock()
+		return len(e.sched.queue) == 1 && steps.Load() == 3
+	})
+	qcancel()
+	cancel()
+	for name, c := range map[string]chan error{"queued": qerr, "running": errc} {
+		select {
+		case err := <-c:
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("%s request ended with %v", name, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("a cancelled %s request did not return", name)
+		}
+	}
+	close(gate)
+	// A failing emit (the broker is gone) frees the slot too.
+	boom := errors.New("emit failed")
+	if _, err := e.Generate(context.Background(), greedy(refs[2].PromptIDs, 30), func(worker.TextChunk) error { return boom }); !errors.Is(err, boom) {
+		t.Fatalf("emit failure gave %v", err)
+	}
+	r := gen(context.Background(), e, worker.GenerateParams{Prompt: refs[2].Prompt, MaxTokens: 16})
+	if r.err != nil || !strings.HasPrefix(wantText(refs[2]), r.text) || r.text == "" {
+		t.Fatalf("after cancellations: %q %v, want a prefix of %q", r.text, r.err, wantText(refs[2]))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	// Steps 1 and 2 sampled a token each; step 3 may have run with the
+	// cancelled request still in it; no step after.
+	if emitted > 3 {
+		t.Errorf("the cancelled request emitted %d tokens, want at most 3", emitted)
+	}
+	if n := e.sched.admitted; n != 3 {
+		t.Errorf("%d generations admitted, want 3 (the cancelled queued one must not start)", n)
+	}
+}
+
+// waitFor polls cond for up to 5 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatalf("timed out waiting for %s", what)
+}
+
+// TestStopAcrossTokens: a stop string that spans token boundaries cuts
+// the text before it, and no chunk ever carried text that was cut.
+func TestStopAcrossTokens(t *testing.T) {
+	refs := loadRef(t)
+	p := refs[0]
+	e := newEngine(t, Options{Threads: 2, Parallel: 1})
+	full := wantText(p)
+	// From inside " little" to inside " named" (five tokens in the
+	// reference): a stop that starts inside one piece and ends inside a
+	// later one.
+	start := len(strings.Join(p.Pieces[:4], "")) + 2
+	end := len(strings.Join(p.Pieces[:8], "")) + 3
+	stop := full[start:end]
+	if len(stop) < 8 {
+		t.Fatalf("bad stop %q from pieces %q", stop, p.Pieces[:9])
+	}
+	for _, stops := range [][]string{{stop}, {"no such text", stop}, {stop, stop[:len(stop)-1] + "\x00"}} {
+		var sent []string
+		done, err := e.Generate(context.Background(), worker.GenerateParams{Prompt: p.Prompt, MaxTokens: 40, Stop: stops},
+			func(c worker.TextChunk) error {
+				sent = append(sent, c.Text)
+				return nil
+			})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := strings.Join(sent, "")
+		if want := full[:start]; got != want || done.Finish != "stop" {
+			t.Errorf("stops %q: got %q (%s), want %q (stop)", stops, got, done.Finish, want)
+		}
+	}
+	// A stop string that never completes lets everything through at the end.
+	never := p.Pieces[len(p.Pieces)-1] + "\x01"
+	r := gen(context.Background(), e, worker.GenerateParams{Prompt: p.Prompt, MaxTokens: len(p.Pieces), Stop: []string{never}})
+	if r.text != full || r.done.Finish != "length" {
+		t.Errorf("incomplete stop: %q (%s), want %q", r.text, r.done.Finish, full)
+	}
+}
+
+// TestStopper: the stop matcher on its own.
+func TestStopper(t *testing.T) {
+	tests := []struct {
+		stops  []string
+		pieces []string
+		sent   []string // per piece
+		hit    int      // index of the piece that completes a stop, -1 none
+		tail   string   // flush after the last piece
+	}{
+		{[]string{"END"}, []string{"ab", "cE", "N", "D!"}, []string{"ab", "c", "", ""}, 3, ""},
+		{[]string{"END"}, []string{"ab", "cE", "Nx"}, []string{"ab", "c", "ENx"}, -1, ""},
+		{[]string{"END"}, []string{"xEN"}, []string{"x"}, -1, "EN"},
+		{[]string{"aab"}, []string{"aa", "ab"}, []string{"", "a"}, 1, ""},
+		{[]string{"ab", "b"}, []string{"xb"}, []string{"x"}, 0, ""},
+		{[]string{""}, []string{"x"}, []string{"x"}, -1, ""},
+		{nil, []string{"é", "ü"}, []string{"é", "ü"}, -1, ""},
+		{[]string{"éx"}, []string{"aé", "y"}, []string{"a", "éy"}, -1, ""},
+	}
+	for i, tc := range tests {
+		s := newStopper(tc.stops)
+		hit := -1
+		for j, p := range tc.pieces {
+			out, h := s.push(p)
+			if out != tc.sent[j] {
+				t.Errorf("case %d piece %d: sent %q, want %q", i, j, out, tc.sent[j])
+			}
+			if h {
+				hit = j
+				break
+			}
+		}
+		if hit != tc.hit {
+			t.Errorf("case %d: hit at %d, want %d", i, hit, tc.hit)
+		}
+		if tail := s.flush(); tail != tc.tail {
+			t.Errorf("case %d: tail %q, want %q", i, tail, tc.tail)
+		}
+	}
+}
+
+// TestContextFull: a slot whose context fills ends with "length"; a
+// prompt that leaves no room is refused.
+func TestContextFull(t *testing.T) {
+	refs := loadRef(t)
+	const ctxSize = 16
+	e := newEngine(t, Options{Threads: 1, Parallel: 2, CtxSize: ctxSize})
+	if got := e.Info().ContextSize; got != ctxSize {
+		t.Fatalf("context size %d", got)
+	}
+	p := refs[1].PromptIDs // 10 tokens
+	r := gen(context.Background(), e, greedy(p, 100))
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	// Positions 0..15 hold the prompt and the fed-back tokens; the token
+	// sampled from position 15 is the last.
+	if want := ctxSize - len(p) + 1; r.done.Finish != "length" || r.done.Usage.CompletionTokens != want {
+		t.Errorf("finish %q after %d tokens, want length after %d", r.done.Finish, r.done.Usage.CompletionTokens, want)
+	}
+	long := make([]int32, ctxSize)
+	for i := range long {
+		long[i] = p[i%len(p)]
+	}
+	if _, err := e.Generate(context.Background(), greedy(long, 1), func(worker.TextChunk) error { return nil }); !errors.Is(err, ErrPrompt) {
+		t.Errorf("prompt of %d tokens in a context of %d: %v", len(long), ctxSize, err)
+	}
+}
+
+// TestBadRequests: hostile parameters get ErrPrompt, not a panic.
+func TestBadRequests(t *testing.T) {
+	e := newEngine(t, Options{Threads: 1, Parallel: 1, CtxSize: 64})
+	for name, p := range map[string]worker.GenerateParams{
+		"id beyond vocabulary": {PromptIDs: []int32{1, 512}, MaxTokens: 2},
+		"negative id":          {PromptIDs: []int32{-1}, MaxTokens: 2},
+		"no max tokens":        {Prompt: "x"},
+		"bad sampling":         {Prompt: "x", MaxTokens: 2, Sampling: ipc.Sampling{TopK: -5, RepeatLastN: -1}},
+	} {
+		if _, err := e.Generate(context.Background(), p, func(worker.TextChunk) error { return nil }); !errors.Is(err, ErrPrompt) {
+			t.Errorf("%s: %v, want ErrPrompt", name, err)
+		}
+	}
+	if _, err := e.Detokenize([]int32{600}); !errors.Is(err, ErrPrompt) {
+		t.Errorf("detokenize beyond the vocabulary: %v", err)
+	}
+	ids, _ := e.Tokenize("Once upon a time", false)
+	if text, err := e.Detokenize(ids); err != nil || text != "Once upon a time" {
+		t.Errorf("round trip %q %v", text, err)
+	}
+}
+
+// TestMemoryLimit: a configuration whose cache cannot fit is refused at
+// start-up with the numbers; the estimate covers what is allocated.
+func TestMemoryLimit(t *testing.T) {
+	f, err := gguf.Open(filepath.Join(shared.Dir(t), stories), gguf.DefaultLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	_, err = New(f, Options{Parallel: 256, CtxSize: 1 << 16, KV: model.KVF32, MemoryLimit: 64 << 20})
+	if err == nil || !strings.Contains(err.Error(), "MiB") || !strings.Contains(err.Error(), "256 slots × 65536 tokens") {
+		t.Fatalf("got %v, want a refusal with the numbers", err)
+	}
+	m, err := model.Load(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := Options{Parallel: 3, CtxSize: 100}
+	if err := o.resolve(m.Config); err != nil {
+		t.Fatal(err)
+	}
+	c, err := model.NewCache(m.Config, o.KV, o.Parallel, o.CtxSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cache, _ := o.memoryNeed(m.Config); int64(cache) != c.Bytes() {
+		t.Errorf("estimated cache %v bytes, allocated %d", cache, c.Bytes())
+	}
+}
+
+// TestLoad: the worker's loader reads the hello's settings.
+func TestLoad(t *testing.T) {
+	fh, err := os.Open(filepath.Join(shared.Dir(t), stories))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	eng, err := Load(fh, ipc.Hello{ID: 1, Protocol: ipc.Version, CtxSize: 64, Parallel: 2, KVType: "f32", Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.(*Engine).Close()
+	if info := eng.Info(); info.ContextSize != 64 || info.VocabSize != 512 || info.Architecture != "llama" || info.Kernels == "" {
+		t.Errorf("info %+v", info)
+	}
+	if _, err := Load(fh, ipc.Hello{KVType: "q4"}); err == nil {
+		t.Error("kv type q4 accepted")
+	}
+	if _, err := Load(fh, ipc.Hello{Parallel: MaxParallel + 1}); err == nil {
+		t.Error("parallel beyond the limit accepted")
+	}
+}

@@ -1,0 +1,167 @@
+package engine
+
+import (
+	"context"
+	"strings"
+	"sync"
+
+	"github.com/lisa-llm/lisa/ipc"
+	"github.com/lisa-llm/lisa/model/sample"
+	"github.com/lisa-llm/lisa/tokenizer"
+	"github.com/lisa-llm/lisa/worker"
+)
+
+// request is one generation: the scheduler's state for it, and the output
+// it hands to the goroutine that called Generate.
+type request struct {
+	ctx       context.Context
+	prompt    []int32
+	maxTokens int
+	logprobs  bool
+	topN      int
+	smp       *sample.Sampler
+	dec       *tokenizer.StreamDecoder
+	stop      stopper
+
+	// Owned by the scheduler.
+	generated int // tokens sampled so far
+	cached    int // prompt tokens reused from the slot's cache
+
+	mu     sync.Mutex
+	chunks []worker.TextChunk // output not yet emitted
+	done   bool
+	info   worker.DoneInfo
+	err    error
+	ready  chan struct{} // signalled (capacity 1) when output or the end is there
+}
+
+func newRequest(ctx context.Context, prompt []int32, p worker.GenerateParams, smp *sample.Sampler, dec *tokenizer.StreamDecoder) *request {
+	return &request{ctx: ctx, prompt: prompt, maxTokens: p.MaxTokens, logprobs: p.Logprobs, topN: p.TopLogprobs,
+		smp: smp, dec: dec, stop: newStopper(p.Stop), ready: make(chan struct{}, 1)}
+}
+
+// signal wakes the waiting goroutine.
+func (r *request) signal() {
+	select {
+	case r.ready <- struct{}{}:
+	default:
+	}
+}
+
+// push queues one token's output; empty output is dropped.
+func (r *request) push(text string, lp *ipc.TokenProb) {
+	if text == "" && lp == nil {
+		return
+	}
+	c := worker.TextChunk{Text: text}
+	if lp != nil {
+		c.Logprobs = []ipc.TokenProb{*lp}
+	}
+	r.mu.Lock()
+	r.chunks = append(r.chunks, c)
+	r.mu.Unlock()
+	r.signal()
+}
+
+// finish records the end of the generation.
+func (r *request) finish(info worker.DoneInfo, err error) {
+	r.mu.Lock()
+	r.done, r.info, r.err = true, info, err
+	r.mu.Unlock()
+	r.signal()
+}
+
+// wait emits the output as it comes until the generation ends or ctx is
+// done. Chunks that piled up while emit was busy go out as one, so emit
+// is called at most once per generated token. When emit fails, cancel
+// tells the scheduler to free the slot.
+func (r *request) wait(ctx context.Context, cancel context.CancelFunc, emit func(worker.TextChunk) error) (worker.DoneInfo, error) {
+	for {
+		select {
+		case <-r.ready:
+		case <-ctx.Done():
+			return worker.DoneInfo{}, ctx.Err()
+		}
+		r.mu.Lock()
+		chunks, done, info, err := r.chunks, r.done, r.info, r.err
+		r.chunks = nil
+		r.mu.Unlock()
+		if len(chunks) > 0 {
+			if err := emit(merge(chunks)); err != nil {
+				cancel()
+				return worker.DoneInfo{}, err
+			}
+		}
+		if done {
+			return info, err
+		}
+	}
+}
+
+// merge joins chunks into one.
+func merge(chunks []worker.TextChunk) worker.TextChunk {
+	if len(chunks) == 1 {
+		return chunks[0]
+	}
+	var b strings.Builder
+	var lps []ipc.TokenProb
+	for _, c := range chunks {
+		b.WriteString(c.Text)
+		lps = append(lps, c.Logprobs...)
+	}
+	return worker.TextChunk{Text: b.String(), Logprobs: lps}
+}
+
+// stopper matches stop strings in a stream of text pieces. It holds back
+// the longest end of the text that could still grow into a stop string,
+// so that no text it lets through is ever cut later.
+type stopper struct {
+	stops []string
+	held  string
+}
+
+func newStopper(stops []string) stopper {
+	var s stopper
+	for _, st := range stops {
+		if st != "" {
+			s.stops = append(s.stops, st)
+		}
+	}
+	return s
+}
+
+// push adds a piece of text and returns the text that may be sent now.
+// When a stop string is complete it returns the text before it and true;
+// the stop string and what follows are dropped.
+func (s *stopper) push(piece string) (string, bool) {
+	buf := s.held + piece
+	s.held = ""
+	first := -1
+	for _, st := range s.stops {
+		if i := strings.Index(buf, st); i >= 0 && (first < 0 || i < first) {
+			first = i
+		}
+	}
+	if first >= 0 {
+		return buf[:first], true
+	}
+	keep := 0
+	for _, st := range s.stops {
+		for k := min(len(st)-1, len(buf)); k > keep; k-- {
+			if strings.HasSuffix(buf, st[:k]) {
+				keep = k
+				break
+			}
+		}
+	}
+	s.held = buf[len(buf)-keep:]
+	return buf[:len(buf)-keep], false
+}
+
+// flush returns the text held back (at the end of the generation, when it
+// can no longer become a stop string).
+func (s *stopper) flush() string {
+	h := s.held
+	s.held = ""
+	return h
+}

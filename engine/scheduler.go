@@ -1,0 +1,353 @@
+package engine
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/lisa-llm/lisa/ipc"
+	"github.com/lisa-llm/lisa/model"
+	"github.com/lisa-llm/lisa/model/sample"
+	"github.com/lisa-llm/lisa/tokenizer"
+	"github.com/lisa-llm/lisa/worker"
+)
+
+// slot is one sequence of the cache and the request using it.
+type slot struct {
+	seq     int
+	cached  []int32 // tokens whose keys and values the cache holds, in order
+	req     *request
+	pending []int32 // tokens still to decode: the rest of the prompt, or the last sampled token
+	lastUse uint64  // scheduler step at which the slot was last freed
+}
+
+// scheduler owns the runner and the cache and runs the steps.
+type scheduler struct {
+	run      *model.Runner
+	cache    *model.Cache
+	tok      *tokenizer.Tokenizer
+	maxBatch int
+	slots    []*slot
+
+	mu     sync.Mutex
+	queue  []*request // waiting for a slot, first come first served
+	closed bool
+	wake   chan struct{} // capacity 1: work arrived or close
+	exited chan struct{}
+
+	step     uint64
+	admitted int // generations that got a slot
+	// beforeStep, when set (by tests), runs at the start of every step.
+	beforeStep func()
+
+	batch  model.Batch
+	owners []*slot // per batch entry, the slot it belongs to
+	lps    []sample.TokenLogprob
+}
+
+func newScheduler(run *model.Runner, cache *model.Cache, tok *tokenizer.Tokenizer, maxBatch int) *scheduler {
+	s := &scheduler{run: run, cache: cache, tok: tok, maxBatch: maxBatch,
+		wake: make(chan struct{}, 1), exited: make(chan struct{})}
+	for i := range cache.NSeq() {
+		s.slots = append(s.slots, &slot{seq: i})
+	}
+	s.batch = model.Batch{Tokens: make([]int32, 0, maxBatch), Pos: make([]int32, 0, maxBatch),
+		Seq: make([]int32, 0, maxBatch), Logits: make([]bool, 0, maxBatch)}
+	go s.loop()
+	return s
+}
+
+// submit queues r for a slot.
+func (s *scheduler) submit(r *request) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	s.queue = append(s.queue, r)
+	s.signal()
+	return nil
+}
+
+func (s *scheduler) signal() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// close ends the loop and every generation, and waits for the loop.
+func (s *scheduler) close() {
+	s.mu.Lock()
+	if !s.closed {
+		s.closed = true
+		s.signal()
+	}
+	s.mu.Unlock()
+	<-s.exited
+}
+
+// loop runs steps while there is work, and sleeps otherwise.
+func (s *scheduler) loop() {
+	defer close(s.exited)
+	for {
+		s.mu.Lock()
+		closed := s.closed
+		var queued []*request
+		if closed {
+			queued, s.queue = s.queue, nil
+		}
+		s.mu.Unlock()
+		if closed {
+			for _, r := range queued {
+				r.finish(worker.DoneInfo{}, ErrClosed)
+			}
+			for _, sl := range s.slots {
+				if sl.req != nil {
+					s.release(sl, worker.DoneInfo{}, ErrClosed)
+				}
+			}
+			return
+		}
+		s.admit()
+		s.dropCancelled()
+		if !s.busy() {
+			<-s.wake
+			continue
+		}
+		s.stepOnce()
+	}
+}
+
+// busy reports whether a slot has work.
+func (s *scheduler) busy() bool {
+	for _, sl := range s.slots {
+		if sl.req != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// admit moves queued requests into free slots, in arrival order.
+func (s *scheduler) admit() {
+	for {
+		s.mu.Lock()
+		if len(s.queue) == 0 {
+			s.mu.Unlock()
+			return
+		}
+		r := s.queue[0]
+		sl := s.pick(r.prompt)
+		if sl == nil {
+			s.mu.Unlock()
+			return
+		}
+		s.queue = s.queue[1:]
+		s.mu.Unlock()
+		s.assign(sl, r)
+	}
+}
+
+// pick returns a free slot for prompt, or nil when none is free: the one
+// whose cache shares the longest prefix with the prompt when that prefix
+// is at least half of it (a chat that grows by a turn), otherwise the
+// least recently used one (an empty slot first), so that an unrelated
+// request does not destroy a cache a conversation will come back to.
+func (s *scheduler) pick(prompt []int32) *slot {
+	var best, lru *slot
+	bestLen := 0
+	for _, sl := range s.slots {
+		if sl.req != nil {
+			continue
+		}
+		if lru == nil || sl.lastUse < lru.lastUse {
+			lru = sl
+		}
+		if n := commonPrefix(sl.cached, prompt); n > bestLen {
+			best, bestLen = sl, n
+		}
+	}
+	if best != nil && 2*bestLen >= len(prompt) {
+		return best
+	}
+	return lru
+}
+
+// commonPrefix returns how many leading tokens a and b share.
+func commonPrefix(a, b []int32) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
+}
+
+// assign starts r in the free slot sl, reusing the cached prefix. At
+// least the prompt's last token is computed again, for its logits.
+func (s *scheduler) assign(sl *slot, r *request) {
+	if err := r.ctx.Err(); err != nil {
+		r.finish(worker.DoneInfo{}, err)
+		return
+	}
+	n := min(commonPrefix(sl.cached, r.prompt), len(r.prompt)-1)
+	if err := s.cache.Truncate(sl.seq, n); err != nil {
+		r.finish(worker.DoneInfo{}, err)
+		return
+	}
+	sl.cached = sl.cached[:n]
+	sl.req, r.cached = r, n
+	s.admitted++
+	sl.pending = r.prompt[n:]
+}
+
+// dropCancelled ends the generations whose context is done.
+func (s *scheduler) dropCancelled() {
+	for _, sl := range s.slots {
+		if sl.req != nil {
+			if err := sl.req.ctx.Err(); err != nil {
+				s.release(sl, worker.DoneInfo{}, err)
+			}
+		}
+	}
+}
+
+// release ends the slot's generation and frees the slot; its cache stays
+// for prefix reuse.
+func (s *scheduler) release(sl *slot, info worker.DoneInfo, err error) {
+	sl.req.finish(info, err)
+	sl.req, sl.pending, sl.lastUse = nil, nil, s.step
+}
+
+// stepOnce runs one forward pass over the next tokens of every busy slot
+// and advances each slot whose last pending token it computed.
+func (s *scheduler) stepOnce() {
+	s.step++
+	if s.beforeStep != nil {
+		s.beforeStep()
+	}
+	b := &s.batch
+	b.Tokens, b.Pos, b.Seq, b.Logits = b.Tokens[:0], b.Pos[:0], b.Seq[:0], b.Logits[:0]
+	s.owners = s.owners[:0]
+	// Decoding slots (one pending token) first, then prompt chunks.
+	order := make([]*slot, 0, len(s.slots))
+	for _, sl := range s.slots {
+		if sl.req != nil {
+			order = append(order, sl)
+		}
+	}
+	slices.SortStableFunc(order, func(a, b *slot) int { return len(a.pending) - len(b.pending) })
+	type span struct {
+		sl   *slot
+		n    int
+		last bool
+	}
+	spans := make([]span, 0, len(order))
+	budget := s.maxBatch
+	for _, sl := range order {
+		n := min(len(sl.pending), budget)
+		if n == 0 {
+			continue
+		}
+		budget -= n
+		start := len(sl.cached)
+		for i := range n {
+			b.Tokens = append(b.Tokens, sl.pending[i])
+			b.Pos = append(b.Pos, int32(start+i))
+			b.Seq = append(b.Seq, int32(sl.seq))
+			last := i == n-1 && n == len(sl.pending)
+			b.Logits = append(b.Logits, last)
+			if last {
+				s.owners = append(s.owners, sl)
+			}
+		}
+		spans = append(spans, span{sl, n, n == len(sl.pending)})
+	}
+	rows, err := s.run.Decode(*b)
+	if err != nil {
+		err = fmt.Errorf("engine: decode step: %w", err)
+		for _, sp := range spans {
+			s.release(sp.sl, worker.DoneInfo{}, err)
+		}
+		return
+	}
+	for _, sp := range spans {
+		sp.sl.cached = append(sp.sl.cached, sp.sl.pending[:sp.n]...)
+		sp.sl.pending = sp.sl.pending[sp.n:]
+	}
+	for i, sl := range s.owners {
+		s.advance(sl, rows[i])
+	}
+}
+
+// advance samples the slot's next token from its logits row, hands its
+// text to the request and decides whether the generation goes on.
+func (s *scheduler) advance(sl *slot, row []float32) {
+	r := sl.req
+	id, err := r.smp.Sample(row)
+	if err == nil {
+		err = r.smp.Accept(id)
+	}
+	if err != nil {
+		s.release(sl, worker.DoneInfo{}, fmt.Errorf("engine: sample: %w", err))
+		return
+	}
+	var lp *ipc.TokenProb
+	if r.logprobs {
+		if lp, err = s.logprob(row, id, r.topN); err != nil {
+			s.release(sl, worker.DoneInfo{}, err)
+			return
+		}
+	}
+	r.generated++
+	finish := ""
+	var text string
+	if s.tok.IsEOG(id) {
+		finish = "stop"
+		text, _ = r.stop.push(r.dec.Flush())
+		text += r.stop.flush()
+	} else {
+		var hit bool
+		if text, hit = r.stop.push(r.dec.Add(id)); hit {
+			finish = "stop"
+		} else if r.generated >= r.maxTokens || len(sl.cached) >= s.cache.NCtx() {
+			finish = "length"
+			tail, hit := r.stop.push(r.dec.Flush())
+			text += tail
+			if hit {
+				finish = "stop"
+			} else {
+				text += r.stop.flush()
+			}
+		}
+	}
+	r.push(text, lp)
+	if finish == "" {
+		sl.pending = append(sl.pending[:0:0], id)
+		return
+	}
+	s.release(sl, worker.DoneInfo{Finish: finish, Usage: ipc.Usage{PromptTokens: len(r.prompt),
+		CompletionTokens: r.generated, CachedTokens: r.cached}}, nil)
+}
+
+// logprob returns the chosen token's log-probability under row and the
+// topN most likely alternatives.
+func (s *scheduler) logprob(row []float32, id int32, topN int) (*ipc.TokenProb, error) {
+	lp, top, err := sample.Logprobs(row, id, topN, s.lps)
+	if err != nil {
+		return nil, fmt.Errorf("engine: logprobs: %w", err)
+	}
+	s.lps = top[:0]
+	tp := &ipc.TokenProb{Token: s.pieceText(id), Logprob: lp}
+	for _, t := range top {
+		tp.Top = append(tp.Top, ipc.TokenAlt{Token: s.pieceText(t.ID), Logprob: t.Logprob})
+	}
+	return tp, nil
+}
+
+// pieceText is the token's piece as valid UTF-8 (a byte token that is
+// part of a character becomes U+FFFD).
+func (s *scheduler) pieceText(id int32) string {
+	return strings.ToValidUTF8(string(s.tok.Piece(id)), "\uFFFD")
+}
