@@ -134,6 +134,8 @@ func TestCompletions(t *testing.T) {
 			return len(g.PromptIDs) == 3 && g.Logprobs && g.TopLogprobs == 2
 		}},
 		{"nested ids", `{"prompt":[[5,6]],"echo":false,"best_of":1}`, func(g broker.GenerateRequest) bool { return len(g.PromptIDs) == 2 }},
+		{"empty string (BOS alone)", `{"prompt":""}`, func(g broker.GenerateRequest) bool { return g.Prompt == "" && g.PromptIDs == nil && g.Messages == nil }},
+		{"empty string in array", `{"prompt":[""]}`, func(g broker.GenerateRequest) bool { return g.Prompt == "" && g.PromptIDs == nil }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -205,8 +207,6 @@ func TestValidation(t *testing.T) {
 		{"prompt too long", "/v1/chat/completions", `{"messages":[{"role":"user","content":"` + long + `"}]}`, 400, "messages"},
 		{"max_tokens past context", "/v1/completions", `{"prompt":"abc","max_tokens":510}`, 400, "max_tokens"},
 		{"no prompt", "/v1/completions", `{"max_tokens":1}`, 400, "prompt"},
-		{"empty prompt", "/v1/completions", `{"prompt":""}`, 400, "prompt"},
-		{"empty prompt in array", "/v1/completions", `{"prompt":[""]}`, 400, "prompt"},
 		{"batch prompt", "/v1/completions", `{"prompt":["a","b"]}`, 400, "prompt"},
 		{"token out of vocab", "/v1/completions", `{"prompt":[1,300]}`, 400, "prompt[1]"},
 		{"negative token", "/v1/completions", `{"prompt":[-1]}`, 400, "prompt[0]"},

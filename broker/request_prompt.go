@@ -131,10 +131,9 @@ func decodeContent(raw json.RawMessage, param string) (string, error) {
 // array of token ids. Several prompts (batches) are refused: n is 1.
 func (r *genRequest) decodePrompt(raw json.RawMessage) error {
 	if len(raw) > 0 && raw[0] == '"' {
+		// An empty string is allowed: the model starts from BOS alone, as
+		// in llama.cpp's server.
 		s, err := decString(raw, "prompt")
-		if err == nil && s == "" {
-			err = invalid("prompt", "prompt must not be empty")
-		}
 		r.Prompt = &s
 		return err
 	}
