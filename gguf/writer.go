@@ -26,8 +26,9 @@ type Writer struct {
 }
 
 type writerTensor struct {
-	info TensorInfo
-	data []byte
+	info  TensorInfo
+	data  []byte
+	write func(io.Writer) error // streams the data instead when set
 }
 
 // MaxTensorName is the longest tensor name the Writer accepts, in bytes:
@@ -89,35 +90,61 @@ func checkValue(v Value, depth int) error {
 // AddTensor appends a tensor. data must hold exactly the bytes the type
 // and dimensions need; it is kept, not copied, until WriteTo.
 func (w *Writer) AddTensor(name string, typ tensor.Type, dims []uint64, data []byte) error {
+	info, err := w.checkTensor(name, typ, dims)
+	if err != nil {
+		return err
+	}
+	if int64(len(data)) != info.Size {
+		return fmt.Errorf("gguf: add tensor %q: %w: %d bytes of data, %s %s needs %d",
+			name, ErrLayout, len(data), shapeString(dims), typ, info.Size)
+	}
+	w.names[name] = true
+	w.tensors = append(w.tensors, writerTensor{info: info, data: data})
+	return nil
+}
+
+// AddTensorFunc appends a tensor whose data is produced while the file is
+// written: WriteTo calls write once, in tensor order, and it must write
+// exactly the bytes the type and dimensions need (WriteTo fails otherwise).
+// It lets a file larger than memory be written without holding its data.
+func (w *Writer) AddTensorFunc(name string, typ tensor.Type, dims []uint64, write func(io.Writer) error) error {
+	info, err := w.checkTensor(name, typ, dims)
+	if err != nil {
+		return err
+	}
+	if write == nil {
+		return fmt.Errorf("gguf: add tensor %q: nil write function", name)
+	}
+	w.names[name] = true
+	w.tensors = append(w.tensors, writerTensor{info: info, write: write})
+	return nil
+}
+
+// checkTensor validates a new tensor's name, dimensions and type and
+// returns its info with the size set.
+func (w *Writer) checkTensor(name string, typ tensor.Type, dims []uint64) (TensorInfo, error) {
 	if name == "" || len(name) > MaxTensorName {
-		return fmt.Errorf("gguf: add tensor %q: %w: name must be 1 to %d bytes", name, ErrLayout, MaxTensorName)
+		return TensorInfo{}, fmt.Errorf("gguf: add tensor %q: %w: name must be 1 to %d bytes", name, ErrLayout, MaxTensorName)
 	}
 	if w.names[name] {
-		return fmt.Errorf("gguf: add tensor %q: %w", name, ErrDuplicate)
+		return TensorInfo{}, fmt.Errorf("gguf: add tensor %q: %w", name, ErrDuplicate)
 	}
 	if len(dims) < 1 || len(dims) > MaxDims {
-		return fmt.Errorf("gguf: add tensor %q: %w: %d dimensions", name, ErrLayout, len(dims))
+		return TensorInfo{}, fmt.Errorf("gguf: add tensor %q: %w: %d dimensions", name, ErrLayout, len(dims))
 	}
 	for i, d := range dims {
 		if d == 0 {
-			return fmt.Errorf("gguf: add tensor %q: %w: dimension %d is 0", name, ErrLayout, i)
+			return TensorInfo{}, fmt.Errorf("gguf: add tensor %q: %w: dimension %d is 0", name, ErrLayout, i)
 		}
 	}
 	if err := typ.Check(); err != nil {
-		return fmt.Errorf("gguf: add tensor %q: %w: %w", name, ErrType, err)
+		return TensorInfo{}, fmt.Errorf("gguf: add tensor %q: %w: %w", name, ErrType, err)
 	}
 	size, err := typ.Bytes(dims)
 	if err != nil {
-		return fmt.Errorf("gguf: add tensor %q: %w: %w", name, ErrLayout, err)
+		return TensorInfo{}, fmt.Errorf("gguf: add tensor %q: %w: %w", name, ErrLayout, err)
 	}
-	if int64(len(data)) != size {
-		return fmt.Errorf("gguf: add tensor %q: %w: %d bytes of data, %s %s needs %d",
-			name, ErrLayout, len(data), shapeString(dims), typ, size)
-	}
-	w.names[name] = true
-	info := TensorInfo{Name: name, Dims: append([]uint64(nil), dims...), Type: typ, Size: size}
-	w.tensors = append(w.tensors, writerTensor{info: info, data: data})
-	return nil
+	return TensorInfo{Name: name, Dims: append([]uint64(nil), dims...), Type: typ, Size: size}, nil
 }
 
 // WriteTo writes the file to out and returns the bytes written.
@@ -155,7 +182,11 @@ func (w *Writer) WriteTo(out io.Writer) (int64, error) {
 	}
 	e.pad(a)
 	for _, t := range w.tensors {
-		e.bytes(t.data)
+		if t.write == nil {
+			e.bytes(t.data)
+		} else {
+			e.stream(t)
+		}
 		e.pad(a)
 	}
 	if e.err == nil {
@@ -211,6 +242,34 @@ func (e *encoder) str(s string) {
 		e.n += int64(n)
 		e.err = err
 	}
+}
+
+// stream writes t's data through its write function and checks that it
+// wrote exactly the tensor's size.
+func (e *encoder) stream(t writerTensor) {
+	if e.err != nil {
+		return
+	}
+	start := e.n
+	if err := t.write(encoderWriter{e}); err != nil && e.err == nil {
+		e.err = fmt.Errorf("tensor %q: %w", t.info.Name, err)
+	}
+	if got := e.n - start; e.err == nil && got != t.info.Size {
+		e.err = fmt.Errorf("tensor %q: %w: wrote %d bytes, %s %s needs %d",
+			t.info.Name, ErrLayout, got, shapeString(t.info.Dims), t.info.Type, t.info.Size)
+	}
+}
+
+// encoderWriter lets a tensor's write function write through the encoder.
+type encoderWriter struct{ e *encoder }
+
+// Write implements io.Writer.
+func (w encoderWriter) Write(b []byte) (int, error) {
+	if w.e.err != nil {
+		return 0, w.e.err
+	}
+	w.e.bytes(b)
+	return len(b), w.e.err
 }
 
 // pad writes zero bytes up to the next multiple of a.

@@ -3,6 +3,7 @@ package gguf
 import (
 	"bytes"
 	"errors"
+	"io"
 	"math"
 	"reflect"
 	"strings"
@@ -246,4 +247,76 @@ func FuzzWriterRoundTrip(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestWriterStream checks that tensors written through AddTensorFunc give
+// the same file as the same bytes given to AddTensor, and that a function
+// writing the wrong number of bytes, or failing, fails WriteTo.
+func TestWriterStream(t *testing.T) {
+	data := make([]byte, 4*100)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	dims := []uint64{10, 10}
+	var want bytes.Buffer
+	w := NewWriter()
+	if err := w.AddTensor("a", tensor.F32, dims, data); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.AddTensor("b", tensor.F32, dims, data); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.WriteTo(&want); err != nil {
+		t.Fatal(err)
+	}
+	writeIn := func(chunk int) func(io.Writer) error {
+		return func(out io.Writer) error {
+			for off := 0; off < len(data); off += chunk {
+				if _, err := out.Write(data[off:min(off+chunk, len(data))]); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}
+	errBoom := errors.New("boom")
+	tests := []struct {
+		name    string
+		write   func(io.Writer) error
+		wantErr error
+	}{
+		{"whole", writeIn(len(data)), nil},
+		{"chunks of 3", writeIn(3), nil},
+		{"short", func(out io.Writer) error { _, err := out.Write(data[:len(data)-1]); return err }, ErrLayout},
+		{"long", func(out io.Writer) error { _, err := out.Write(append(data, 0)); return err }, ErrLayout},
+		{"failing", func(io.Writer) error { return errBoom }, errBoom},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			w := NewWriter()
+			if err := w.AddTensor("a", tensor.F32, dims, data); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.AddTensorFunc("b", tensor.F32, dims, tc.write); err != nil {
+				t.Fatal(err)
+			}
+			var got bytes.Buffer
+			_, err := w.WriteTo(&got)
+			if tc.wantErr != nil {
+				if !errors.Is(err, tc.wantErr) {
+					t.Fatalf("WriteTo: %v, want %v", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got.Bytes(), want.Bytes()) {
+				t.Fatalf("streamed file differs from the buffered one (%d vs %d bytes)", got.Len(), want.Len())
+			}
+		})
+	}
+	if err := NewWriter().AddTensorFunc("c", tensor.F32, dims, nil); err == nil {
+		t.Error("AddTensorFunc accepted a nil function")
+	}
 }
