@@ -315,8 +315,13 @@ func (f *File) checkLayout(offsets []int64) error {
 		if t.Offset%f.Alignment != 0 {
 			return formatErr(offsets[i], ErrLayout, "tensor %q: data offset %d is not a multiple of the alignment %d", t.Name, t.Offset, f.Alignment)
 		}
-		if t.Offset > room || uint64(t.Size) > room-t.Offset {
-			start, _ := tensor.AddInt64(f.DataOffset, int64(min(t.Offset, 1<<62)))
+		if t.Offset > room {
+			// DataOffset+Offset may not even fit in 64 bits: name both.
+			return formatErr(offsets[i], ErrLayout, "tensor %q: data offset %d starts beyond the file (data section at %d, size %d)",
+				t.Name, t.Offset, f.DataOffset, f.FileSize)
+		}
+		if uint64(t.Size) > room-t.Offset {
+			start := f.DataOffset + int64(t.Offset) // <= FileSize: Offset <= room
 			return formatErr(offsets[i], ErrLayout, "tensor %q: data [%d, %d) ends beyond the file (size %d)",
 				t.Name, start, uint64(start)+uint64(t.Size), f.FileSize)
 		}
