@@ -159,3 +159,35 @@ func TestGGUFIndependentReader(t *testing.T) {
 	}
 	t.Logf("%s", out)
 }
+
+// TestGGUFInspectJSONShape checks the exact text of `inspect --json` for
+// a small file against the shape the issue specifies (key order, field
+// names, no extra fields; data_offset computed by hand: a 24-byte header,
+// pairs of 45 and 63 bytes and a 57-byte tensor entry end at 189, padded
+// to 192).
+func TestGGUFInspectJSONShape(t *testing.T) {
+	w := gguf.NewWriter()
+	if err := w.Add("general.architecture", gguf.StringValue("llama")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Add("tokenizer.ggml.tokens", gguf.StringsValue([]string{"a", "b"})); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.AddTensor("token_embd.weight", tensor.Q4_K, []uint64{256, 2}, make([]byte, 288)); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "shape.gguf")
+	writeFile(t, path, w)
+	want := `{"version":3,"alignment":32,"data_offset":192,` +
+		`"metadata":[{"key":"general.architecture","type":"string","value":"llama"},` +
+		`{"key":"tokenizer.ggml.tokens","type":"array","array_type":"string","len":2}],` +
+		`"tensors":[{"name":"token_embd.weight","type":"Q4_K","dims":[256,2],"offset":0,"bytes":288}]}` + "\n"
+	code, out, errs := runCLI("gguf", "inspect", "--json", path)
+	if code != 0 || out != want {
+		t.Errorf("exit %d, stderr %q\n got %s\nwant %s", code, errs, out, want)
+	}
+	want = strings.Replace(want, `"len":2}`, `"len":2,"value":["a","b"]}`, 1)
+	if code, out, _ := runCLI("gguf", "inspect", "--json", "--full", path); code != 0 || out != want {
+		t.Errorf("--full: exit %d\n got %s\nwant %s", code, out, want)
+	}
+}
