@@ -142,6 +142,9 @@ func hostileCases() []hostileCase {
 		}), want: ErrTruncated, off: 0x35, field: "array of 1048576 string needs at least 8388608 bytes"},
 		{name: "bool in a nested array", data: withKV("k", TypeArray, func(r *raw) { r.u32(uint32(TypeArray)).u64(1).u32(uint32(TypeBool)).u64(1).u8(7) }), want: ErrType, off: 0x3d, field: "bool value 7"},
 		{name: "nested element type 99", data: withKV("k", TypeArray, func(r *raw) { r.u32(uint32(TypeArray)).u64(1).u32(99).u64(1).u8(0) }), want: ErrType, off: 0x31, field: "array element type: unknown value type 99"},
+		{name: "too many nested arrays", data: withKV("k", TypeArray, func(r *raw) {
+			r.u32(uint32(TypeArray)).u64(2).u32(uint32(TypeArray)).u64(2).u32(0).u64(0).u32(0).u64(0).u32(0).u64(0)
+		}), want: ErrLimit, off: 0x35, field: "array of 2 arrays brings the nested arrays to 4, over the limit of 3", lim: Limits{MaxNestedArrays: 3}},
 		{name: "nested arrays past the file", data: withKV("k", TypeArray, func(r *raw) { r.u32(uint32(TypeArray)).u64(1 << 20).zeros(64) }), want: ErrTruncated, off: elem0, field: "array of 1048576 array needs at least"},
 		// general.alignment.
 		{name: "alignment 0", data: alignFile(u32(0), TypeUint32), want: ErrLayout, off: kv0, field: `key "general.alignment": alignment 0 is not a power of two`},
@@ -349,4 +352,30 @@ func TestAbsurdCountsAllocate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestFullTableMemory parses the largest tensor table the default limits
+// admit, 2^18 entries whose last name repeats the first (so the whole
+// table is read before the error): memory stays a small multiple of the
+// file's size, with no garbage from growing the table.
+func TestFullTableMemory(t *testing.T) {
+	n := DefaultMaxTensors
+	r := hdr(3, uint64(n), 0)
+	for i := range n - 1 {
+		r.tensor(fmt.Sprintf("%05x", i), tensor.F32, uint64(i)*32, 1)
+	}
+	data := r.tensor("00000", tensor.F32, 0, 1).b
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := ParseBytes(data, Limits{})
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, ErrDuplicate) {
+		t.Fatalf("got %v, want ErrDuplicate", err)
+	}
+	used := after.TotalAlloc - before.TotalAlloc
+	if budget := 5 * uint64(len(data)); used > budget || after.Mallocs-before.Mallocs > uint64(2*n) {
+		t.Errorf("%d-byte table: %d bytes in %d allocations (budget %d bytes, %d allocations)",
+			len(data), used, after.Mallocs-before.Mallocs, budget, 2*n)
+	}
+	t.Logf("%d-byte table of %d entries: %d KiB in %d allocations", len(data), n, used>>10, after.Mallocs-before.Mallocs)
 }

@@ -27,7 +27,7 @@ type Writer struct {
 	keys      map[string]bool
 	tensors   []writerTensor
 	names     map[string]bool
-	elems     int64 // array elements in kvs, nested ones included
+	total     valueCount // what kvs add to the reader's totals
 }
 
 type writerTensor struct {
@@ -67,58 +67,73 @@ func (w *Writer) Add(key string, v Value) error {
 	if len(w.kvs) >= DefaultMaxKV-1 { // one is kept for general.alignment
 		return fmt.Errorf("gguf: add %q: %w: more than %d metadata pairs", key, ErrLimit, DefaultMaxKV-1)
 	}
-	n, err := checkValue(v, 0)
+	c, err := checkValue(v, 0)
 	if err != nil {
 		return fmt.Errorf("gguf: add %q: %w", key, err)
 	}
-	if w.elems+n > DefaultMaxElements {
-		return fmt.Errorf("gguf: add %q: %w: %d array elements in all, over the reader's default limit of %d", key, ErrLimit, w.elems+n, DefaultMaxElements)
+	if w.total.elems+c.elems > DefaultMaxElements {
+		return fmt.Errorf("gguf: add %q: %w: %d array elements in all, over the reader's default limit of %d",
+			key, ErrLimit, w.total.elems+c.elems, DefaultMaxElements)
 	}
-	w.elems += n
+	if w.total.nested+c.nested > DefaultMaxNestedArrays {
+		return fmt.Errorf("gguf: add %q: %w: %d nested arrays in all, over the reader's default limit of %d",
+			key, ErrLimit, w.total.nested+c.nested, DefaultMaxNestedArrays)
+	}
+	w.total.elems += c.elems
+	w.total.nested += c.nested
 	w.keys[key] = true
 	w.kvs = append(w.kvs, KV{Key: key, Value: v})
 	return nil
 }
 
+// valueCount is what one metadata value adds to the reader's totals.
+type valueCount struct {
+	elems  int64 // array elements, nested ones included
+	nested int   // arrays inside arrays
+}
+
 // checkValue reports values the format cannot hold (invalid ones from
 // ArrayValue) and values a reader with DefaultLimits refuses: strings,
-// arrays or nesting beyond the defaults. It returns the number of array
-// elements v holds, nested ones included.
-func checkValue(v Value, depth int) (int64, error) {
+// arrays or nesting beyond the defaults. It returns what v adds to the
+// totals DefaultLimits bound.
+func checkValue(v Value, depth int) (valueCount, error) {
+	var c valueCount
 	switch {
 	case v.typ == typeInvalid:
-		return 0, fmt.Errorf("%w: %s", ErrType, v.str)
+		return c, fmt.Errorf("%w: %s", ErrType, v.str)
 	case !v.typ.Valid():
-		return 0, fmt.Errorf("%w: value type %s", ErrType, v.typ)
+		return c, fmt.Errorf("%w: value type %s", ErrType, v.typ)
 	case v.typ == TypeString:
 		if len(v.str) > DefaultMaxStringLen {
-			return 0, fmt.Errorf("%w: string of %d bytes, over the reader's default limit of %d", ErrLimit, len(v.str), DefaultMaxStringLen)
+			return c, fmt.Errorf("%w: string of %d bytes, over the reader's default limit of %d", ErrLimit, len(v.str), DefaultMaxStringLen)
 		}
-		return 0, nil
+		return c, nil
 	case v.typ != TypeArray:
-		return 0, nil
+		return c, nil
 	case depth+1 > DefaultMaxDepth:
-		return 0, fmt.Errorf("%w: arrays nested deeper than %d", ErrLimit, DefaultMaxDepth)
+		return c, fmt.Errorf("%w: arrays nested deeper than %d", ErrLimit, DefaultMaxDepth)
 	case v.Len() > DefaultMaxArrayLen:
-		return 0, fmt.Errorf("%w: array of %d elements, over the reader's default limit of %d", ErrLimit, v.Len(), DefaultMaxArrayLen)
+		return c, fmt.Errorf("%w: array of %d elements, over the reader's default limit of %d", ErrLimit, v.Len(), DefaultMaxArrayLen)
 	}
-	n := int64(v.Len())
+	c.elems = int64(v.Len())
 	if ss, ok := v.Strings(); ok {
 		for i, s := range ss {
 			if len(s) > DefaultMaxStringLen {
-				return 0, fmt.Errorf("%w: element %d: string of %d bytes, over the reader's default limit of %d", ErrLimit, i, len(s), DefaultMaxStringLen)
+				return c, fmt.Errorf("%w: element %d: string of %d bytes, over the reader's default limit of %d", ErrLimit, i, len(s), DefaultMaxStringLen)
 			}
 		}
 	}
 	a, _ := v.Arrays()
+	c.nested = len(a)
 	for _, e := range a {
 		k, err := checkValue(e, depth+1)
 		if err != nil {
-			return 0, err
+			return c, err
 		}
-		n += k
+		c.elems += k.elems
+		c.nested += k.nested
 	}
-	return n, nil
+	return c, nil
 }
 
 // AddTensor appends a tensor. data must hold exactly the bytes the type

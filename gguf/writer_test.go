@@ -161,6 +161,16 @@ func TestWriterRefuses(t *testing.T) {
 			x := Uint8sValue(make([]uint8, DefaultMaxArrayLen)) // five views of one slice
 			return w.Add("k", ArrayValue(TypeArray, x, x, x, x, x))
 		}, ErrLimit},
+		{"nested arrays over the reader's limit", func(w *Writer) error {
+			a := make([]Value, DefaultMaxNestedArrays/2+1)
+			for i := range a {
+				a[i] = Uint8sValue(nil)
+			}
+			if err := w.Add("a", ArrayValue(TypeArray, a...)); err != nil {
+				return fmt.Errorf("first half: %v", err) // not ErrLimit: fails the case
+			}
+			return w.Add("b", ArrayValue(TypeArray, a...))
+		}, ErrLimit},
 		{"too many pairs", func(w *Writer) error {
 			for i := range DefaultMaxKV - 1 {
 				if err := w.Add(fmt.Sprint("k", i), Uint8Value(1)); err != nil {
