@@ -46,7 +46,7 @@ func syntheticFiles(t *testing.T, dir string) []string {
 			{Key: "a.u64", Value: gguf.Uint64sValue([]uint64{math.MaxUint64, 1 << 53, 1<<53 + 1})},
 			{Key: "a.i64", Value: gguf.Int64sValue([]int64{math.MinInt64, -(1<<53 + 1)})},
 			{Key: "a.f32", Value: gguf.Float32sValue([]float32{1.5, float32(math.Inf(1)), float32(math.SmallestNonzeroFloat32)})},
-			{Key: "a.f64", Value: gguf.Float64sValue([]float64{math.MaxFloat64, -0.0})},
+			{Key: "a.f64", Value: gguf.Float64sValue([]float64{math.MaxFloat64, math.Copysign(0, -1)})},
 			{Key: "a.bool", Value: gguf.BoolsValue([]bool{true, false, true})},
 			{Key: "a.str", Value: gguf.StringsValue([]string{"", "a", "▁b", "\n"})},
 			{Key: "a.empty", Value: gguf.Int32sValue(nil)},
