@@ -70,7 +70,10 @@ type File struct {
 
 // Parse reads the header, metadata and tensor table of the GGUF file of
 // the given size read through r, and checks the tensor layout. Tensor
-// data is not read: TensorData reads it on demand through r.
+// data is not read: TensorData reads it on demand through r. size must
+// be the real size: counts are checked against it before the tables are
+// reserved (a size that lies lets the claimed counts reserve up to what
+// Limits allows, about 30 MiB under the defaults).
 func Parse(r io.ReaderAt, size int64, lim Limits) (*File, error) {
 	if size < 0 {
 		return nil, formatErr(-1, ErrTruncated, "negative file size %d", size)
