@@ -17,12 +17,17 @@ import (
 // plus its size rounded up to the alignment; the data section starts at
 // the first aligned offset after the tensor table). llama.cpp refuses
 // arrays of arrays, which the format allows and the Writer writes.
+//
+// The Writer refuses whatever a reader with DefaultLimits would refuse
+// (long keys and strings, huge arrays, too many pairs or tensors), so
+// every file it writes reads back.
 type Writer struct {
 	alignment uint64
 	kvs       []KV
 	keys      map[string]bool
 	tensors   []writerTensor
 	names     map[string]bool
+	total     valueCount // what kvs add to the reader's totals
 }
 
 type writerTensor struct {
@@ -54,37 +59,82 @@ func (w *Writer) Add(key string, v Value) error {
 	if key == KeyAlignment {
 		return fmt.Errorf("gguf: add %q: use SetAlignment", key)
 	}
+	if len(key) > DefaultMaxKeyLen {
+		return fmt.Errorf("gguf: add %.40q…: %w: key of %d bytes, over the reader's default limit of %d", key, ErrLimit, len(key), DefaultMaxKeyLen)
+	}
 	if w.keys[key] {
 		return fmt.Errorf("gguf: add %q: %w", key, ErrDuplicate)
 	}
-	if err := checkValue(v, 0); err != nil {
+	if len(w.kvs) >= DefaultMaxKV-1 { // one is kept for general.alignment
+		return fmt.Errorf("gguf: add %q: %w: more than %d metadata pairs", key, ErrLimit, DefaultMaxKV-1)
+	}
+	c, err := checkValue(v, 0)
+	if err != nil {
 		return fmt.Errorf("gguf: add %q: %w", key, err)
 	}
+	if w.total.elems+c.elems > DefaultMaxElements {
+		return fmt.Errorf("gguf: add %q: %w: %d array elements in all, over the reader's default limit of %d",
+			key, ErrLimit, w.total.elems+c.elems, DefaultMaxElements)
+	}
+	if w.total.nested+c.nested > DefaultMaxNestedArrays {
+		return fmt.Errorf("gguf: add %q: %w: %d nested arrays in all, over the reader's default limit of %d",
+			key, ErrLimit, w.total.nested+c.nested, DefaultMaxNestedArrays)
+	}
+	w.total.elems += c.elems
+	w.total.nested += c.nested
 	w.keys[key] = true
 	w.kvs = append(w.kvs, KV{Key: key, Value: v})
 	return nil
 }
 
-// checkValue reports values the format cannot hold: invalid ones from
-// ArrayValue, and arrays nested beyond DefaultMaxDepth.
-func checkValue(v Value, depth int) error {
+// valueCount is what one metadata value adds to the reader's totals.
+type valueCount struct {
+	elems  int64 // array elements, nested ones included
+	nested int   // arrays inside arrays
+}
+
+// checkValue reports values the format cannot hold (invalid ones from
+// ArrayValue) and values a reader with DefaultLimits refuses: strings,
+// arrays or nesting beyond the defaults. It returns what v adds to the
+// totals DefaultLimits bound.
+func checkValue(v Value, depth int) (valueCount, error) {
+	var c valueCount
 	switch {
 	case v.typ == typeInvalid:
-		return fmt.Errorf("%w: %s", ErrType, v.str)
+		return c, fmt.Errorf("%w: %s", ErrType, v.str)
 	case !v.typ.Valid():
-		return fmt.Errorf("%w: value type %s", ErrType, v.typ)
+		return c, fmt.Errorf("%w: value type %s", ErrType, v.typ)
+	case v.typ == TypeString:
+		if len(v.str) > DefaultMaxStringLen {
+			return c, fmt.Errorf("%w: string of %d bytes, over the reader's default limit of %d", ErrLimit, len(v.str), DefaultMaxStringLen)
+		}
+		return c, nil
 	case v.typ != TypeArray:
-		return nil
+		return c, nil
 	case depth+1 > DefaultMaxDepth:
-		return fmt.Errorf("%w: arrays nested deeper than %d", ErrLimit, DefaultMaxDepth)
+		return c, fmt.Errorf("%w: arrays nested deeper than %d", ErrLimit, DefaultMaxDepth)
+	case v.Len() > DefaultMaxArrayLen:
+		return c, fmt.Errorf("%w: array of %d elements, over the reader's default limit of %d", ErrLimit, v.Len(), DefaultMaxArrayLen)
 	}
-	a, _ := v.Arrays()
-	for _, e := range a {
-		if err := checkValue(e, depth+1); err != nil {
-			return err
+	c.elems = int64(v.Len())
+	if ss, ok := v.Strings(); ok {
+		for i, s := range ss {
+			if len(s) > DefaultMaxStringLen {
+				return c, fmt.Errorf("%w: element %d: string of %d bytes, over the reader's default limit of %d", ErrLimit, i, len(s), DefaultMaxStringLen)
+			}
 		}
 	}
-	return nil
+	a, _ := v.Arrays()
+	c.nested = len(a)
+	for _, e := range a {
+		k, err := checkValue(e, depth+1)
+		if err != nil {
+			return c, err
+		}
+		c.elems += k.elems
+		c.nested += k.nested
+	}
+	return c, nil
 }
 
 // AddTensor appends a tensor. data must hold exactly the bytes the type
@@ -128,6 +178,9 @@ func (w *Writer) checkTensor(name string, typ tensor.Type, dims []uint64) (Tenso
 	}
 	if w.names[name] {
 		return TensorInfo{}, fmt.Errorf("gguf: add tensor %q: %w", name, ErrDuplicate)
+	}
+	if len(w.tensors) >= DefaultMaxTensors {
+		return TensorInfo{}, fmt.Errorf("gguf: add tensor %q: %w: more than %d tensors", name, ErrLimit, DefaultMaxTensors)
 	}
 	if len(dims) < 1 || len(dims) > MaxDims {
 		return TensorInfo{}, fmt.Errorf("gguf: add tensor %q: %w: %d dimensions", name, ErrLayout, len(dims))

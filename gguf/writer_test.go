@@ -3,6 +3,7 @@ package gguf
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"reflect"
@@ -149,6 +150,36 @@ func TestWriterRefuses(t *testing.T) {
 			}
 			return w.Add("k", v)
 		}, ErrLimit},
+		// Found by FuzzWriterRoundTrip: the Writer wrote a 1025-byte key
+		// the reader then refused.
+		{"key over the reader's limit", func(w *Writer) error { return w.Add(strings.Repeat("k", DefaultMaxKeyLen+1), Uint8Value(1)) }, ErrLimit},
+		{"string over the reader's limit", func(w *Writer) error { return w.Add("k", StringValue(strings.Repeat("s", DefaultMaxStringLen+1))) }, ErrLimit},
+		{"string element over the reader's limit", func(w *Writer) error {
+			return w.Add("k", StringsValue([]string{"a", strings.Repeat("s", DefaultMaxStringLen+1)}))
+		}, ErrLimit},
+		{"array over the reader's limit", func(w *Writer) error { return w.Add("k", Uint8sValue(make([]uint8, DefaultMaxArrayLen+1))) }, ErrLimit},
+		{"elements over the reader's limit", func(w *Writer) error {
+			x := Uint8sValue(make([]uint8, DefaultMaxArrayLen)) // five views of one slice
+			return w.Add("k", ArrayValue(TypeArray, x, x, x, x, x))
+		}, ErrLimit},
+		{"nested arrays over the reader's limit", func(w *Writer) error {
+			a := make([]Value, DefaultMaxNestedArrays/2+1)
+			for i := range a {
+				a[i] = Uint8sValue(nil)
+			}
+			if err := w.Add("a", ArrayValue(TypeArray, a...)); err != nil {
+				return fmt.Errorf("first half: %v", err) // not ErrLimit: fails the case
+			}
+			return w.Add("b", ArrayValue(TypeArray, a...))
+		}, ErrLimit},
+		{"too many pairs", func(w *Writer) error {
+			for i := range DefaultMaxKV - 1 {
+				if err := w.Add(fmt.Sprint("k", i), Uint8Value(1)); err != nil {
+					return fmt.Errorf("pair %d: %v", i, err) // not ErrLimit: fails the case
+				}
+			}
+			return w.Add("one.more", Uint8Value(1))
+		}, ErrLimit},
 		{"empty tensor name", func(w *Writer) error { return w.AddTensor("", tensor.F32, []uint64{1}, make([]byte, 4)) }, ErrLayout},
 		{"long tensor name", func(w *Writer) error {
 			return w.AddTensor(strings.Repeat("n", MaxTensorName+1), tensor.F32, []uint64{1}, make([]byte, 4))
@@ -216,7 +247,7 @@ func FuzzWriterRoundTrip(f *testing.F) {
 			}
 			added = append(added, KV{k, v})
 		}
-		tt := tensor.Type(typ % 40)
+		tt := tensor.Type(typ % 48) // every ggml type number and a few unknown ones
 		var data []byte
 		dims := []uint64{uint64(tt.BlockSize()), uint64(rows%8 + 1)}
 		if tt.Valid() {
