@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -146,10 +147,28 @@ func usernsFix(unprivileged bool) string {
 	if v, ok := readSysctl(sysctlAppArmorNS); ok && v == "1" && (unprivileged || os.Getuid() != 0) {
 		return "install the AppArmor profile: cp deploy/apparmor/usr.local.bin.lisa /etc/apparmor.d/ && apparmor_parser -r /etc/apparmor.d/usr.local.bin.lisa (lisa must live at /usr/local/bin/lisa), or sysctl -w kernel.apparmor_restrict_unprivileged_userns=0 for the whole host"
 	}
+	if chrooted() {
+		return "this process is chrooted, and the kernel refuses user namespaces to chrooted processes: give lisa its own root with a mount namespace and pivot_root (as docker and podman do) instead of chroot"
+	}
 	if seccompMode() == 2 {
 		return "this process runs under a seccomp filter that forbids namespaces (a container?): docker run --security-opt seccomp=unconfined --security-opt apparmor=unconfined, or systemd RestrictNamespaces=user mnt pid net ipc uts cgroup"
 	}
 	return "the kernel refused the namespaces for a reason lisa doctor cannot see: check that the kernel has CONFIG_USER_NS, and any LSM or container runtime policy"
+}
+
+// chrooted reports whether this process's root is not the root of its
+// mount namespace: then no line of mountinfo has "/" as its mount point.
+func chrooted() bool {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return false // no /proc: unknown, do not claim it
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && f[4] == "/" {
+			return false
+		}
+	}
+	return true
 }
 
 // errNoSelf means lisa doctor could not find or run its own binary.
@@ -217,7 +236,8 @@ func accessibleBy(path string, uid int) error {
 // failure into an error with its stderr.
 func runProbe(cmd *exec.Cmd, what string) error {
 	var errb bytes.Buffer
-	cmd.Stderr = &errb
+	// Pipes, not os/exec's default /dev/null: a scratch root may have no /dev.
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(""), io.Discard, &errb
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
@@ -379,6 +399,11 @@ func cgroupCheck() check {
 			continue
 		}
 		dir := filepath.Join("/sys/fs/cgroup", ctl, rel)
+		if _, err := os.Stat(dir); err != nil {
+			v1ok = false
+			parts = append(parts, fmt.Sprintf("v1 %s not mounted at %s", ctl, dir))
+			continue
+		}
 		w := unix.Access(dir, unix.W_OK) == nil
 		v1ok = v1ok && w
 		parts = append(parts, fmt.Sprintf("v1 %s at %s %s", ctl, dir, map[bool]string{true: "writable", false: "not writable"}[w]))
