@@ -5,6 +5,8 @@ import (
 	"io"
 	"runtime"
 	"runtime/debug"
+
+	"github.com/lisa-llm/lisa/kernels"
 )
 
 // version and commit are stamped by the Makefile with -ldflags -X.
@@ -13,6 +15,9 @@ var (
 	commit  = "unknown"
 )
 
+// runVersion prints the version and commit, the Go version, the kernel
+// path chosen on this CPU and the sandbox features the host offers (the
+// same checks as lisa doctor, one line each).
 func runVersion(args []string, stdout, stderr io.Writer) int {
 	if len(args) != 0 {
 		fmt.Fprintln(stderr, "usage: lisa version")
@@ -29,5 +34,10 @@ func runVersion(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	fmt.Fprintf(stdout, "lisa %s (commit %s, %s, %s/%s)\n", version, c, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	fmt.Fprintf(stdout, "kernels: %s\n", kernels.Describe())
+	fmt.Fprintln(stdout, "sandbox features of this host:")
+	for _, f := range versionFeatures() {
+		fmt.Fprintf(stdout, "  %s\n", f)
+	}
 	return 0
 }
