@@ -25,6 +25,7 @@ func commands() map[string]command {
 		"serve":         {"serve the OpenAI-compatible API, the model running in the sandboxed worker", runServe},
 		"health":        {"ask a running server's /health whether it is ready (for container health checks)", runHealth},
 		"sandbox-check": {"start sandboxed workers on a model, run escape probes, print the layers applied", runSandboxCheck},
+		"bench":         {"measure prompt processing and generation speed like llama-bench (sandboxed by default)", runBench},
 		"run":           {"run one prompt through a model and print the text (or JSON with top logits)", runRun},
 	}
 }
