@@ -1,0 +1,152 @@
+package bench
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+
+	"github.com/lisa-llm/lisa/gguf"
+	"github.com/lisa-llm/lisa/sandbox"
+)
+
+// WorkerArg is the argument, after the command name given to RunWorker,
+// that makes lisa a benchmark worker instead of the broker side.
+const WorkerArg = "--bench-worker"
+
+// maxResultBytes bounds the worker's reply: the broker side treats the
+// worker as hostile like any other.
+const maxResultBytes = 1 << 20
+
+// workerParams is Params as sent to the worker on its command line.
+type workerParams struct {
+	NPrompt int   `json:"n_prompt"`
+	NGen    int   `json:"n_gen"`
+	Reps    int   `json:"reps"`
+	Threads []int `json:"threads"`
+}
+
+// workerReply is what the worker writes on fd 3: results or an error.
+type workerReply struct {
+	Results []Result `json:"results"`
+	Error   string   `json:"error,omitempty"`
+}
+
+// RunWorker starts a worker that re-executes this binary with execArgs
+// (e.g. "bench", WorkerArg) in the sandbox (or, with sandboxed false,
+// unsandboxed as a child process), measures the model at path there and
+// returns its results, each with the worker's peak resident memory read
+// from /proc/<pid>/status before it exits. Progress lines the worker
+// prints go to progress (nil: discarded).
+func RunWorker(path string, p Params, sandboxed bool, execArgs []string, progress io.Writer) ([]Result, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	f, err := os.Open(abs)
+	if err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	defer f.Close()
+	arg, _ := json.Marshal(workerParams{p.NPrompt, p.NGen, p.Reps, p.Threads})
+	threads := 0
+	for _, t := range p.Threads {
+		threads = max(threads, t)
+	}
+	proc, err := sandbox.Start(sandbox.Config{Enabled: sandboxed, ModelPath: abs, Model: f, Threads: threads,
+		ExecArgs: execArgs, Args: []string{string(arg)}, Stderr: progress})
+	if err != nil {
+		return nil, fmt.Errorf("bench: start worker: %w", err)
+	}
+	defer proc.Kill()
+	var rep workerReply
+	dec := json.NewDecoder(io.LimitReader(proc.Conn, maxResultBytes))
+	derr := dec.Decode(&rep)
+	peak := vmHWM("/proc/" + strconv.Itoa(proc.Pid) + "/status")
+	proc.Conn.Close() // the worker exits when it sees the end of its socket
+	exit := proc.Wait()
+	if derr != nil {
+		return nil, fmt.Errorf("bench: worker reply: %w (worker: %s)", derr, exit.String())
+	}
+	if rep.Error != "" {
+		return nil, fmt.Errorf("bench: worker: %s", rep.Error)
+	}
+	if len(rep.Results) == 0 {
+		return nil, errors.New("bench: worker returned no results")
+	}
+	for i := range rep.Results {
+		if peak > 0 {
+			rep.Results[i].PeakRSS = peak
+		}
+		rep.Results[i].Sandbox = sandboxed
+	}
+	return rep.Results, nil
+}
+
+// WorkerMain is the benchmark worker's whole life; args are its arguments
+// after WorkerArg. It locks down as the serving worker does, loads the
+// model, enters the serving seccomp stage, measures, writes the results
+// as JSON on fd 3, and waits for the broker to close the socket.
+func WorkerMain(args []string) int {
+	wc, err := sandbox.WorkerFlags(args)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "lisa bench worker:", err)
+		return 2
+	}
+	mf, rep, err := sandbox.LockDown(wc)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "lisa bench worker: lock-down:", err)
+		return 1
+	}
+	conn := os.NewFile(sandbox.FDIPC, "ipc")
+	reply := func(r workerReply) int {
+		w := bufio.NewWriter(conn)
+		if err := json.NewEncoder(w).Encode(r); err != nil || w.Flush() != nil {
+			return 1
+		}
+		io.Copy(io.Discard, conn) // until the broker closes its end
+		if r.Error != "" {
+			return 1
+		}
+		return 0
+	}
+	if len(wc.Args) != 1 {
+		return reply(workerReply{Error: fmt.Sprintf("want one parameter argument, got %d", len(wc.Args))})
+	}
+	var wp workerParams
+	if err := json.Unmarshal([]byte(wc.Args[0]), &wp); err != nil {
+		return reply(workerReply{Error: "parameters: " + err.Error()})
+	}
+	p := Params{NPrompt: wp.NPrompt, NGen: wp.NGen, Reps: wp.Reps, Threads: wp.Threads,
+		Progress: func(msg string) { fmt.Fprintln(os.Stderr, msg) }}
+	// Under the serving stage close is not allowed: the model file stays
+	// open (and referenced, so no finalizer closes it) until exit.
+	defer runtime.KeepAlive(mf)
+	f, err := gguf.OpenFile(mf, gguf.DefaultLimits())
+	if err != nil {
+		return reply(workerReply{Error: err.Error()})
+	}
+	defer runtime.KeepAlive(f)
+	s, err := Prepare(f, p)
+	if err != nil {
+		return reply(workerReply{Error: err.Error()})
+	}
+	defer s.Close()
+	s.Sandbox = wc.Enabled
+	if err := sandbox.EnterServing(&rep); err != nil {
+		return reply(workerReply{Error: "enter serving: " + err.Error()})
+	}
+	rs, err := s.Measure()
+	if err != nil {
+		return reply(workerReply{Error: err.Error()})
+	}
+	return reply(workerReply{Results: rs})
+}

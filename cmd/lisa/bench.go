@@ -1,0 +1,186 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/lisa-llm/lisa/bench"
+	"github.com/lisa-llm/lisa/gguf"
+	"github.com/lisa-llm/lisa/kernels"
+	"github.com/lisa-llm/lisa/model/synth"
+)
+
+const benchUsage = `usage: lisa bench (-m MODEL | --synthetic SHAPE:TYPE --vocab FILE) [-p 512] [-n 128] [-r 3]
+                  [-t 1,2] [--kernels auto|generic|avx2|avx512] [-o md|csv|json|svg] [--no-sandbox]`
+
+// benchOptions are the flags of `lisa bench`.
+type benchOptions struct {
+	model, synthetic, vocab, kernels, format string
+	p                                        bench.Params
+	noSandbox                                bool
+}
+
+// parseThreads parses a comma-separated list of thread counts.
+func parseThreads(s string) ([]int, error) {
+	var out []int
+	for _, part := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(part))
+		if err != nil || n < 1 || n > 1024 {
+			return nil, fmt.Errorf("thread count %q is not in [1, 1024]", part)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func parseBenchFlags(args []string, stderr io.Writer) (benchOptions, int, bool) {
+	var o benchOptions
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.model, "m", "", "GGUF model `file`")
+	fs.IntVar(&o.p.NPrompt, "p", 512, "prompt tokens of the pp test (0: none)")
+	fs.IntVar(&o.p.NGen, "n", 128, "generated tokens of the tg test (0: none)")
+	fs.IntVar(&o.p.Reps, "r", 3, "repetitions after the warm-up")
+	threads := fs.String("t", "1,2", "comma-separated thread counts")
+	fs.StringVar(&o.kernels, "kernels", "auto", "kernel path: auto|generic|avx2|avx512")
+	fs.StringVar(&o.format, "o", "md", "output format: md|csv|json|svg")
+	fs.StringVar(&o.synthetic, "synthetic", "", "benchmark a synthetic model `SHAPE:TYPE` (e.g. tinyllama-1.1b:q4_k_m) written to a temporary folder")
+	fs.StringVar(&o.vocab, "vocab", "", "vocabulary GGUF `file` for --synthetic")
+	fs.BoolVar(&o.noSandbox, "no-sandbox", false, "measure in this process instead of a sandboxed worker")
+	fs.Usage = func() { fmt.Fprintln(stderr, benchUsage); fs.PrintDefaults() }
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return o, 0, true
+		}
+		return o, 2, true
+	}
+	bad := func(format string, a ...any) (benchOptions, int, bool) {
+		fmt.Fprintf(stderr, "lisa bench: "+format+"\n%s\n", append(a, benchUsage)...)
+		return o, 2, true
+	}
+	var err error
+	if o.p.Threads, err = parseThreads(*threads); err != nil {
+		return bad("-t: %v", err)
+	}
+	switch {
+	case fs.NArg() != 0:
+		return bad("unexpected argument %q", fs.Arg(0))
+	case (o.model == "") == (o.synthetic == ""):
+		return bad("give exactly one of -m and --synthetic")
+	case !bench.ValidFormat(o.format):
+		return bad("-o %q: want one of %s", o.format, strings.Join(bench.Formats(), ", "))
+	}
+	if err := o.p.Validate(); err != nil {
+		return bad("%v", err)
+	}
+	switch o.kernels {
+	case "auto", "generic", "avx2", "avx512":
+	default:
+		return bad("--kernels %q: want auto, generic, avx2 or avx512", o.kernels)
+	}
+	return o, 0, false
+}
+
+// runBench implements `lisa bench`, and its worker side.
+func runBench(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == bench.WorkerArg {
+		return bench.WorkerMain(args[1:])
+	}
+	o, code, done := parseBenchFlags(args, stderr)
+	if done {
+		return code
+	}
+	if o.kernels != "auto" && o.kernels != string(kernels.Selected()) {
+		if !o.noSandbox {
+			fmt.Fprintln(stderr, "lisa bench: --kernels needs --no-sandbox: the sandboxed worker starts with an empty environment and picks the kernels itself")
+			return 2
+		}
+		if os.Getenv(kernels.EnvKernels) == o.kernels {
+			fmt.Fprintf(stderr, "lisa bench: kernel path %s is not available here (selected: %s)\n", o.kernels, kernels.Selected())
+			return 1
+		}
+		// The kernel path is chosen at start-up: start again with it.
+		os.Setenv(kernels.EnvKernels, o.kernels)
+		err := syscall.Exec("/proc/self/exe", os.Args, os.Environ())
+		fmt.Fprintln(stderr, "lisa bench: re-execute with", kernels.EnvKernels+"="+o.kernels+":", err)
+		return 1
+	}
+	progress := io.Discard
+	if st, err := os.Stderr.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+		progress = stderr
+	}
+	path := o.model
+	if o.synthetic != "" {
+		p, cleanup, err := writeSynthetic(o.synthetic, o.vocab, progress)
+		if err != nil {
+			fmt.Fprintln(stderr, "lisa bench:", err)
+			return 1
+		}
+		defer cleanup()
+		path = p
+	}
+	o.p.Progress = func(msg string) { fmt.Fprintln(progress, msg) }
+	var rs []bench.Result
+	var err error
+	if o.noSandbox {
+		var f *gguf.File
+		if f, err = gguf.Open(path, gguf.DefaultLimits()); err == nil {
+			rs, err = bench.Run(f, o.p)
+			f.Close()
+		}
+	} else {
+		rs, err = bench.RunWorker(path, o.p, true, []string{"bench", bench.WorkerArg}, progress)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "lisa bench:", err)
+		return 1
+	}
+	if err := bench.Write(stdout, o.format, rs); err != nil {
+		fmt.Fprintln(stderr, "lisa bench:", err)
+		return 1
+	}
+	return 0
+}
+
+// writeSynthetic writes the model SHAPE:TYPE names into a temporary
+// folder and returns its path and a function removing it.
+func writeSynthetic(spec, vocab string, progress io.Writer) (string, func(), error) {
+	shapeName, typeName, ok := strings.Cut(spec, ":")
+	if !ok {
+		typeName = "q4_k_m"
+	}
+	s, found := synth.Lookup(shapeName)
+	if !found {
+		return "", nil, fmt.Errorf("--synthetic: unknown shape %q (want %s)", shapeName, shapeNames())
+	}
+	ft, err := synth.ParseFileType(typeName)
+	if err != nil {
+		return "", nil, fmt.Errorf("--synthetic: %w", err)
+	}
+	if vocab == "" {
+		return "", nil, fmt.Errorf("--synthetic needs --vocab FILE with %d tokens (e.g. ggml-vocab-llama-spm.gguf)", s.NVocab)
+	}
+	v, err := gguf.Open(vocab, gguf.DefaultLimits())
+	if err != nil {
+		return "", nil, err
+	}
+	defer v.Close()
+	dir, err := os.MkdirTemp("", "lisa-bench-")
+	if err != nil {
+		return "", nil, err
+	}
+	cleanup := func() { os.RemoveAll(dir) }
+	path := filepath.Join(dir, s.Name+"-"+ft.String()+".gguf")
+	fmt.Fprintf(progress, "writing synthetic %s %s to %s\n", s.Name, ft, path)
+	if _, err := synth.WriteFile(path, synth.Options{Shape: s, Type: ft, Seed: 1, Vocab: v}); err != nil {
+		cleanup()
+		return "", nil, err
+	}
+	return path, cleanup, nil
+}
