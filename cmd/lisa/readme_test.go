@@ -17,11 +17,9 @@ type readmeCommand struct {
 	args []string // the words after lisa
 }
 
-// readmeCommands extracts every lisa invocation from the README's ```sh
-// blocks: continuation lines joined, pipelines and lists split, words
-// after a redirection dropped.
-func readmeCommands(readme string) []readmeCommand {
-	var out []readmeCommand
+// readmeShellLines returns the lines of the README's ```sh blocks in
+// order, continuation lines joined.
+func readmeShellLines(readme string) []string {
 	inSh := false
 	var lines []string
 	for _, l := range strings.Split(readme, "\n") {
@@ -33,11 +31,19 @@ func readmeCommands(readme string) []readmeCommand {
 			continue
 		}
 		if n := len(lines); n > 0 && strings.HasSuffix(lines[n-1], "\\") {
-			lines[n-1] = strings.TrimSuffix(lines[n-1], "\\") + " " + l
+			lines[n-1] = strings.TrimSuffix(lines[n-1], "\\") + " " + strings.TrimSpace(l)
 			continue
 		}
 		lines = append(lines, l)
 	}
+	return lines
+}
+
+// readmeCommands extracts every lisa invocation from the README's ```sh
+// blocks: pipelines and lists split, words after a redirection dropped.
+func readmeCommands(readme string) []readmeCommand {
+	var out []readmeCommand
+	lines := readmeShellLines(readme)
 	seps := regexp.MustCompile(`\|\||&&|[|;]`)
 	for _, line := range lines {
 		for _, seg := range seps.Split(line, -1) {

@@ -352,3 +352,29 @@ func checkInRoot(t *testing.T, dir string, uid int) {
 		}
 	})
 }
+
+// TestMakeBuildFlags checks that make build uses the flags buildRelease
+// tests (the static, trimmed, stamped build), so the two cannot diverge.
+func TestMakeBuildFlags(t *testing.T) {
+	if _, err := exec.LookPath("make"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("make: %v", err)
+		}
+		t.Skipf("make: %v", err)
+	}
+	out, err := exec.Command("make", "-s", "-n", "-C", "../..", "build", "VERSION=vX", "COMMIT=cY").CombinedOutput()
+	if err != nil {
+		t.Fatalf("make -n build: %v\n%s", err, out)
+	}
+	want := "go build -trimpath -ldflags '-s -w -X main.version=vX -X main.commit=cY' -o lisa ./cmd/lisa"
+	if !strings.Contains(string(out), want) {
+		t.Errorf("make build runs:\n%s\nwant %s", out, want)
+	}
+	mk, err := os.ReadFile("../../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(mk), "export CGO_ENABLED := 0") {
+		t.Error("the Makefile no longer exports CGO_ENABLED := 0")
+	}
+}
