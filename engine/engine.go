@@ -54,6 +54,7 @@ type Options struct {
 // Engine is the loaded model with its slots. Its methods are safe for
 // concurrent use.
 type Engine struct {
+	fh      *os.File // the model file of Load, kept open (and reachable) for the engine's life
 	file    *gguf.File
 	tok     *tokenizer.Tokenizer
 	model   *model.Model
@@ -83,6 +84,9 @@ func Load(fh *os.File, hello ipc.Hello) (worker.Engine, error) {
 		f.Close()
 		return nil, err
 	}
+	// Were fh collected, its cleanup would close the model's fd, a call
+	// the worker's serving filter kills it for.
+	e.fh = fh
 	return e, nil
 }
 

@@ -23,6 +23,7 @@ type decoder struct {
 	pos, end int // unread window is buf[pos:end]
 	lim      Limits
 	elems    int64 // array elements decoded so far
+	nested   int   // arrays inside arrays decoded so far
 }
 
 func newDecoder(r io.ReaderAt, size int64, lim Limits) *decoder {
@@ -142,20 +143,40 @@ func (d *decoder) u64(what string) (uint64, error) {
 
 // str reads a length-prefixed string of at most max bytes.
 func (d *decoder) str(max int, what string) (string, error) {
+	if d.end-d.pos >= 8 {
+		// The fast path builds nothing: str runs once per token of a
+		// vocabulary.
+		n := binary.LittleEndian.Uint64(d.buf[d.pos:])
+		if n <= uint64(max) && n <= uint64(d.end-d.pos-8) {
+			d.pos += 8
+			s := string(d.buf[d.pos : d.pos+int(n)])
+			d.pos += int(n)
+			return s, nil
+		}
+	}
+	return d.strLazy(max, func() string { return what })
+}
+
+// strLazy reads a length-prefixed string of at most max bytes; what
+// names it in an error and is called only to build one.
+func (d *decoder) strLazy(max int, what func() string) (string, error) {
 	at := d.offset()
 	if d.end-d.pos < 8 {
-		// The context is only built on this slow path: str runs once per
-		// token of a vocabulary.
-		if err := d.fill(8, what+" length"); err != nil {
+		if err := d.fill(8, what()+" length"); err != nil {
 			return "", err
 		}
 	}
 	n := binary.LittleEndian.Uint64(d.buf[d.pos:])
 	d.pos += 8
 	if n > uint64(max) {
-		return "", formatErr(at, ErrLimit, "%s: length %d exceeds the limit of %d bytes", what, n, max)
+		return "", formatErr(at, ErrLimit, "%s: length %d exceeds the limit of %d bytes", what(), n, max)
 	}
-	return d.readString(int64(n), what)
+	if n <= uint64(d.end-d.pos) {
+		s := string(d.buf[d.pos : d.pos+int(n)])
+		d.pos += int(n)
+		return s, nil
+	}
+	return d.readString(int64(n), what())
 }
 
 // key reads a metadata key: non-empty, valid UTF-8, within MaxKeyLen.
@@ -266,6 +287,11 @@ func (d *decoder) array(depth int, what string) (Value, error) {
 	case TypeString:
 		return d.stringArray(int(n), what)
 	case TypeArray:
+		if total := d.nested + int(n); total > d.lim.MaxNestedArrays {
+			return Value{}, formatErr(cat, ErrLimit, "%s: array of %d arrays brings the nested arrays to %d, over the limit of %d",
+				what, n, total, d.lim.MaxNestedArrays)
+		}
+		d.nested += int(n)
 		return d.arrayArray(int(n), depth, what)
 	case TypeBool:
 		return d.boolArray(int(n), what)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"testing"
 )
 
@@ -96,5 +97,50 @@ func TestFormatErrorText(t *testing.T) {
 	}
 	if e := formatErr(-1, ErrNotFound, "key %q not found", "k"); e.Error() != `gguf: key "k" not found` {
 		t.Errorf("got %q", e.Error())
+	}
+}
+
+// TestMappingReadOnly checks that Open serves tensor data from a shared
+// read-only mapping: no copy (the slices are windows of one mapping, each
+// capped at its tensor's end) and a write faults instead of changing the
+// file.
+func TestMappingReadOnly(t *testing.T) {
+	data := sampleFile(t, 32)
+	path := filepath.Join(t.TempDir(), "ro.gguf")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Open(path, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if !f.Mapped() {
+		t.Skip("no memory mapping on this platform")
+	}
+	base := &f.data[0]
+	for i := range f.Tensors {
+		ti := &f.Tensors[i]
+		d, err := f.TensorData(ti)
+		if err != nil {
+			t.Fatal(err)
+		}
+		off := f.DataOffset + int64(ti.Offset)
+		if &d[0] != &f.data[off] || cap(d) != len(d) || !bytes.Equal(d, data[off:off+ti.Size]) {
+			t.Errorf("tensor %s is not the window [%d, +%d) of the mapping at %p", ti.Name, off, ti.Size, base)
+		}
+	}
+	d, _ := f.TensorData(&f.Tensors[0])
+	faulted := func() (faulted bool) {
+		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+		defer func() { faulted = recover() != nil }()
+		d[0] ^= 0xff
+		return false
+	}()
+	if !faulted {
+		t.Error("writing to tensor data did not fault")
+	}
+	if got, _ := os.ReadFile(path); !bytes.Equal(got, data) {
+		t.Error("the file changed")
 	}
 }

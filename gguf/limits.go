@@ -22,6 +22,11 @@ type Limits struct {
 	// MaxElements is the largest total number of array elements across
 	// all metadata, nested arrays included.
 	MaxElements int64
+	// MaxNestedArrays is the largest total number of arrays held inside
+	// other arrays, across all metadata. Each costs several times the 12
+	// bytes it takes in the file, and no real model has any (llama.cpp
+	// refuses them), so the default is far below MaxElements.
+	MaxNestedArrays int
 }
 
 // Default values of Limits.
@@ -33,6 +38,8 @@ const (
 	DefaultMaxArrayLen  = 1 << 24
 	DefaultMaxDepth     = 4
 	DefaultMaxElements  = 1 << 26
+
+	DefaultMaxNestedArrays = 1 << 16
 )
 
 // DefaultLimits returns limits that admit every real model seen so far
@@ -48,6 +55,8 @@ func DefaultLimits() Limits {
 		MaxArrayLen:  DefaultMaxArrayLen,
 		MaxDepth:     DefaultMaxDepth,
 		MaxElements:  DefaultMaxElements,
+
+		MaxNestedArrays: DefaultMaxNestedArrays,
 	}
 }
 
@@ -74,6 +83,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxElements <= 0 {
 		l.MaxElements = d.MaxElements
+	}
+	if l.MaxNestedArrays <= 0 {
+		l.MaxNestedArrays = d.MaxNestedArrays
 	}
 	return l
 }

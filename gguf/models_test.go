@@ -2,6 +2,9 @@ package gguf
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -17,15 +20,44 @@ type modelFacts struct {
 	ctx                         uint32 // 0: not checked
 	vocab                       int
 	types                       map[tensor.Type]int // tensor count per type; -1: at least one
+	sha256                      string
+	check                       func(t *testing.T, f *File) // the README's other facts
+}
+
+// mini24m checks the facts README.md gives for the mini-24m models.
+func mini24m(t *testing.T, f *File) {
+	if n, err := f.Uint32("llama.rope.dimension_count"); err != nil || n != 64 {
+		t.Errorf("llama.rope.dimension_count %d, %v; want 64", n, err)
+	}
+	if x, err := f.Float32("llama.rope.freq_base"); err != nil || x != 10000 {
+		t.Errorf("llama.rope.freq_base %g, %v; want 10000", x, err)
+	}
 }
 
 var readmeFacts = []modelFacts{
-	{"stories260K.gguf", 64, 5, 8, 4, 172, 128, 512, map[tensor.Type]int{tensor.F32: -1}},
-	{"llama-2-tiny-random.gguf", 8, 1, 2, 2, 32, 0, 32000, map[tensor.Type]int{tensor.F16: -1, tensor.F32: -1}},
-	{"mini-24m-f16.gguf", 256, 2, 4, 2, 768, 512, 32000, map[tensor.Type]int{tensor.F16: -1, tensor.F32: -1}},
-	{"mini-24m-q8_0.gguf", 256, 2, 4, 2, 768, 512, 32000, map[tensor.Type]int{tensor.Q8_0: -1, tensor.F32: -1}},
-	{"mini-24m-q4_k_m.gguf", 256, 2, 4, 2, 768, 512, 32000, map[tensor.Type]int{tensor.Q4_K: 13, tensor.Q6_K: 3, tensor.F32: 5}},
-	{"small-110m-q4_k_m.gguf", 768, 12, 12, 12, 2048, 1024, 32000, map[tensor.Type]int{tensor.Q4_K: -1, tensor.Q6_K: -1, tensor.F32: -1}},
+	{"stories260K.gguf", 64, 5, 8, 4, 172, 128, 512, map[tensor.Type]int{tensor.F32: -1},
+		"047bf46455a544931cff6fef14d7910154c56afbc23ab1c5e56a72e69912c04b", func(t *testing.T, f *File) {
+			// Written without these keys: the defaults apply.
+			for _, k := range []string{"llama.rope.freq_base", "tokenizer.ggml.add_bos_token"} {
+				if _, ok := f.Lookup(k); ok {
+					t.Errorf("%s present; the README says it is absent", k)
+				}
+			}
+		}},
+	{"llama-2-tiny-random.gguf", 8, 1, 2, 2, 32, 0, 32000, map[tensor.Type]int{tensor.F16: -1, tensor.F32: -1},
+		"81f226c62d28ed4a1a9b9fa080fcd9f0cc40e0f9d5680036583ff98fbcd035cb", nil},
+	{"mini-24m-f16.gguf", 256, 2, 4, 2, 768, 512, 32000, map[tensor.Type]int{tensor.F16: -1, tensor.F32: -1},
+		"37575cfcf1700b82d1279ff4c022618390e10ecee88ce9643637de953f08b366", mini24m},
+	{"mini-24m-q8_0.gguf", 256, 2, 4, 2, 768, 512, 32000, map[tensor.Type]int{tensor.Q8_0: -1, tensor.F32: -1},
+		"e70e483284ce5f875e3420312b2704f5c50e56087274fa111a0eaeaafeb64517", mini24m},
+	{"mini-24m-q4_k_m.gguf", 256, 2, 4, 2, 768, 512, 32000, map[tensor.Type]int{tensor.Q4_K: 13, tensor.Q6_K: 3, tensor.F32: 5},
+		"de8a4743efdc3704fbe99845ae8b2fd44f99a0a136eb5e714482110be6503679", mini24m},
+	{"small-110m-q4_k_m.gguf", 768, 12, 12, 12, 2048, 1024, 32000, map[tensor.Type]int{tensor.Q4_K: -1, tensor.Q6_K: -1, tensor.F32: -1},
+		"fe97dd09697f12e2fe0e7b0f24b51d52f42d4d15fe9a598509e463e4c1afd472", func(t *testing.T, f *File) {
+			if out, ok := f.Tensor("output.weight"); !ok || out.Type != tensor.Q6_K {
+				t.Errorf("output.weight: %v; the README says Q6_K", out)
+			}
+		}},
 }
 
 func TestModels(t *testing.T) {
@@ -60,6 +92,22 @@ func TestModels(t *testing.T) {
 			}
 			checkTypes(t, f, m.types)
 			checkData(t, f, m)
+			if m.check != nil {
+				m.check(t, f)
+			}
+			// The bytes parsed are the file the README describes.
+			fh, err := os.Open(shared.Model(t, m.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer fh.Close()
+			h := sha256.New()
+			if _, err := io.Copy(h, fh); err != nil {
+				t.Fatal(err)
+			}
+			if got := hex.EncodeToString(h.Sum(nil)); got != m.sha256 {
+				t.Errorf("sha256 %s, the README says %s", got, m.sha256)
+			}
 		})
 	}
 }

@@ -70,7 +70,10 @@ type File struct {
 
 // Parse reads the header, metadata and tensor table of the GGUF file of
 // the given size read through r, and checks the tensor layout. Tensor
-// data is not read: TensorData reads it on demand through r.
+// data is not read: TensorData reads it on demand through r. size must
+// be the real size: counts are checked against it before the tables are
+// reserved (a size that lies lets the claimed counts reserve up to what
+// Limits allows, about 30 MiB under the defaults).
 func Parse(r io.ReaderAt, size int64, lim Limits) (*File, error) {
 	if size < 0 {
 		return nil, formatErr(-1, ErrTruncated, "negative file size %d", size)
@@ -229,13 +232,20 @@ func (f *File) setAlignment() error {
 }
 
 func (f *File) readTensors(d *decoder, n int) error {
-	c := min(n, preallocMax) // grow past this as entries really arrive
-	f.Tensors = make([]TensorInfo, 0, c)
-	f.tensorIndex = make(map[string]int, c)
-	offsets := make([]int64, 0, c)
+	// count checked n against the limit and against the bytes left (at
+	// least minTensorInfoSize each), so reserving n entries up front costs
+	// at most a few bytes per byte of the file, and saves the garbage of
+	// growing the table and the index entry by entry.
+	f.Tensors = make([]TensorInfo, 0, n)
+	f.tensorIndex = make(map[string]int, n)
+	offsets := make([]int64, 0, n)
+	var dims []uint64 // slab the entries' dimensions are cut from
 	for i := range n {
 		at := d.offset()
-		t, err := d.tensorInfo(i)
+		if cap(dims)-len(dims) < MaxDims {
+			dims = make([]uint64, 0, min(MaxDims*(n-i), dimSlab))
+		}
+		t, err := d.tensorInfo(i, &dims)
 		if err != nil {
 			return err
 		}
@@ -252,51 +262,76 @@ func (f *File) readTensors(d *decoder, n int) error {
 	return f.checkLayout(offsets)
 }
 
-// tensorInfo reads one entry of the tensor table.
-func (d *decoder) tensorInfo(i int) (TensorInfo, error) {
+// dimSlab is the number of dimensions allocated at a time for the
+// tensor table.
+const dimSlab = 4096
+
+// tensorWhat names the tensor called name in messages.
+func tensorWhat(name string) string { return "tensor " + strconv.Quote(name) }
+
+// tensorField returns the next n bytes, the field of the tensor called
+// name. The message naming them is built only when they are missing: a
+// table can hold hundreds of thousands of entries.
+func (d *decoder) tensorField(n int, name, field string) ([]byte, error) {
+	if d.end-d.pos < n {
+		if err := d.fill(n, tensorWhat(name)+": "+field); err != nil {
+			return nil, err
+		}
+	}
+	b := d.buf[d.pos : d.pos+n]
+	d.pos += n
+	return b, nil
+}
+
+// tensorInfo reads entry i of the tensor table, cutting its dimensions
+// from the end of *slab, which has room for MaxDims more.
+func (d *decoder) tensorInfo(i int, slab *[]uint64) (TensorInfo, error) {
 	at := d.offset()
-	name, err := d.str(d.lim.MaxKeyLen, "tensor "+strconv.Itoa(i)+" name")
+	name, err := d.strLazy(d.lim.MaxKeyLen, func() string { return "tensor " + strconv.Itoa(i) + " name" })
 	if err != nil {
 		return TensorInfo{}, err
 	}
 	if name == "" {
 		return TensorInfo{}, formatErr(at, ErrType, "tensor %d: empty name", i)
 	}
-	what := "tensor " + strconv.Quote(name)
+	le := binary.LittleEndian
 	dat := d.offset()
-	nd, err := d.u32(what + ": dimension count")
+	b, err := d.tensorField(4, name, "dimension count")
 	if err != nil {
 		return TensorInfo{}, err
 	}
+	nd := le.Uint32(b)
 	if nd < 1 || nd > MaxDims {
-		return TensorInfo{}, formatErr(dat, ErrLayout, "%s: %d dimensions (must be 1 to %d)", what, nd, MaxDims)
+		return TensorInfo{}, formatErr(dat, ErrLayout, "%s: %d dimensions (must be 1 to %d)", tensorWhat(name), nd, MaxDims)
 	}
-	dims := make([]uint64, nd)
-	b, err := d.next(8*int(nd), what+": dimensions")
-	if err != nil {
+	if b, err = d.tensorField(8*int(nd), name, "dimensions"); err != nil {
 		return TensorInfo{}, err
 	}
+	k := len(*slab)
+	dims := (*slab)[k : k+int(nd) : k+int(nd)]
+	*slab = (*slab)[:k+int(nd)]
 	for j := range dims {
-		dims[j] = binary.LittleEndian.Uint64(b[8*j:])
+		dims[j] = le.Uint64(b[8*j:])
 		if dims[j] == 0 {
-			return TensorInfo{}, formatErr(dat+4+8*int64(j), ErrLayout, "%s: dimension %d is 0", what, j)
+			return TensorInfo{}, formatErr(dat+4+8*int64(j), ErrLayout, "%s: dimension %d is 0", tensorWhat(name), j)
 		}
 	}
 	tat := d.offset()
-	typ, err := d.u32(what + ": type")
-	if err != nil {
+	if b, err = d.tensorField(4, name, "type"); err != nil {
 		return TensorInfo{}, err
 	}
-	if err := tensor.Type(typ).Check(); err != nil {
-		return TensorInfo{}, &FormatError{Offset: tat, Msg: what + ": " + err.Error(), Err: ErrType}
+	typ := tensor.Type(le.Uint32(b))
+	if err := typ.Check(); err != nil {
+		return TensorInfo{}, &FormatError{Offset: tat, Msg: tensorWhat(name) + ": " + err.Error(), Err: ErrType}
 	}
-	t := TensorInfo{Name: name, Dims: dims, Type: tensor.Type(typ)}
-	if t.Size, err = t.Type.Bytes(dims); err != nil {
-		return TensorInfo{}, &FormatError{Offset: dat, Msg: what + ": " + shapeString(dims) + " " + t.Type.String() + ": " + err.Error(), Err: ErrLayout}
+	t := TensorInfo{Name: name, Dims: dims, Type: typ}
+	if t.Size, err = typ.Bytes(dims); err != nil {
+		return TensorInfo{}, &FormatError{Offset: dat, Msg: tensorWhat(name) + ": " + shapeString(dims) + " " + typ.String() + ": " + err.Error(), Err: ErrLayout}
 	}
-	if t.Offset, err = d.u64(what + ": data offset"); err != nil {
+	if b, err = d.tensorField(8, name, "data offset"); err != nil {
 		return TensorInfo{}, err
 	}
+	t.Offset = le.Uint64(b)
 	return t, nil
 }
 
@@ -315,8 +350,13 @@ func (f *File) checkLayout(offsets []int64) error {
 		if t.Offset%f.Alignment != 0 {
 			return formatErr(offsets[i], ErrLayout, "tensor %q: data offset %d is not a multiple of the alignment %d", t.Name, t.Offset, f.Alignment)
 		}
-		if t.Offset > room || uint64(t.Size) > room-t.Offset {
-			start, _ := tensor.AddInt64(f.DataOffset, int64(min(t.Offset, 1<<62)))
+		if t.Offset > room {
+			// DataOffset+Offset may not even fit in 64 bits: name both.
+			return formatErr(offsets[i], ErrLayout, "tensor %q: data offset %d starts beyond the file (data section at %d, size %d)",
+				t.Name, t.Offset, f.DataOffset, f.FileSize)
+		}
+		if uint64(t.Size) > room-t.Offset {
+			start := f.DataOffset + int64(t.Offset) // <= FileSize: Offset <= room
 			return formatErr(offsets[i], ErrLayout, "tensor %q: data [%d, %d) ends beyond the file (size %d)",
 				t.Name, start, uint64(start)+uint64(t.Size), f.FileSize)
 		}

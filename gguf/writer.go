@@ -17,17 +17,23 @@ import (
 // plus its size rounded up to the alignment; the data section starts at
 // the first aligned offset after the tensor table). llama.cpp refuses
 // arrays of arrays, which the format allows and the Writer writes.
+//
+// The Writer refuses whatever a reader with DefaultLimits would refuse
+// (long keys and strings, huge arrays, too many pairs or tensors), so
+// every file it writes reads back.
 type Writer struct {
 	alignment uint64
 	kvs       []KV
 	keys      map[string]bool
 	tensors   []writerTensor
 	names     map[string]bool
+	total     valueCount // what kvs add to the reader's totals
 }
 
 type writerTensor struct {
-	info TensorInfo
-	data []byte
+	info  TensorInfo
+	data  []byte
+	write func(io.Writer) error // streams the data instead when set
 }
 
 // MaxTensorName is the longest tensor name the Writer accepts, in bytes:
@@ -53,71 +59,145 @@ func (w *Writer) Add(key string, v Value) error {
 	if key == KeyAlignment {
 		return fmt.Errorf("gguf: add %q: use SetAlignment", key)
 	}
+	if len(key) > DefaultMaxKeyLen {
+		return fmt.Errorf("gguf: add %.40q…: %w: key of %d bytes, over the reader's default limit of %d", key, ErrLimit, len(key), DefaultMaxKeyLen)
+	}
 	if w.keys[key] {
 		return fmt.Errorf("gguf: add %q: %w", key, ErrDuplicate)
 	}
-	if err := checkValue(v, 0); err != nil {
+	if len(w.kvs) >= DefaultMaxKV-1 { // one is kept for general.alignment
+		return fmt.Errorf("gguf: add %q: %w: more than %d metadata pairs", key, ErrLimit, DefaultMaxKV-1)
+	}
+	c, err := checkValue(v, 0)
+	if err != nil {
 		return fmt.Errorf("gguf: add %q: %w", key, err)
 	}
+	if w.total.elems+c.elems > DefaultMaxElements {
+		return fmt.Errorf("gguf: add %q: %w: %d array elements in all, over the reader's default limit of %d",
+			key, ErrLimit, w.total.elems+c.elems, DefaultMaxElements)
+	}
+	if w.total.nested+c.nested > DefaultMaxNestedArrays {
+		return fmt.Errorf("gguf: add %q: %w: %d nested arrays in all, over the reader's default limit of %d",
+			key, ErrLimit, w.total.nested+c.nested, DefaultMaxNestedArrays)
+	}
+	w.total.elems += c.elems
+	w.total.nested += c.nested
 	w.keys[key] = true
 	w.kvs = append(w.kvs, KV{Key: key, Value: v})
 	return nil
 }
 
-// checkValue reports values the format cannot hold: invalid ones from
-// ArrayValue, and arrays nested beyond DefaultMaxDepth.
-func checkValue(v Value, depth int) error {
+// valueCount is what one metadata value adds to the reader's totals.
+type valueCount struct {
+	elems  int64 // array elements, nested ones included
+	nested int   // arrays inside arrays
+}
+
+// checkValue reports values the format cannot hold (invalid ones from
+// ArrayValue) and values a reader with DefaultLimits refuses: strings,
+// arrays or nesting beyond the defaults. It returns what v adds to the
+// totals DefaultLimits bound.
+func checkValue(v Value, depth int) (valueCount, error) {
+	var c valueCount
 	switch {
 	case v.typ == typeInvalid:
-		return fmt.Errorf("%w: %s", ErrType, v.str)
+		return c, fmt.Errorf("%w: %s", ErrType, v.str)
 	case !v.typ.Valid():
-		return fmt.Errorf("%w: value type %s", ErrType, v.typ)
+		return c, fmt.Errorf("%w: value type %s", ErrType, v.typ)
+	case v.typ == TypeString:
+		if len(v.str) > DefaultMaxStringLen {
+			return c, fmt.Errorf("%w: string of %d bytes, over the reader's default limit of %d", ErrLimit, len(v.str), DefaultMaxStringLen)
+		}
+		return c, nil
 	case v.typ != TypeArray:
-		return nil
+		return c, nil
 	case depth+1 > DefaultMaxDepth:
-		return fmt.Errorf("%w: arrays nested deeper than %d", ErrLimit, DefaultMaxDepth)
+		return c, fmt.Errorf("%w: arrays nested deeper than %d", ErrLimit, DefaultMaxDepth)
+	case v.Len() > DefaultMaxArrayLen:
+		return c, fmt.Errorf("%w: array of %d elements, over the reader's default limit of %d", ErrLimit, v.Len(), DefaultMaxArrayLen)
 	}
-	a, _ := v.Arrays()
-	for _, e := range a {
-		if err := checkValue(e, depth+1); err != nil {
-			return err
+	c.elems = int64(v.Len())
+	if ss, ok := v.Strings(); ok {
+		for i, s := range ss {
+			if len(s) > DefaultMaxStringLen {
+				return c, fmt.Errorf("%w: element %d: string of %d bytes, over the reader's default limit of %d", ErrLimit, i, len(s), DefaultMaxStringLen)
+			}
 		}
 	}
-	return nil
+	a, _ := v.Arrays()
+	c.nested = len(a)
+	for _, e := range a {
+		k, err := checkValue(e, depth+1)
+		if err != nil {
+			return c, err
+		}
+		c.elems += k.elems
+		c.nested += k.nested
+	}
+	return c, nil
 }
 
 // AddTensor appends a tensor. data must hold exactly the bytes the type
 // and dimensions need; it is kept, not copied, until WriteTo.
 func (w *Writer) AddTensor(name string, typ tensor.Type, dims []uint64, data []byte) error {
+	info, err := w.checkTensor(name, typ, dims)
+	if err != nil {
+		return err
+	}
+	if int64(len(data)) != info.Size {
+		return fmt.Errorf("gguf: add tensor %q: %w: %d bytes of data, %s %s needs %d",
+			name, ErrLayout, len(data), shapeString(dims), typ, info.Size)
+	}
+	w.names[name] = true
+	w.tensors = append(w.tensors, writerTensor{info: info, data: data})
+	return nil
+}
+
+// AddTensorFunc appends a tensor whose data is produced while the file is
+// written: WriteTo calls write once, in tensor order, and it must write
+// exactly the bytes the type and dimensions need (WriteTo fails otherwise).
+// It lets a file larger than memory be written without holding its data.
+func (w *Writer) AddTensorFunc(name string, typ tensor.Type, dims []uint64, write func(io.Writer) error) error {
+	info, err := w.checkTensor(name, typ, dims)
+	if err != nil {
+		return err
+	}
+	if write == nil {
+		return fmt.Errorf("gguf: add tensor %q: nil write function", name)
+	}
+	w.names[name] = true
+	w.tensors = append(w.tensors, writerTensor{info: info, write: write})
+	return nil
+}
+
+// checkTensor validates a new tensor's name, dimensions and type and
+// returns its info with the size set.
+func (w *Writer) checkTensor(name string, typ tensor.Type, dims []uint64) (TensorInfo, error) {
 	if name == "" || len(name) > MaxTensorName {
-		return fmt.Errorf("gguf: add tensor %q: %w: name must be 1 to %d bytes", name, ErrLayout, MaxTensorName)
+		return TensorInfo{}, fmt.Errorf("gguf: add tensor %q: %w: name must be 1 to %d bytes", name, ErrLayout, MaxTensorName)
 	}
 	if w.names[name] {
-		return fmt.Errorf("gguf: add tensor %q: %w", name, ErrDuplicate)
+		return TensorInfo{}, fmt.Errorf("gguf: add tensor %q: %w", name, ErrDuplicate)
+	}
+	if len(w.tensors) >= DefaultMaxTensors {
+		return TensorInfo{}, fmt.Errorf("gguf: add tensor %q: %w: more than %d tensors", name, ErrLimit, DefaultMaxTensors)
 	}
 	if len(dims) < 1 || len(dims) > MaxDims {
-		return fmt.Errorf("gguf: add tensor %q: %w: %d dimensions", name, ErrLayout, len(dims))
+		return TensorInfo{}, fmt.Errorf("gguf: add tensor %q: %w: %d dimensions", name, ErrLayout, len(dims))
 	}
 	for i, d := range dims {
 		if d == 0 {
-			return fmt.Errorf("gguf: add tensor %q: %w: dimension %d is 0", name, ErrLayout, i)
+			return TensorInfo{}, fmt.Errorf("gguf: add tensor %q: %w: dimension %d is 0", name, ErrLayout, i)
 		}
 	}
 	if err := typ.Check(); err != nil {
-		return fmt.Errorf("gguf: add tensor %q: %w: %w", name, ErrType, err)
+		return TensorInfo{}, fmt.Errorf("gguf: add tensor %q: %w: %w", name, ErrType, err)
 	}
 	size, err := typ.Bytes(dims)
 	if err != nil {
-		return fmt.Errorf("gguf: add tensor %q: %w: %w", name, ErrLayout, err)
+		return TensorInfo{}, fmt.Errorf("gguf: add tensor %q: %w: %w", name, ErrLayout, err)
 	}
-	if int64(len(data)) != size {
-		return fmt.Errorf("gguf: add tensor %q: %w: %d bytes of data, %s %s needs %d",
-			name, ErrLayout, len(data), shapeString(dims), typ, size)
-	}
-	w.names[name] = true
-	info := TensorInfo{Name: name, Dims: append([]uint64(nil), dims...), Type: typ, Size: size}
-	w.tensors = append(w.tensors, writerTensor{info: info, data: data})
-	return nil
+	return TensorInfo{Name: name, Dims: append([]uint64(nil), dims...), Type: typ, Size: size}, nil
 }
 
 // WriteTo writes the file to out and returns the bytes written.
@@ -155,7 +235,11 @@ func (w *Writer) WriteTo(out io.Writer) (int64, error) {
 	}
 	e.pad(a)
 	for _, t := range w.tensors {
-		e.bytes(t.data)
+		if t.write == nil {
+			e.bytes(t.data)
+		} else {
+			e.stream(t)
+		}
 		e.pad(a)
 	}
 	if e.err == nil {
@@ -211,6 +295,34 @@ func (e *encoder) str(s string) {
 		e.n += int64(n)
 		e.err = err
 	}
+}
+
+// stream writes t's data through its write function and checks that it
+// wrote exactly the tensor's size.
+func (e *encoder) stream(t writerTensor) {
+	if e.err != nil {
+		return
+	}
+	start := e.n
+	if err := t.write(encoderWriter{e}); err != nil && e.err == nil {
+		e.err = fmt.Errorf("tensor %q: %w", t.info.Name, err)
+	}
+	if got := e.n - start; e.err == nil && got != t.info.Size {
+		e.err = fmt.Errorf("tensor %q: %w: wrote %d bytes, %s %s needs %d",
+			t.info.Name, ErrLayout, got, shapeString(t.info.Dims), t.info.Type, t.info.Size)
+	}
+}
+
+// encoderWriter lets a tensor's write function write through the encoder.
+type encoderWriter struct{ e *encoder }
+
+// Write implements io.Writer.
+func (w encoderWriter) Write(b []byte) (int, error) {
+	if w.e.err != nil {
+		return 0, w.e.err
+	}
+	w.e.bytes(b)
+	return len(b), w.e.err
 }
 
 // pad writes zero bytes up to the next multiple of a.

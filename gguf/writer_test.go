@@ -3,6 +3,8 @@ package gguf
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"io"
 	"math"
 	"reflect"
 	"strings"
@@ -148,6 +150,36 @@ func TestWriterRefuses(t *testing.T) {
 			}
 			return w.Add("k", v)
 		}, ErrLimit},
+		// Found by FuzzWriterRoundTrip: the Writer wrote a 1025-byte key
+		// the reader then refused.
+		{"key over the reader's limit", func(w *Writer) error { return w.Add(strings.Repeat("k", DefaultMaxKeyLen+1), Uint8Value(1)) }, ErrLimit},
+		{"string over the reader's limit", func(w *Writer) error { return w.Add("k", StringValue(strings.Repeat("s", DefaultMaxStringLen+1))) }, ErrLimit},
+		{"string element over the reader's limit", func(w *Writer) error {
+			return w.Add("k", StringsValue([]string{"a", strings.Repeat("s", DefaultMaxStringLen+1)}))
+		}, ErrLimit},
+		{"array over the reader's limit", func(w *Writer) error { return w.Add("k", Uint8sValue(make([]uint8, DefaultMaxArrayLen+1))) }, ErrLimit},
+		{"elements over the reader's limit", func(w *Writer) error {
+			x := Uint8sValue(make([]uint8, DefaultMaxArrayLen)) // five views of one slice
+			return w.Add("k", ArrayValue(TypeArray, x, x, x, x, x))
+		}, ErrLimit},
+		{"nested arrays over the reader's limit", func(w *Writer) error {
+			a := make([]Value, DefaultMaxNestedArrays/2+1)
+			for i := range a {
+				a[i] = Uint8sValue(nil)
+			}
+			if err := w.Add("a", ArrayValue(TypeArray, a...)); err != nil {
+				return fmt.Errorf("first half: %v", err) // not ErrLimit: fails the case
+			}
+			return w.Add("b", ArrayValue(TypeArray, a...))
+		}, ErrLimit},
+		{"too many pairs", func(w *Writer) error {
+			for i := range DefaultMaxKV - 1 {
+				if err := w.Add(fmt.Sprint("k", i), Uint8Value(1)); err != nil {
+					return fmt.Errorf("pair %d: %v", i, err) // not ErrLimit: fails the case
+				}
+			}
+			return w.Add("one.more", Uint8Value(1))
+		}, ErrLimit},
 		{"empty tensor name", func(w *Writer) error { return w.AddTensor("", tensor.F32, []uint64{1}, make([]byte, 4)) }, ErrLayout},
 		{"long tensor name", func(w *Writer) error {
 			return w.AddTensor(strings.Repeat("n", MaxTensorName+1), tensor.F32, []uint64{1}, make([]byte, 4))
@@ -215,7 +247,7 @@ func FuzzWriterRoundTrip(f *testing.F) {
 			}
 			added = append(added, KV{k, v})
 		}
-		tt := tensor.Type(typ % 40)
+		tt := tensor.Type(typ % 48) // every ggml type number and a few unknown ones
 		var data []byte
 		dims := []uint64{uint64(tt.BlockSize()), uint64(rows%8 + 1)}
 		if tt.Valid() {
@@ -246,4 +278,76 @@ func FuzzWriterRoundTrip(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestWriterStream checks that tensors written through AddTensorFunc give
+// the same file as the same bytes given to AddTensor, and that a function
+// writing the wrong number of bytes, or failing, fails WriteTo.
+func TestWriterStream(t *testing.T) {
+	data := make([]byte, 4*100)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	dims := []uint64{10, 10}
+	var want bytes.Buffer
+	w := NewWriter()
+	if err := w.AddTensor("a", tensor.F32, dims, data); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.AddTensor("b", tensor.F32, dims, data); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.WriteTo(&want); err != nil {
+		t.Fatal(err)
+	}
+	writeIn := func(chunk int) func(io.Writer) error {
+		return func(out io.Writer) error {
+			for off := 0; off < len(data); off += chunk {
+				if _, err := out.Write(data[off:min(off+chunk, len(data))]); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}
+	errBoom := errors.New("boom")
+	tests := []struct {
+		name    string
+		write   func(io.Writer) error
+		wantErr error
+	}{
+		{"whole", writeIn(len(data)), nil},
+		{"chunks of 3", writeIn(3), nil},
+		{"short", func(out io.Writer) error { _, err := out.Write(data[:len(data)-1]); return err }, ErrLayout},
+		{"long", func(out io.Writer) error { _, err := out.Write(append(data, 0)); return err }, ErrLayout},
+		{"failing", func(io.Writer) error { return errBoom }, errBoom},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			w := NewWriter()
+			if err := w.AddTensor("a", tensor.F32, dims, data); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.AddTensorFunc("b", tensor.F32, dims, tc.write); err != nil {
+				t.Fatal(err)
+			}
+			var got bytes.Buffer
+			_, err := w.WriteTo(&got)
+			if tc.wantErr != nil {
+				if !errors.Is(err, tc.wantErr) {
+					t.Fatalf("WriteTo: %v, want %v", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got.Bytes(), want.Bytes()) {
+				t.Fatalf("streamed file differs from the buffered one (%d vs %d bytes)", got.Len(), want.Len())
+			}
+		})
+	}
+	if err := NewWriter().AddTensorFunc("c", tensor.F32, dims, nil); err == nil {
+		t.Error("AddTensorFunc accepted a nil function")
+	}
 }

@@ -1,14 +1,11 @@
 package quant
 
 import (
-	"encoding/binary"
-	"errors"
-	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"testing"
 
+	"github.com/lisa-llm/lisa/gguf"
 	"github.com/lisa-llm/lisa/internal/shared"
 	"github.com/lisa-llm/lisa/tensor"
 )
@@ -20,120 +17,26 @@ type ggufTensor struct {
 	data []byte
 }
 
-// ggufReader walks a GGUF file held in memory. It is a minimal reader for
-// these tests (the project's GGUF parser is another package); every read
-// is bounds-checked and reports the offset on failure.
-type ggufReader struct {
-	b   []byte
-	off int
-	err error
-}
-
-func (r *ggufReader) take(n uint64) []byte {
-	if r.err != nil {
-		return nil
-	}
-	if n > uint64(len(r.b)-r.off) {
-		r.err = fmt.Errorf("gguf: %d bytes wanted at offset %d of %d", n, r.off, len(r.b))
-		return nil
-	}
-	s := r.b[r.off : r.off+int(n)]
-	r.off += int(n)
-	return s
-}
-
-func (r *ggufReader) u32() uint32 {
-	if s := r.take(4); s != nil {
-		return binary.LittleEndian.Uint32(s)
-	}
-	return 0
-}
-
-func (r *ggufReader) u64() uint64 {
-	if s := r.take(8); s != nil {
-		return binary.LittleEndian.Uint64(s)
-	}
-	return 0
-}
-
-func (r *ggufReader) str() string { return string(r.take(r.u64())) }
-
-// value skips (or, for general.alignment, returns) one metadata value.
-func (r *ggufReader) value(vt uint32) uint64 {
-	sizes := map[uint32]uint64{0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
-	switch vt {
-	case 8:
-		r.str()
-	case 9:
-		et, n := r.u32(), r.u64()
-		for i := uint64(0); i < n && r.err == nil; i++ {
-			r.value(et)
-		}
-	case 4:
-		return uint64(r.u32())
-	default:
-		sz, ok := sizes[vt]
-		if !ok {
-			r.err = fmt.Errorf("gguf: value type %d at offset %d", vt, r.off)
-			return 0
-		}
-		r.take(sz)
-	}
-	return 0
-}
-
-// readGGUF returns the tensors of a GGUF file by name.
-func readGGUF(path string) (map[string]ggufTensor, error) {
-	b, err := os.ReadFile(path)
+// readGGUF opens a GGUF file with package gguf and returns its tensors by
+// name. The data are windows of the file's read-only mapping, released
+// when t ends.
+func readGGUF(t *testing.T, path string) map[string]ggufTensor {
+	t.Helper()
+	f, err := gguf.Open(path, gguf.DefaultLimits())
 	if err != nil {
-		return nil, err
+		t.Fatal(err)
 	}
-	r := &ggufReader{b: b}
-	if string(r.take(4)) != "GGUF" || r.u32() != 3 {
-		return nil, errors.New("gguf: not a version 3 GGUF file")
-	}
-	nt, nkv := r.u64(), r.u64()
-	align := uint64(32)
-	for i := uint64(0); i < nkv && r.err == nil; i++ {
-		key := r.str()
-		if v := r.value(r.u32()); key == "general.alignment" {
-			align = v
-		}
-	}
-	type info struct {
-		name string
-		typ  tensor.Type
-		dims []uint64
-		off  uint64
-	}
-	var infos []info
-	for i := uint64(0); i < nt && r.err == nil; i++ {
-		in := info{name: r.str()}
-		nd := r.u32()
-		for d := uint32(0); d < nd && r.err == nil; d++ {
-			in.dims = append(in.dims, r.u64())
-		}
-		in.typ = tensor.Type(r.u32())
-		in.off = r.u64()
-		infos = append(infos, in)
-	}
-	if r.err != nil {
-		return nil, r.err
-	}
-	base := (uint64(r.off) + align - 1) / align * align
-	out := map[string]ggufTensor{}
-	for _, in := range infos {
-		size, err := in.typ.Bytes(in.dims)
+	t.Cleanup(func() { f.Close() })
+	out := make(map[string]ggufTensor, len(f.Tensors))
+	for i := range f.Tensors {
+		ti := &f.Tensors[i]
+		data, err := f.TensorData(ti)
 		if err != nil {
-			return nil, fmt.Errorf("gguf: tensor %s: %w", in.name, err)
+			t.Fatal(err)
 		}
-		if base+in.off+uint64(size) > uint64(len(b)) {
-			return nil, fmt.Errorf("gguf: tensor %s past the end of the file", in.name)
-		}
-		n, _ := tensor.Elements(in.dims)
-		out[in.name] = ggufTensor{in.typ, int(n), b[base+in.off : base+in.off+uint64(size)]}
+		out[ti.Name] = ggufTensor{ti.Type, int(ti.Elements()), data}
 	}
-	return out, nil
+	return out
 }
 
 // TestModelTensors quantizes every tensor of the F16 test model with the
@@ -145,16 +48,10 @@ func TestModelTensors(t *testing.T) {
 	if testing.Short() {
 		t.Skip("whole-model comparison skipped in -short mode")
 	}
-	src, err := readGGUF(shared.Model(t, "mini-24m-f16.gguf"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	src := readGGUF(t, shared.Model(t, "mini-24m-f16.gguf"))
 	for _, name := range []string{"mini-24m-q8_0.gguf", "mini-24m-q4_k_m.gguf"} {
 		t.Run(name, func(t *testing.T) {
-			quantized, err := readGGUF(shared.Model(t, name))
-			if err != nil {
-				t.Fatal(err)
-			}
+			quantized := readGGUF(t, shared.Model(t, name))
 			counts := map[tensor.Type]int{}
 			for tn, q := range quantized {
 				s, ok := src[tn]
@@ -195,10 +92,7 @@ func TestModelDecode(t *testing.T) {
 		t.Skip("whole-model decode skipped in -short mode")
 	}
 	for _, path := range shared.Models(t) {
-		tensors, err := readGGUF(path)
-		if err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
+		tensors := readGGUF(t, path)
 		for name, tn := range tensors {
 			vals := make([]float32, tn.n)
 			if err := Dequantize(tn.typ, tn.data, vals); err != nil {

@@ -28,6 +28,9 @@ func TestBlockSizes(t *testing.T) {
 	}{
 		{"BlockQ8_0 struct", int(reflect.TypeFor[BlockQ8_0]().Size()), 34, tensor.Q8_0, QK8_0, true},
 		{"BlockQ8K struct", int(reflect.TypeFor[BlockQ8K]().Size()), 292, tensor.Q8_K, QK_K, true},
+		{"F32", acceptedBytes(tensor.F32), 4, tensor.F32, 1, true},
+		{"F16", acceptedBytes(tensor.F16), 2, tensor.F16, 1, true},
+		{"BF16", acceptedBytes(tensor.BF16), 2, tensor.BF16, 1, true},
 		{"Q4_0", BlockQ4_0Bytes, 18, tensor.Q4_0, QK4_0, true},
 		{"Q5_0", BlockQ5_0Bytes, 22, tensor.Q5_0, QK5_0, true},
 		{"Q8_0", BlockQ8_0Bytes, 34, tensor.Q8_0, QK8_0, true},
@@ -46,12 +49,36 @@ func TestBlockSizes(t *testing.T) {
 				c.name, c.typ.BlockSize(), c.typ.BlockBytes(), c.blockSize, c.want)
 		}
 	}
+	// What Quantize and Dequantize accept for one block must be the
+	// tensor table's block size, for every type they handle.
+	for _, typ := range supportedTypes() {
+		if got := acceptedBytes(typ); got != typ.BlockBytes() {
+			t.Errorf("%s: Quantize and Dequantize take %d bytes per block, the table says %d", typ, got, typ.BlockBytes())
+		}
+	}
 	if o := reflect.TypeFor[BlockQ8K]().Field(2).Offset; o != 260 {
 		t.Errorf("BlockQ8K.Bsums at offset %d, want 260", o)
 	}
 	if o := reflect.TypeFor[BlockQ8_0]().Field(1).Offset; o != 2 {
 		t.Errorf("BlockQ8_0.Qs at offset %d, want 2", o)
 	}
+}
+
+// acceptedBytes returns the one byte length that both Quantize and
+// Dequantize accept for one block of typ, or -1.
+func acceptedBytes(typ tensor.Type) int {
+	found := -1
+	vals := make([]float32, typ.BlockSize())
+	for n := 1; n <= 512; n++ {
+		b := make([]byte, n)
+		if Quantize(typ, vals, b) == nil && Dequantize(typ, b, vals) == nil {
+			if found >= 0 {
+				return -1
+			}
+			found = n
+		}
+	}
+	return found
 }
 
 func TestSupported(t *testing.T) {

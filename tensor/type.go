@@ -9,7 +9,9 @@ import (
 // Type is a ggml tensor type, numbered as in GGUF files.
 type Type uint32
 
-// The ggml tensor types. Numbers 4, 5, 31–33 and 36–38 belonged to
+// The ggml tensor types: every number ggml.h defines below
+// GGML_TYPE_COUNT (43 in llama.cpp master as of 2026; NVFP4, Q1_0 and
+// Q2_0 are the newest). Numbers 4, 5, 31–33 and 36–38 belonged to
 // layouts ggml has removed; they are listed so that they can be named in
 // errors, but have no size.
 const (
@@ -53,6 +55,9 @@ const (
 	IQ4_NL4_8 Type = 37 // removed from ggml
 	IQ4_NL8_8 Type = 38 // removed from ggml
 	MXFP4     Type = 39
+	NVFP4     Type = 40
+	Q1_0      Type = 41
+	Q2_0      Type = 42
 )
 
 // QK_K is the number of values in one block of the K-quant formats.
@@ -107,6 +112,9 @@ var typeTraits = [...]traits{
 	IQ4_NL4_8: {"IQ4_NL_4_8", 0, 0},
 	IQ4_NL8_8: {"IQ4_NL_8_8", 0, 0},
 	MXFP4:     {"MXFP4", 32, 17},
+	NVFP4:     {"NVFP4", 64, 36}, // 4 UE4M3 sub-block scales, 32 bytes of E2M1 codes
+	Q1_0:      {"Q1_0", 128, 18}, // f16 scale, 128 sign bits
+	Q2_0:      {"Q2_0", 64, 18},  // f16 scale, 64 2-bit codes
 }
 
 // ErrUnknownType is returned for a type number ggml does not define.

@@ -22,6 +22,9 @@ func TestTypeSizes(t *testing.T) {
 		{Q8_K, "Q8_K", 256, 292},
 		{IQ4_XS, "IQ4_XS", 256, 136},
 		{MXFP4, "MXFP4", 32, 17},
+		{NVFP4, "NVFP4", 64, 36},
+		{Q1_0, "Q1_0", 128, 18},
+		{Q2_0, "Q2_0", 64, 18},
 	}
 	for _, tc := range tests {
 		if tc.typ.String() != tc.name || tc.typ.BlockSize() != tc.blockSize || tc.typ.BlockBytes() != tc.blockBytes {

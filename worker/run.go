@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 
 	"github.com/lisa-llm/lisa/ipc"
 )
@@ -33,6 +34,9 @@ func Run(conn io.ReadWriter, model *os.File, load EngineLoader, serving ServingF
 		return fmt.Errorf("worker: first message is %s, want hello", m.Type())
 	}
 	out := &sender{w: conn}
+	// The serving filter refuses close: the model's *os.File must not be
+	// collected (its cleanup would close fd 4) while the worker runs.
+	defer runtime.KeepAlive(model)
 	eng, err := load(model, *hello)
 	if err == nil && eng == nil {
 		err = errors.New("loader returned no engine")

@@ -384,3 +384,39 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(code)
 }
+
+// TestLoadgen: lisa loadgen against a real server counts every generated
+// token and prints both tables.
+func TestLoadgen(t *testing.T) {
+	s := startServe(t, "--parallel", "2", "--rate-limit-rpm", "0")
+	var out, errb strings.Builder
+	code := runLoadgen([]string{"--url", s.url, "--clients", "1,2", "-n", "8", "-r", "1", "--busy", "1",
+		"--ttft-prompt", "16", "--vocab", "512"}, &out, &errb)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	// Random ids rarely hit an end-of-generation token at once; the
+	// generated count is at most what was asked for and never zero.
+	var rows int
+	for _, line := range strings.Split(out.String(), "\n") {
+		f := strings.Split(line, "|")
+		if len(f) < 7 {
+			continue
+		}
+		c, err1 := strconv.Atoi(strings.TrimSpace(f[1]))
+		n, err2 := strconv.Atoi(strings.TrimSpace(f[2]))
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		rows++
+		if n < c || n > 8*c {
+			t.Errorf("%d clients generated %d tokens (asked 8 each)", c, n)
+		}
+	}
+	if rows != 2 || !strings.Contains(out.String(), "TTFT under load / idle") {
+		t.Errorf("output:\n%s", out.String())
+	}
+	if code := runLoadgen([]string{"--clients", "0"}, &out, &errb); code != 2 {
+		t.Errorf("--clients 0: exit %d", code)
+	}
+}

@@ -23,9 +23,12 @@ const ggufUsage = `usage:
   lisa gguf inspect FILE [--json] [--full]   summarise a GGUF file (--json: machine-readable;
                                              --full: include array values)
   lisa gguf tensor FILE NAME [--f32] -o OUT  write one tensor's raw bytes to OUT ("-": stdout);
-                                             --f32: dequantized little-endian float32 instead`
+                                             --f32: dequantized little-endian float32 instead
+  lisa gguf synth --shape SHAPE [--type f32|f16|q8_0|q4_k_m] [--seed S] --vocab FILE -o OUT
+                                             write a random-weight llama model of a real shape
+                                             (tinyllama-1.1b, llama-3.2-1b, small-110m, mini)`
 
-// runGGUF runs `lisa gguf SUBCOMMAND`: inspect or tensor. It returns 0 on
+// runGGUF runs `lisa gguf SUBCOMMAND`: inspect, tensor or synth. It returns 0 on
 // success, 1 when the file is invalid or cannot be read, 2 on bad usage.
 func runGGUF(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
@@ -37,6 +40,8 @@ func runGGUF(args []string, stdout, stderr io.Writer) int {
 		return ggufInspect(args[1:], stdout, stderr)
 	case "tensor":
 		return ggufTensor(args[1:], stdout, stderr)
+	case "synth":
+		return ggufSynth(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprintln(stdout, ggufUsage)
 		return 0

@@ -277,6 +277,32 @@ func hostileSeeds(t *testing.T) map[string][]byte {
 	return seeds
 }
 
+// bigTableDuplicate returns the largest tensor table the default limits
+// admit (2^18 entries) whose last name repeats the first: the whole
+// table is read before the error, so it is the costliest hostile file
+// per byte (9 MiB of table, 8 MiB of data).
+func bigTableDuplicate(t *testing.T) []byte {
+	t.Helper()
+	w := gguf.NewWriter()
+	for i := range gguf.DefaultMaxTensors {
+		if err := w.AddTensor(fmt.Sprintf("t%05x", i), tensor.F32, []uint64{1}, make([]byte, 4)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var buf bytes.Buffer
+	if _, err := w.WriteTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	last := fmt.Sprintf("t%05x", gguf.DefaultMaxTensors-1)
+	b := buf.Bytes()
+	i := bytes.LastIndex(b, []byte(last))
+	if i < 0 {
+		t.Fatalf("no %s in the table", last)
+	}
+	copy(b[i:], "t00000")
+	return b
+}
+
 // TestGGUFBinaryHostile builds lisa and runs `gguf inspect` on every
 // hostile file: exit 1, one line on stderr, no panic, fast and small.
 func TestGGUFBinaryHostile(t *testing.T) {
@@ -293,7 +319,9 @@ func TestGGUFBinaryHostile(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
-	for name, data := range hostileSeeds(t) {
+	seeds := hostileSeeds(t)
+	seeds["big-table-duplicate"] = bigTableDuplicate(t)
+	for name, data := range seeds {
 		path := filepath.Join(dir, name+".gguf")
 		if err := os.WriteFile(path, data, 0o644); err != nil {
 			t.Fatal(err)

@@ -29,6 +29,7 @@ func commands() map[string]command {
 		"serve":         {"serve the OpenAI-compatible API, the model running in the sandboxed worker", runServe},
 		"health":        {"ask a running server's /health whether it is ready (for container health checks)", runHealth},
 		"sandbox-check": {"start sandboxed workers on a model, run escape probes, print the layers applied", runSandboxCheck},
+		"loadgen":       {"drive a running server with concurrent streaming clients; print throughput and TTFT", runLoadgen},
 		"run":           {"run one prompt through a model and print the text (or JSON with top logits)", runRun},
 		"doctor":        {"check the host for what the sandbox needs; each failing line says the fix", runDoctor},
 	}

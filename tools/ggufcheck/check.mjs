@@ -2,8 +2,9 @@
 // of @huggingface/gguf (an independent implementation) on every given file:
 // header, every metadata key (order, type, array element type, length,
 // scalar value and every array element) and every tensor (name, type,
-// dimensions, offset). It prints one line per file and a summary, and
-// exits 1 on any mismatch.
+// dimensions, offset, and byte size against the other package's table of
+// bits per weight). It prints one line per file and a summary, and exits
+// 1 on any mismatch.
 //
 // Usage: node check.mjs [--lisa PATH] [FILE.gguf ...]
 // Without --lisa it builds ./cmd/lisa; without files it checks
@@ -13,7 +14,20 @@ import { mkdtempSync, readdirSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { pathToFileURL } from "node:url";
 import { gguf, GGUFValueType, GGMLQuantizationType } from "@huggingface/gguf";
+
+// The package's table of bits per weight of every ggml type is internal
+// (its CLI uses it); load it from the module chunk that defines it.
+const GGML_QUANT_SIZES = await (async () => {
+  const dist = dirname(fileURLToPath(import.meta.resolve("@huggingface/gguf")));
+  for (const f of readdirSync(dist).sort()) {
+    if (!f.endsWith(".mjs")) continue;
+    const m = await import(pathToFileURL(join(dist, f)).href);
+    if (m.GGML_QUANT_SIZES) return m.GGML_QUANT_SIZES;
+  }
+  throw new Error(`no GGML_QUANT_SIZES in ${dist}`);
+})();
 
 let normalised = 0; // string values that matched only after normalising
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
@@ -84,15 +98,29 @@ function sameScalar(t, ours, theirs) {
     case "string":
       // Known decoding differences of the other reader, not of the file:
       // its TextDecoder drops a leading byte-order mark, and encoding/json
-      // and TextDecoder replace invalid UTF-8 with different runs of U+FFFD.
+      // and TextDecoder replace invalid UTF-8 with different runs of U+FFFD
+      // (so runs are compared as one).
       if (ours === theirs) return true;
-      if (ours === "\uFEFF" + theirs || (ours.includes("\uFFFD") && theirs.includes("\uFFFD"))) {
+      if (ours === "\uFEFF" + theirs || collapseFFFD(ours) === collapseFFFD(theirs)) {
         normalised++;
         return true;
       }
       return false;
   }
   return false;
+}
+
+// staleSizes lists the entries of the other package's size table that
+// predate a ggml change, with ggml's value (ggml-common.h defines the file
+// layout). Q8_1's d and s became ggml_half: static_assert(sizeof(block_q8_1)
+// == 2*sizeof(ggml_half) + QK8_1), 36 bytes, while the table (like gguf-py's)
+// still says 4 + 4 + 32. If the package is fixed, main() says so.
+const staleSizes = {
+  [GGMLQuantizationType.Q8_1]: { ggml: (36 * 8) / 32, stale: (40 * 8) / 32 },
+};
+
+function collapseFFFD(s) {
+  return s.replace(/\uFFFD+/g, "\uFFFD");
 }
 
 // compareValue compares values recursively, pushing differences to errs.
@@ -158,6 +186,16 @@ async function checkFile(lisa, path) {
       dims: ti.shape.map(String).join(","), offset: String(ti.offset),
     };
     const got = { name: o.name, type: o.type, dims: o.dims.map(String).join(","), offset: String(o.offset) };
+    // Byte size from the other package's bits per weight (exact binary
+    // fractions for every ggml type): elements * bpw / 8.
+    const bpw = staleSizes[ti.dtype]?.ggml ?? GGML_QUANT_SIZES[ti.dtype];
+    if (bpw !== undefined) {
+      const elems = ti.shape.reduce((a, d) => a * BigInt(d), 1n);
+      want.bytes = String(Number(elems) * bpw / 8);
+      got.bytes = String(o.bytes);
+    } else {
+      errs.push(`tensor ${i}: type ${ti.dtype} has no size in @huggingface/gguf`);
+    }
     for (const k of Object.keys(want)) {
       if (want[k] !== got[k]) errs.push(`tensor ${i} ${k}: ${got[k]} vs ${want[k]}`);
     }
@@ -171,6 +209,12 @@ async function main() {
   if (files.length === 0) {
     console.error("ggufcheck: no GGUF files to check (is ../shared present?)");
     process.exit(1);
+  }
+  for (const [t, v] of Object.entries(staleSizes)) {
+    if (GGML_QUANT_SIZES[t] !== v.stale) {
+      console.error(`ggufcheck: @huggingface/gguf now says ${GGML_QUANT_SIZES[t]} bits per weight for type ${t}: update staleSizes`);
+      process.exit(1);
+    }
   }
   const lisa = given || buildLisa();
   let bad = 0;

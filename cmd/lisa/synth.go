@@ -1,0 +1,63 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/lisa-llm/lisa/gguf"
+	"github.com/lisa-llm/lisa/model/synth"
+)
+
+// shapeNames lists the shapes `lisa gguf synth --shape` accepts.
+func shapeNames() string {
+	var names []string
+	for _, s := range synth.Shapes() {
+		names = append(names, s.Name)
+	}
+	return strings.Join(names, "|")
+}
+
+// ggufSynth runs `lisa gguf synth`: it writes a random-weight llama model
+// of a real shape with a vocabulary copied from --vocab.
+func ggufSynth(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("synth", stderr)
+	shape := fs.String("shape", "", "model shape: "+shapeNames())
+	typ := fs.String("type", "q4_k_m", "f32|f16|q8_0|q4_k_m")
+	seed := fs.Uint64("seed", 1, "random seed")
+	vocab := fs.String("vocab", "", "GGUF `file` whose tokenizer is copied (e.g. ggml-vocab-llama-spm.gguf)")
+	out := fs.String("o", "", "output `file`")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return 2
+	}
+	if len(pos) != 0 || *shape == "" || *out == "" {
+		fmt.Fprintln(stderr, ggufUsage)
+		return 2
+	}
+	s, ok := synth.Lookup(*shape)
+	if !ok {
+		fmt.Fprintf(stderr, "lisa gguf synth: unknown shape %q (want %s)\n", *shape, shapeNames())
+		return 2
+	}
+	ft, err := synth.ParseFileType(*typ)
+	if err != nil {
+		fmt.Fprintf(stderr, "lisa gguf synth: %v\n", err)
+		return 2
+	}
+	o := synth.Options{Shape: s, Type: ft, Seed: *seed}
+	if *vocab != "" {
+		v, err := gguf.Open(*vocab, gguf.DefaultLimits())
+		if err != nil {
+			return fail(stderr, "synth", err)
+		}
+		defer v.Close()
+		o.Vocab = v
+	}
+	n, err := synth.WriteFile(*out, o)
+	if err != nil {
+		return fail(stderr, "synth", err)
+	}
+	fmt.Fprintf(stdout, "wrote %s: %s %s, seed %d, %s\n", *out, s.Name, ft, *seed, humanBytes(n))
+	return 0
+}
