@@ -153,11 +153,12 @@ func usernsFix(unprivileged bool) string {
 	if seccompMode() == 2 {
 		return "this process runs under a seccomp filter that forbids namespaces (a container?): docker run --security-opt seccomp=unconfined --security-opt apparmor=unconfined, or systemd RestrictNamespaces=user mnt pid net ipc uts cgroup"
 	}
-	return "the kernel refused the namespaces for a reason lisa doctor cannot see: check that the kernel has CONFIG_USER_NS, and any LSM or container runtime policy"
+	return "the sysctls allow user namespaces, so the likely causes are: a chroot (the kernel refuses user namespaces to a chrooted process, even into a mount point: use a mount namespace with pivot_root, as docker and podman do), a kernel without CONFIG_USER_NS, or an LSM or container runtime policy"
 }
 
-// chrooted reports whether this process's root is not the root of its
-// mount namespace: then no line of mountinfo has "/" as its mount point.
+// chrooted reports whether this process is surely chrooted: no line of
+// mountinfo has "/" as its mount point (a chroot into a directory that is
+// itself a mount point is not seen).
 func chrooted() bool {
 	b, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {

@@ -3,9 +3,13 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/lisa-llm/lisa/internal/shared"
@@ -129,4 +133,50 @@ func TestDoctorMatchesSandbox(t *testing.T) {
 		}
 	}
 	t.Logf("doctor and sandbox-check agree: landlock %q, cgroup %q", layers["landlock"], cg)
+}
+
+// TestDoctorMatchesSandboxAsServiceUser repeats the comparison as uid
+// 10001, where root's privileges no longer hide what the host forbids: if
+// doctor says sandbox_cgroup cannot work, sandbox-check --cgroup must fail,
+// and it must pass when doctor says it can; likewise for user namespaces.
+func TestDoctorMatchesSandboxAsServiceUser(t *testing.T) {
+	needRoot(t)
+	model := shared.Model(t, "stories260K.gguf")
+	bin := buildLisa(t)
+	dir := t.TempDir()
+	for d := dir; d != os.TempDir() && d != "/"; d = filepath.Dir(d) {
+		if err := os.Chmod(d, 0o755); err != nil { // let uid 10001 reach the binary
+			t.Fatal(err)
+		}
+	}
+	copyFile(t, bin, filepath.Join(dir, "lisa"), 0o755)
+	copyFile(t, model, filepath.Join(dir, "model.gguf"), 0o644)
+	asUser := func(args ...string) (string, string, int) {
+		cmd := exec.Command(filepath.Join(dir, "lisa"), args...)
+		cmd.Dir = "/"
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: serviceUID, Gid: serviceUID, Groups: []uint32{}}}
+		return runCmd(t, cmd)
+	}
+	out, errs, _ := asUser("doctor", "--json")
+	var rep doctorReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("doctor --json as uid %d: %v\n%s\nstderr: %s", serviceUID, err, out, errs)
+	}
+	status := map[string]string{}
+	for _, c := range rep.Checks {
+		status[c.Name] = c.Status
+	}
+	for _, tt := range []struct {
+		check string
+		args  []string
+	}{
+		{"user namespaces", []string{"sandbox-check", "-m", filepath.Join(dir, "model.gguf")}},
+		{"cgroup", []string{"sandbox-check", "--cgroup", "-m", filepath.Join(dir, "model.gguf")}},
+	} {
+		_, errs, code := asUser(tt.args...)
+		if (status[tt.check] == statusOK) != (code == 0) {
+			t.Errorf("as uid %d: doctor says %s is %s, but %q exits %d: %s", serviceUID, tt.check, status[tt.check], tt.args, code, errs)
+		}
+		t.Logf("as uid %d: %s %s, %q exit %d", serviceUID, tt.check, status[tt.check], tt.args[:len(tt.args)-2], code)
+	}
 }

@@ -98,6 +98,7 @@ const (
 	envRootDir  = "LISA_TEST_ROOT_DIR"  // the new root
 	envRootUID  = "LISA_TEST_ROOT_UID"  // uid and gid to run /lisa as ("" keeps root)
 	envRootArgs = "LISA_TEST_ROOT_ARGS" // JSON array of /lisa's arguments
+	envRootMode = "LISA_TEST_ROOT_MODE" // "chroot", "chroot-plain": chroot instead of pivot_root
 )
 
 // TestRootHelper is not a test: run by inRoot with the environment above,
@@ -107,7 +108,7 @@ func TestRootHelper(t *testing.T) {
 	if dir == "" {
 		t.Skip("helper process of the empty-root tests")
 	}
-	if err := enterRoot(dir, os.Getenv(envRootUID), os.Getenv(envRootArgs)); err != nil {
+	if err := enterRoot(dir, os.Getenv(envRootUID), os.Getenv(envRootArgs), os.Getenv(envRootMode)); err != nil {
 		fmt.Fprintln(os.Stderr, "root helper:", err)
 		os.Exit(125)
 	}
@@ -116,8 +117,10 @@ func TestRootHelper(t *testing.T) {
 // enterRoot makes dir the root the way runc does (bind it onto itself,
 // pivot_root, detach the old root), mounts a fresh /proc and a /dev/null
 // (every container runtime provides both), drops to uid if given and
-// execs /lisa with an empty environment.
-func enterRoot(dir, uid, argsJSON string) error {
+// execs /lisa with an empty environment. Mode "chroot" chroots into the
+// bound root instead, "chroot-plain" into the directory unbound, as
+// chroot(8) would.
+func enterRoot(dir, uid, argsJSON, mode string) error {
 	var args []string
 	if err := json.Unmarshal([]byte(argsJSON), &args); err != nil {
 		return fmt.Errorf("%s: %w", envRootArgs, err)
@@ -141,6 +144,25 @@ func enterRoot(dir, uid, argsJSON string) error {
 		{"mount /proc", func() error {
 			return unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "")
 		}},
+	}
+	if mode == "chroot" || mode == "chroot-plain" {
+		keep := steps[:3:3]
+		if mode == "chroot-plain" {
+			keep = []struct {
+				what string
+				do   func() error
+			}{steps[0], steps[2]}
+		}
+		steps = append(keep, []struct {
+			what string
+			do   func() error
+		}{
+			{"mount /proc", func() error {
+				return unix.Mount("proc", filepath.Join(dir, "proc"), "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "")
+			}},
+			{"chroot", func() error { return unix.Chroot(dir) }},
+			{"chdir /", func() error { return unix.Chdir("/") }},
+		}...)
 	}
 	if uid != "" {
 		id, err := strconv.Atoi(uid)
@@ -203,8 +225,13 @@ func inRoot(t *testing.T, dir string, uid int, args ...string) *exec.Cmd {
 // runInRoot runs /lisa args in dir and returns stdout, stderr, exit code.
 func runInRoot(t *testing.T, dir string, uid int, args ...string) (string, string, int) {
 	t.Helper()
+	return runCmd(t, inRoot(t, dir, uid, args...))
+}
+
+// runCmd runs cmd and returns stdout, stderr, exit code.
+func runCmd(t *testing.T, cmd *exec.Cmd) (string, string, int) {
+	t.Helper()
 	var out, errb bytes.Buffer
-	cmd := inRoot(t, dir, uid, args...)
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
 	var ee *exec.ExitError
@@ -351,4 +378,76 @@ func checkInRoot(t *testing.T, dir string, uid int) {
 			t.Errorf("completion %q is not a 24-token prefix of llama.cpp's %q", text, want)
 		}
 	})
+}
+
+// TestMakeBuildFlags checks that make build uses the flags buildRelease
+// tests (the static, trimmed, stamped build), so the two cannot diverge.
+func TestMakeBuildFlags(t *testing.T) {
+	if _, err := exec.LookPath("make"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("make: %v", err)
+		}
+		t.Skipf("make: %v", err)
+	}
+	out, err := exec.Command("make", "-s", "-n", "-C", "../..", "build", "VERSION=vX", "COMMIT=cY").CombinedOutput()
+	if err != nil {
+		t.Fatalf("make -n build: %v\n%s", err, out)
+	}
+	want := "go build -trimpath -ldflags '-s -w -X main.version=vX -X main.commit=cY' -o lisa ./cmd/lisa"
+	if !strings.Contains(string(out), want) {
+		t.Errorf("make build runs:\n%s\nwant %s", out, want)
+	}
+	mk, err := os.ReadFile("../../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(mk), "export CGO_ENABLED := 0") {
+		t.Error("the Makefile no longer exports CGO_ENABLED := 0")
+	}
+}
+
+// TestDoctorInChroot runs lisa doctor where the sandbox cannot work: in a
+// chroot, the kernel refuses user namespaces. Doctor must fail that line
+// with the chroot named in its fix (surely so when the root is not a
+// mount point), while serve refuses to start.
+func TestDoctorInChroot(t *testing.T) {
+	needRoot(t)
+	model := shared.Model(t, "stories260K.gguf")
+	dir := emptyRoot(t, buildRelease(t, "amd64"), model)
+	for _, tt := range []struct{ mode, fix string }{
+		{"chroot", "a chroot (the kernel refuses user namespaces"},
+		{"chroot-plain", "this process is chrooted"},
+	} {
+		t.Run(tt.mode, func(t *testing.T) {
+			chrooted := func(args ...string) *exec.Cmd {
+				cmd := inRoot(t, dir, -1, args...)
+				cmd.Env = append(cmd.Env, envRootMode+"="+tt.mode)
+				return cmd
+			}
+			out, errs, code := runCmd(t, chrooted("doctor", "--json"))
+			var rep doctorReport
+			if err := json.Unmarshal([]byte(out), &rep); err != nil {
+				t.Fatalf("doctor --json: %v\n%s\nstderr: %s", err, out, errs)
+			}
+			if code != 1 || rep.OK {
+				t.Errorf("doctor in a chroot: exit %d, ok %v; want 1, false", code, rep.OK)
+			}
+			found := false
+			for _, c := range rep.Checks {
+				if c.Name == "user namespaces" {
+					found = true
+					if c.Status != statusFail || !strings.Contains(c.Fix, tt.fix) || !strings.Contains(c.Detail, "operation not permitted") {
+						t.Errorf("user namespaces in a chroot: %+v, want a fix with %q", c, tt.fix)
+					}
+				}
+			}
+			if !found {
+				t.Errorf("no user namespaces check: %+v", rep.Checks)
+			}
+			_, errs, code = runCmd(t, chrooted("serve", "-m", "/models/model.gguf", "--listen", "127.0.0.1:"+strconv.Itoa(freePort(t))))
+			if code != 1 || !strings.Contains(errs, "user namespaces must be available") {
+				t.Errorf("serve in a chroot: exit %d, want 1 naming user namespaces; stderr:\n%s", code, errs)
+			}
+		})
+	}
 }
