@@ -99,8 +99,15 @@ func startServe(t *testing.T, extra ...string) *server {
 	bin := e2eBinary(t)
 	model := shared.Path(t, "models/stories260K.gguf")
 	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
-	args := append([]string{"serve", "-m", model, "--listen", addr, "--log-format", "json"}, extra...)
+	// A relative model path, as a user types it, resolved from the
+	// server's working directory.
+	rel, err := filepath.Rel(filepath.Dir(model), model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string{"serve", "-m", rel, "--listen", addr, "--log-format", "json"}, extra...)
 	s := &server{cmd: exec.Command(bin, args...), url: "http://" + addr, logs: &lockedBuffer{}, done: make(chan error, 1)}
+	s.cmd.Dir = filepath.Dir(model)
 	s.cmd.Stdout, s.cmd.Stderr = s.logs, s.logs
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)

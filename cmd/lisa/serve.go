@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -60,7 +61,13 @@ func (w workerStderr) Write(p []byte) (int, error) {
 }
 
 func serve(cfg *config.Config, logger *slog.Logger) error {
-	model, err := broker.OpenModel(cfg.Model, cfg.ModelSHA256)
+	// The sandbox bind-mounts the model by absolute path; a relative -m
+	// is relative to the directory lisa was started in.
+	modelPath, err := filepath.Abs(cfg.Model)
+	if err != nil {
+		return fmt.Errorf("model %q: %w", cfg.Model, err)
+	}
+	model, err := broker.OpenModel(modelPath, cfg.ModelSHA256)
 	if err != nil {
 		return err
 	}
@@ -72,7 +79,7 @@ func serve(cfg *config.Config, logger *slog.Logger) error {
 	defer stop()
 	sup := supervisor.New(supervisor.Config{ModelName: cfg.ModelName, Threads: cfg.Threads, CtxSize: cfg.CtxSize,
 		Parallel: cfg.Parallel, Logger: logger}, supervisor.SandboxLauncher{Config: sandbox.Config{
-		Enabled: cfg.SandboxEnabled, ModelPath: cfg.Model, Model: model, MemoryLimit: cfg.MemoryLimitBytes,
+		Enabled: cfg.SandboxEnabled, ModelPath: modelPath, Model: model, MemoryLimit: cfg.MemoryLimitBytes,
 		Cgroup: cfg.SandboxCgroup, SeccompLog: cfg.SandboxSeccompLog, Threads: cfg.Threads, Stderr: workerStderr{logger}}})
 	defer sup.Close()
 	srv, err := broker.NewServer(cfg, sup, logger)
