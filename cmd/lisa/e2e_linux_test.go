@@ -292,10 +292,30 @@ func TestServeEndToEnd(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, want := range []string{"Seccomp:\t2", "NoNewPrivs:\t1", "CapEff:\t0000000000000000", "CapPrm:\t0000000000000000"} {
+		for _, want := range []string{"Seccomp:\t2", "Seccomp_filters:\t2", "NoNewPrivs:\t1",
+			"CapInh:\t0000000000000000", "CapPrm:\t0000000000000000", "CapEff:\t0000000000000000",
+			"CapBnd:\t0000000000000000", "CapAmb:\t0000000000000000"} {
 			if !strings.Contains(string(status), want+"\n") {
 				t.Errorf("worker %d status lacks %q:\n%s", pid, want, status)
 			}
+		}
+		for _, ns := range []string{"user", "mnt", "pid", "net", "ipc", "uts", "cgroup"} {
+			mine, err1 := os.Readlink(fmt.Sprintf("/proc/%d/ns/%s", s.cmd.Process.Pid, ns))
+			its, err2 := os.Readlink(fmt.Sprintf("/proc/%d/ns/%s", pid, ns))
+			if err1 != nil || err2 != nil || mine == its {
+				t.Errorf("%s namespace: broker %q, worker %q (%v %v)", ns, mine, its, err1, err2)
+			}
+		}
+		entries, err := os.ReadDir(fmt.Sprintf("/proc/%d/root", pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		if len(names) != 1 || names[0] != "model" {
+			t.Errorf("the worker's root holds %q, want only the model", names)
 		}
 		if !strings.Contains(s.logs.String(), `"landlock_abi":`) || strings.Contains(s.logs.String(), "SANDBOX DISABLED") {
 			t.Errorf("ready line does not report the sandbox:\n%s", s.logs.String())
