@@ -70,8 +70,12 @@ func runLoadgen(args []string, stdout, stderr io.Writer) int {
 		if c == 1 {
 			one = agg
 		}
-		fmt.Fprintf(stdout, "| %d | %d | %.2f | %.2f (runs %s) | %.2f | %.0f |\n", c, sum.Tokens, sum.Wall.Seconds(), agg,
-			joinFloats(tps), loadgen.Ratio(agg, one), ms(sum.TTFT/time.Duration(*repeat)))
+		ratio := "-" // without a one-client run first
+		if one > 0 {
+			ratio = strconv.FormatFloat(agg/one, 'f', 2, 64)
+		}
+		fmt.Fprintf(stdout, "| %d | %d | %.2f | %.2f (runs %s) | %s | %.0f |\n", c, sum.Tokens, sum.Wall.Seconds(), agg,
+			joinFloats(tps), ratio, ms(sum.TTFT/time.Duration(*repeat)))
 	}
 	if *busy == 0 {
 		return 0
