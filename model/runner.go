@@ -32,7 +32,9 @@ type Runner struct {
 	c        *Cache
 	ar       arith
 	maxBatch int
-	nTok     int // tokens of the batch being decoded
+	group    []int32 // per batch row: rows of its sequence in the current product
+	llama    bool    // llama.cpp's batch-size-dependent summation orders
+	seqN     []int32 // per sequence: a counter for group
 
 	x, xn, q, k, v, att, proj, gate, up []float32
 
@@ -53,7 +55,8 @@ func NewRunner(m *Model, c *Cache, pool *kernels.Pool, maxBatch int) *Runner {
 	cfg := m.Config
 	f := func(w int) []float32 { return make([]float32, maxBatch*w) }
 	return &Runner{
-		m: m, c: c, ar: kernelArith(pool), maxBatch: maxBatch,
+		m: m, c: c, ar: ggmlArith(pool, max(cfg.NEmbd, cfg.QDim(), cfg.NFF), c.nCtx), maxBatch: maxBatch,
+		group: make([]int32, maxBatch), seqN: make([]int32, c.nSeq),
 		x: f(cfg.NEmbd), xn: f(cfg.NEmbd), proj: f(cfg.NEmbd),
 		q: f(cfg.QDim()), att: f(cfg.QDim()), k: f(cfg.KVDim()), v: f(cfg.KVDim()),
 		gate: f(cfg.NFF), up: f(cfg.NFF),
@@ -65,6 +68,19 @@ func NewRunner(m *Model, c *Cache, pool *kernels.Pool, maxBatch int) *Runner {
 		rows:   make([][]float32, 0, maxBatch),
 	}
 }
+
+// SetLlamaOrder chooses between two summation orders for F32 matrix
+// products and the attention weights×values product. Off (the default),
+// every token is summed in ggml's one-token order whatever batch it comes
+// in, so a sequence's logits are bit for bit the same however its tokens
+// are split into batches and whatever else shares them (what a serving
+// engine needs for reproducible answers and prefix reuse). On, a sequence
+// with two or more tokens in a batch is summed in ggml's batched order
+// (llamafile's tinyBLAS), as llama.cpp does, which reproduces llama.cpp's
+// logits of F32 models to float32 ulps (`lisa run`, reference tests), at
+// the price of logits that depend on how a prompt is split into batches.
+// Results stay independent of the other sequences in a batch either way.
+func (r *Runner) SetLlamaOrder(on bool) { r.llama = on }
 
 // MaxBatch returns the most tokens one Decode call may carry.
 func (r *Runner) MaxBatch() int { return r.maxBatch }
@@ -120,7 +136,7 @@ func (r *Runner) Decode(b Batch) ([][]float32, error) {
 	}
 	cfg := r.m.Config
 	n := len(b.Tokens)
-	r.nTok = n
+	r.groups(b, nil)
 	for i, t := range b.Tokens {
 		if err := r.m.Embed.Row(int(t), r.x[i*cfg.NEmbd:(i+1)*cfg.NEmbd]); err != nil {
 			return nil, fmt.Errorf("model: decode: %w", err)
@@ -135,6 +151,7 @@ func (r *Runner) Decode(b Batch) ([][]float32, error) {
 		if last {
 			// Only the wanted rows go on, as llama.cpp does in its last block.
 			rows = r.compact()
+			r.groups(b, r.outIdx)
 		}
 		if err := r.feedForward(l, rows); err != nil {
 			return nil, err
@@ -145,6 +162,32 @@ func (r *Runner) Decode(b Batch) ([][]float32, error) {
 		r.c.lens[s] = max(r.c.lens[s], int(b.Pos[i])+1)
 	}
 	return r.output()
+}
+
+// groups fills r.group for the batch rows idx (all of b's rows when idx
+// is nil): how many of those rows belong to each row's sequence, or 1 for
+// all of them unless SetLlamaOrder is on.
+func (r *Runner) groups(b Batch, idx []int) {
+	clear(r.seqN)
+	n := len(idx)
+	if idx == nil {
+		n = len(b.Tokens)
+	}
+	at := func(j int) int {
+		if idx == nil {
+			return j
+		}
+		return idx[j]
+	}
+	for j := range n {
+		r.seqN[b.Seq[at(j)]]++
+	}
+	for j := range n {
+		r.group[j] = 1
+		if r.llama {
+			r.group[j] = r.seqN[b.Seq[at(j)]]
+		}
+	}
 }
 
 // compact moves the residual rows of r.outIdx to the front of r.x and
@@ -161,7 +204,7 @@ func (r *Runner) compact() int {
 
 // matmul runs out = w·x for n rows, naming the weight on failure.
 func (r *Runner) matmul(out []float32, w kernels.Matrix, x []float32, n int, what string, layer int) error {
-	if err := r.ar.matmul(out[:n*w.Rows], w, x[:n*w.Cols], n); err != nil {
+	if err := r.ar.matmul(out[:n*w.Rows], w, x[:n*w.Cols], n, r.group[:n]); err != nil {
 		return fmt.Errorf("model: layer %d %s: %w", layer, what, err)
 	}
 	return nil
@@ -199,7 +242,7 @@ func (r *Runner) attention(l int, b Batch, n int) error {
 		for h := range cfg.NHead {
 			q := r.q[i*qd+h*hd : i*qd+(h+1)*hd]
 			out := r.att[i*qd+h*hd : i*qd+(h+1)*hd]
-			r.head(l, s, p, h/group, q, out, scale)
+			r.head(l, s, p, h/group, q, out, scale, int(r.group[i]))
 		}
 	}
 	if err := r.matmul(r.proj, ly.O, r.att, n, "attn_output", l); err != nil {
@@ -215,7 +258,9 @@ func (r *Runner) attention(l int, b Batch, n int) error {
 // cache type, scaled and soft-maxed over positions 0..p, then each output
 // value is the dot product of the transposed V row with the weights
 // rounded to the cache type.
-func (r *Runner) head(l, s, p, g int, q, out []float32, scale float32) {
+//
+// batch is how many tokens sequence s has in this step.
+func (r *Runner) head(l, s, p, g int, q, out []float32, scale float32, batch int) {
 	c := r.c
 	hd := len(q)
 	n := p + 1
@@ -240,7 +285,7 @@ func (r *Runner) head(l, s, p, g int, q, out []float32, scale float32) {
 		kernels.F32ToF16Row(p16, sc)
 		for d := range hd {
 			vo := c.valOff(l, s, g*hd+d)
-			out[d] = r.ar.dotKQV(c.v16[vo:vo+n], p16, r.nTok)
+			out[d] = r.ar.dotKQV(c.v16[vo:vo+n], p16, batch)
 		}
 		return
 	}
@@ -292,7 +337,7 @@ func (r *Runner) output() ([][]float32, error) {
 		r.logits = make([]float32, n*nv)
 	}
 	lg := r.logits[:n*nv]
-	if err := r.ar.matmul(lg, r.m.Output, r.xn[:n*e], n); err != nil {
+	if err := r.ar.matmul(lg, r.m.Output, r.xn[:n*e], n, r.group[:n]); err != nil {
 		return nil, fmt.Errorf("model: output: %w", err)
 	}
 	for i := range n {
