@@ -104,17 +104,6 @@ func vecDotF32(a, b []float32) float32 {
 	return sum
 }
 
-// vecDotF16Wide is ggml_vec_dot_f16 on values widened to float32 and
-// extended with zeros to n values (n ≥ len(a)).
-func vecDotF16Wide(a, b []float32, n int) float32 {
-	nb := n &^ 63
-	sum := float64(blocks64F32(a, b, nb))
-	for i := nb; i < len(a); i++ {
-		sum += float64(a[i] * b[i])
-	}
-	return float32(sum)
-}
-
 // vExpf is ggml's vectorised e^x, one lane.
 func vExpf(x float32) float32 {
 	const shift = float32(0x1.8p23)
@@ -200,8 +189,7 @@ func ggmlRoPE(x []float32, nHeads, headDim, ropeDim, pos int, base, scale float3
 // that a step allocates nothing. One per Runner (not safe for concurrent
 // use, like the Runner).
 type ggmlScratch struct {
-	row  []float32 // one F32 weight row
-	a, b []float32 // widened F16 operands of attention dot products
+	row []float32 // one F32 weight row
 }
 
 // grow returns s[:n], reallocating when it is too short.
@@ -233,14 +221,44 @@ func (g *ggmlScratch) matmulF32(out []float32, w kernels.Matrix, x []float32, n 
 	}
 }
 
-// widen converts two F16 rows into the scratch operands.
-func (g *ggmlScratch) widen(a, b []uint16) ([]float32, []float32) {
-	g.a, g.b = grow(g.a, len(a)), grow(g.b, len(a))
-	for i := range a {
-		g.a[i] = quant.F16ToF32(a[i])
-		g.b[i] = quant.F16ToF32(b[i])
+// vecDotF16 is ggml_vec_dot_f16 of two F16 rows extended with zeros to
+// n values (n ≥ len(a)), in its block order; it keeps no state, so
+// attention heads may run it concurrently.
+func vecDotF16(a, b []uint16, n int) float32 {
+	var s [4][16]float32
+	b = b[:len(a)]
+	nb := n &^ 63
+	full := min(nb, len(a)&^63)
+	for i := 0; i < full; i += 64 {
+		for j := range 4 {
+			o := i + j*16
+			for k := range 16 {
+				s[j][k] = fma32(quant.F16ToF32(a[o+k]), quant.F16ToF32(b[o+k]), s[j][k])
+			}
+		}
 	}
-	return g.a, g.b
+	for i := full; i < min(nb, len(a)); i++ {
+		j, k := (i%64)/16, i%16
+		s[j][k] = fma32(quant.F16ToF32(a[i]), quant.F16ToF32(b[i]), s[j][k])
+	}
+	for k := range 16 {
+		s[0][k] = (s[0][k] + s[2][k]) + (s[1][k] + s[3][k])
+	}
+	sum := float64(reduce16(&s[0]))
+	for i := nb; i < len(a); i++ {
+		sum += float64(quant.F16ToF32(a[i]) * quant.F16ToF32(b[i]))
+	}
+	return float32(sum)
+}
+
+// lanes16F16 is one 16-lane fused accumulator over two F16 rows.
+func lanes16F16(a, b []uint16) float32 {
+	var acc [16]float32
+	b = b[:len(a)]
+	for i := range a {
+		acc[i%16] = fma32(quant.F16ToF32(a[i]), quant.F16ToF32(b[i]), acc[i%16])
+	}
+	return reduce16(&acc)
 }
 
 // ggmlArith returns the arithmetic of llama.cpp's CPU path: F32 matrix
@@ -248,10 +266,11 @@ func (g *ggmlScratch) widen(a, b []uint16) ([]float32, []float32) {
 // orders; the other weight types go to pool, whose kernels already round
 // the activations to the weight's partner format (F16, Q8_0, Q8_K).
 //
-// The scratch is sized for weight rows of up to cols values and attention
-// over up to nCtx positions, so that a step allocates nothing.
-func ggmlArith(pool *kernels.Pool, cols, nCtx int) arith {
-	g := &ggmlScratch{row: make([]float32, cols), a: make([]float32, nCtx), b: make([]float32, nCtx)}
+// The matmul scratch is sized for weight rows of up to cols values, so
+// that a step allocates nothing; matmul is for one goroutine at a time,
+// the other functions keep no state.
+func ggmlArith(pool *kernels.Pool, cols int) arith {
+	g := &ggmlScratch{row: make([]float32, cols)}
 	return arith{
 		matmul: func(out []float32, w kernels.Matrix, x []float32, n int, group []int32) error {
 			if w.Type != tensor.F32 || len(out) != n*w.Rows || len(x) != n*w.Cols || len(w.Data) != w.Rows*w.Cols*4 || len(group) < n {
@@ -264,15 +283,13 @@ func ggmlArith(pool *kernels.Pool, cols, nCtx int) arith {
 		softmax: ggmlSoftmax,
 		siluMul: ggmlSiLUMul,
 		dotKQ: func(k, q []uint16) float32 {
-			a, b := g.widen(k, q)
-			return vecDotF16Wide(a, b, len(a))
+			return vecDotF16(k, q, len(k))
 		},
 		dotKQV: func(v, p []uint16, batch int) float32 {
-			a, b := g.widen(v, p)
 			if batch >= 2 {
-				return lanes16F32(a, b)
+				return lanes16F16(v, p)
 			}
-			return vecDotF16Wide(a, b, (len(a)+31)/32*32)
+			return vecDotF16(v, p, (len(v)+31)/32*32)
 		},
 	}
 }

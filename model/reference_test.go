@@ -367,3 +367,44 @@ func TestBatchSplitInvariance(t *testing.T) {
 		}
 	}
 }
+
+// TestParallelAttentionBitIdentical: attention spread over 1, 2 or 3
+// workers (the parallel path forced even for short prompts) gives the
+// same logits bit for bit, for a batched prompt and one-token steps.
+func TestParallelAttentionBitIdentical(t *testing.T) {
+	for _, name := range []string{"stories260K.gguf", "mini-24m-q8_0.gguf"} {
+		t.Run(name, func(t *testing.T) {
+			ref := readRef(t, name)
+			m := loadModel(t, name)
+			p := ref.Prompts[len(ref.Prompts)-1]
+			run := func(threads int) [][]float32 {
+				pool := kernels.NewPool(threads)
+				defer pool.Close()
+				c, err := NewCache(m.Config, KVF16, 1, 128)
+				if err != nil {
+					t.Fatal(err)
+				}
+				r := NewRunner(m, c, pool, 128)
+				r.SetLlamaOrder(true)
+				r.attnMin = 0
+				if len(r.heads) != threads {
+					t.Fatalf("%d attention workers for %d threads", len(r.heads), threads)
+				}
+				s := &session{m: m, c: c, r: r}
+				rows := s.feed(t, p.PromptIDs, true)
+				for _, id := range p.GeneratedIDs[:4] {
+					rows = append(rows, s.feed(t, []int32{id}, false)...)
+				}
+				return rows
+			}
+			one := run(1)
+			for _, threads := range []int{2, 3} {
+				for k, row := range run(threads) {
+					if !slices.Equal(row, one[k]) {
+						t.Errorf("%d threads: row %d differs from one thread by %.3g", threads, k, maxDiff(row, one[k]))
+					}
+				}
+			}
+		})
+	}
+}
