@@ -3,9 +3,9 @@ package model
 import "github.com/lisa-llm/lisa/kernels"
 
 // arith is the arithmetic a Runner computes with. Production runners use
-// ggmlArith (ggml.go): llama.cpp's summation orders for F32 products, the
-// attention dot products, softmax, SiLU and RoPE, and package kernels for
-// the other weight types. Tests swap in a slower, independent emulation
+// ggmlArith (ggml.go): llama.cpp's summation orders for F32 products and
+// RoPE, and for F32 models the attention dot products, softmax and SiLU
+// too; package kernels for the rest. Tests swap in a slower, independent emulation
 // (emuArith) that also reproduces ggml's quantized dot products.
 type arith struct {
 	// matmul computes out = w·x for n activation rows; group[t] is how

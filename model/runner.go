@@ -73,7 +73,7 @@ func NewRunner(m *Model, c *Cache, pool *kernels.Pool, maxBatch int) *Runner {
 	cfg := m.Config
 	f := func(w int) []float32 { return make([]float32, maxBatch*w) }
 	r := &Runner{
-		m: m, c: c, ar: ggmlArith(pool, max(cfg.NEmbd, cfg.QDim(), cfg.NFF)), maxBatch: maxBatch,
+		m: m, c: c, ar: ggmlArith(pool, max(cfg.NEmbd, cfg.QDim(), cfg.NFF), m.allF32()), maxBatch: maxBatch,
 		group: make([]int32, maxBatch), seqN: make([]int32, c.nSeq),
 		x: f(cfg.NEmbd), xn: f(cfg.NEmbd), proj: f(cfg.NEmbd),
 		q: f(cfg.QDim()), att: f(cfg.QDim()), k: f(cfg.KVDim()), v: f(cfg.KVDim()),
