@@ -49,9 +49,9 @@ type tolerance struct {
 
 // Tolerances: the issue's. F32 models get 1e-3 at every recorded position
 // and in the full-vocabulary rows; the production arithmetic (ggml.go)
-// sums an F32 model's products, attention, softmax, SiLU and RoPE in ggml's orders,
-// which keeps the F16 roundings of keys, values, queries and attention
-// weights identical to llama.cpp's (stories260K measures 1.9e-6; with
+// sums an F32 model's products, attention, softmax, SiLU and RoPE in
+// ggml's orders, which keeps the F16 roundings of keys, values, queries
+// and attention weights identical to llama.cpp's (stories260K: 1.9e-6; with
 // other summation orders one flipped rounding moved it by 3e-3 to 6e-3).
 // F16 and quantized models get 0.05 everywhere, full rows included
 // (small-110m's full rows measure 0.046: its Q4_K/Q6_K dot products run
