@@ -27,9 +27,11 @@
 // grouped-query heads sharing each KV head between NHead/NHeadKV query
 // heads; the output projection and residual; SwiGLU feed-forward
 // (silu(gate)·up, then down) and residual; final RMSNorm and the output
-// matrix. The matrix products and elementwise operations are package
-// kernels', which converts activations to each weight type's partner
-// format (F16, Q8_0 or Q8_K blocks) as ggml does.
+// matrix. F32 matrix products and RoPE, and for F32 models the attention
+// dot products, softmax and SiLU, sum and round in ggml's own orders
+// (ggml.go), so that F32 models match llama.cpp to float32 ulps; the rest
+// uses package kernels, which converts activations to each weight type's
+// partner format (F16, Q8_0 or Q8_K blocks) as ggml does.
 //
 // Subpackage sample turns logits into tokens.
 package model

@@ -386,6 +386,11 @@ func TestDecodeAllocs(t *testing.T) {
 		if n := testing.AllocsPerRun(50, step); n != 0 {
 			t.Errorf("%s: %v allocations per step", wt, n)
 		}
+		r.attnMin = 0 // the heads spread over the pool's workers
+		step()
+		if n := testing.AllocsPerRun(50, step); n != 0 {
+			t.Errorf("%s: %v allocations per step with parallel attention", wt, n)
+		}
 		pool.Close()
 	}
 }

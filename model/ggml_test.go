@@ -43,13 +43,13 @@ import (
 // forward pass itself is llama.cpp's; the production kernels sum in other
 // orders, hence the tolerances of TestTeacherForced.
 
-// fma32 is a float32 fused multiply-add.
-func fma32(a, b, c float32) float32 {
+// emuFMA32 is a float32 fused multiply-add.
+func emuFMA32(a, b, c float32) float32 {
 	return float32(math.FMA(float64(a), float64(b), float64(c)))
 }
 
-// reduce16 sums 16 lanes as a tree of halves.
-func reduce16(x *[16]float32) float32 {
+// emuReduce16 sums 16 lanes as a tree of halves.
+func emuReduce16(x *[16]float32) float32 {
 	var t [8]float32
 	for i := range t {
 		t[i] = x[i+8] + x[i]
@@ -61,38 +61,38 @@ func reduce16(x *[16]float32) float32 {
 	return (u[0] + u[2]) + (u[1] + u[3])
 }
 
-// lanes16 is one 16-lane fused accumulator over n products.
-func lanes16(n int, at func(i int) (float32, float32)) float32 {
+// emuLanes16 is one 16-lane fused accumulator over n products.
+func emuLanes16(n int, at func(i int) (float32, float32)) float32 {
 	var acc [16]float32
 	for i := range n {
 		a, b := at(i)
-		acc[i%16] = fma32(a, b, acc[i%16])
+		acc[i%16] = emuFMA32(a, b, acc[i%16])
 	}
-	return reduce16(&acc)
+	return emuReduce16(&acc)
 }
 
-// blocks64 accumulates the first n&^63 products in four 16-lane
+// emuBlocks64 accumulates the first n&^63 products in four 16-lane
 // accumulators and returns their tree sum.
-func blocks64(n int, at func(i int) (float32, float32)) float32 {
+func emuBlocks64(n int, at func(i int) (float32, float32)) float32 {
 	var s [4][16]float32
 	for i := 0; i < n&^63; i += 64 {
 		for j := range 4 {
 			for k := range 16 {
 				a, b := at(i + j*16 + k)
-				s[j][k] = fma32(a, b, s[j][k])
+				s[j][k] = emuFMA32(a, b, s[j][k])
 			}
 		}
 	}
 	for k := range 16 {
 		s[0][k] = (s[0][k] + s[2][k]) + (s[1][k] + s[3][k])
 	}
-	return reduce16(&s[0])
+	return emuReduce16(&s[0])
 }
 
-// vecDotF32 is ggml_vec_dot_f32.
-func vecDotF32(a, b []float32) float32 {
+// emuVecDotF32 is ggml_vec_dot_f32.
+func emuVecDotF32(a, b []float32) float32 {
 	at := func(i int) (float32, float32) { return a[i], b[i] }
-	sum := blocks64(len(a), at)
+	sum := emuBlocks64(len(a), at)
 	for i := len(a) &^ 63; i < len(a); i++ {
 		p := a[i] * b[i]
 		sum += p
@@ -100,15 +100,15 @@ func vecDotF32(a, b []float32) float32 {
 	return sum
 }
 
-// vecDotF16 is ggml_vec_dot_f16 over a and b extended with zeros to n.
-func vecDotF16(a, b []uint16, n int) float32 {
+// emuVecDotF16 is ggml_vec_dot_f16 over a and b extended with zeros to n.
+func emuVecDotF16(a, b []uint16, n int) float32 {
 	at := func(i int) (float32, float32) {
 		if i >= len(a) {
 			return 0, 0
 		}
 		return quant.F16ToF32(a[i]), quant.F16ToF32(b[i])
 	}
-	sum := float64(blocks64(n, at))
+	sum := float64(emuBlocks64(n, at))
 	for i := n &^ 63; i < n; i++ {
 		x, y := at(i)
 		sum += float64(x * y)
@@ -116,10 +116,10 @@ func vecDotF16(a, b []uint16, n int) float32 {
 	return float32(sum)
 }
 
-// vExpf is ggml's vectorised e^x, one lane.
-func vExpf(x float32) float32 {
+// emuExpf is ggml's vectorised e^x, one lane.
+func emuExpf(x float32) float32 {
 	const shift = float32(0x1.8p23)
-	z := fma32(x, 0x1.715476p+0, shift)
+	z := emuFMA32(x, 0x1.715476p+0, shift)
 	n := z - shift
 	if n != n || math.Abs(float64(n)) > 192 {
 		if n <= 0 {
@@ -127,16 +127,16 @@ func vExpf(x float32) float32 {
 		}
 		return float32(math.Inf(1))
 	}
-	b := fma32(-n, 0x1.62e4p-1, x)
-	b = fma32(-n, 0x1.7f7d1cp-20, b)
+	b := emuFMA32(-n, 0x1.62e4p-1, x)
+	b = emuFMA32(-n, 0x1.7f7d1cp-20, b)
 	u := b * b
-	j := fma32(fma32(fma32(0x1.0e4020p-7, b, 0x1.573e2ep-5), u, fma32(0x1.555e66p-3, b, 0x1.fffdb6p-2)), u,
-		fma32(0x1.ffffecp-1, b, 1))
+	j := emuFMA32(emuFMA32(emuFMA32(0x1.0e4020p-7, b, 0x1.573e2ep-5), u, emuFMA32(0x1.555e66p-3, b, 0x1.fffdb6p-2)), u,
+		emuFMA32(0x1.ffffecp-1, b, 1))
 	return float32(math.Ldexp(float64(j), int(n)))
 }
 
-// ggmlSoftmax is ggml's soft_max of one row (scale already applied).
-func ggmlSoftmax(x []float32) {
+// emuSoftmax is ggml's soft_max of one row (scale already applied).
+func emuSoftmax(x []float32) {
 	mx := float32(math.Inf(-1))
 	for _, v := range x {
 		mx = max(mx, v)
@@ -145,21 +145,21 @@ func ggmlSoftmax(x []float32) {
 	for i := 0; i < len(x); i += 16 {
 		var c [16]float32
 		for k := 0; k < 16 && i+k < len(x); k++ {
-			c[k] = vExpf(x[i+k] - mx)
+			c[k] = emuExpf(x[i+k] - mx)
 			x[i+k] = c[k]
 		}
-		sum += float64(reduce16(&c))
+		sum += float64(emuReduce16(&c))
 	}
 	kernels.Scale(x, float32(1/sum))
 }
 
-// ggmlSiLUMul is ggml's silu of one row times up.
-func ggmlSiLUMul(dst, gate, up []float32) {
+// emuSiLUMul is ggml's silu of one row times up.
+func emuSiLUMul(dst, gate, up []float32) {
 	chunks := len(gate) &^ 15
 	for i, g := range gate {
 		var e float32
 		if i < chunks {
-			e = vExpf(0 - g)
+			e = emuExpf(0 - g)
 		} else {
 			e = float32(math.Exp(float64(-g)))
 		}
@@ -167,8 +167,8 @@ func ggmlSiLUMul(dst, gate, up []float32) {
 	}
 }
 
-// ggmlRoPE is ggml's normal-mode rope with its fused rotation.
-func ggmlRoPE(x []float32, nHeads, headDim, ropeDim, pos int, base, scale float32) {
+// emuRoPE is ggml's normal-mode rope with its fused rotation.
+func emuRoPE(x []float32, nHeads, headDim, ropeDim, pos int, base, scale float32) {
 	thetaScale := float32(math.Pow(float64(base), float64(float32(-2)/float32(ropeDim))))
 	theta := float32(pos)
 	for i := 0; i < ropeDim/2; i++ {
@@ -177,17 +177,17 @@ func ggmlRoPE(x []float32, nHeads, headDim, ropeDim, pos int, base, scale float3
 		for h := range nHeads {
 			a := h*headDim + 2*i
 			x0, x1 := x[a], x[a+1]
-			x[a] = fma32(x0, c, -(x1 * s))
-			x[a+1] = fma32(x0, s, x1*c)
+			x[a] = emuFMA32(x0, c, -(x1 * s))
+			x[a+1] = emuFMA32(x0, s, x1*c)
 		}
 		theta *= thetaScale
 	}
 }
 
-// ggmlMatMul multiplies F32 and F16 weights in ggml's orders (F16
+// emuMatMul multiplies F32 and F16 weights in ggml's orders (F16
 // activations rounded to F16 first) and leaves other types to the pool.
-func ggmlMatMul(pool *kernels.Pool) func([]float32, kernels.Matrix, []float32, int) error {
-	return func(out []float32, w kernels.Matrix, x []float32, n int) error {
+func emuMatMul(pool *kernels.Pool) func([]float32, kernels.Matrix, []float32, int, []int32) error {
+	return func(out []float32, w kernels.Matrix, x []float32, n int, _ []int32) error {
 		switch w.Type {
 		case tensor.Q8_0:
 			ggmlMatMulQ8_0(out, w, x, n)
@@ -221,11 +221,11 @@ func ggmlMatMul(pool *kernels.Pool) func([]float32, kernels.Matrix, []float32, i
 				xt := x[t*w.Cols : (t+1)*w.Cols]
 				switch {
 				case n >= 2 && w.Cols%16 == 0:
-					out[t*w.Rows+r] = lanes16(w.Cols, func(i int) (float32, float32) { return row[i], xt[i] })
+					out[t*w.Rows+r] = emuLanes16(w.Cols, func(i int) (float32, float32) { return row[i], xt[i] })
 				case w.Type == tensor.F16:
-					out[t*w.Rows+r] = vecDotWide(row, xt)
+					out[t*w.Rows+r] = emuVecDotWide(row, xt)
 				default:
-					out[t*w.Rows+r] = vecDotF32(row, xt)
+					out[t*w.Rows+r] = emuVecDotF32(row, xt)
 				}
 			}
 		}
@@ -269,7 +269,7 @@ func dotQ8_0Lanes(w []byte, x []quant.BlockQ8_0) float32 {
 			for i := 4 * k; i < 4*k+4; i++ {
 				isum += int32(int8(wb[2+i])) * int32(x[b].Qs[i])
 			}
-			acc[k] = fma32(d, float32(isum), acc[k])
+			acc[k] = emuFMA32(d, float32(isum), acc[k])
 		}
 	}
 	var r [4]float32
@@ -326,12 +326,12 @@ func dotQ4KLanes(w []byte, x []quant.BlockQ8K) float32 {
 			}
 		}
 		for k := range 8 {
-			acc[k] = fma32(d, float32(lane[k]), acc[k])
+			acc[k] = emuFMA32(d, float32(lane[k]), acc[k])
 		}
 		for k := range 4 {
 			s0 := int32(x[b].Bsums[4*k]) + int32(x[b].Bsums[4*k+1])
 			s1 := int32(x[b].Bsums[4*k+2]) + int32(x[b].Bsums[4*k+3])
-			accM[k] = fma32(dmin, float32(mn[2*k]*s0+mn[2*k+1]*s1), accM[k])
+			accM[k] = emuFMA32(dmin, float32(mn[2*k]*s0+mn[2*k+1]*s1), accM[k])
 		}
 	}
 	return hsum8(&acc) + ((accM[0] + accM[2]) + (accM[1] + accM[3]))
@@ -351,7 +351,7 @@ func dotQ6KLanes(w []byte, x []quant.BlockQ8K) float32 {
 			lane[(v%32)/4] += int32(int8(scales[v/16])) * q * int32(x[b].Qs[v])
 		}
 		for k := range 8 {
-			acc[k] = fma32(d, float32(lane[k]), acc[k])
+			acc[k] = emuFMA32(d, float32(lane[k]), acc[k])
 		}
 	}
 	return hsum8(&acc)
@@ -374,29 +374,29 @@ func ggmlMatMulK(out []float32, w kernels.Matrix, x []float32, n int) {
 	}
 }
 
-// vecDotWide is ggml_vec_dot_f16 on values already widened to float32.
-func vecDotWide(a, b []float32) float32 {
+// emuVecDotWide is ggml_vec_dot_f16 on values already widened to float32.
+func emuVecDotWide(a, b []float32) float32 {
 	at := func(i int) (float32, float32) { return a[i], b[i] }
-	sum := float64(blocks64(len(a), at))
+	sum := float64(emuBlocks64(len(a), at))
 	for i := len(a) &^ 63; i < len(a); i++ {
 		sum += float64(a[i] * b[i])
 	}
 	return float32(sum)
 }
 
-// ggmlArith is the emulated arithmetic.
-func ggmlArith(pool *kernels.Pool) arith {
+// emuArith is the emulated arithmetic.
+func emuArith(pool *kernels.Pool) arith {
 	return arith{
-		matmul:  ggmlMatMul(pool),
-		rope:    ggmlRoPE,
-		softmax: ggmlSoftmax,
-		siluMul: ggmlSiLUMul,
-		dotKQ:   func(k, q []uint16) float32 { return vecDotF16(k, q, len(k)) },
+		matmul:  emuMatMul(pool),
+		rope:    emuRoPE,
+		softmax: emuSoftmax,
+		siluMul: emuSiLUMul,
+		dotKQ:   func(k, q []uint16) float32 { return emuVecDotF16(k, q, len(k)) },
 		dotKQV: func(v, p []uint16, batch int) float32 {
 			if batch >= 2 {
-				return lanes16(len(v), func(i int) (float32, float32) { return quant.F16ToF32(v[i]), quant.F16ToF32(p[i]) })
+				return emuLanes16(len(v), func(i int) (float32, float32) { return quant.F16ToF32(v[i]), quant.F16ToF32(p[i]) })
 			}
-			return vecDotF16(v, p, (len(v)+31)/32*32)
+			return emuVecDotF16(v, p, (len(v)+31)/32*32)
 		},
 	}
 }
@@ -446,13 +446,13 @@ func ggmlOrderPrompts(t *testing.T, m *Model, ref refFile, pool *kernels.Pool) f
 	}
 	for pi, p := range ref.Prompts {
 		s := newSession(t, m, 512)
-		s.r.ar = ggmlArith(pool)
+		s.r.ar = emuArith(pool)
 		rows := s.feed(t, p.PromptIDs, true)
 		for _, pp := range p.PromptPositions {
 			worst = math.Max(worst, compare(t, "prompt", rows[pp.Position], pp, tol, limit))
 		}
 		s = newSession(t, m, 512)
-		s.r.ar = ggmlArith(pool)
+		s.r.ar = emuArith(pool)
 		last := s.feed(t, p.PromptIDs, false)[0]
 		row("last prompt row", last, readF32s(t, "ref/reference/"+p.LastLogitsFile))
 		var gen []float32

@@ -11,7 +11,6 @@ import (
 	"github.com/lisa-llm/lisa/gguf"
 	"github.com/lisa-llm/lisa/internal/shared"
 	"github.com/lisa-llm/lisa/kernels"
-	"github.com/lisa-llm/lisa/tensor"
 )
 
 // refFile is a llama.cpp reference file (schema llama.cpp-reference/v1).
@@ -48,38 +47,26 @@ type tolerance struct {
 	gap     float64 // top-1 must agree where llama.cpp's top1-top2 gap exceeds this
 }
 
-// Tolerances. Quantized and F16 models: the issue's 0.05 at every
-// recorded position; over all 32000 logits of the full-vocabulary rows the
-// maximum of small-110m reaches 0.046 to 0.051 depending on the kernel
-// path (activations one ulp off llama.cpp's land on the other side of a
-// Q8_K rounding boundary now and then), so those rows get 0.06.
-//
-// F32 models: the issue asks for 1e-3, which this engine meets only until
-// the first rounding flip. Keys, values, queries and attention weights are
-// rounded to F16, and one float32 ulp of difference in what is rounded
-// (llama.cpp sums its dot products in other orders, and in different
-// orders for one-token batches than for prompts) flips an F16 rounding now
-// and then; on the trained stories260K every flip moves later logits by
-// 1e-3 to 1e-2. Changing only the summation order of this engine's own F32
-// products moves them by the same 1e-2 (measured), so the bound is 2e-2
-// until the kernels reproduce ggml's summation orders bit for bit; the
-// 64-step greedy comparison (TestGreedyStories) stays exact.
+// Tolerances: the issue's. F32 models get 1e-3 at every recorded position
+// and in the full-vocabulary rows; the production arithmetic (ggml.go)
+// sums an F32 model's products, attention, softmax, SiLU and RoPE in
+// ggml's orders, which keeps the F16 roundings of keys, values, queries
+// and attention weights identical to llama.cpp's (stories260K: 1.9e-6; with
+// other summation orders one flipped rounding moved it by 3e-3 to 6e-3).
+// F16 and quantized models get 0.05 everywhere, full rows included
+// (small-110m's full rows measure 0.046: its Q4_K/Q6_K dot products run
+// on Q8_K activations as ggml's do, but package kernels accumulates the
+// blocks in another order than ggml's AVX2 lanes, see emuArith).
 const (
 	tolQuantized        = 0.05
-	tolQuantizedFullRow = 0.06
-	tolF32              = 2e-2
+	tolQuantizedFullRow = 0.05
+	tolF32              = 1e-3
 )
 
 // toleranceFor returns the tolerance for a model whose weights are all
 // F32 or not.
 func toleranceFor(m *Model) tolerance {
-	allF32 := m.Embed.Type == tensor.F32 && m.Output.Type == tensor.F32
-	for _, l := range m.Layers {
-		for _, w := range []kernels.Matrix{l.Q, l.K, l.V, l.O, l.Gate, l.Up, l.Down} {
-			allF32 = allF32 && w.Type == tensor.F32
-		}
-	}
-	if allF32 {
+	if m.allF32() {
 		return tolerance{prompt: tolF32, gen: tolF32, fullRow: tolF32, topSets: true}
 	}
 	return tolerance{prompt: tolQuantized, gen: tolQuantized, fullRow: tolQuantizedFullRow, gap: 0.05}
@@ -141,7 +128,9 @@ func newSession(t testing.TB, m *Model, nCtx int) *session {
 	}
 	pool := kernels.NewPool(2)
 	t.Cleanup(pool.Close)
-	return &session{m: m, c: c, r: NewRunner(m, c, pool, 512)}
+	r := NewRunner(m, c, pool, 512)
+	r.SetLlamaOrder(true)
+	return &session{m: m, c: c, r: r}
 }
 
 // feed decodes tokens at the end of sequence 0 as one batch and returns
@@ -318,5 +307,97 @@ func TestGreedyStories(t *testing.T) {
 		if !slices.Equal(got, p.GeneratedIDs) {
 			t.Errorf("prompt %d %q: generated\n%v\nllama.cpp\n%v", pi, p.Prompt, got, p.GeneratedIDs)
 		}
+	}
+}
+
+// TestBatchSplitInvariance: with the default summation orders a
+// sequence's logits are bit for bit the same however its prompt is split
+// into batches and whatever other sequence shares them (the serving
+// engine's prefix reuse and batching rely on it).
+func TestBatchSplitInvariance(t *testing.T) {
+	ref := readRef(t, "stories260K.gguf")
+	m := loadModel(t, "stories260K.gguf")
+	pool := kernels.NewPool(2)
+	defer pool.Close()
+	ids := ref.Prompts[1].PromptIDs
+	run := func(splits []int, other bool) []float32 {
+		c, err := NewCache(m.Config, KVF16, 2, 128)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := NewRunner(m, c, pool, 64)
+		var rows [][]float32
+		start := 0
+		for _, end := range append(splits, len(ids)) {
+			var b Batch
+			for i := start; i < end; i++ {
+				b.Tokens, b.Pos, b.Seq = append(b.Tokens, ids[i]), append(b.Pos, int32(i)), append(b.Seq, 0)
+				b.Logits = append(b.Logits, i == len(ids)-1)
+			}
+			if other {
+				// Another sequence's tokens in the same batch.
+				for j := range 3 {
+					b.Tokens, b.Pos, b.Seq = append(b.Tokens, int32(20+j)), append(b.Pos, int32(c.Len(1)+j)), append(b.Seq, 1)
+					b.Logits = append(b.Logits, j == 2)
+				}
+			}
+			out, err := r.Decode(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows = out
+			start = end
+		}
+		return slices.Clone(rows[0])
+	}
+	whole := run(nil, false)
+	for _, tc := range []struct {
+		splits []int
+		other  bool
+	}{{[]int{1}, false}, {[]int{len(ids) - 1}, false}, {[]int{2, 3, 5}, true}, {nil, true}} {
+		if got := run(tc.splits, tc.other); !slices.Equal(got, whole) {
+			t.Errorf("split %v (other sequence %v): logits differ by %.3g from one batch", tc.splits, tc.other, maxDiff(got, whole))
+		}
+	}
+}
+
+// TestParallelAttentionBitIdentical: attention spread over 1, 2 or 3
+// workers (the parallel path forced even for short prompts) gives the
+// same logits bit for bit, for a batched prompt and one-token steps.
+func TestParallelAttentionBitIdentical(t *testing.T) {
+	for _, name := range []string{"stories260K.gguf", "mini-24m-q8_0.gguf"} {
+		t.Run(name, func(t *testing.T) {
+			ref := readRef(t, name)
+			m := loadModel(t, name)
+			p := ref.Prompts[len(ref.Prompts)-1]
+			run := func(threads int) [][]float32 {
+				pool := kernels.NewPool(threads)
+				defer pool.Close()
+				c, err := NewCache(m.Config, KVF16, 1, 128)
+				if err != nil {
+					t.Fatal(err)
+				}
+				r := NewRunner(m, c, pool, 128)
+				r.SetLlamaOrder(true)
+				r.attnMin = 0
+				if len(r.heads) != threads {
+					t.Fatalf("%d attention workers for %d threads", len(r.heads), threads)
+				}
+				s := &session{m: m, c: c, r: r}
+				rows := s.feed(t, p.PromptIDs, true)
+				for _, id := range p.GeneratedIDs[:4] {
+					rows = append(rows, s.feed(t, []int32{id}, false)...)
+				}
+				return rows
+			}
+			one := run(1)
+			for _, threads := range []int{2, 3} {
+				for k, row := range run(threads) {
+					if !slices.Equal(row, one[k]) {
+						t.Errorf("%d threads: row %d differs from one thread by %.3g", threads, k, maxDiff(row, one[k]))
+					}
+				}
+			}
+		})
 	}
 }

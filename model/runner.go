@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"math"
+	"sync"
 
 	"github.com/lisa-llm/lisa/kernels"
 )
@@ -32,18 +33,37 @@ type Runner struct {
 	c        *Cache
 	ar       arith
 	maxBatch int
-	nTok     int // tokens of the batch being decoded
+	group    []int32 // per batch row: rows of its sequence in the current product
+	llama    bool    // llama.cpp's batch-size-dependent summation orders
+	seqN     []int32 // per sequence: a counter for group
 
 	x, xn, q, k, v, att, proj, gate, up []float32
 
+	heads   []headScratch // one per attention worker (the pool's threads)
+	attnMin int           // least multiply-adds worth spreading over workers
+	wg      sync.WaitGroup
+	attnL   int      // the layer the attention workers are on
+	attnB   Batch    // the batch the attention workers are on
+	attnSc  float32  // 1/sqrt(head_dim)
+	attnNW  int      // how many workers share the heads
+	parts   []func() // parts[w] runs worker w's heads (made once: go parts[w]() allocates nothing)
+	next    []int    // per sequence: the next position a batch may write
+	outIdx  []int    // batch indices whose logits are wanted
+	logits  []float32
+	rows    [][]float32
+}
+
+// headScratch is what one attention worker computes a head with.
+type headScratch struct {
 	scores []float32 // attention weights of one head, nCtx
 	q16    []uint16  // one query head rounded to F16
 	p16    []uint16  // attention weights rounded to F16, nCtx
-	next   []int     // per sequence: the next position a batch may write
-	outIdx []int     // batch indices whose logits are wanted
-	logits []float32
-	rows   [][]float32
 }
+
+// attnParallelMin is the attention work (multiply-adds of one layer)
+// below which a step's heads run on the calling goroutine: starting the
+// workers costs more than such a step.
+const attnParallelMin = 1 << 16
 
 // NewRunner returns a Runner for batches of up to maxBatch tokens (at
 // least 1, at most MaxBatch) of model m over cache c, splitting matrix
@@ -52,19 +72,38 @@ func NewRunner(m *Model, c *Cache, pool *kernels.Pool, maxBatch int) *Runner {
 	maxBatch = min(max(maxBatch, 1), MaxBatch)
 	cfg := m.Config
 	f := func(w int) []float32 { return make([]float32, maxBatch*w) }
-	return &Runner{
-		m: m, c: c, ar: kernelArith(pool), maxBatch: maxBatch,
+	r := &Runner{
+		m: m, c: c, ar: ggmlArith(pool, max(cfg.NEmbd, cfg.QDim(), cfg.NFF), m.allF32()), maxBatch: maxBatch,
+		group: make([]int32, maxBatch), seqN: make([]int32, c.nSeq),
 		x: f(cfg.NEmbd), xn: f(cfg.NEmbd), proj: f(cfg.NEmbd),
 		q: f(cfg.QDim()), att: f(cfg.QDim()), k: f(cfg.KVDim()), v: f(cfg.KVDim()),
 		gate: f(cfg.NFF), up: f(cfg.NFF),
-		scores: make([]float32, c.nCtx),
-		q16:    make([]uint16, cfg.HeadDim),
-		p16:    make([]uint16, c.nCtx),
-		next:   make([]int, c.nSeq),
-		outIdx: make([]int, 0, maxBatch),
-		rows:   make([][]float32, 0, maxBatch),
+		heads:   make([]headScratch, max(pool.Threads(), 1)),
+		attnMin: attnParallelMin,
+		next:    make([]int, c.nSeq),
+		outIdx:  make([]int, 0, maxBatch),
+		rows:    make([][]float32, 0, maxBatch),
 	}
+	r.parts = make([]func(), len(r.heads))
+	for w := range r.heads {
+		r.parts[w] = func() { r.headsPart(w, r.attnNW) }
+		r.heads[w] = headScratch{scores: make([]float32, c.nCtx), q16: make([]uint16, cfg.HeadDim), p16: make([]uint16, c.nCtx)}
+	}
+	return r
 }
+
+// SetLlamaOrder chooses between two summation orders for F32 matrix
+// products and the attention weights×values product. Off (the default),
+// every token is summed in ggml's one-token order whatever batch it comes
+// in, so a sequence's logits are bit for bit the same however its tokens
+// are split into batches and whatever else shares them (what a serving
+// engine needs for reproducible answers and prefix reuse). On, a sequence
+// with two or more tokens in a batch is summed in ggml's batched order
+// (llamafile's tinyBLAS), as llama.cpp does, which reproduces llama.cpp's
+// logits of F32 models to float32 ulps (`lisa run`, reference tests), at
+// the price of logits that depend on how a prompt is split into batches.
+// Results stay independent of the other sequences in a batch either way.
+func (r *Runner) SetLlamaOrder(on bool) { r.llama = on }
 
 // MaxBatch returns the most tokens one Decode call may carry.
 func (r *Runner) MaxBatch() int { return r.maxBatch }
@@ -120,7 +159,7 @@ func (r *Runner) Decode(b Batch) ([][]float32, error) {
 	}
 	cfg := r.m.Config
 	n := len(b.Tokens)
-	r.nTok = n
+	r.groups(b, nil)
 	for i, t := range b.Tokens {
 		if err := r.m.Embed.Row(int(t), r.x[i*cfg.NEmbd:(i+1)*cfg.NEmbd]); err != nil {
 			return nil, fmt.Errorf("model: decode: %w", err)
@@ -135,6 +174,7 @@ func (r *Runner) Decode(b Batch) ([][]float32, error) {
 		if last {
 			// Only the wanted rows go on, as llama.cpp does in its last block.
 			rows = r.compact()
+			r.groups(b, r.outIdx)
 		}
 		if err := r.feedForward(l, rows); err != nil {
 			return nil, err
@@ -145,6 +185,32 @@ func (r *Runner) Decode(b Batch) ([][]float32, error) {
 		r.c.lens[s] = max(r.c.lens[s], int(b.Pos[i])+1)
 	}
 	return r.output()
+}
+
+// groups fills r.group for the batch rows idx (all of b's rows when idx
+// is nil): how many of those rows belong to each row's sequence, or 1 for
+// all of them unless SetLlamaOrder is on.
+func (r *Runner) groups(b Batch, idx []int) {
+	clear(r.seqN)
+	n := len(idx)
+	if idx == nil {
+		n = len(b.Tokens)
+	}
+	at := func(j int) int {
+		if idx == nil {
+			return j
+		}
+		return idx[j]
+	}
+	for j := range n {
+		r.seqN[b.Seq[at(j)]]++
+	}
+	for j := range n {
+		r.group[j] = 1
+		if r.llama {
+			r.group[j] = r.seqN[b.Seq[at(j)]]
+		}
+	}
 }
 
 // compact moves the residual rows of r.outIdx to the front of r.x and
@@ -161,7 +227,7 @@ func (r *Runner) compact() int {
 
 // matmul runs out = w·x for n rows, naming the weight on failure.
 func (r *Runner) matmul(out []float32, w kernels.Matrix, x []float32, n int, what string, layer int) error {
-	if err := r.ar.matmul(out[:n*w.Rows], w, x[:n*w.Cols], n); err != nil {
+	if err := r.ar.matmul(out[:n*w.Rows], w, x[:n*w.Cols], n, r.group[:n]); err != nil {
 		return fmt.Errorf("model: layer %d %s: %w", layer, what, err)
 	}
 	return nil
@@ -192,21 +258,50 @@ func (r *Runner) attention(l int, b Batch, n int) error {
 		r.ar.rope(k, cfg.NHeadKV, hd, cfg.RopeDim, pos, cfg.RopeBase, cfg.RopeScale)
 		r.c.store(l, int(b.Seq[i]), pos, k, r.v[i*kd:(i+1)*kd])
 	}
-	scale := 1 / float32(math.Sqrt(float64(hd)))
-	group := cfg.NHead / cfg.NHeadKV
+	r.attnL, r.attnB, r.attnSc = l, b, 1/float32(math.Sqrt(float64(hd)))
+	work := 0
 	for i := range n {
-		s, p := int(b.Seq[i]), int(b.Pos[i])
-		for h := range cfg.NHead {
-			q := r.q[i*qd+h*hd : i*qd+(h+1)*hd]
-			out := r.att[i*qd+h*hd : i*qd+(h+1)*hd]
-			r.head(l, s, p, h/group, q, out, scale)
-		}
+		work += (int(b.Pos[i]) + 1) * cfg.NHead * hd * 2
 	}
+	// Heads × tokens spread over the workers, interleaved for balance
+	// (later tokens see more keys). Each head is computed by one worker
+	// from the same inputs in the same order whatever the split, so the
+	// results are bit for bit those of one worker.
+	nw := min(len(r.heads), n*cfg.NHead)
+	if work < r.attnMin {
+		nw = 1
+	}
+	r.attnNW = nw
+	r.wg.Add(nw - 1)
+	for w := 1; w < nw; w++ {
+		go r.parts[w]()
+	}
+	r.headsPart(0, nw)
+	r.wg.Wait()
+	r.attnB = Batch{}
 	if err := r.matmul(r.proj, ly.O, r.att, n, "attn_output", l); err != nil {
 		return err
 	}
 	kernels.Add(r.x[:n*e], r.x[:n*e], r.proj[:n*e])
 	return nil
+}
+
+// headsPart computes the attention heads w, w+nw, w+2·nw, ... of the
+// batch's tokens × heads (token-major) with worker w's scratch.
+func (r *Runner) headsPart(w, nw int) {
+	if w > 0 {
+		defer r.wg.Done()
+	}
+	cfg := r.m.Config
+	qd, hd := cfg.QDim(), cfg.HeadDim
+	group := cfg.NHead / cfg.NHeadKV
+	b, hs := r.attnB, &r.heads[w]
+	for k := w; k < len(b.Tokens)*cfg.NHead; k += nw {
+		i, h := k/cfg.NHead, k%cfg.NHead
+		q := r.q[i*qd+h*hd : i*qd+(h+1)*hd]
+		out := r.att[i*qd+h*hd : i*qd+(h+1)*hd]
+		r.head(hs, r.attnL, int(b.Seq[i]), int(b.Pos[i]), h/group, q, out, r.attnSc, int(r.group[i]))
+	}
 }
 
 // head computes one attention head of one token at position p of
@@ -215,13 +310,15 @@ func (r *Runner) attention(l int, b Batch, n int) error {
 // cache type, scaled and soft-maxed over positions 0..p, then each output
 // value is the dot product of the transposed V row with the weights
 // rounded to the cache type.
-func (r *Runner) head(l, s, p, g int, q, out []float32, scale float32) {
+//
+// batch is how many tokens sequence s has in this step.
+func (r *Runner) head(hs *headScratch, l, s, p, g int, q, out []float32, scale float32, batch int) {
 	c := r.c
 	hd := len(q)
 	n := p + 1
-	sc := r.scores[:n]
+	sc := hs.scores[:n]
 	if c.kv == KVF16 {
-		q16 := r.q16[:hd]
+		q16 := hs.q16[:hd]
 		kernels.F32ToF16Row(q16, q)
 		for j := range n {
 			ko := c.keyOff(l, s, j) + g*hd
@@ -236,11 +333,11 @@ func (r *Runner) head(l, s, p, g int, q, out []float32, scale float32) {
 	kernels.Scale(sc, scale)
 	r.ar.softmax(sc)
 	if c.kv == KVF16 {
-		p16 := r.p16[:n]
+		p16 := hs.p16[:n]
 		kernels.F32ToF16Row(p16, sc)
 		for d := range hd {
 			vo := c.valOff(l, s, g*hd+d)
-			out[d] = r.ar.dotKQV(c.v16[vo:vo+n], p16, r.nTok)
+			out[d] = r.ar.dotKQV(c.v16[vo:vo+n], p16, batch)
 		}
 		return
 	}
@@ -292,7 +389,7 @@ func (r *Runner) output() ([][]float32, error) {
 		r.logits = make([]float32, n*nv)
 	}
 	lg := r.logits[:n*nv]
-	if err := r.ar.matmul(lg, r.m.Output, r.xn[:n*e], n); err != nil {
+	if err := r.ar.matmul(lg, r.m.Output, r.xn[:n*e], n, r.group[:n]); err != nil {
 		return nil, fmt.Errorf("model: output: %w", err)
 	}
 	for i := range n {

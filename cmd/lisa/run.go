@@ -237,7 +237,9 @@ func openEngine(f *gguf.File, tok *tokenizer.Tokenizer, threads, nCtx int) (*run
 		return nil, err
 	}
 	pool := kernels.NewPool(threads)
-	return &runEngine{m: m, tok: tok, cache: c, pool: pool, run: model.NewRunner(m, c, pool, runPromptBatch)}, nil
+	r := model.NewRunner(m, c, pool, runPromptBatch)
+	r.SetLlamaOrder(true) // one prompt, batched as llama.cpp does: its exact orders
+	return &runEngine{m: m, tok: tok, cache: c, pool: pool, run: r}, nil
 }
 
 // promptIDs tokenizes the prompt as llama.cpp does for raw text: special
