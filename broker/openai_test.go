@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lisa-llm/lisa/internal/shared"
 )
 
 // TestOpenAINodeClient runs tools/openai-check (the official openai npm
@@ -18,31 +20,11 @@ func TestOpenAINodeClient(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts node; skipped with -short")
 	}
-	missing := func(format string, args ...any) {
-		if os.Getenv("CI") != "" {
-			t.Fatalf(format, args...)
-		}
-		t.Skipf(format, args...)
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		missing("node not found: %v", err)
-	}
 	dir, err := filepath.Abs(filepath.Join("..", "tools", "openai-check"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "openai")); err != nil {
-		npm, err := exec.LookPath("npm")
-		if err != nil {
-			missing("npm not found: %v", err)
-		}
-		cmd := exec.Command(npm, "ci", "--no-audit", "--no-fund")
-		cmd.Dir = dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			missing("npm ci failed: %v\n%s", err, out)
-		}
-	}
+	node := shared.NodeTool(t, dir, "openai")
 	fake := newFake("Once", " there", " was", " a", " fox.")
 	ts := start(t, fake, keyConfig(t, nil))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -25,37 +25,6 @@ import (
 // The end-to-end tests run the real lisa binary, as a user does: lisa
 // serve with the sandboxed worker serving stories260K, driven over HTTP.
 
-var (
-	e2eOnce sync.Once
-	e2ePath string
-	e2eErr  error
-)
-
-// e2eBinary builds lisa once for the end-to-end tests.
-func e2eBinary(t *testing.T) string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("builds and runs the lisa binary; skipped with -short")
-	}
-	e2eOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "lisa-e2e-")
-		if err != nil {
-			e2eErr = err
-			return
-		}
-		e2ePath = filepath.Join(dir, "lisa")
-		cmd := exec.Command("go", "build", "-trimpath", "-o", e2ePath, ".")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			e2eErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if e2eErr != nil {
-		t.Fatal(e2eErr)
-	}
-	return e2ePath
-}
-
 // server is one running lisa serve.
 type server struct {
 	cmd  *exec.Cmd
@@ -369,14 +338,11 @@ func workerPID(t *testing.T, broker int) int {
 // serve on the real model (tools/openai-check), greedy text checked
 // against llama.cpp's.
 func TestServeOpenAIClient(t *testing.T) {
-	node, err := exec.LookPath("node")
-	dir, _ := filepath.Abs(filepath.Join("..", "..", "tools", "openai-check"))
-	if _, serr := os.Stat(filepath.Join(dir, "node_modules", "openai")); err != nil || serr != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("node (%v) or tools/openai-check/node_modules (%v) missing; .ci/run installs them", err, serr)
-		}
-		t.Skipf("node (%v) or tools/openai-check/node_modules (%v) missing: run npm ci in tools/openai-check", err, serr)
+	dir, err := filepath.Abs(filepath.Join("..", "..", "tools", "openai-check"))
+	if err != nil {
+		t.Fatal(err)
 	}
+	node := shared.NodeTool(t, dir, "openai")
 	s := startServe(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -401,15 +367,6 @@ func TestServeOpenAIClient(t *testing.T) {
 	if want := refGreedy(t)["Once upon a time"]; !strings.HasPrefix(want, res.Completion) || len(res.Completion) < 40 {
 		t.Errorf("openai client's completion %q is not a 24-token prefix of llama.cpp's %q", res.Completion, want)
 	}
-}
-
-// TestMain removes the binary the end-to-end tests built.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if e2ePath != "" {
-		os.RemoveAll(filepath.Dir(e2ePath))
-	}
-	os.Exit(code)
 }
 
 // TestLoadgen: lisa loadgen against a real server counts every generated

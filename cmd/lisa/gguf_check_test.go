@@ -106,44 +106,18 @@ func TestGGUFIndependentReader(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds lisa and starts node; skipped with -short")
 	}
-	missing := func(format string, args ...any) {
-		t.Helper()
-		if os.Getenv("CI") != "" {
-			t.Fatalf(format, args...)
-		}
-		t.Skipf(format, args...)
-	}
 	files := shared.Models(t)
 	vocab, _ := filepath.Glob(filepath.Join(shared.Path(t, "ref/vocab"), "*.gguf"))
 	if len(vocab) == 0 {
 		t.Fatal("no vocabulary files in shared/ref/vocab")
 	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		missing("node not found: %v", err)
-	}
 	dir, err := filepath.Abs(filepath.Join("..", "..", "tools", "ggufcheck"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@huggingface", "gguf")); err != nil {
-		npm, err := exec.LookPath("npm")
-		if err != nil {
-			missing("npm not found: %v", err)
-		}
-		cmd := exec.Command(npm, "ci", "--no-audit", "--no-fund")
-		cmd.Dir = dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			missing("npm ci failed: %v\n%s", err, out)
-		}
-	}
+	node := shared.NodeTool(t, dir, filepath.Join("@huggingface", "gguf"))
 	tmp := t.TempDir()
-	bin := filepath.Join(tmp, "lisa")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := e2eBinary(t)
 	files = append(append(files, vocab...), syntheticFiles(t, tmp)...)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
