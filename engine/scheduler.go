@@ -22,6 +22,12 @@ type slot struct {
 	lastUse uint64  // scheduler step at which the slot was last freed
 }
 
+// span is how many pending tokens one slot put into a step's batch.
+type span struct {
+	sl *slot
+	n  int
+}
+
 // scheduler owns the runner and the cache and runs the steps.
 type scheduler struct {
 	run      *model.Runner
@@ -42,7 +48,9 @@ type scheduler struct {
 	beforeStep func()
 
 	batch  model.Batch
-	owners []*slot // per batch entry, the slot it belongs to
+	owners []*slot // per batch entry whose logits are wanted, its slot
+	order  []*slot // busy slots of the current step, decoding ones first
+	spans  []span  // per slot of the current step, the tokens it put in
 	lps    []sample.TokenLogprob
 }
 
@@ -231,21 +239,16 @@ func (s *scheduler) stepOnce() {
 	b.Tokens, b.Pos, b.Seq, b.Logits = b.Tokens[:0], b.Pos[:0], b.Seq[:0], b.Logits[:0]
 	s.owners = s.owners[:0]
 	// Decoding slots (one pending token) first, then prompt chunks.
-	order := make([]*slot, 0, len(s.slots))
+	s.order = s.order[:0]
 	for _, sl := range s.slots {
 		if sl.req != nil {
-			order = append(order, sl)
+			s.order = append(s.order, sl)
 		}
 	}
-	slices.SortStableFunc(order, func(a, b *slot) int { return len(a.pending) - len(b.pending) })
-	type span struct {
-		sl   *slot
-		n    int
-		last bool
-	}
-	spans := make([]span, 0, len(order))
+	slices.SortStableFunc(s.order, func(a, b *slot) int { return len(a.pending) - len(b.pending) })
+	s.spans = s.spans[:0]
 	budget := s.maxBatch
-	for _, sl := range order {
+	for _, sl := range s.order {
 		n := min(len(sl.pending), budget)
 		if n == 0 {
 			continue
@@ -256,23 +259,23 @@ func (s *scheduler) stepOnce() {
 			b.Tokens = append(b.Tokens, sl.pending[i])
 			b.Pos = append(b.Pos, int32(start+i))
 			b.Seq = append(b.Seq, int32(sl.seq))
-			last := i == n-1 && n == len(sl.pending)
-			b.Logits = append(b.Logits, last)
-			if last {
-				s.owners = append(s.owners, sl)
-			}
+			// Logits for the slot's last pending token only.
+			b.Logits = append(b.Logits, i == len(sl.pending)-1)
 		}
-		spans = append(spans, span{sl, n, n == len(sl.pending)})
+		if n == len(sl.pending) {
+			s.owners = append(s.owners, sl)
+		}
+		s.spans = append(s.spans, span{sl, n})
 	}
 	rows, err := s.run.Decode(*b)
 	if err != nil {
 		err = fmt.Errorf("engine: decode step: %w", err)
-		for _, sp := range spans {
+		for _, sp := range s.spans {
 			s.release(sp.sl, worker.DoneInfo{}, err)
 		}
 		return
 	}
-	for _, sp := range spans {
+	for _, sp := range s.spans {
 		sp.sl.cached = append(sp.sl.cached, sp.sl.pending[:sp.n]...)
 		sp.sl.pending = sp.sl.pending[sp.n:]
 	}
