@@ -227,3 +227,50 @@ func BenchmarkOps(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkMatVecStream measures matrix-vector products the way a decode
+// step sees its weights: from memory, not cache. It cycles through enough
+// copies of one matrix to exceed every cache level (about 1 GiB; the L3 of
+// a cloud VM can be hundreds of MiB), so each product streams its weights
+// from DRAM. GB/s of weights, one and two threads.
+func BenchmarkMatVecStream(b *testing.B) {
+	const total = 1 << 30
+	for _, t := range []tensor.Type{tensor.Q4_K, tensor.Q6_K, tensor.Q8_0, tensor.F16} {
+		for _, s := range [][2]int{{2048, 5632}, {5632, 2048}} {
+			for _, threads := range []int{1, 2} {
+				name := fmt.Sprintf("%s/%dx%d/t%d", t, s[0], s[1], threads)
+				b.Run(name, func(b *testing.B) { benchMatVecStream(b, t, s[0], s[1], threads, total) })
+			}
+		}
+	}
+}
+
+// benchMatVecStream runs one streaming MatVec shape over copies of a
+// matrix adding up to about total bytes.
+func benchMatVecStream(b *testing.B, t tensor.Type, cols, rows, threads, total int) {
+	w := benchMatrix(b, t, cols, rows)
+	ms := make([]Matrix, max(1, total/len(w.Data)))
+	for i := range ms {
+		ms[i] = w
+		ms[i].Data = append([]byte(nil), w.Data...)
+	}
+	x := randF32(rand.New(rand.NewPCG(7, 7)), cols, 1)
+	out := make([]float32, rows)
+	p := NewPool(threads)
+	defer p.Close()
+	for _, m := range ms {
+		if err := p.MatMul(out, m, x, 1); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.SetBytes(int64(len(w.Data)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	c0 := cpuTime()
+	for i := range b.N {
+		if err := p.MatMul(out, ms[i%len(ms)], x, 1); err != nil {
+			b.Fatal(err)
+		}
+	}
+	reportCPU(b, c0, float64(len(w.Data)), 0, false)
+}

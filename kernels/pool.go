@@ -3,7 +3,10 @@ package kernels
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/lisa-llm/lisa/quant"
 	"github.com/lisa-llm/lisa/tensor"
@@ -30,25 +33,39 @@ const serialBytes = 128 << 10
 const (
 	phaseConvert = iota // convert activations to the partner format
 	phaseRows           // multiply weight rows
+	phaseFunc           // run the function given to Run
 )
 
-// Pool is a fixed set of worker goroutines that MatMul splits work across.
-// Threads()-1 goroutines are started by NewPool and stay parked between
-// calls; the calling goroutine takes the first share itself. A call creates
-// no goroutine and, once the Pool's activation scratch has grown to the
-// largest shape used, allocates nothing. Calls on one Pool are serialised;
-// use one Pool per concurrent caller.
+// Pool is a fixed set of worker goroutines that MatMul and Run split work
+// across. Threads()-1 goroutines are started by NewPool; the calling
+// goroutine takes the first share itself. Between jobs a worker first
+// spins for up to spinFor, watching the job counter, so that the next
+// product of a decode step (microseconds later) starts without a wake-up
+// through the scheduler; then it parks on a condition variable until the
+// next job. A call creates no goroutine and, once the Pool's activation
+// scratch has grown to the largest shape used, allocates nothing. Calls
+// on one Pool are serialised; use one Pool per concurrent caller.
 type Pool struct {
 	mu      sync.Mutex
 	threads int
 	tab     *table
-	wake    []chan struct{}
-	busy    sync.WaitGroup
 	exited  sync.WaitGroup
 	closed  bool
 	serial  int64 // serialBytes; tests lower it to exercise the split
 	job     job
+
+	seq     atomic.Uint64 // job counter: a worker runs a job when it changes
+	pending atomic.Int32  // workers still running the current job
+	parked  atomic.Int32  // workers waiting on wake
+	stop    atomic.Bool   // set by Close before the last seq change
+	wakeMu  sync.Mutex
+	wake    *sync.Cond
 }
+
+// spinFor is how long an idle worker watches for the next job before it
+// parks. Decode steps issue a product every few microseconds; between
+// steps (sampling, I/O) the workers park and cost nothing.
+const spinFor = 200 * time.Microsecond
 
 // job is the work of one MatMul call, shared by the pool's goroutines.
 type job struct {
@@ -65,6 +82,8 @@ type job struct {
 	q80 []quant.BlockQ8_0
 	q8k []quant.BlockQ8K
 
+	fn func(part int) // Run's function
+
 	// quad holds each goroutine's four results of a four-token dot.
 	quad [][4]float32
 }
@@ -76,24 +95,74 @@ func NewPool(threads int) *Pool { return newPool(threads, dispatch.tab) }
 // newPool starts a pool that uses the kernels of tab.
 func newPool(threads int, tab *table) *Pool {
 	threads = max(threads, 1)
-	p := &Pool{threads: threads, tab: tab, wake: make([]chan struct{}, threads-1), serial: serialBytes}
+	p := &Pool{threads: threads, tab: tab, serial: serialBytes}
+	p.wake = sync.NewCond(&p.wakeMu)
 	p.job.quad = make([][4]float32, threads)
-	for i := range p.wake {
-		// Buffered, so that waking a worker never waits for it to be
-		// scheduled: its previous token was taken before it finished.
-		p.wake[i] = make(chan struct{}, 1)
+	for i := 1; i < threads; i++ {
 		p.exited.Add(1)
-		go p.worker(i+1, p.wake[i])
+		go p.worker(i)
 	}
 	return p
 }
 
-// worker runs share part of every job it is woken for.
-func (p *Pool) worker(part int, wake <-chan struct{}) {
+// worker runs share part of every job until the pool closes.
+func (p *Pool) worker(part int) {
 	defer p.exited.Done()
-	for range wake {
+	last := uint64(0)
+	for {
+		last = p.await(last)
+		if p.stop.Load() {
+			return
+		}
 		p.run(part)
-		p.busy.Done()
+		p.pending.Add(-1)
+	}
+}
+
+// await returns the job counter once it differs from last: it spins for
+// up to spinFor, then parks until the caller's signal.
+func (p *Pool) await(last uint64) uint64 {
+	deadline := time.Now().Add(spinFor)
+	for i := 0; ; i++ {
+		if s := p.seq.Load(); s != last {
+			return s
+		}
+		if i&255 == 255 && time.Now().After(deadline) {
+			break
+		}
+	}
+	p.wakeMu.Lock()
+	p.parked.Add(1)
+	for p.seq.Load() == last {
+		p.wake.Wait()
+	}
+	p.parked.Add(-1)
+	p.wakeMu.Unlock()
+	return p.seq.Load()
+}
+
+// start publishes the current job to the workers, waking parked ones.
+// A worker parks only after adding itself to parked and then seeing the
+// old counter, so after the counter changes here either the worker sees
+// the new value or this sees it parked and signals.
+func (p *Pool) start() {
+	p.pending.Store(int32(p.threads - 1))
+	p.seq.Add(1)
+	if p.parked.Load() > 0 {
+		p.wakeMu.Lock()
+		p.wake.Broadcast()
+		p.wakeMu.Unlock()
+	}
+}
+
+// finish waits for the workers to complete the current job. They run
+// the same share of work as the caller, so the wait is short; it yields
+// the processor after a while in case a worker is not running.
+func (p *Pool) finish() {
+	for i := 0; p.pending.Load() != 0; i++ {
+		if i > 1<<12 {
+			runtime.Gosched()
+		}
 	}
 }
 
@@ -110,9 +179,8 @@ func (p *Pool) Close() {
 		return
 	}
 	p.closed = true
-	for _, c := range p.wake {
-		close(c)
-	}
+	p.stop.Store(true)
+	p.start()
 	p.exited.Wait()
 	p.job = job{quad: p.job.quad}
 }
@@ -174,12 +242,30 @@ func (p *Pool) MatMul(out []float32, w Matrix, x []float32, n int) error {
 // parallel runs phase on every goroutine of the pool and waits for all.
 func (p *Pool) parallel(phase int) {
 	p.job.phase = phase
-	p.busy.Add(len(p.wake))
-	for _, c := range p.wake {
-		c <- struct{}{}
-	}
+	p.start()
 	p.run(0)
-	p.busy.Wait()
+	p.finish()
+}
+
+// Run calls f(part) once for each part 0..Threads()-1, part 0 on the
+// calling goroutine and the others on the pool's workers, and returns
+// when every call has returned. f must not call back into the Pool. It
+// returns ErrClosed after Close. Run allocates nothing (f itself should be
+// made once, not per call).
+func (p *Pool) Run(f func(part int)) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return ErrClosed
+	}
+	p.job.fn = f
+	if p.threads == 1 {
+		f(0)
+	} else {
+		p.parallel(phaseFunc)
+	}
+	p.job.fn = nil
+	return nil
 }
 
 // run does share part of the current phase.
@@ -190,6 +276,8 @@ func (p *Pool) run(part int) {
 		j.convert(p.tab, j.n*part/p.threads, j.n*(part+1)/p.threads)
 	case phaseRows:
 		j.rows(p.tab, part, j.w.Rows*part/p.threads, j.w.Rows*(part+1)/p.threads)
+	case phaseFunc:
+		j.fn(part)
 	}
 }
 

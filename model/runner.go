@@ -3,7 +3,6 @@ package model
 import (
 	"fmt"
 	"math"
-	"sync"
 
 	"github.com/lisa-llm/lisa/kernels"
 )
@@ -39,16 +38,16 @@ type Runner struct {
 
 	x, xn, q, k, v, att, proj, gate, up []float32
 
+	pool    *kernels.Pool
 	heads   []headScratch // one per attention worker (the pool's threads)
 	attnMin int           // least multiply-adds worth spreading over workers
-	wg      sync.WaitGroup
-	attnL   int      // the layer the attention workers are on
-	attnB   Batch    // the batch the attention workers are on
-	attnSc  float32  // 1/sqrt(head_dim)
-	attnNW  int      // how many workers share the heads
-	parts   []func() // parts[w] runs worker w's heads (made once: go parts[w]() allocates nothing)
-	next    []int    // per sequence: the next position a batch may write
-	outIdx  []int    // batch indices whose logits are wanted
+	attnL   int           // the layer the attention workers are on
+	attnB   Batch         // the batch the attention workers are on
+	attnSc  float32       // 1/sqrt(head_dim)
+	attnNW  int           // how many workers share the heads
+	attnFn  func(w int)   // runs worker w's heads on the pool (made once: no allocation per layer)
+	next    []int         // per sequence: the next position a batch may write
+	outIdx  []int         // batch indices whose logits are wanted
 	logits  []float32
 	rows    [][]float32
 }
@@ -78,15 +77,19 @@ func NewRunner(m *Model, c *Cache, pool *kernels.Pool, maxBatch int) *Runner {
 		x: f(cfg.NEmbd), xn: f(cfg.NEmbd), proj: f(cfg.NEmbd),
 		q: f(cfg.QDim()), att: f(cfg.QDim()), k: f(cfg.KVDim()), v: f(cfg.KVDim()),
 		gate: f(cfg.NFF), up: f(cfg.NFF),
+		pool:    pool,
 		heads:   make([]headScratch, max(pool.Threads(), 1)),
 		attnMin: attnParallelMin,
 		next:    make([]int, c.nSeq),
 		outIdx:  make([]int, 0, maxBatch),
 		rows:    make([][]float32, 0, maxBatch),
 	}
-	r.parts = make([]func(), len(r.heads))
+	r.attnFn = func(w int) {
+		if w < r.attnNW {
+			r.headsPart(w, r.attnNW)
+		}
+	}
 	for w := range r.heads {
-		r.parts[w] = func() { r.headsPart(w, r.attnNW) }
 		r.heads[w] = headScratch{scores: make([]float32, c.nCtx), q16: make([]uint16, cfg.HeadDim), p16: make([]uint16, c.nCtx)}
 	}
 	return r
@@ -272,12 +275,11 @@ func (r *Runner) attention(l int, b Batch, n int) error {
 		nw = 1
 	}
 	r.attnNW = nw
-	r.wg.Add(nw - 1)
-	for w := 1; w < nw; w++ {
-		go r.parts[w]()
+	if nw == 1 {
+		r.headsPart(0, 1)
+	} else if err := r.pool.Run(r.attnFn); err != nil {
+		return fmt.Errorf("model: layer %d attention: %w", l, err)
 	}
-	r.headsPart(0, nw)
-	r.wg.Wait()
 	r.attnB = Batch{}
 	if err := r.matmul(r.proj, ly.O, r.att, n, "attn_output", l); err != nil {
 		return err
@@ -289,9 +291,6 @@ func (r *Runner) attention(l int, b Batch, n int) error {
 // headsPart computes the attention heads w, w+nw, w+2·nw, ... of the
 // batch's tokens × heads (token-major) with worker w's scratch.
 func (r *Runner) headsPart(w, nw int) {
-	if w > 0 {
-		defer r.wg.Done()
-	}
 	cfg := r.m.Config
 	qd, hd := cfg.QDim(), cfg.HeadDim
 	group := cfg.NHead / cfg.NHeadKV
