@@ -130,7 +130,7 @@ func WorkerMain(args []string) int {
 	// Under the serving stage close is not allowed: the model file stays
 	// open (and referenced, so no finalizer closes it) until exit.
 	defer runtime.KeepAlive(mf)
-	f, err := gguf.OpenFile(mf, gguf.DefaultLimits())
+	f, err := gguf.LoadFile(mf, gguf.DefaultLimits())
 	if err != nil {
 		return reply(workerReply{Error: err.Error()})
 	}

@@ -75,7 +75,7 @@ func Load(fh *os.File, hello ipc.Hello) (worker.Engine, error) {
 			return nil, err
 		}
 	}
-	f, err := gguf.OpenFile(fh, gguf.DefaultLimits())
+	f, err := gguf.LoadFile(fh, gguf.DefaultLimits())
 	if err != nil {
 		return nil, err
 	}

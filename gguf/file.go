@@ -90,8 +90,10 @@ func (f *File) Tensor(name string) (*TensorInfo, bool) {
 }
 
 // TensorData returns the bytes of t's data. When the file is mapped the
-// slice is a read-only window of the mapping (writing to it faults);
-// otherwise it is a new buffer read from the file.
+// slice is a read-only window of the mapping (writing to it faults); from
+// LoadFile it is a window of the private in-memory copy (which callers
+// must treat as read-only too); otherwise it is a new buffer read from the
+// file.
 func (f *File) TensorData(t *TensorInfo) ([]byte, error) {
 	if t == nil {
 		return nil, &FormatError{Offset: -1, Msg: "nil tensor", Err: ErrNotFound}

@@ -3,7 +3,6 @@ package kernels
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -58,8 +57,10 @@ type Pool struct {
 	pending atomic.Int32  // workers still running the current job
 	parked  atomic.Int32  // workers waiting on wake
 	stop    atomic.Bool   // set by Close before the last seq change
+	waiting atomic.Bool   // the caller sleeps on done until pending is 0
 	wakeMu  sync.Mutex
-	wake    *sync.Cond
+	wake    *sync.Cond // signalled by start for parked workers
+	done    *sync.Cond // signalled by the last worker for a sleeping caller
 }
 
 // spinFor is how long an idle worker watches for the next job before it
@@ -97,6 +98,7 @@ func newPool(threads int, tab *table) *Pool {
 	threads = max(threads, 1)
 	p := &Pool{threads: threads, tab: tab, serial: serialBytes}
 	p.wake = sync.NewCond(&p.wakeMu)
+	p.done = sync.NewCond(&p.wakeMu)
 	p.job.quad = make([][4]float32, threads)
 	for i := 1; i < threads; i++ {
 		p.exited.Add(1)
@@ -115,7 +117,14 @@ func (p *Pool) worker(part int) {
 			return
 		}
 		p.run(part)
-		p.pending.Add(-1)
+		// The last worker wakes a caller that stopped spinning. A caller
+		// sets waiting before it checks pending under wakeMu, so either it
+		// sees 0 or this sees it waiting.
+		if p.pending.Add(-1) == 0 && p.waiting.Load() {
+			p.wakeMu.Lock()
+			p.done.Broadcast()
+			p.wakeMu.Unlock()
+		}
 	}
 }
 
@@ -156,15 +165,27 @@ func (p *Pool) start() {
 }
 
 // finish waits for the workers to complete the current job. They run
-// the same share of work as the caller, so the wait is short; it yields
-// the processor after a while in case a worker is not running.
+// the same share of work as the caller, so it spins for a while; if the
+// workers are slow (another process took their processor), it sleeps
+// until the last one signals.
 func (p *Pool) finish() {
-	for i := 0; p.pending.Load() != 0; i++ {
-		if i > 1<<12 {
-			runtime.Gosched()
+	for i := 0; i < finishSpin; i++ {
+		if p.pending.Load() == 0 {
+			return
 		}
 	}
+	p.wakeMu.Lock()
+	p.waiting.Store(true)
+	for p.pending.Load() != 0 {
+		p.done.Wait()
+	}
+	p.waiting.Store(false)
+	p.wakeMu.Unlock()
 }
+
+// finishSpin is how many times finish checks the workers before it
+// sleeps (some tens of microseconds).
+const finishSpin = 1 << 14
 
 // Threads returns the number of goroutines, the caller's included, that
 // share each MatMul.

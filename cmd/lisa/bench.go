@@ -130,7 +130,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	var err error
 	if o.noSandbox {
 		var f *gguf.File
-		if f, err = gguf.Open(path, gguf.DefaultLimits()); err == nil {
+		if f, err = gguf.Load(path, gguf.DefaultLimits()); err == nil {
 			rs, err = bench.Run(f, o.p)
 			f.Close()
 		}

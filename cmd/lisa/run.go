@@ -254,7 +254,7 @@ func promptIDs(tok *tokenizer.Tokenizer, prompt string) []int32 {
 
 // generate runs the prompt and the generation or teacher forcing.
 func generate(o runOptions, w *bufio.Writer) error {
-	f, err := gguf.Open(o.model, gguf.DefaultLimits())
+	f, err := gguf.Load(o.model, gguf.DefaultLimits())
 	if err != nil {
 		return err
 	}

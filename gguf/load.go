@@ -1,0 +1,65 @@
+package gguf
+
+import (
+	"errors"
+	"fmt"
+	"os"
+)
+
+// errNoAnon reports that this platform cannot hold a file in anonymous
+// memory; LoadFile then maps it instead.
+var errNoAnon = errors.New("gguf: no anonymous mappings here")
+
+// LoadFile reads the whole GGUF file fh into private anonymous memory and
+// parses it there: unlike OpenFile's shared mapping, the tensor data is a
+// copy that nobody else can change after it was validated, and on Linux
+// it is backed by transparent huge pages where the kernel offers them
+// (madvise mode). A decode step streams every weight once per token, and
+// from such memory the weight kernels stream about 30% faster than from
+// the page cache's 4 KiB pages (TinyLlama-shaped Q4_K_M, two threads,
+// 20.3 → 26.7 tokens/s, measured side by side; see bench/README.md). The
+// cost is the time to read the file once (the page cache is read at
+// memory speed) and that the copy's pages are the process's own (its
+// resident size is the file's, as a fully touched mapping's is).
+//
+// The header is parsed from fh first, so a file that is not a valid GGUF
+// is refused before any of it is copied. It does not close fh. Platforms
+// without anonymous mappings fall back to OpenFile.
+func LoadFile(fh *os.File, lim Limits) (*File, error) {
+	st, err := fh.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("gguf: stat: %w", err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("gguf: %s is not a regular file", fh.Name())
+	}
+	size := st.Size()
+	if _, err := Parse(fh, size, lim); err != nil {
+		return nil, err
+	}
+	data, free, err := readAnon(fh, size)
+	if err != nil {
+		if errors.Is(err, errNoAnon) {
+			return OpenFile(fh, lim)
+		}
+		return nil, err
+	}
+	f, err := ParseBytes(data, lim)
+	if err != nil {
+		free()
+		return nil, err
+	}
+	f.unmap = free
+	return f, nil
+}
+
+// Load opens the GGUF file at path and reads it into memory with
+// LoadFile; the file is closed before it returns.
+func Load(path string, lim Limits) (*File, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("gguf: %w", err)
+	}
+	defer fh.Close()
+	return LoadFile(fh, lim)
+}
