@@ -16,7 +16,7 @@ const tolerance = 1e-4
 
 // propertyConfigs is how many random configurations the property test
 // draws.
-const propertyConfigs = 32
+const propertyConfigs = 40
 
 // engineLogits runs tokens through package model's Runner with an F32
 // cache, in batches of the sizes split gives (summing to len(tokens)),
