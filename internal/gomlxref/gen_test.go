@@ -75,6 +75,34 @@ func randomSpec(seed uint64) spec {
 	return s
 }
 
+// features reports which of the properties the random configurations
+// must cover s has, each key naming one.
+func (s spec) features() map[string]bool {
+	r := s.heads / s.kvHeads
+	return map[string]bool{
+		"GQA ratio 1":                       r == 1,
+		"GQA ratio 2":                       r == 2,
+		"GQA ratio 4":                       r == 4,
+		"GQA ratio 8":                       r == 8,
+		"an odd head count":                 s.heads%2 == 1,
+		"odd KV heads shared":               s.kvHeads%2 == 1 && s.kvHeads > 1 && r > 1,
+		"heads not splitting the embedding": s.heads*s.headDim != s.embd,
+		"partial RoPE":                      s.ropeDim < s.headDim,
+		"default RoPE dimension":            !s.ropeKey,
+		"default freq base":                 s.base == 0,
+		"freq base 1e6":                     s.base == 1e6,
+		"scaling.factor":                    s.scaling == "linear",
+		"scale_linear":                      s.scaling == "legacy",
+		"scaling type none":                 s.scaling == "none",
+		"tied output":                       s.tied,
+		"untied output":                     !s.tied,
+		"several layers":                    s.layers > 1,
+		"vocab_size key":                    s.vocabKey == "vocab_size",
+		"token list":                        s.vocabKey == "tokens",
+		"vocabulary from token_embd":        s.vocabKey == "none",
+	}
+}
+
 // keys returns the metadata of s.
 func (s spec) keys() []gguf.KV {
 	u := func(k string, v int) gguf.KV { return gguf.KV{Key: k, Value: gguf.Uint32Value(uint32(v))} }

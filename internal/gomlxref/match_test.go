@@ -1,8 +1,10 @@
 package gomlxref
 
 import (
+	"maps"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/lisa-llm/lisa/gguf"
@@ -96,8 +98,12 @@ func maxDeviation(got, want [][]float32) float64 {
 // engine's summation orders and however the sequence is split in batches.
 func TestEngineMatchesGomlx(t *testing.T) {
 	var worst float64
+	seen := map[string]bool{}
 	for seed := range uint64(propertyConfigs) {
 		s := randomSpec(seed + 1)
+		for k, v := range s.features() {
+			seen[k] = seen[k] || v
+		}
 		t.Run(s.String(), func(t *testing.T) {
 			f := s.file(t)
 			ref, err := Load(f)
@@ -125,4 +131,9 @@ func TestEngineMatchesGomlx(t *testing.T) {
 		})
 	}
 	t.Logf("max |Δlogit| over %d configurations: %.3g", propertyConfigs, worst)
+	for _, k := range slices.Sorted(maps.Keys(seen)) {
+		if !seen[k] {
+			t.Errorf("no configuration has %s: the generator lost coverage", k)
+		}
+	}
 }

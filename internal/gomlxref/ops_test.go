@@ -173,3 +173,27 @@ func TestRMSNormGraph(t *testing.T) {
 		t.Errorf("max |Δ| %.3g against the loop", d)
 	}
 }
+
+// TestForwardCausal checks that a position's logits do not depend on the
+// tokens after it: every prefix of a sequence, down to one token, gives
+// the rows of the whole sequence.
+func TestForwardCausal(t *testing.T) {
+	m, err := Load(mutationSpec.file(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens := []int32{5, 17, 3, 96, 0, 41, 41, 8}
+	whole, err := m.Forward(tokens)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := 1; n < len(tokens); n++ {
+		part, err := m.Forward(tokens[:n])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := maxDeviation(part, whole[:n]); d > 1e-5 {
+			t.Errorf("prefix of %d: max |Δlogit| %.3g against the whole sequence", n, d)
+		}
+	}
+}
