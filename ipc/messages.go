@@ -14,7 +14,7 @@ const (
 	MaxListLen     = 1 << 17 // special tokens in ready
 	MaxLayers      = 64      // sandbox layers in ready
 	MaxTensors     = 1 << 20 // tensors in progress and ready
-	MaxLoadMillis  = 1 << 40 // load times in progress and ready (about 35 years)
+	MaxLoadMicros  = 1 << 50 // load times in microseconds in progress and ready (about 35 years)
 )
 
 // The message types. Broker→worker: hello, generate, tokenize, detokenize,
@@ -130,7 +130,7 @@ type Progress struct {
 	TensorsTotal int    `json:"tensors_total" ipc:"required"`
 	Bytes        int64  `json:"bytes" ipc:"required"` // tensor data bytes validated
 	BytesTotal   int64  `json:"bytes_total" ipc:"required"`
-	ElapsedMS    int64  `json:"elapsed_ms" ipc:"required"` // since the worker read Hello
+	ElapsedUS    int64  `json:"elapsed_us" ipc:"required"` // since the worker read Hello
 }
 
 // Ready answers Hello: the model is loaded and the worker serves. Every
@@ -148,7 +148,7 @@ type Ready struct {
 	Layers        []Layer  `json:"layers,omitempty"`         // sandbox layers applied in the worker
 	Tensors       int      `json:"tensors"`                  // tensors validated (0: not reported)
 	TensorBytes   int64    `json:"tensor_bytes"`             // their data bytes, used from the file's mapping
-	LoadMS        int64    `json:"load_ms"`                  // from reading Hello to the engine being ready
+	LoadUS        int64    `json:"load_us"`                  // from reading Hello to the engine being ready
 }
 
 // TokenAlt is one alternative token with its log-probability.
@@ -390,8 +390,8 @@ func (m *Ready) validate() error {
 		return bad(TypeReady, "tensors", "%d outside 0..%d", m.Tensors, MaxTensors)
 	case m.TensorBytes < 0:
 		return bad(TypeReady, "tensor_bytes", "%d is negative", m.TensorBytes)
-	case m.LoadMS < 0 || m.LoadMS > MaxLoadMillis:
-		return bad(TypeReady, "load_ms", "%d outside 0..%d", m.LoadMS, int64(MaxLoadMillis))
+	case m.LoadUS < 0 || m.LoadUS > MaxLoadMicros:
+		return bad(TypeReady, "load_us", "%d outside 0..%d", m.LoadUS, int64(MaxLoadMicros))
 	}
 	if err := checkCount(TypeReady, "n_ctx", m.ContextSize, 1); err != nil {
 		return err
@@ -412,8 +412,8 @@ func (m *Progress) validate() error {
 		return bad(TypeProgress, "bytes_total", "%d is negative", m.BytesTotal)
 	case m.Bytes < 0 || m.Bytes > m.BytesTotal:
 		return bad(TypeProgress, "bytes", "%d outside 0..bytes_total (%d)", m.Bytes, m.BytesTotal)
-	case m.ElapsedMS < 0 || m.ElapsedMS > MaxLoadMillis:
-		return bad(TypeProgress, "elapsed_ms", "%d outside 0..%d", m.ElapsedMS, int64(MaxLoadMillis))
+	case m.ElapsedUS < 0 || m.ElapsedUS > MaxLoadMicros:
+		return bad(TypeProgress, "elapsed_us", "%d outside 0..%d", m.ElapsedUS, int64(MaxLoadMicros))
 	}
 	return checkID(TypeProgress, m.ID)
 }

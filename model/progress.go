@@ -26,6 +26,9 @@ func (p LoadProgress) Done() bool { return p.Tensors == p.TensorsTotal }
 // tensors, 6.0 MiB, 1.2 s" once done.
 func (p LoadProgress) String() string {
 	el := p.Elapsed.Round(time.Millisecond)
+	if p.Elapsed < time.Millisecond {
+		el = p.Elapsed.Round(time.Microsecond)
+	}
 	if p.Done() {
 		return fmt.Sprintf("model loaded: %d tensors, %s, %v", p.Tensors, HumanBytes(p.BytesTotal), el)
 	}

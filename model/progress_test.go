@@ -126,6 +126,8 @@ func TestLoadProgressString(t *testing.T) {
 			"loading model: 12/48 tensors, 1.5 MiB of 6.0 MiB, 812ms"},
 		{LoadProgress{Tensors: 48, TensorsTotal: 48, Bytes: 6 << 20, BytesTotal: 6 << 20, Elapsed: 1200 * time.Millisecond},
 			"model loaded: 48 tensors, 6.0 MiB, 1.2s"},
+		{LoadProgress{Tensors: 1, TensorsTotal: 1, Bytes: 512, BytesTotal: 512, Elapsed: 658321 * time.Nanosecond},
+			"model loaded: 1 tensors, 512 B, 658µs"},
 	}
 	for _, tc := range tests {
 		if got := tc.p.String(); got != tc.want {

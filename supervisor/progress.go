@@ -40,8 +40,8 @@ func (l *loadLog) progress(log *slog.Logger, m *ipc.Progress, now time.Time) err
 			return disorder(m, "tensors", int64(m.Tensors), int64(p.Tensors))
 		case m.Bytes < p.Bytes:
 			return disorder(m, "bytes", m.Bytes, p.Bytes)
-		case m.ElapsedMS < p.ElapsedMS:
-			return disorder(m, "elapsed_ms", m.ElapsedMS, p.ElapsedMS)
+		case m.ElapsedUS < p.ElapsedUS:
+			return disorder(m, "elapsed_us", m.ElapsedUS, p.ElapsedUS)
 		}
 	}
 	c := *m
@@ -51,7 +51,7 @@ func (l *loadLog) progress(log *slog.Logger, m *ipc.Progress, now time.Time) err
 	}
 	l.lastLog = now
 	log.Info("model loading", "tensors", m.Tensors, "tensors_total", m.TensorsTotal,
-		"bytes", m.Bytes, "bytes_total", m.BytesTotal, "elapsed", msDuration(m.ElapsedMS))
+		"bytes", m.Bytes, "bytes_total", m.BytesTotal, "elapsed", usDuration(m.ElapsedUS))
 	return nil
 }
 
@@ -66,10 +66,10 @@ func (l *loadLog) ready(log *slog.Logger, m *ipc.Ready) error {
 			return disorder(m, "tensor_bytes", m.TensorBytes, p.Bytes)
 		}
 	}
-	log.Info("model loaded", "tensors", m.Tensors, "bytes", m.TensorBytes, "duration", msDuration(m.LoadMS))
+	log.Info("model loaded", "tensors", m.Tensors, "bytes", m.TensorBytes, "duration", usDuration(m.LoadUS))
 	return nil
 }
 
-// msDuration turns a worker's millisecond count (at most
-// ipc.MaxLoadMillis, so no overflow) into a Duration.
-func msDuration(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }
+// usDuration turns a worker's microsecond count (at most
+// ipc.MaxLoadMicros, so no overflow) into a Duration.
+func usDuration(us int64) time.Duration { return time.Duration(us) * time.Microsecond }

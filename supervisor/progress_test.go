@@ -108,7 +108,7 @@ func progressScript(frames ...*ipc.Progress) script {
 func TestProgressFlood(t *testing.T) {
 	var frames []*ipc.Progress
 	for i := range 2000 {
-		frames = append(frames, &ipc.Progress{Tensors: min(i/500, 3), TensorsTotal: 4, Bytes: 1, BytesTotal: 40, ElapsedMS: int64(i)})
+		frames = append(frames, &ipc.Progress{Tensors: min(i/500, 3), TensorsTotal: 4, Bytes: 1, BytesTotal: 40, ElapsedUS: int64(i)})
 	}
 	logs := &logBuffer{}
 	s := startSupervisor(t, testConfig(logs), &fakeLauncher{t: t, scripts: []script{progressScript(frames...)}})
@@ -127,7 +127,7 @@ func TestProgressFlood(t *testing.T) {
 // that counts fewer tensors than reported, are protocol violations.
 func TestProgressDisorder(t *testing.T) {
 	p := func(tensors, total int, bytes, bytesTotal, ms int64) *ipc.Progress {
-		return &ipc.Progress{Tensors: tensors, TensorsTotal: total, Bytes: bytes, BytesTotal: bytesTotal, ElapsedMS: ms}
+		return &ipc.Progress{Tensors: tensors, TensorsTotal: total, Bytes: bytes, BytesTotal: bytesTotal, ElapsedUS: ms}
 	}
 	tests := []struct {
 		name   string
@@ -138,7 +138,7 @@ func TestProgressDisorder(t *testing.T) {
 		{"bytes back", []*ipc.Progress{p(1, 4, 20, 40, 1), p(2, 4, 10, 40, 2)}, "bytes"},
 		{"total changes", []*ipc.Progress{p(1, 4, 1, 40, 1), p(2, 5, 1, 40, 2)}, "tensors_total"},
 		{"bytes total changes", []*ipc.Progress{p(1, 4, 1, 40, 1), p(2, 4, 1, 41, 2)}, "bytes_total"},
-		{"time back", []*ipc.Progress{p(1, 4, 1, 40, 5), p(2, 4, 1, 40, 4)}, "elapsed_ms"},
+		{"time back", []*ipc.Progress{p(1, 4, 1, 40, 5), p(2, 4, 1, 40, 4)}, "elapsed_us"},
 		// The script's ready reports 4 tensors of 40 bytes.
 		{"ready counts fewer", []*ipc.Progress{p(5, 5, 40, 40, 5)}, "tensors"},
 		{"ready bytes fewer", []*ipc.Progress{p(4, 5, 41, 50, 5)}, "tensor_bytes"},
@@ -168,7 +168,7 @@ func TestProgressLogPace(t *testing.T) {
 		tensors int
 	}{{0, 1}, {500 * time.Millisecond, 2}, {1100 * time.Millisecond, 3}, {1200 * time.Millisecond, 4}, {3 * time.Second, 10}}
 	for _, st := range steps {
-		m := &ipc.Progress{ID: 1, Tensors: st.tensors, TensorsTotal: 10, BytesTotal: 1, ElapsedMS: st.at.Milliseconds()}
+		m := &ipc.Progress{ID: 1, Tensors: st.tensors, TensorsTotal: 10, BytesTotal: 1, ElapsedUS: st.at.Microseconds()}
 		if err := l.progress(log, m, t0.Add(st.at)); err != nil {
 			t.Fatal(err)
 		}

@@ -52,7 +52,7 @@ func Run(conn io.ReadWriter, model *os.File, load EngineLoader, serving ServingF
 	}
 	ready, err := readyFor(hello, eng.Info())
 	if err == nil {
-		ready.Tensors, ready.TensorBytes, ready.LoadMS = lp.last.Tensors, lp.last.Bytes, time.Since(lp.start).Milliseconds()
+		ready.Tensors, ready.TensorBytes, ready.LoadUS = lp.last.Tensors, lp.last.Bytes, time.Since(lp.start).Microseconds()
 		ready.Layers, ready.LandlockABI, err = serving()
 	}
 	if err != nil {
@@ -104,7 +104,7 @@ func (r *loadReporter) report(p LoadProgress) {
 		return
 	}
 	m := &ipc.Progress{ID: r.id, Tensors: p.Tensors, TensorsTotal: p.TensorsTotal, Bytes: p.Bytes,
-		BytesTotal: p.BytesTotal, ElapsedMS: time.Since(r.start).Milliseconds()}
+		BytesTotal: p.BytesTotal, ElapsedUS: time.Since(r.start).Microseconds()}
 	if ipc.Check(m) != nil {
 		return
 	}

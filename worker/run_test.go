@@ -310,7 +310,7 @@ func TestRunReportsProgress(t *testing.T) {
 		}
 	}
 	r, ok := p.recv().(*ipc.Ready)
-	if !ok || r.Tensors != 3 || r.TensorBytes != 3<<10 || r.LoadMS < 0 {
+	if !ok || r.Tensors != 3 || r.TensorBytes != 3<<10 || r.LoadUS < 0 {
 		t.Fatalf("ready: %#v", r)
 	}
 	if err := p.end(); err != nil {
