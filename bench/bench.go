@@ -29,7 +29,9 @@ type Params struct {
 	NGen    int   // tg test size (0: no tg test)
 	Reps    int   // repetitions after the warm-up
 	Threads []int // thread counts, each measured in turn
-	// Progress, when set, is called before each measurement.
+	// Progress, when set, is called with each line of progress: the model
+	// load's end (and, for a slow load, a line about once a second before
+	// it), then before each measurement.
 	Progress func(msg string)
 }
 
@@ -145,7 +147,11 @@ func Prepare(f *gguf.File, p Params) (*Session, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	m, err := model.Load(f)
+	var progress func(model.LoadProgress)
+	if p.Progress != nil {
+		progress = model.Throttle(func(lp model.LoadProgress) { p.Progress(lp.String()) }, time.Second)
+	}
+	m, err := model.LoadWithProgress(f, progress)
 	if err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"time"
 
 	"github.com/lisa-llm/lisa/chat"
 	"github.com/lisa-llm/lisa/gguf"
@@ -49,7 +50,13 @@ type Options struct {
 	KV          model.KVType // KV cache element type (the zero value is F16)
 	BatchSize   int          // tokens per forward pass at most (0: DefaultBatchSize)
 	MemoryLimit int64        // bytes the cache and scratch must fit in with the rest (0: the Go memory limit in force)
+	// Progress, when set, is called as the model's tensors are validated
+	// (model.LoadWithProgress).
+	Progress func(model.LoadProgress)
 }
+
+// progressEvery is how often Load passes intermediate progress on.
+const progressEvery = time.Second
 
 // Engine is the loaded model with its slots. Its methods are safe for
 // concurrent use.
@@ -66,8 +73,10 @@ type Engine struct {
 }
 
 // Load is the worker's worker.EngineLoader: it reads the model from the
-// file the broker verified and sizes the engine from the hello.
-func Load(fh *os.File, hello ipc.Hello) (worker.Engine, error) {
+// file the broker verified and sizes the engine from the hello. It passes
+// progress the end of the tensor validation and, for a slow load, a report
+// about once a second before it.
+func Load(fh *os.File, hello ipc.Hello, progress func(worker.LoadProgress)) (worker.Engine, error) {
 	kv := model.KVF16
 	if hello.KVType != "" {
 		var err error
@@ -79,7 +88,13 @@ func Load(fh *os.File, hello ipc.Hello) (worker.Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e, err := New(f, Options{Threads: hello.Threads, CtxSize: hello.CtxSize, Parallel: hello.Parallel, KV: kv})
+	o := Options{Threads: hello.Threads, CtxSize: hello.CtxSize, Parallel: hello.Parallel, KV: kv}
+	if progress != nil {
+		o.Progress = model.Throttle(func(p model.LoadProgress) {
+			progress(worker.LoadProgress{Tensors: p.Tensors, TensorsTotal: p.TensorsTotal, Bytes: p.Bytes, BytesTotal: p.BytesTotal})
+		}, progressEvery)
+	}
+	e, err := New(f, o)
 	if err != nil {
 		f.Close()
 		return nil, err
@@ -97,7 +112,7 @@ func New(f *gguf.File, o Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := model.Load(f)
+	m, err := model.LoadWithProgress(f, o.Progress)
 	if err != nil {
 		return nil, err
 	}

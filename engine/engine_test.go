@@ -522,7 +522,9 @@ func TestLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer fh.Close()
-	eng, err := Load(fh, ipc.Hello{ID: 1, Protocol: ipc.Version, CtxSize: 64, Parallel: 2, KVType: "f32", Threads: 1})
+	var reports []worker.LoadProgress
+	progress := func(p worker.LoadProgress) { reports = append(reports, p) }
+	eng, err := Load(fh, ipc.Hello{ID: 1, Protocol: ipc.Version, CtxSize: 64, Parallel: 2, KVType: "f32", Threads: 1}, progress)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -530,10 +532,15 @@ func TestLoad(t *testing.T) {
 	if info := eng.Info(); info.ContextSize != 64 || info.VocabSize != 512 || info.Architecture != "llama" || info.Kernels == "" {
 		t.Errorf("info %+v", info)
 	}
-	if _, err := Load(fh, ipc.Hello{KVType: "q4"}); err == nil {
+	// A load well under a second reports only its end: every tensor.
+	f := eng.(*Engine).file
+	if n := len(reports); n == 0 || reports[n-1].Tensors != len(f.Tensors) || reports[n-1].TensorsTotal != len(f.Tensors) {
+		t.Errorf("progress reports %+v for %d tensors", reports, len(f.Tensors))
+	}
+	if _, err := Load(fh, ipc.Hello{KVType: "q4"}, progress); err == nil {
 		t.Error("kv type q4 accepted")
 	}
-	if _, err := Load(fh, ipc.Hello{Parallel: MaxParallel + 1}); err == nil {
+	if _, err := Load(fh, ipc.Hello{Parallel: MaxParallel + 1}, nil); err == nil {
 		t.Error("parallel beyond the limit accepted")
 	}
 }

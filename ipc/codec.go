@@ -78,6 +78,8 @@ func newRequest(typ string) Message {
 // newReply returns an empty message of a type the worker sends.
 func newReply(typ string) Message {
 	switch typ {
+	case TypeProgress:
+		return new(Progress)
 	case TypeReady:
 		return new(Ready)
 	case TypeTokens:

@@ -43,6 +43,8 @@ func FuzzDecodeReply(f *testing.F) {
 	}
 	f.Add([]byte(`{"type":"tokens","id":1,"text":"\ud800"}`))
 	f.Add([]byte(`{"type":"error","id":1,"id":2,"message":"x"}`))
+	f.Add([]byte(`{"type":"progress","id":1,"tensors":3,"tensors_total":2,"bytes":0,"bytes_total":0,"elapsed_us":0}`))
+	f.Add([]byte(`{"type":"progress","id":1,"tensors":0,"tensors_total":0,"bytes":0,"bytes_total":-1,"elapsed_us":1e3}`))
 	f.Fuzz(func(t *testing.T, body []byte) { roundTrip(t, body, DecodeReply) })
 }
 

@@ -13,16 +13,20 @@ const (
 	MaxTokens      = 1 << 24 // context size, vocabulary size, token counts and ids stay below this
 	MaxListLen     = 1 << 17 // special tokens in ready
 	MaxLayers      = 64      // sandbox layers in ready
+	MaxTensors     = 1 << 20 // tensors in progress and ready
+	MaxLoadMicros  = 1 << 50 // load times in microseconds in progress and ready (about 35 years)
 )
 
 // The message types. Broker→worker: hello, generate, tokenize, detokenize,
-// cancel. Worker→broker: ready, tokens, done, error, tokenized, detokenized.
+// cancel. Worker→broker: progress, ready, tokens, done, error, tokenized,
+// detokenized.
 const (
 	TypeHello       = "hello"
 	TypeGenerate    = "generate"
 	TypeTokenize    = "tokenize"
 	TypeDetokenize  = "detokenize"
 	TypeCancel      = "cancel"
+	TypeProgress    = "progress"
 	TypeReady       = "ready"
 	TypeTokens      = "tokens"
 	TypeDone        = "done"
@@ -117,6 +121,18 @@ type Layer struct {
 	Detail    string `json:"detail,omitempty"`
 }
 
+// Progress tells, while the worker loads the model, how far it has got.
+// Zero or more come before the Ready or Error that answers Hello, naming
+// Hello's id; the counts never decrease and the totals never change.
+type Progress struct {
+	ID           uint64 `json:"id" ipc:"required"` // Hello's id
+	Tensors      int    `json:"tensors" ipc:"required"`
+	TensorsTotal int    `json:"tensors_total" ipc:"required"`
+	Bytes        int64  `json:"bytes" ipc:"required"` // tensor data bytes validated
+	BytesTotal   int64  `json:"bytes_total" ipc:"required"`
+	ElapsedUS    int64  `json:"elapsed_us" ipc:"required"` // since the worker read Hello
+}
+
 // Ready answers Hello: the model is loaded and the worker serves. Every
 // string in it is untrusted model data.
 type Ready struct {
@@ -130,6 +146,9 @@ type Ready struct {
 	Kernels       string   `json:"kernels"`                  // kernel path in use
 	LandlockABI   int      `json:"landlock_abi"`             // 0: none applied
 	Layers        []Layer  `json:"layers,omitempty"`         // sandbox layers applied in the worker
+	Tensors       int      `json:"tensors"`                  // tensors validated (0: not reported)
+	TensorBytes   int64    `json:"tensor_bytes"`             // their data bytes, used from the file's mapping
+	LoadUS        int64    `json:"load_us"`                  // from reading Hello to the engine being ready
 }
 
 // TokenAlt is one alternative token with its log-probability.
@@ -201,6 +220,9 @@ func (*Detokenize) Type() string { return TypeDetokenize }
 // Type returns TypeCancel.
 func (*Cancel) Type() string { return TypeCancel }
 
+// Type returns TypeProgress.
+func (*Progress) Type() string { return TypeProgress }
+
 // Type returns TypeReady.
 func (*Ready) Type() string { return TypeReady }
 
@@ -233,6 +255,9 @@ func (m *Detokenize) RequestID() uint64 { return m.ID }
 
 // RequestID returns the Cancel's id.
 func (m *Cancel) RequestID() uint64 { return m.ID }
+
+// RequestID returns the Progress's id.
+func (m *Progress) RequestID() uint64 { return m.ID }
 
 // RequestID returns the Ready's id.
 func (m *Ready) RequestID() uint64 { return m.ID }
@@ -361,6 +386,12 @@ func (m *Ready) validate() error {
 		return bad(TypeReady, "layers", "%d entries, at most %d", len(m.Layers), MaxLayers)
 	case m.LandlockABI < 0 || m.LandlockABI > 1000:
 		return bad(TypeReady, "landlock_abi", "%d outside 0..1000", m.LandlockABI)
+	case m.Tensors < 0 || m.Tensors > MaxTensors:
+		return bad(TypeReady, "tensors", "%d outside 0..%d", m.Tensors, MaxTensors)
+	case m.TensorBytes < 0:
+		return bad(TypeReady, "tensor_bytes", "%d is negative", m.TensorBytes)
+	case m.LoadUS < 0 || m.LoadUS > MaxLoadMicros:
+		return bad(TypeReady, "load_us", "%d outside 0..%d", m.LoadUS, int64(MaxLoadMicros))
 	}
 	if err := checkCount(TypeReady, "n_ctx", m.ContextSize, 1); err != nil {
 		return err
@@ -369,6 +400,22 @@ func (m *Ready) validate() error {
 		return err
 	}
 	return checkID(TypeReady, m.ID)
+}
+
+func (m *Progress) validate() error {
+	switch {
+	case m.TensorsTotal < 0 || m.TensorsTotal > MaxTensors:
+		return bad(TypeProgress, "tensors_total", "%d outside 0..%d", m.TensorsTotal, MaxTensors)
+	case m.Tensors < 0 || m.Tensors > m.TensorsTotal:
+		return bad(TypeProgress, "tensors", "%d outside 0..tensors_total (%d)", m.Tensors, m.TensorsTotal)
+	case m.BytesTotal < 0:
+		return bad(TypeProgress, "bytes_total", "%d is negative", m.BytesTotal)
+	case m.Bytes < 0 || m.Bytes > m.BytesTotal:
+		return bad(TypeProgress, "bytes", "%d outside 0..bytes_total (%d)", m.Bytes, m.BytesTotal)
+	case m.ElapsedUS < 0 || m.ElapsedUS > MaxLoadMicros:
+		return bad(TypeProgress, "elapsed_us", "%d outside 0..%d", m.ElapsedUS, int64(MaxLoadMicros))
+	}
+	return checkID(TypeProgress, m.ID)
 }
 
 func (m *Tokens) validate() error {

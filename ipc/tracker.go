@@ -5,7 +5,7 @@ type ReqKind uint8
 
 // The request kinds that get replies.
 const (
-	ReqHello      ReqKind = iota + 1 // answered by Ready or Error
+	ReqHello      ReqKind = iota + 1 // answered by Progress…, then Ready or Error
 	ReqGenerate                      // answered by Tokens…, then Done or Error
 	ReqTokenize                      // answered by Tokenized or Error
 	ReqDetokenize                    // answered by Detokenized or Error
@@ -38,8 +38,8 @@ func (t *Tracker) Kind(id uint64) ReqKind { return t.live[id] }
 
 // Check checks reply m against the live ids: its id must have been issued
 // and not finished, and its type must answer that id's kind. When m is the
-// final reply (anything but Tokens), the id is finished. It returns the
-// id's kind.
+// final reply (anything but Tokens and Progress), the id is finished. It
+// returns the id's kind.
 func (t *Tracker) Check(m Message) (ReqKind, error) {
 	id, typ := m.RequestID(), m.Type()
 	k, ok := t.live[id]
@@ -52,7 +52,7 @@ func (t *Tracker) Check(m Message) (ReqKind, error) {
 	if !answers(k, typ) {
 		return 0, violation(KindOutOfOrder, typ, "id", "%q does not answer request %d", typ, id)
 	}
-	if typ != TypeTokens {
+	if typ != TypeTokens && typ != TypeProgress {
 		delete(t.live, id)
 	}
 	return k, nil
@@ -69,7 +69,7 @@ func answers(k ReqKind, typ string) bool {
 	}
 	switch k {
 	case ReqHello:
-		return typ == TypeReady
+		return typ == TypeReady || typ == TypeProgress
 	case ReqGenerate:
 		return typ == TypeTokens || typ == TypeDone
 	case ReqTokenize:

@@ -16,7 +16,11 @@ func TestTracker(t *testing.T) {
 		m    Message
 		kind Kind // 0: accepted
 	}{
+		{"progress for generate", &Progress{ID: gen}, KindOutOfOrder},
+		{"progress answers hello", &Progress{ID: hello}, 0},
+		{"more progress", &Progress{ID: hello}, 0},
 		{"ready answers hello", &Ready{ID: hello}, 0},
+		{"progress after ready", &Progress{ID: hello}, KindFinishedID},
 		{"hello finished", &Ready{ID: hello}, KindFinishedID},
 		{"tokens", &Tokens{ID: gen}, 0},
 		{"more tokens", &Tokens{ID: gen}, 0},

@@ -112,6 +112,16 @@ func layerTable() []layerWeight {
 type binder struct {
 	f    *gguf.File
 	used map[string]bool
+	done map[string]bool // validated and bound, counted in prog
+	prog *progressCounter
+}
+
+// bound counts ti as validated, once however often it is bound.
+func (b *binder) bound(ti *gguf.TensorInfo) {
+	if !b.done[ti.Name] {
+		b.done[ti.Name] = true
+		b.prog.validated(ti.Size)
+	}
 }
 
 // lookup returns the tensor name with exactly the GGUF dims want (extra
@@ -154,6 +164,7 @@ func (b *binder) matrix(name string, cols, rows int) (kernels.Matrix, error) {
 	if err != nil {
 		return kernels.Matrix{}, &TensorError{Name: name, Reason: err.Error(), Err: ErrInvalid}
 	}
+	b.bound(ti)
 	return m, nil
 }
 
@@ -177,6 +188,7 @@ func (b *binder) norm(name string, n int) ([]float32, error) {
 			return nil, &TensorError{Name: name, Reason: fmt.Sprintf("value %d is %g", i, x), Err: ErrInvalid}
 		}
 	}
+	b.bound(ti)
 	return v, nil
 }
 
@@ -193,6 +205,7 @@ func (b *binder) embedding(name string, c Config) (Embedding, error) {
 	if err != nil || rb*int64(c.NVocab) != int64(len(data)) {
 		return Embedding{}, &TensorError{Name: name, Reason: fmt.Sprintf("%d bytes do not hold %d rows of %d %s values", len(data), c.NVocab, c.NEmbd, ti.Type), Err: ErrInvalid}
 	}
+	b.bound(ti)
 	return Embedding{Type: ti.Type, RowBytes: int(rb), Data: data}, nil
 }
 
@@ -203,12 +216,18 @@ func (b *binder) embedding(name string, c Config) (Embedding, error) {
 // token_embd.weight (Config.TiedOutput). A tensor the architecture does
 // not use is an error, as in llama.cpp. f must stay open while the Model
 // is used.
-func Load(f *gguf.File) (*Model, error) {
+func Load(f *gguf.File) (*Model, error) { return LoadWithProgress(f, nil) }
+
+// LoadWithProgress is Load, calling progress (when not nil) after each
+// tensor it has validated and bound: the counts only grow, and a
+// successful load ends with a report of every tensor of the file (Done).
+// Wrap progress in Throttle to be told less often.
+func LoadWithProgress(f *gguf.File, progress func(LoadProgress)) (*Model, error) {
 	c, err := ConfigFromGGUF(f)
 	if err != nil {
 		return nil, err
 	}
-	b := &binder{f: f, used: make(map[string]bool)}
+	b := &binder{f: f, used: make(map[string]bool), done: make(map[string]bool), prog: newProgressCounter(f, progress)}
 	m := &Model{Layers: make([]Layer, c.NLayer)}
 	if m.Embed, err = b.embedding("token_embd.weight", c); err != nil {
 		return nil, err

@@ -10,11 +10,18 @@
 // supervisor sends cancel at once; the worker must then end that request
 // within Config.CancelGrace.
 //
+// While the worker loads the model it may send progress; the supervisor
+// logs a "model loading" line at most once a second and, on ready, one
+// "model loaded" line with the tensors validated, their bytes and the load
+// time. Progress whose counts go back or whose totals change is a protocol
+// violation. A worker stopped by Close is logged as "worker stopped" at
+// INFO; any other end is a death.
+//
 // The worker is hostile. Any protocol violation — an oversized frame, bad
 // JSON, an unknown type or field, a mistyped or missing field, an id never
 // issued or already finished, a reply of the wrong kind or out of order,
 // invalid UTF-8, more chunks or text than the request allows, a token id
-// outside the vocabulary — as well as a stall (no frame for
+// outside the vocabulary, progress out of order — as well as a stall (no frame for
 // Config.StallTimeout while requests wait, no ready within
 // Config.ReadyTimeout, no end within CancelGrace of a cancel) kills the
 // worker. Its in-flight requests fail with broker.ErrWorkerFailed, the

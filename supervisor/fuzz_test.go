@@ -27,6 +27,8 @@ func FuzzWorkerStream(f *testing.F) {
 	f.Add(frame(&ipc.Error{ID: 2, Message: "context full"}))
 	f.Add(frame(&ipc.Tokens{ID: 2, Text: "a"}, &ipc.Tokens{ID: 3, Text: "b"}))
 	f.Add(frame(&ipc.Done{ID: 2, FinishReason: "length", Usage: ipc.Usage{CompletionTokens: 4}}, &ipc.Tokens{ID: 2, Text: "late"}))
+	f.Add(frame(&ipc.Progress{ID: 1, Tensors: 1, TensorsTotal: 2, BytesTotal: 1})) // the load is over
+	f.Add(frame(&ipc.Progress{ID: 2, Tensors: 1, TensorsTotal: 2, BytesTotal: 1})) // no answer to a generate
 	f.Add([]byte{0, 0, 0, 5, '{', '}', '{', '}', '}'})
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff})
 	f.Fuzz(checkStream)

@@ -38,6 +38,7 @@ type instance struct {
 	calls   map[uint64]*call
 	isReady bool
 	vocab   int
+	load    loadLog // the worker's progress reports
 }
 
 // newInstance starts serving w: hello is queued, and the reader, writer
@@ -246,9 +247,14 @@ func (in *instance) dispatch(m ipc.Message) error {
 // onHello handles the answer to hello.
 func (in *instance) onHello(m ipc.Message) error {
 	switch m := m.(type) {
+	case *ipc.Progress:
+		return in.load.progress(in.s.log, m, time.Now())
 	case *ipc.Error:
 		return fmt.Errorf("worker could not load the model: %q", limitText(m.Message))
 	case *ipc.Ready:
+		if err := in.load.ready(in.s.log, m); err != nil {
+			return err
+		}
 		info := broker.ModelInfo{Name: m.Name, Architecture: m.Architecture, ContextSize: m.ContextSize,
 			VocabSize: m.VocabSize, Kernels: m.Kernels, LandlockABI: m.LandlockABI}
 		if in.s.cfg.ModelName != "" {

@@ -249,7 +249,8 @@ func (s *Supervisor) startInstance() (*instance, error) {
 }
 
 // bury kills a failed worker, reaps it, fails its requests and logs its
-// death in one line, which it returns.
+// end in one line: "worker stopped" at INFO when Close asked for it,
+// "worker died" at ERROR otherwise. It returns the line's reason.
 func (s *Supervisor) bury(inst *instance) string {
 	s.mu.Lock()
 	if s.cur == inst {
@@ -273,11 +274,11 @@ func (s *Supervisor) bury(inst *instance) string {
 	s.mu.Lock()
 	s.stats.Deaths[exit.Cause]++
 	s.mu.Unlock()
-	level := slog.LevelError
 	if errors.Is(reason, ErrClosed) {
-		level = slog.LevelInfo
+		s.log.Info("worker stopped", "exit", exit.Description, "failed_requests", failed)
+	} else {
+		s.log.Error("worker died", "exit", exit.Description,
+			"cause", exit.Cause, "reason", reason.Error(), "failed_requests", failed)
 	}
-	s.log.Log(context.Background(), level, "worker died", "exit", exit.Description,
-		"cause", exit.Cause, "reason", reason.Error(), "failed_requests", failed)
 	return exit.Description + "; " + reason.Error()
 }

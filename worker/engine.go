@@ -61,6 +61,18 @@ type Engine interface {
 	Generate(ctx context.Context, req GenerateParams, emit func(TextChunk) error) (DoneInfo, error)
 }
 
+// LoadProgress is how far an EngineLoader has got validating the model's
+// tensors.
+type LoadProgress struct {
+	Tensors      int   // tensors validated so far
+	TensorsTotal int   // tensors in the model file
+	Bytes        int64 // data bytes of the tensors validated
+	BytesTotal   int64 // data bytes of all the tensors
+}
+
 // EngineLoader loads the engine from the model file with the broker's
 // settings. The file is untrusted: a loader validates every byte it uses.
-type EngineLoader func(model *os.File, hello ipc.Hello) (Engine, error)
+// A loader may call progress (never nil) as it goes, as often as it likes
+// to be shown, with counts that never decrease; the worker forwards each
+// report to the broker and puts the last one in ready.
+type EngineLoader func(model *os.File, hello ipc.Hello, progress func(LoadProgress)) (Engine, error)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"time"
 
 	"github.com/lisa-llm/lisa/ipc"
 )
@@ -37,7 +38,11 @@ func Run(conn io.ReadWriter, model *os.File, load EngineLoader, serving ServingF
 	// The serving filter refuses close: the model's *os.File must not be
 	// collected (its cleanup would close fd 4) while the worker runs.
 	defer runtime.KeepAlive(model)
-	eng, err := load(model, *hello)
+	lp := newLoadReporter(out, hello.ID)
+	eng, err := load(model, *hello, lp.report)
+	if err == nil {
+		err = lp.err
+	}
 	if err == nil && eng == nil {
 		err = errors.New("loader returned no engine")
 	}
@@ -47,6 +52,7 @@ func Run(conn io.ReadWriter, model *os.File, load EngineLoader, serving ServingF
 	}
 	ready, err := readyFor(hello, eng.Info())
 	if err == nil {
+		ready.Tensors, ready.TensorBytes, ready.LoadUS = lp.last.Tensors, lp.last.Bytes, time.Since(lp.start).Microseconds()
 		ready.Layers, ready.LandlockABI, err = serving()
 	}
 	if err != nil {
@@ -70,4 +76,40 @@ func readyFor(hello *ipc.Hello, info Info) (*ipc.Ready, error) {
 	return &ipc.Ready{ID: hello.ID, Protocol: ipc.Version, Name: name, Architecture: info.Architecture,
 		ContextSize: info.ContextSize, VocabSize: info.VocabSize, SpecialTokens: info.SpecialTokens,
 		Kernels: info.Kernels}, nil
+}
+
+// loadReporter forwards a loader's progress to the broker as progress
+// messages, dropping reports the broker would refuse (counts that go
+// back, totals that change, values out of range).
+type loadReporter struct {
+	out   *sender
+	id    uint64 // the hello's
+	start time.Time
+	last  LoadProgress
+	sent  bool  // last has been sent
+	err   error // the first send failure
+}
+
+func newLoadReporter(out *sender, id uint64) *loadReporter {
+	return &loadReporter{out: out, id: id, start: time.Now()}
+}
+
+// report sends p unless it is out of order or a send already failed.
+func (r *loadReporter) report(p LoadProgress) {
+	if r.err != nil {
+		return
+	}
+	if r.sent && (p.Tensors < r.last.Tensors || p.Bytes < r.last.Bytes ||
+		p.TensorsTotal != r.last.TensorsTotal || p.BytesTotal != r.last.BytesTotal) {
+		return
+	}
+	m := &ipc.Progress{ID: r.id, Tensors: p.Tensors, TensorsTotal: p.TensorsTotal, Bytes: p.Bytes,
+		BytesTotal: p.BytesTotal, ElapsedUS: time.Since(r.start).Microseconds()}
+	if ipc.Check(m) != nil {
+		return
+	}
+	r.last, r.sent = p, true
+	if err := r.out.send(m); err != nil {
+		r.err = fmt.Errorf("progress: %w", err)
+	}
 }

@@ -171,9 +171,11 @@ func TestRunFailures(t *testing.T) {
 		reply   bool // an error reply naming the hello is expected
 		want    string
 	}{
-		{"load fails", func(*os.File, ipc.Hello) (worker.Engine, error) { return nil, errors.New("bad magic at byte 0") },
+		{"load fails", func(*os.File, ipc.Hello, func(worker.LoadProgress)) (worker.Engine, error) {
+			return nil, errors.New("bad magic at byte 0")
+		},
 			noLayers, &ipc.Hello{ID: 7, Protocol: ipc.Version}, true, "bad magic"},
-		{"no engine", func(*os.File, ipc.Hello) (worker.Engine, error) { return nil, nil },
+		{"no engine", func(*os.File, ipc.Hello, func(worker.LoadProgress)) (worker.Engine, error) { return nil, nil },
 			noLayers, &ipc.Hello{ID: 7, Protocol: ipc.Version}, true, "no engine"},
 		{"serving fails", eng.Loader(), func() ([]ipc.Layer, int, error) { return nil, 0, errors.New("seccomp stage 2") },
 			&ipc.Hello{ID: 7, Protocol: ipc.Version}, true, "seccomp"},
@@ -262,7 +264,7 @@ func (c *chatty) Generate(ctx context.Context, req worker.GenerateParams, emit f
 
 func TestChunkLimit(t *testing.T) {
 	eng := &chatty{}
-	load := func(*os.File, ipc.Hello) (worker.Engine, error) { return eng, nil }
+	load := func(*os.File, ipc.Hello, func(worker.LoadProgress)) (worker.Engine, error) { return eng, nil }
 	p := startWorker(t, load, noLayers)
 	p.send(&ipc.Hello{ID: 1, Protocol: ipc.Version})
 	p.recv()
@@ -295,4 +297,61 @@ func waitGoroutines(t *testing.T, before int) {
 		buf := make([]byte, 1<<16)
 		t.Fatalf("%d goroutines, %d before:\n%s", n, before, buf[:runtime.Stack(buf, true)])
 	}
+}
+
+func TestRunReportsProgress(t *testing.T) {
+	eng := &workertest.Engine{Tensors: 3}
+	p := startWorker(t, eng.Loader(), noLayers)
+	p.send(&ipc.Hello{ID: 1, Protocol: ipc.Version})
+	for i := 1; i <= 3; i++ {
+		pr, ok := p.recv().(*ipc.Progress)
+		if !ok || pr.ID != 1 || pr.Tensors != i || pr.TensorsTotal != 3 || pr.Bytes != int64(i)<<10 || pr.BytesTotal != 3<<10 {
+			t.Fatalf("progress %d: %#v", i, pr)
+		}
+	}
+	r, ok := p.recv().(*ipc.Ready)
+	if !ok || r.Tensors != 3 || r.TensorBytes != 3<<10 || r.LoadUS < 0 {
+		t.Fatalf("ready: %#v", r)
+	}
+	if err := p.end(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRunDropsDisorderedProgress checks reports the broker would refuse
+// never leave the worker: counts going back, totals changing, bytes out
+// of range.
+func TestRunDropsDisorderedProgress(t *testing.T) {
+	eng := &workertest.Engine{}
+	reports := []worker.LoadProgress{
+		{Tensors: 2, TensorsTotal: 4, Bytes: 20, BytesTotal: 40},
+		{Tensors: 1, TensorsTotal: 4, Bytes: 30, BytesTotal: 40}, // tensors go back
+		{Tensors: 3, TensorsTotal: 5, Bytes: 30, BytesTotal: 40}, // total changes
+		{Tensors: 3, TensorsTotal: 4, Bytes: 50, BytesTotal: 40}, // bytes past the total
+		{Tensors: 4, TensorsTotal: 4, Bytes: 40, BytesTotal: 40},
+	}
+	load := func(f *os.File, h ipc.Hello, progress func(worker.LoadProgress)) (worker.Engine, error) {
+		for _, r := range reports {
+			progress(r)
+		}
+		return eng, nil
+	}
+	p := startWorker(t, load, noLayers)
+	p.send(&ipc.Hello{ID: 1, Protocol: ipc.Version})
+	var got []int
+	for {
+		m := p.recv()
+		if pr, ok := m.(*ipc.Progress); ok {
+			got = append(got, pr.Tensors)
+			continue
+		}
+		if r, ok := m.(*ipc.Ready); !ok || r.Tensors != 4 || r.TensorBytes != 40 {
+			t.Fatalf("ended with %#v", m)
+		}
+		break
+	}
+	if len(got) != 2 || got[0] != 2 || got[1] != 4 {
+		t.Fatalf("forwarded tensors %v, want [2 4]", got)
+	}
+	p.end()
 }

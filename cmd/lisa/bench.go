@@ -111,10 +111,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "lisa bench: re-execute with", kernels.EnvKernels+"="+o.kernels+":", err)
 		return 1
 	}
-	progress := io.Discard
-	if st, err := os.Stderr.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-		progress = stderr
-	}
+	progress := progressOut(stderr, isTerminal)
 	path := o.model
 	if o.synthetic != "" {
 		p, cleanup, err := writeSynthetic(o.synthetic, o.vocab, progress)

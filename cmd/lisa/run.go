@@ -43,6 +43,7 @@ type runOptions struct {
 	ignoreEOS   bool
 	teacher     []int32
 	teacherFlag bool
+	progress    io.Writer // where load progress goes (io.Discard: nowhere)
 }
 
 // parseIDs parses a comma-separated list of token ids.
@@ -141,6 +142,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	fmt.Fprintln(stderr, "lisa run: note: the sandbox is not applied by this command yet; the model is parsed in this process")
+	o.progress = progressOut(stderr, isTerminal)
 	w := bufio.NewWriter(stdout)
 	defer w.Flush()
 	if err := generate(o, w); err != nil {
@@ -223,9 +225,9 @@ func topPairs(row []float32, k int, buf []sample.TokenLogprob) ([]runLogits, []s
 }
 
 // openEngine loads the model of f, checks it against its tokenizer and
-// makes a cache of nCtx positions.
-func openEngine(f *gguf.File, tok *tokenizer.Tokenizer, threads, nCtx int) (*runEngine, error) {
-	m, err := model.Load(f)
+// makes a cache of nCtx positions; load progress goes to progress.
+func openEngine(f *gguf.File, tok *tokenizer.Tokenizer, threads, nCtx int, progress io.Writer) (*runEngine, error) {
+	m, err := model.LoadWithProgress(f, loadProgress(progress))
 	if err != nil {
 		return nil, err
 	}
@@ -273,7 +275,7 @@ func generate(o runOptions, w *bufio.Writer) error {
 			}
 		}
 	}
-	e, err := openEngine(f, tok, o.threads, max(len(prompt)+steps, 1))
+	e, err := openEngine(f, tok, o.threads, max(len(prompt)+steps, 1), o.progress)
 	if err != nil {
 		return err
 	}

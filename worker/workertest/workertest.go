@@ -26,13 +26,20 @@ const BOS = 256
 // Step, until MaxTokens.
 type Engine struct {
 	Step      time.Duration // pause per generated token
+	Tensors   int           // tensors the Loader reports validating, one at a time, of 1 KiB each
 	Generates atomic.Int64  // generations started
 	Cancelled atomic.Int64  // generations that ended because their ctx did
 }
 
-// Loader returns a worker.EngineLoader that returns e.
+// Loader returns a worker.EngineLoader that reports progress through
+// e.Tensors and returns e.
 func (e *Engine) Loader() worker.EngineLoader {
-	return func(*os.File, ipc.Hello) (worker.Engine, error) { return e, nil }
+	return func(_ *os.File, _ ipc.Hello, progress func(worker.LoadProgress)) (worker.Engine, error) {
+		for i := range e.Tensors {
+			progress(worker.LoadProgress{Tensors: i + 1, TensorsTotal: e.Tensors, Bytes: int64(i+1) << 10, BytesTotal: int64(e.Tensors) << 10})
+		}
+		return e, nil
+	}
 }
 
 // Info describes the echo model.
