@@ -69,7 +69,7 @@ w1_end:
 	RET
 
 // func dotF32WAVX2(w *byte, x *float32, n int) float32
-// Requires: AVX, FMA3, SSE
+// Requires: AVX, FMA3, MMX+, SSE
 TEXT ·dotF32WAVX2(SB), NOSPLIT, $0-28
 	MOVQ   w+0(FP), AX
 	MOVQ   x+8(FP), CX
@@ -82,6 +82,8 @@ TEXT ·dotF32WAVX2(SB), NOSPLIT, $0-28
 w32_loop:
 	CMPQ        DX, $0x20
 	JB          w32_end
+	PREFETCHT0  2304(AX)
+	PREFETCHT0  2368(AX)
 	VMOVUPS     (AX), Y4
 	VFMADD231PS (CX), Y4, Y0
 	VMOVUPS     32(AX), Y4
@@ -207,7 +209,7 @@ h1_end:
 	RET
 
 // func dotF16WAVX2(w *byte, x *uint16, n int) float32
-// Requires: AVX, F16C, FMA3, SSE
+// Requires: AVX, F16C, FMA3, MMX+, SSE
 TEXT ·dotF16WAVX2(SB), NOSPLIT, $0-28
 	MOVQ   w+0(FP), AX
 	MOVQ   x+8(FP), CX
@@ -220,6 +222,7 @@ TEXT ·dotF16WAVX2(SB), NOSPLIT, $0-28
 h32_loop:
 	CMPQ        DX, $0x20
 	JB          h32_end
+	PREFETCHT0  2304(AX)
 	VCVTPH2PS   (AX), Y4
 	VCVTPH2PS   (CX), Y5
 	VFMADD231PS Y5, Y4, Y0
@@ -281,7 +284,7 @@ h1_end:
 	RET
 
 // func dotBF16AVX2(w *byte, x *uint16, n int) float32
-// Requires: AVX, AVX2, FMA3, SSE
+// Requires: AVX, AVX2, FMA3, MMX+, SSE
 TEXT ·dotBF16AVX2(SB), NOSPLIT, $0-28
 	MOVQ   w+0(FP), AX
 	MOVQ   x+8(FP), CX
@@ -294,6 +297,7 @@ TEXT ·dotBF16AVX2(SB), NOSPLIT, $0-28
 b32_loop:
 	CMPQ        DX, $0x20
 	JB          b32_end
+	PREFETCHT0  2304(AX)
 	VPMOVZXWD   (AX), Y4
 	VPSLLD      $0x10, Y4, Y4
 	VPMOVZXWD   (CX), Y5
@@ -651,7 +655,7 @@ s8_end:
 	RET
 
 // func dotQ4KAVX2(w *byte, x *float32, nb int) float32
-// Requires: AVX, AVX2, F16C, SSE
+// Requires: AVX, AVX2, F16C, MMX+, SSE
 TEXT ·dotQ4KAVX2(SB), NOSPLIT, $16-28
 	MOVQ         w+0(FP), AX
 	MOVQ         x+8(FP), CX
@@ -664,6 +668,9 @@ TEXT ·dotQ4KAVX2(SB), NOSPLIT, $16-28
 	JE           q4k_done
 
 q4k_loop:
+	PREFETCHT0   2304(AX)
+	PREFETCHT0   2368(AX)
+	PREFETCHT0   2432(AX)
 	MOVL         4(AX), BX
 	MOVL         8(AX), SI
 	MOVL         12(AX), DI
@@ -990,7 +997,7 @@ q4k4_done:
 	RET
 
 // func dotQ6KAVX2(w *byte, x *float32, nb int) float32
-// Requires: AVX, AVX2, F16C, SSE
+// Requires: AVX, AVX2, F16C, MMX+, SSE
 TEXT ·dotQ6KAVX2(SB), NOSPLIT, $32-28
 	MOVQ         w+0(FP), AX
 	MOVQ         x+8(FP), CX
@@ -1013,6 +1020,10 @@ TEXT ·dotQ6KAVX2(SB), NOSPLIT, $32-28
 	JE           q6k_done
 
 q6k_loop:
+	PREFETCHT0   2304(AX)
+	PREFETCHT0   2368(AX)
+	PREFETCHT0   2432(AX)
+	PREFETCHT0   2496(AX)
 	VPMOVSXBW    192(AX), Y4
 	VMOVDQU      Y4, (SP)
 	VPXOR        Y5, Y5, Y5
@@ -1372,7 +1383,7 @@ q6k4_done:
 	RET
 
 // func dotQ8_0AVX2(w *byte, x *uint16, nb int) float32
-// Requires: AVX, AVX2, F16C, SSE
+// Requires: AVX, AVX2, F16C, MMX+, SSE
 TEXT ·dotQ8_0AVX2(SB), NOSPLIT, $0-28
 	MOVQ   w+0(FP), AX
 	MOVQ   x+8(FP), CX
@@ -1382,6 +1393,7 @@ TEXT ·dotQ8_0AVX2(SB), NOSPLIT, $0-28
 	JE     q80_done
 
 q80_loop:
+	PREFETCHT0   2304(AX)
 	VPMOVSXBW    2(AX), Y1
 	VPMOVSXBW    18(AX), Y2
 	VPMOVSXBW    2(CX), Y3

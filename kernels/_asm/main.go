@@ -39,6 +39,20 @@ func header(name, sig, doc string) {
 	Doc(name+" works like "+doc+".", "It reads and writes exactly n elements; the tail past the last multiple of 8 is done with scalar instructions.")
 }
 
+// prefetchAhead is how far ahead of the weight pointer the one-token dots
+// ask for cache lines: a decode step streams its weights from DRAM, and
+// the hardware prefetcher alone does not keep these loops fed (swept with
+// BenchmarkMatVecStream).
+const prefetchAhead = 2304
+
+// prefetch asks for the lines cache lines at prefetchAhead bytes past p.
+// A prefetch never faults, so it may point past the end of the weights.
+func prefetch(p Register, lines int) {
+	for i := range lines {
+		PREFETCHT0(Mem{Base: p, Disp: prefetchAhead + 64*i})
+	}
+}
+
 // reduce8 sums the eight lanes of y into lane 0 of its low half.
 func reduce8(y VecVirtual) {
 	x, t := y.AsX(), XMM()
@@ -84,6 +98,9 @@ func dotF32(name, sig, pa, pb, twin string) {
 		VXORPS(r, r, r)
 	}
 	loop("w32", n, 32, func() {
+		if pa == "w" {
+			prefetch(a, 2)
+		}
 		for i, r := range acc {
 			t := YMM()
 			VMOVUPS(Mem{Base: a, Disp: 32 * i}, t)
@@ -127,6 +144,9 @@ func dotF16(name, sig, pa, pb, twin string) {
 		VXORPS(r, r, r)
 	}
 	loop("h32", n, 32, func() {
+		if pa == "w" {
+			prefetch(a, 1)
+		}
 		for i, r := range acc {
 			s, t := YMM(), YMM()
 			VCVTPH2PS(Mem{Base: a, Disp: 16 * i}, s)
@@ -179,6 +199,7 @@ func dotBF16() {
 		VXORPS(r, r, r)
 	}
 	loop("b32", n, 32, func() {
+		prefetch(a, 1)
 		for i, r := range acc {
 			s, t := YMM(), YMM()
 			loadBF16x8(Mem{Base: a, Disp: 16 * i}, s)

@@ -157,6 +157,7 @@ func dotQ4K() {
 	VXORPS(sum, sum, sum)
 	sc := AllocLocal(16)
 	blockLoop("q4k", w, x, nb, q4kSize, q8kSize, func() {
+		prefetch(w, 3)
 		s, mn := q4kScales(w)
 		VMOVDQU(s, sc)
 		mins := dupWords(mn)
@@ -384,6 +385,7 @@ func dotQ6K() {
 	sc := AllocLocal(32)
 	xm := []func(int) Mem{func(o int) Mem { return Mem{Base: x, Disp: o} }}
 	blockLoop("q6k", w, x, nb, q6kSize, q8kSize, func() {
+		prefetch(w, 4)
 		sw, accs := q6kBlockStart(w, sc, 1)
 		q6kHalf(w, 0, sc, m0f, m30, ctl, xm, accs)
 		q6kHalf(w, 1, sc, m0f, m30, ctl, xm, accs)
@@ -458,6 +460,7 @@ func dotQ80() {
 	sum := XMM()
 	VXORPS(sum, sum, sum)
 	blockLoop("q80", w, x, nb, q80Size, q80Size, func() {
+		prefetch(w, 1)
 		w0, w1 := q80Weights(w)
 		v := hsum8(q80Prod(w0, w1, func(o int) Mem { return Mem{Base: x, Disp: o} }))
 		VCVTDQ2PS(v, v)
