@@ -14,6 +14,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -126,15 +127,17 @@ func humanParams(n int64) string {
 }
 
 // Session is a loaded model ready to be measured: its cache and one
-// kernel pool per thread count, all made up front so that measuring
-// creates no threads (a sandboxed worker measures under the serving
-// seccomp stage, entered between Prepare and Measure).
+// kernel pool per thread count, made up front so that measuring creates
+// no threads (a sandboxed worker measures under the serving seccomp
+// stage, entered between Prepare and Measure). The runners' batch scratch
+// is made for one thread count at a time and returned to the system
+// before the next, so the peak memory is that of one served
+// configuration, not the sum over every -t value.
 type Session struct {
 	p       Params
 	m       *model.Model
 	cache   *model.Cache
 	pools   []*kernels.Pool
-	runs    []*model.Runner
 	name    string
 	typ     string
 	size    int64
@@ -164,10 +167,11 @@ func Prepare(f *gguf.File, p Params) (*Session, error) {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
 	for _, th := range p.Threads {
-		pool := kernels.NewPool(th)
-		s.pools = append(s.pools, pool)
-		s.runs = append(s.runs, model.NewRunner(m, s.cache, pool, max(p.NPrompt, 1)))
+		s.pools = append(s.pools, kernels.NewPool(th))
 	}
+	// What parsing and binding left behind goes back before the scratch
+	// is allocated.
+	debug.FreeOSMemory()
 	return s, nil
 }
 
@@ -184,7 +188,10 @@ func (s *Session) Measure() ([]Result, error) {
 	p := s.p
 	var out []Result
 	for i, th := range p.Threads {
-		r := &runner{m: s.m, cache: s.cache, run: s.runs[i], rng: newRand()}
+		if i > 0 {
+			debug.FreeOSMemory() // the previous runner's scratch
+		}
+		r := &runner{m: s.m, cache: s.cache, run: model.NewRunner(s.m, s.cache, s.pools[i], max(p.NPrompt, 1)), rng: newRand()}
 		for _, t := range []struct{ np, ng int }{{p.NPrompt, 0}, {0, p.NGen}} {
 			if t.np == 0 && t.ng == 0 {
 				continue

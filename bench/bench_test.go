@@ -19,6 +19,7 @@ import (
 
 	"github.com/lisa-llm/lisa/gguf"
 	"github.com/lisa-llm/lisa/internal/shared"
+	"github.com/lisa-llm/lisa/model"
 	"github.com/lisa-llm/lisa/model/synth"
 )
 
@@ -308,7 +309,7 @@ func benchStep(b *testing.B, np, ng int) {
 				b.Fatal(err)
 			}
 			defer s.Close()
-			r := &runner{m: s.m, cache: s.cache, run: s.runs[0], rng: newRand()}
+			r := &runner{m: s.m, cache: s.cache, run: model.NewRunner(s.m, s.cache, s.pools[0], max(np, 1)), rng: newRand()}
 			b.ReportAllocs()
 			if np > 0 {
 				for b.Loop() {
