@@ -235,7 +235,7 @@ func BenchmarkOps(b *testing.B) {
 // from DRAM. GB/s of weights, one and two threads.
 func BenchmarkMatVecStream(b *testing.B) {
 	const total = 1 << 30
-	for _, t := range []tensor.Type{tensor.Q4_K, tensor.Q6_K, tensor.Q8_0, tensor.F16} {
+	for _, t := range []tensor.Type{tensor.Q4_K, tensor.Q6_K, tensor.Q8_0, tensor.F16, tensor.F32} {
 		for _, s := range [][2]int{{2048, 5632}, {5632, 2048}} {
 			for _, threads := range []int{1, 2} {
 				name := fmt.Sprintf("%s/%dx%d/t%d", t, s[0], s[1], threads)

@@ -17,7 +17,8 @@ import (
 )
 
 const benchUsage = `usage: lisa bench (-m MODEL | --synthetic SHAPE:TYPE --vocab FILE) [-p 512] [-n 128] [-r 3]
-                  [-t 1,2] [--kernels auto|generic|avx2|avx512] [-o md|csv|json|svg] [--no-sandbox]`
+                  [-t 1,2] [--kernels auto|generic|avx2|avx512] [-o md|csv|json|svg] [--no-sandbox]
+       lisa bench chart [--title TEXT] [-o FILE] LABEL=RESULTS.json ...`
 
 // benchOptions are the flags of `lisa bench`.
 type benchOptions struct {
@@ -91,6 +92,9 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchOptions, int, bool) 
 func runBench(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == bench.WorkerArg {
 		return bench.WorkerMain(args[1:])
+	}
+	if len(args) > 0 && args[0] == "chart" {
+		return runBenchChart(args[1:], stdout, stderr)
 	}
 	o, code, done := parseBenchFlags(args, stderr)
 	if done {

@@ -1,0 +1,146 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"html"
+	"io"
+	"strings"
+)
+
+// Series is one set of results drawn in a comparison chart, such as this
+// project's `lisa bench -o json` output or llama-bench's `-o json`.
+type Series struct {
+	Label   string
+	Results []Result
+}
+
+// maxChartRows bounds the results ReadResults accepts: a chart or table
+// of more rows is not one anybody reads, and the bound keeps a hostile
+// file from costing more than its size.
+const maxChartRows = 4096
+
+// ReadResults decodes a JSON array of results in llama-bench's shape
+// (this project's -o json, or llama-bench's own -o json: unknown fields
+// are ignored). Each result must name its test (n_prompt or n_gen
+// positive, not both), a positive thread count and finite, non-negative
+// rates.
+func ReadResults(r io.Reader) ([]Result, error) {
+	var rs []Result
+	dec := json.NewDecoder(io.LimitReader(r, 64<<20))
+	if err := dec.Decode(&rs); err != nil {
+		return nil, fmt.Errorf("bench: results: %w", err)
+	}
+	if len(rs) > maxChartRows {
+		return nil, fmt.Errorf("bench: results: %d rows, at most %d", len(rs), maxChartRows)
+	}
+	for i, x := range rs {
+		switch {
+		case (x.NPrompt > 0) == (x.NGen > 0) || x.NPrompt < 0 || x.NGen < 0:
+			return nil, fmt.Errorf("bench: results[%d]: n_prompt %d and n_gen %d: want exactly one positive", i, x.NPrompt, x.NGen)
+		case x.NThreads <= 0:
+			return nil, fmt.Errorf("bench: results[%d]: n_threads %d", i, x.NThreads)
+		case !(x.AvgTs >= 0 && x.AvgTs < 1e9) || !(x.StddevTs >= 0 && x.StddevTs < 1e9):
+			return nil, fmt.Errorf("bench: results[%d]: avg_ts %v, stddev_ts %v", i, x.AvgTs, x.StddevTs)
+		}
+	}
+	return rs, nil
+}
+
+// quantName is the weight type part of a llama-bench model_type, which
+// is "<arch> <size> <type>" ("llama 1.1B Q4_K - Medium" → "Q4_K - Medium"),
+// so that files of one shape compare across engines that round the size
+// differently.
+func quantName(modelType string) string {
+	f := strings.SplitN(modelType, " ", 3)
+	if len(f) < 3 {
+		return modelType
+	}
+	return f[2]
+}
+
+// chartKey groups results that measure the same thing.
+type chartKey struct {
+	quant   string
+	test    string
+	threads int
+}
+
+// WriteComparisonSVG draws grouped horizontal bars: for every result of
+// the first series (in its order), one bar per series that has a result
+// of the same weight type, test and thread count. Bars are tokens per
+// second with a one-standard-deviation whisker; the scale is shared.
+func WriteComparisonSVG(w io.Writer, title string, ss []Series) error {
+	if len(ss) == 0 || len(ss[0].Results) == 0 {
+		return fmt.Errorf("bench: chart: no results to draw")
+	}
+	colors := []string{"#e15759", "#4e79a7", "#76b7b2", "#59a14f", "#edc948", "#b07aa1"}
+	const left, width, barH, gap, top = 260, 440, 16, 14, 58
+	byKey := make([]map[chartKey]Result, len(ss))
+	maxTs := 1.0
+	for i, s := range ss {
+		byKey[i] = map[chartKey]Result{}
+		for _, r := range s.Results {
+			k := chartKey{quantName(r.ModelType), r.Test(), r.NThreads}
+			if _, dup := byKey[i][k]; !dup {
+				byKey[i][k] = r
+			}
+			maxTs = max(maxTs, r.AvgTs+r.StddevTs)
+		}
+	}
+	var groups [][]int // per group, the series that have a bar
+	var keys []chartKey
+	seen := map[chartKey]bool{}
+	for _, r := range ss[0].Results {
+		k := chartKey{quantName(r.ModelType), r.Test(), r.NThreads}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		var g []int
+		for i := range ss {
+			if _, ok := byKey[i][k]; ok {
+				g = append(g, i)
+			}
+		}
+		groups, keys = append(groups, g), append(keys, k)
+	}
+	h := top
+	for _, g := range groups {
+		h += len(g)*barH + gap
+	}
+	h += 10
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">`+"\n", left+width+70, h)
+	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
+	fmt.Fprintf(&b, `<text x="10" y="20" font-size="14" font-weight="bold">%s</text>`+"\n", html.EscapeString(title))
+	for i, s := range ss {
+		x := 10 + i*220
+		fmt.Fprintf(&b, `<rect x="%d" y="32" width="12" height="12" fill="%s"/><text x="%d" y="43">%s</text>`+"\n",
+			x, colors[i%len(colors)], x+16, html.EscapeString(s.Label))
+	}
+	y := top
+	for gi, g := range groups {
+		k := keys[gi]
+		label := fmt.Sprintf("%s %s, %d thread", k.quant, k.test, k.threads)
+		if k.threads != 1 {
+			label += "s"
+		}
+		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="end">%s</text>`+"\n", left-8, y+len(g)*barH/2+4, html.EscapeString(label))
+		for _, i := range g {
+			r := byKey[i][k]
+			bw := r.AvgTs / maxTs * width
+			sd := r.StddevTs / maxTs * width
+			fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%.1f" height="%d" fill="%s"/>`+"\n", left, y, bw, barH-2, colors[i%len(colors)])
+			if sd > 0 {
+				fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%d" y2="%d" stroke="black"/>`+"\n", left+bw-sd, left+bw+sd, y+barH/2-1, y+barH/2-1)
+			}
+			fmt.Fprintf(&b, `<text x="%.1f" y="%d" font-size="11">%.1f</text>`+"\n", left+bw+sd+5, y+barH-4, r.AvgTs)
+			y += barH
+		}
+		y += gap
+	}
+	b.WriteString("</svg>\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}

@@ -1,0 +1,112 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/xml"
+	"os"
+	"strings"
+	"testing"
+)
+
+func TestReadResults(t *testing.T) {
+	cases := []struct {
+		name, in, err string
+	}{
+		{"ok", `[{"model_type":"llama 1B Q8_0","n_threads":2,"n_prompt":512,"n_gen":0,"avg_ts":10,"stddev_ts":1,"build_commit":"x"}]`, ""},
+		{"not an array", `{"a":1}`, "cannot unmarshal"},
+		{"both tests", `[{"n_threads":1,"n_prompt":1,"n_gen":1,"avg_ts":1}]`, "want exactly one positive"},
+		{"no test", `[{"n_threads":1,"avg_ts":1}]`, "want exactly one positive"},
+		{"negative prompt", `[{"n_threads":1,"n_prompt":-5,"n_gen":3,"avg_ts":1}]`, "want exactly one positive"},
+		{"no threads", `[{"n_prompt":1,"avg_ts":1}]`, "n_threads 0"},
+		{"negative rate", `[{"n_threads":1,"n_gen":1,"avg_ts":-1}]`, "avg_ts -1"},
+		{"huge stddev", `[{"n_threads":1,"n_gen":1,"avg_ts":1,"stddev_ts":1e300}]`, "stddev_ts"},
+		{"truncated", `[{"n_threads":1`, "unexpected EOF"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rs, err := ReadResults(strings.NewReader(c.in))
+			if c.err == "" {
+				if err != nil || len(rs) != 1 {
+					t.Fatalf("got %v, %v", rs, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Fatalf("error %v, want one containing %q", err, c.err)
+			}
+		})
+	}
+	many := "[" + strings.Repeat(`{"n_threads":1,"n_gen":1,"avg_ts":1},`, maxChartRows) + `{"n_threads":1,"n_gen":1,"avg_ts":1}]`
+	if _, err := ReadResults(strings.NewReader(many)); err == nil {
+		t.Error("more rows than the bound were accepted")
+	}
+}
+
+// TestComparisonSVG checks the chart against the committed llama.cpp
+// reference files: it is well-formed XML, has one bar per matching
+// series, draws nothing for a result no series shares, and escapes
+// labels.
+func TestComparisonSVG(t *testing.T) {
+	var refs []Series
+	for _, f := range []struct{ label, path string }{{"llama.cpp native", "reference/llamacpp-native.json"}, {"llama.cpp <no AMX>", "reference/llamacpp-no-amx.json"}} {
+		fh, err := os.Open(f.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs, err := ReadResults(fh)
+		fh.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", f.path, err)
+		}
+		refs = append(refs, Series{Label: f.label, Results: rs})
+	}
+	ours := Series{Label: "lisa", Results: []Result{
+		{ModelType: "llama 1.1B Q4_K - Medium", NThreads: 2, NGen: 128, AvgTs: 20, StddevTs: 1}, // in both references
+		{ModelType: "llama 1.1B Q8_0", NThreads: 2, NPrompt: 512, AvgTs: 100},                   // native only
+		{ModelType: "llama 1.1B Q8_0", NThreads: 7, NPrompt: 512, AvgTs: 50},                    // no reference
+	}}
+	var b bytes.Buffer
+	if err := WriteComparisonSVG(&b, "t & t", append([]Series{ours}, refs...)); err != nil {
+		t.Fatal(err)
+	}
+	svg := b.String()
+	d := xml.NewDecoder(strings.NewReader(svg))
+	for {
+		if _, err := d.Token(); err != nil {
+			if err.Error() != "EOF" {
+				t.Fatalf("not well-formed: %v\n%s", err, svg)
+			}
+			break
+		}
+	}
+	// 3 legend squares + background + bars: 3 + 2 + 1.
+	if got := strings.Count(svg, "<rect"); got != 1+3+6 {
+		t.Errorf("%d rects, want 10\n%s", got, svg)
+	}
+	for _, want := range []string{">25.6<", ">16.0<", ">179.0<", ">20.0<", "&lt;no AMX&gt;", "t &amp; t", "Q8_0 pp512, 7 threads"} {
+		if !strings.Contains(svg, want) {
+			t.Errorf("chart lacks %q", want)
+		}
+	}
+	if err := WriteComparisonSVG(&b, "x", nil); err == nil {
+		t.Error("a chart of nothing was drawn")
+	}
+}
+
+// FuzzReadResults checks that any input either decodes to results that
+// pass the checks and draw, or is refused with an error; never a panic.
+func FuzzReadResults(f *testing.F) {
+	f.Add(`[{"model_type":"llama 1B Q8_0","n_threads":2,"n_prompt":512,"avg_ts":10,"stddev_ts":1}]`)
+	f.Add(`[{"n_threads":1,"n_gen":1,"avg_ts":1e308}]`)
+	f.Add(`[]`)
+	f.Fuzz(func(t *testing.T, in string) {
+		rs, err := ReadResults(strings.NewReader(in))
+		if err != nil {
+			return
+		}
+		var b bytes.Buffer
+		if err := WriteComparisonSVG(&b, "x", []Series{{Label: "a", Results: rs}}); err != nil && len(rs) > 0 {
+			t.Fatalf("%d valid results did not draw: %v", len(rs), err)
+		}
+	})
+}
