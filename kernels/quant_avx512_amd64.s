@@ -112,7 +112,10 @@ DATA q6kShift<>+120(SB)/8, $0x0002000200020002
 GLOBL q6kShift<>(SB), RODATA|NOPTR, $128
 
 // Q4K_SCALES512 unpacks the 12 packed scale bytes at 4(SI) into 8 scales
-// as words in X0 (upper bits of Z0 zero) and 8 mins as words in X1.
+// as words in X0 (upper bits of Z0 zero) and 8 mins as words in X1. The
+// two 32-bit halves of each are joined in a general register (the 32-bit
+// operations above zero its upper half) and moved with one VMOVQ, which
+// keeps two VPINSRDs off the shuffle port the rest of the block needs.
 // Clobbers AX, BX, DX, R8-R10.
 #define Q4K_SCALES512 \
 	MOVL 4(SI), AX \
@@ -135,11 +138,13 @@ GLOBL q6kShift<>(SB), RODATA|NOPTR, $128
 	SHLL $4, R9 \
 	ORL  R9, DX \
 	ANDL $0x3f3f3f3f, AX \
-	VMOVD AX, X0 \
-	VPINSRD $1, DX, X0, X0 \
+	SHLQ $32, DX \
+	ORQ  DX, AX \
+	SHLQ $32, R8 \
+	ORQ  R8, R10 \
+	VMOVQ AX, X0 \
 	VPMOVZXBW X0, X0 \
-	VMOVD R10, X1 \
-	VPINSRD $1, R8, X1, X1 \
+	VMOVQ R10, X1 \
 	VPMOVZXBW X1, X1
 
 // Q4K_CHUNK512 multiplies the 32 qs bytes at qoff(SI) (sub-blocks 2c and
