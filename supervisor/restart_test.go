@@ -214,6 +214,9 @@ func TestCloseFailsInFlight(t *testing.T) {
 	if l.launches.Load() != 1 {
 		t.Fatal("restarted after Close")
 	}
+	if st := s.WorkerStats(); len(st.Deaths) != 0 {
+		t.Fatalf("a shutdown counted as a death: %v", st.Deaths)
+	}
 }
 
 func TestExitFromSandbox(t *testing.T) {

@@ -271,10 +271,14 @@ func (s *Supervisor) bury(inst *instance) string {
 	}
 	failed := inst.failAll(reason)
 	inst.stop()
-	s.mu.Lock()
-	s.stats.Deaths[exit.Cause]++
-	s.mu.Unlock()
-	if errors.Is(reason, ErrClosed) {
+	stopped := errors.Is(reason, ErrClosed)
+	if !stopped {
+		// A shutdown Close asked for is no death for /metrics either.
+		s.mu.Lock()
+		s.stats.Deaths[exit.Cause]++
+		s.mu.Unlock()
+	}
+	if stopped {
 		s.log.Info("worker stopped", "exit", exit.Description, "failed_requests", failed)
 	} else {
 		s.log.Error("worker died", "exit", exit.Description,
