@@ -84,11 +84,11 @@ func Load(fh *os.File, hello ipc.Hello, progress func(worker.LoadProgress)) (wor
 			return nil, err
 		}
 	}
-	f, err := gguf.LoadFile(fh, gguf.DefaultLimits())
+	o := Options{Threads: hello.Threads, CtxSize: hello.CtxSize, Parallel: hello.Parallel, KV: kv}
+	f, err := openModel(fh, o)
 	if err != nil {
 		return nil, err
 	}
-	o := Options{Threads: hello.Threads, CtxSize: hello.CtxSize, Parallel: hello.Parallel, KV: kv}
 	if progress != nil {
 		o.Progress = model.Throttle(func(p model.LoadProgress) {
 			progress(worker.LoadProgress{Tensors: p.Tensors, TensorsTotal: p.TensorsTotal, Bytes: p.Bytes, BytesTotal: p.BytesTotal})
@@ -103,6 +103,52 @@ func Load(fh *os.File, hello ipc.Hello, progress func(worker.LoadProgress)) (wor
 	// the worker's serving filter kills it for.
 	e.fh = fh
 	return e, nil
+}
+
+// openModel opens the model for o. It maps the file first (which parses
+// and checks its header); if a private in-memory copy of the whole file
+// (gguf.LoadFile: decode streams it markedly faster than the page cache's
+// mapping) fits in the share of the memory limit beside the KV cache and
+// scratch o needs, it reads that copy instead. Otherwise it keeps the
+// mapping: the page cache's pages do not count against the worker's
+// RLIMIT_DATA, so a model larger than the limit's share still serves.
+func openModel(fh *os.File, o Options) (*gguf.File, error) {
+	f, err := gguf.OpenFile(fh, gguf.DefaultLimits())
+	if err != nil {
+		return nil, err
+	}
+	if !fitsInMemory(f, o) {
+		return f, nil
+	}
+	g, err := gguf.LoadFile(fh, gguf.DefaultLimits())
+	if err != nil {
+		return f, nil // the mapping still serves
+	}
+	f.Close()
+	return g, nil
+}
+
+// fitsInMemory reports whether a private copy of f, the KV cache and the
+// scratch o needs fit in the share of the memory limit (o.MemoryLimit, or
+// the Go runtime's limit the sandbox sets). A file whose configuration
+// cannot be read stays mapped; New then reports why.
+func fitsInMemory(f *gguf.File, o Options) bool {
+	limit := o.MemoryLimit
+	if limit <= 0 {
+		limit = debug.SetMemoryLimit(-1)
+	}
+	if limit <= 0 || limit == math.MaxInt64 {
+		return true
+	}
+	m, err := model.Load(f)
+	if err != nil {
+		return false
+	}
+	if err := o.resolve(m.Config); err != nil {
+		return false
+	}
+	cache, scratch := o.memoryNeed(m.Config)
+	return float64(f.FileSize)+cache+scratch <= memoryShare*float64(limit)
 }
 
 // New builds an Engine on the open model file f, which it then owns (Close

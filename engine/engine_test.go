@@ -544,3 +544,53 @@ func TestLoad(t *testing.T) {
 		t.Error("parallel beyond the limit accepted")
 	}
 }
+
+// TestModelInMemory: the model is copied into private memory when the
+// copy fits the memory limit's share beside the cache and scratch, and
+// stays mapped (not counted against RLIMIT_DATA) when it does not.
+func TestModelInMemory(t *testing.T) {
+	fh, err := os.Open(filepath.Join(shared.Dir(t), stories))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	f, err := gguf.OpenFile(fh, gguf.DefaultLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	m, err := model.Load(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := Options{Parallel: 2, CtxSize: 256}
+	r := o
+	if err := r.resolve(m.Config); err != nil {
+		t.Fatal(err)
+	}
+	cache, scratch := r.memoryNeed(m.Config)
+	need := (float64(f.FileSize) + cache + scratch) / memoryShare
+	for _, c := range []struct {
+		limit int64
+		want  bool
+	}{
+		{0, true},                                // no limit
+		{int64(need) + 4096, true},               // just fits
+		{int64(need) - int64(f.FileSize), false}, // cache and scratch fit, the copy does not
+	} {
+		o.MemoryLimit = c.limit
+		if got := fitsInMemory(f, o); got != c.want {
+			t.Errorf("limit %d (need %.0f): in memory %v, want %v", c.limit, need, got, c.want)
+		}
+		g, err := openModel(fh, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The copy does not follow the file; a mapping is the file. Both
+		// must hold the same tensors.
+		if len(g.Tensors) != len(f.Tensors) {
+			t.Errorf("limit %d: %d tensors, want %d", c.limit, len(g.Tensors), len(f.Tensors))
+		}
+		g.Close()
+	}
+}
