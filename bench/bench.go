@@ -34,6 +34,10 @@ type Params struct {
 	// load's end (and, for a slow load, a line about once a second before
 	// it), then before each measurement.
 	Progress func(msg string)
+	// Kernels forces the kernel path of RunWorker's worker ("generic",
+	// "avx2", "avx512"; "" lets it choose). In-process runs use the path
+	// this process chose at start-up.
+	Kernels string
 }
 
 // Validate checks the parameters' ranges.

@@ -61,7 +61,7 @@ func RunWorker(path string, p Params, sandboxed bool, execArgs []string, progres
 	for _, t := range p.Threads {
 		threads = max(threads, t)
 	}
-	proc, err := sandbox.Start(sandbox.Config{Enabled: sandboxed, ModelPath: abs, Model: f, Threads: threads,
+	proc, err := sandbox.Start(sandbox.Config{Enabled: sandboxed, ModelPath: abs, Model: f, Threads: threads, Kernels: p.Kernels,
 		ExecArgs: execArgs, Args: []string{string(arg)}, Stderr: progress})
 	if err != nil {
 		return nil, fmt.Errorf("bench: start worker: %w", err)

@@ -84,6 +84,8 @@ func checkConfig(cfg *Config) error {
 		return fmt.Errorf("sandbox: config Threads: %d out of range 0–1024", cfg.Threads)
 	case cfg.PidsLimit < 0:
 		return fmt.Errorf("sandbox: config PidsLimit: %d is negative", cfg.PidsLimit)
+	case cfg.Kernels != "" && cfg.Kernels != "generic" && cfg.Kernels != "avx2" && cfg.Kernels != "avx512":
+		return fmt.Errorf("sandbox: config Kernels: %q; want generic, avx2, avx512 or empty", cfg.Kernels)
 	}
 	if cfg.PidsLimit == 0 {
 		cfg.PidsLimit = 64
@@ -92,6 +94,15 @@ func checkConfig(cfg *Config) error {
 		cfg.Executable = "/proc/self/exe"
 	}
 	return nil
+}
+
+// workerEnv is the worker's whole environment: empty, or the kernel path
+// checkConfig allowed.
+func workerEnv(cfg Config) []string {
+	if cfg.Kernels == "" {
+		return []string{}
+	}
+	return []string{"LISA_KERNELS=" + cfg.Kernels}
 }
 
 // start creates the pipes and socketpair and runs the worker.
@@ -124,7 +135,7 @@ func start(cfg Config, cg *cgroupPlan, rep *Report) (*Process, error) {
 	cmd := &exec.Cmd{
 		Path:        cfg.Executable,
 		Args:        append(append([]string{cfg.Executable}, cfg.ExecArgs...), workerArgs(cfg)...),
-		Env:         []string{},
+		Env:         workerEnv(cfg),
 		Dir:         "/",
 		Stdin:       gateR,
 		Stderr:      errW,

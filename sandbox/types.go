@@ -50,6 +50,10 @@ type Config struct {
 	SeccompLog bool
 	// Threads is passed to the worker (GOMAXPROCS); 0 leaves the default.
 	Threads int
+	// Kernels forces the worker's kernel path ("generic", "avx2",
+	// "avx512"), passed as LISA_KERNELS, the one variable of the worker's
+	// otherwise empty environment; "" lets the worker choose.
+	Kernels string
 	// Executable is the binary to re-execute (default /proc/self/exe).
 	Executable string
 	// ExecArgs come before WorkerFlag on the command line (tests use them

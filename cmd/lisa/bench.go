@@ -100,11 +100,10 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	if done {
 		return code
 	}
-	if o.kernels != "auto" && o.kernels != string(kernels.Selected()) {
-		if !o.noSandbox {
-			fmt.Fprintln(stderr, "lisa bench: --kernels needs --no-sandbox: the sandboxed worker starts with an empty environment and picks the kernels itself")
-			return 2
-		}
+	if o.kernels != "auto" && !o.noSandbox {
+		// The worker is started with the path; its results say what it used.
+		o.p.Kernels = o.kernels
+	} else if o.kernels != "auto" && o.kernels != string(kernels.Selected()) {
 		if os.Getenv(kernels.EnvKernels) == o.kernels {
 			fmt.Fprintf(stderr, "lisa bench: kernel path %s is not available here (selected: %s)\n", o.kernels, kernels.Selected())
 			return 1
@@ -141,6 +140,12 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintln(stderr, "lisa bench:", err)
 		return 1
+	}
+	for _, r := range rs {
+		if o.kernels != "auto" && r.Kernels != o.kernels {
+			fmt.Fprintf(stderr, "lisa bench: kernel path %s is not available here (the worker used %s)\n", o.kernels, r.Kernels)
+			return 1
+		}
 	}
 	if err := bench.Write(stdout, o.format, rs); err != nil {
 		fmt.Fprintln(stderr, "lisa bench:", err)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"os"
 	"os/exec"
@@ -182,5 +183,29 @@ func TestRunProgressTerminal(t *testing.T) {
 	var se bytes.Buffer
 	if code := run(args, &so, &se); code != 0 || strings.Contains(se.String(), "model loaded") {
 		t.Fatalf("exit %d, stderr %q", code, se.String())
+	}
+}
+
+// TestBenchKernelsSandboxed: --kernels reaches the sandboxed worker (its
+// results name the path it used), and a bad path in the sandbox config
+// is refused.
+func TestBenchKernelsSandboxed(t *testing.T) {
+	bin := e2eBinary(t)
+	args := append(benchArgs(t, "--kernels", "generic"), "-o", "json")
+	out, err := exec.Command(bin, args...).Output()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	var rs []map[string]any
+	if err := json.Unmarshal(out, &rs); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(rs) == 0 {
+		t.Fatal("no results")
+	}
+	for _, r := range rs {
+		if r["kernels"] != "generic" || r["sandbox"] != true {
+			t.Errorf("result %v: want kernels generic, sandbox true", r)
+		}
 	}
 }
