@@ -3,12 +3,13 @@ package gguf
 import (
 	"errors"
 	"fmt"
+	"io"
+	"math"
 	"os"
 )
 
-// errNoAnon reports that this platform cannot hold a file in anonymous
-// memory; LoadFile then maps it instead.
-var errNoAnon = errors.New("gguf: no anonymous mappings here")
+// loadChunk is the most bytes one read system call copies.
+const loadChunk = 8 << 20
 
 // LoadFile reads the whole GGUF file fh into private anonymous memory and
 // parses it there: unlike OpenFile's shared mapping, the tensor data is a
@@ -23,8 +24,8 @@ var errNoAnon = errors.New("gguf: no anonymous mappings here")
 // resident size is the file's, as a fully touched mapping's is).
 //
 // The header is parsed from fh first, so a file that is not a valid GGUF
-// is refused before any of it is copied. It does not close fh. Platforms
-// without anonymous mappings fall back to OpenFile.
+// is refused before any of it is copied. It does not close fh. Off Linux
+// the copy lives on the Go heap, without huge-page advice.
 func LoadFile(fh *os.File, lim Limits) (*File, error) {
 	st, err := fh.Stat()
 	if err != nil {
@@ -37,11 +38,8 @@ func LoadFile(fh *os.File, lim Limits) (*File, error) {
 	if _, err := Parse(fh, size, lim); err != nil {
 		return nil, err
 	}
-	data, free, err := readAnon(fh, size)
+	data, free, err := readModel(fh, size)
 	if err != nil {
-		if errors.Is(err, errNoAnon) {
-			return OpenFile(fh, lim)
-		}
 		return nil, err
 	}
 	f, err := ParseBytes(data, lim)
@@ -62,4 +60,30 @@ func Load(path string, lim Limits) (*File, error) {
 	}
 	defer fh.Close()
 	return LoadFile(fh, lim)
+}
+
+// readModel copies the first size bytes of fh into memory from allocModel
+// and returns it with the function that releases it. A file that shrinks
+// meanwhile is an ErrTruncated *FormatError at the offset it ended.
+func readModel(fh *os.File, size int64) ([]byte, func() error, error) {
+	if size <= 0 || size > math.MaxInt {
+		return nil, nil, fmt.Errorf("gguf: file size %d cannot be held in memory", size)
+	}
+	data, free, err := allocModel(int(size))
+	if err != nil {
+		return nil, nil, err
+	}
+	for off := int64(0); off < size; {
+		end := min(off+loadChunk, size)
+		n, err := fh.ReadAt(data[off:end], off)
+		off += int64(n)
+		if off < end {
+			free()
+			if err == nil || errors.Is(err, io.EOF) {
+				return nil, nil, formatErr(off, ErrTruncated, "file shrank to %d bytes while being read (was %d)", off, size)
+			}
+			return nil, nil, &FormatError{Offset: off, Msg: "reading the file into memory: " + err.Error(), Err: ErrIO}
+		}
+	}
+	return data, free, nil
 }
