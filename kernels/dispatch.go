@@ -40,6 +40,11 @@ type table struct {
 	dotQ6Kx4 func(w []byte, x []quant.BlockQ8K, nb int, out *[4]float32)
 	dotQ80x4 func(w []byte, x []quant.BlockQ8_0, nb int, out *[4]float32)
 
+	// Eight-token dots, nil on a path without them: x holds eight tokens'
+	// nb blocks; out[t] is the one-token dot with token t up to float32
+	// rounding (they sum in vector lanes, in their own order).
+	dotQ4Kx8 func(w []byte, x []quant.BlockQ8K, nb int, out *[8]float32)
+
 	f16ToF32 func(dst []float32, src []uint16)
 	f32ToF16 func(dst []uint16, src []float32)
 	axpyF16  func(dst []float32, a float32, v []uint16)

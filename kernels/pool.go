@@ -85,8 +85,8 @@ type job struct {
 
 	fn func(part int) // Run's function
 
-	// quad holds each goroutine's four results of a four-token dot.
-	quad [][4]float32
+	// res holds each goroutine's results of a multi-token dot.
+	res [][8]float32
 }
 
 // NewPool starts a pool of threads goroutines in all (threads < 1 means 1)
@@ -99,7 +99,7 @@ func newPool(threads int, tab *table) *Pool {
 	p := &Pool{threads: threads, tab: tab, serial: serialBytes}
 	p.wake = sync.NewCond(&p.wakeMu)
 	p.done = sync.NewCond(&p.wakeMu)
-	p.job.quad = make([][4]float32, threads)
+	p.job.res = make([][8]float32, threads)
 	for i := 1; i < threads; i++ {
 		p.exited.Add(1)
 		go p.worker(i)
@@ -203,7 +203,7 @@ func (p *Pool) Close() {
 	p.stop.Store(true)
 	p.start()
 	p.exited.Wait()
-	p.job = job{quad: p.job.quad}
+	p.job = job{res: p.job.res}
 }
 
 // MatMul computes out[i*w.Rows + r] = dot(row r of w, x[i*w.Cols:(i+1)*w.Cols])
@@ -357,24 +357,37 @@ func (j *job) rows(tab *table, part, r0, r1 int) {
 	case tensor.BF16:
 		tiled(j, r0, r1, j.xh, j.w.Cols, tab.dotBF16)
 	case tensor.Q8_0:
-		tiled4(j, r0, r1, &j.quad[part], j.q80, j.w.Cols/quant.QK8_0, tab.dotQ8_0, tab.dotQ80x4)
+		tiledQ(j, r0, r1, &j.res[part], j.q80, j.w.Cols/quant.QK8_0, tab.dotQ8_0, tab.dotQ80x4, nil)
 	case tensor.Q4_K:
-		tiled4(j, r0, r1, &j.quad[part], j.q8k, j.w.Cols/quant.QK_K, tab.dotQ4K, tab.dotQ4Kx4)
+		tiledQ(j, r0, r1, &j.res[part], j.q8k, j.w.Cols/quant.QK_K, tab.dotQ4K, tab.dotQ4Kx4, tab.dotQ4Kx8)
 	case tensor.Q6_K:
-		tiled4(j, r0, r1, &j.quad[part], j.q8k, j.w.Cols/quant.QK_K, tab.dotQ6K, tab.dotQ6Kx4)
+		tiledQ(j, r0, r1, &j.res[part], j.q8k, j.w.Cols/quant.QK_K, tab.dotQ6K, tab.dotQ6Kx4, nil)
 	}
 }
 
-// tiled4 works like tiled for the quantized types, taking four tokens at
-// a time with dot4 (whose results equal four calls of dot) and the rest
-// with dot. o4 is the calling goroutine's own result buffer.
-func tiled4[X any](j *job, r0, r1 int, o4 *[4]float32, xs []X, nb int,
-	dot func([]byte, []X) float32, dot4 func([]byte, []X, int, *[4]float32)) {
+// tiledQ works like tiled for the quantized types, taking eight tokens
+// at a time with dot8 (when the path has one), then four with dot4 (whose
+// results equal four calls of dot) and the rest with dot. res is the
+// calling goroutine's own result buffer.
+func tiledQ[X any](j *job, r0, r1 int, res *[8]float32, xs []X, nb int,
+	dot func([]byte, []X) float32, dot4 func([]byte, []X, int, *[4]float32),
+	dot8 func([]byte, []X, int, *[8]float32)) {
 	rb, rows, data, out := j.rb, j.w.Rows, j.w.Data, j.out
+	o4 := (*[4]float32)(res[:4])
 	tile := max(1, tileBytes/rb)
 	for r := r0; r < r1; r += tile {
 		re := min(r+tile, r1)
 		t := 0
+		for ; dot8 != nil && t+8 <= j.n; t += 8 {
+			xa := xs[t*nb : (t+8)*nb]
+			o := out[t*rows : (t+8)*rows]
+			for rr := r; rr < re; rr++ {
+				dot8(data[rr*rb:(rr+1)*rb], xa, nb, res)
+				for k, v := range res {
+					o[k*rows+rr] = v
+				}
+			}
+		}
 		for ; t+4 <= j.n; t += 4 {
 			xa := xs[t*nb : (t+4)*nb]
 			o := out[t*rows : (t+4)*rows]

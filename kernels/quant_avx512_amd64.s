@@ -529,3 +529,161 @@ q6k54done:
 	VMOVUPS X12, (AX)
 	VZEROUPPER
 	RET
+
+// Eight-token Q4_K dot, AVX-512 path, for prompt processing. Each weight
+// block is unpacked once and multiplied with eight tokens' activations.
+// The integer sums are exact as in the one-token dot, but they stay in
+// vector lanes: per block each token's int32 lanes (sub-block sums times
+// their scales, and the bsums times the mins) are converted to float32,
+// scaled by d and dmin, multiplied by the token's d and added to a
+// float32 vector accumulator, which is reduced once at the end. No lane
+// value reaches 2^24, so the conversions are exact; only the float32
+// steps round, in another order than the generic twin's.
+
+#define X8T0(off) off(DI)
+#define X8T1(off) off(DI)(R11*1)
+#define X8T2(off) off(DI)(R11*2)
+#define X8T3(off) off(DI)(R13*1)
+#define X8T4(off) off(R12)
+#define X8T5(off) off(R12)(R11*1)
+#define X8T6(off) off(R12)(R11*2)
+#define X8T7(off) off(R12)(R13*1)
+
+// Q4KX8_UNPACK puts the 32 qs bytes at qoff(SI) in Z13 as 64 codes
+// (sub-blocks 2c and 2c+1) lined up with 64 activations.
+#define Q4KX8_UNPACK(qoff) \
+	VBROADCASTI64X4 qoff(SI), Z13 \
+	VPSRLVW Z24, Z13, Z13 \
+	VPANDD Z15, Z13, Z13
+
+// Q4KX8_FIRST multiplies the codes in Z13 with the activations at xa and
+// sets acc to the scaled pair sums (scales sc); Q4KX8_NEXT adds them.
+#define Q4KX8_FIRST(xa, sc, acc) \
+	VPMADDUBSW xa, Z13, Z14 \
+	VPMADDWD sc, Z14, acc
+
+#define Q4KX8_NEXT(xa, sc, acc) \
+	VPMADDUBSW xa, Z13, Z14 \
+	VPDPWSSD sc, Z14, acc
+
+#define Q4KX8_CHUNK0(qoff, xoff, sc) \
+	Q4KX8_UNPACK(qoff) \
+	Q4KX8_FIRST(X8T0(xoff), sc, Z8) \
+	Q4KX8_FIRST(X8T1(xoff), sc, Z9) \
+	Q4KX8_FIRST(X8T2(xoff), sc, Z10) \
+	Q4KX8_FIRST(X8T3(xoff), sc, Z11) \
+	Q4KX8_FIRST(X8T4(xoff), sc, Z25) \
+	Q4KX8_FIRST(X8T5(xoff), sc, Z26) \
+	Q4KX8_FIRST(X8T6(xoff), sc, Z27) \
+	Q4KX8_FIRST(X8T7(xoff), sc, Z28)
+
+#define Q4KX8_CHUNK(qoff, xoff, sc) \
+	Q4KX8_UNPACK(qoff) \
+	Q4KX8_NEXT(X8T0(xoff), sc, Z8) \
+	Q4KX8_NEXT(X8T1(xoff), sc, Z9) \
+	Q4KX8_NEXT(X8T2(xoff), sc, Z10) \
+	Q4KX8_NEXT(X8T3(xoff), sc, Z11) \
+	Q4KX8_NEXT(X8T4(xoff), sc, Z25) \
+	Q4KX8_NEXT(X8T5(xoff), sc, Z26) \
+	Q4KX8_NEXT(X8T6(xoff), sc, Z27) \
+	Q4KX8_NEXT(X8T7(xoff), sc, Z28)
+
+// Q4KX8_FIN adds one token's block to its float accumulator facc: acc
+// (the scaled sums) times d (Z0), minus the bsums at bs times the mins
+// (word pairs in Y2) times dmin (Z1), all times the token's d at xd.
+#define Q4KX8_FIN(xd, bs, acc, facc) \
+	VCVTDQ2PS acc, acc \
+	VPMADDWD bs, Y2, Y12 \
+	VCVTDQ2PS Y12, Y12 \
+	VMULPS Z0, acc, acc \
+	VFNMADD231PS Z1, Z12, acc \
+	VBROADCASTSS xd, Z12 \
+	VFMADD231PS Z12, acc, facc
+
+// HSUM8 reduces the 16 lanes of z (y and x its low halves) to lane 0 of
+// x and stores it at dst. Clobbers Z12.
+#define HSUM8(z, y, x, dst) \
+	VEXTRACTF64X4 $1, z, Y12 \
+	VADDPS Y12, y, y \
+	VEXTRACTF32X4 $1, y, X12 \
+	VADDPS X12, x, x \
+	VMOVHLPS x, x, X12 \
+	VADDPS X12, x, x \
+	VMOVSHDUP x, X12 \
+	VADDSS X12, x, x \
+	VMOVSS x, dst
+
+// func dotQ4Kx8AVX512(w *byte, x *quant.BlockQ8K, nb int, out *[8]float32)
+TEXT ·dotQ4Kx8AVX512(SB), NOSPLIT, $0-32
+	MOVQ w+0(FP), SI
+	MOVQ x+8(FP), DI
+	MOVQ nb+16(FP), CX
+	IMUL3Q $292, CX, R11
+	LEAQ (R11)(R11*2), R13
+	LEAQ (DI)(R11*4), R12
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z15
+	VMOVDQU64 q4kIdx<>+0(SB), Z16
+	VMOVDQU64 q4kIdx<>+64(SB), Z17
+	VMOVDQU64 q4kIdx<>+128(SB), Z18
+	VMOVDQU64 q4kIdx<>+192(SB), Z19
+	VMOVDQU64 q4kShift<>+0(SB), Z24
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z29, Z29, Z29
+	VPXORD Z30, Z30, Z30
+	VPXORD Z31, Z31, Z31
+	TESTQ CX, CX
+	JEQ q4k58done
+
+q4k58loop:
+	PREFETCHT0 2304(SI)
+	PREFETCHT0 2368(SI)
+	PREFETCHT0 2432(SI)
+	Q4K_SCALES512
+	VPERMW Z0, Z16, Z20
+	VPERMW Z0, Z17, Z21
+	VPERMW Z0, Z18, Z22
+	VPERMW Z0, Z19, Z23
+	VPUNPCKLWD X1, X1, X2
+	VPUNPCKHWD X1, X1, X12
+	VINSERTI128 $1, X12, Y2, Y2
+	MOVL (SI), AX
+	VMOVD AX, X0
+	VCVTPH2PS X0, X0
+	VMOVSHDUP X0, X1
+	VBROADCASTSS X0, Z0
+	VBROADCASTSS X1, Z1
+	Q4KX8_CHUNK0(16, 4, Z20)
+	Q4KX8_CHUNK(48, 68, Z21)
+	Q4KX8_CHUNK(80, 132, Z22)
+	Q4KX8_CHUNK(112, 196, Z23)
+	Q4KX8_FIN(X8T0(0), X8T0(260), Z8, Z3)
+	Q4KX8_FIN(X8T1(0), X8T1(260), Z9, Z4)
+	Q4KX8_FIN(X8T2(0), X8T2(260), Z10, Z5)
+	Q4KX8_FIN(X8T3(0), X8T3(260), Z11, Z6)
+	Q4KX8_FIN(X8T4(0), X8T4(260), Z25, Z7)
+	Q4KX8_FIN(X8T5(0), X8T5(260), Z26, Z29)
+	Q4KX8_FIN(X8T6(0), X8T6(260), Z27, Z30)
+	Q4KX8_FIN(X8T7(0), X8T7(260), Z28, Z31)
+	ADDQ $144, SI
+	ADDQ $292, DI
+	ADDQ $292, R12
+	DECQ CX
+	JNZ q4k58loop
+
+q4k58done:
+	MOVQ out+24(FP), AX
+	HSUM8(Z3, Y3, X3, 0(AX))
+	HSUM8(Z4, Y4, X4, 4(AX))
+	HSUM8(Z5, Y5, X5, 8(AX))
+	HSUM8(Z6, Y6, X6, 12(AX))
+	HSUM8(Z7, Y7, X7, 16(AX))
+	HSUM8(Z29, Y29, X29, 20(AX))
+	HSUM8(Z30, Y30, X30, 24(AX))
+	HSUM8(Z31, Y31, X31, 28(AX))
+	VZEROUPPER
+	RET
