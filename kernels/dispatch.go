@@ -44,6 +44,7 @@ type table struct {
 	// nb blocks; out[t] is the one-token dot with token t up to float32
 	// rounding (they sum in vector lanes, in their own order).
 	dotQ4Kx8 func(w []byte, x []quant.BlockQ8K, nb int, out *[8]float32)
+	dotQ6Kx8 func(w []byte, x []quant.BlockQ8K, nb int, out *[8]float32)
 
 	f16ToF32 func(dst []float32, src []uint16)
 	f32ToF16 func(dst []uint16, src []float32)

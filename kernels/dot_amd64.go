@@ -22,7 +22,7 @@ func nativeTable(p Path) *table {
 		setVecAVX2(t)
 		t.dotQ4K, t.dotQ6K, t.dotQ8_0 = dotQ4KAVX512Go, dotQ6KAVX512Go, dotQ8_0AVX2Go
 		t.dotQ4Kx4, t.dotQ6Kx4, t.dotQ80x4 = dotQ4Kx4AVX512Go, dotQ6Kx4AVX512Go, dotQ8_0x4AVX2Go
-		t.dotQ4Kx8 = dotQ4Kx8AVX512Go
+		t.dotQ4Kx8, t.dotQ6Kx8 = dotQ4Kx8AVX512Go, dotQ6Kx8AVX512Go
 		return t
 	}
 	return nil
@@ -168,3 +168,22 @@ func dotQ4Kx8AVX512Go(w []byte, x []quant.BlockQ8K, nb int, out *[8]float32) {
 //
 //go:noescape
 func dotQ4Kx8AVX512(w *byte, x *quant.BlockQ8K, nb int, out *[8]float32)
+
+// dotQ6Kx8AVX512Go sets out[t] to the dot of w with token t's nb blocks
+// x[t*nb:(t+1)*nb], for eight tokens, in AVX-512 assembly. It rounds in
+// another order than dotQ6KGeneric (see quant_avx512_amd64.s).
+func dotQ6Kx8AVX512Go(w []byte, x []quant.BlockQ8K, nb int, out *[8]float32) {
+	x = x[:8*nb]
+	w = w[:q6KBytes*nb]
+	if nb == 0 {
+		*out = [8]float32{}
+		return
+	}
+	dotQ6Kx8AVX512(&w[0], &x[0], nb, out)
+}
+
+// dotQ6Kx8AVX512 works like dotQ6Kx8AVX512Go on nb blocks of w and of
+// each of the eight tokens at x.
+//
+//go:noescape
+func dotQ6Kx8AVX512(w *byte, x *quant.BlockQ8K, nb int, out *[8]float32)

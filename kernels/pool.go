@@ -361,7 +361,7 @@ func (j *job) rows(tab *table, part, r0, r1 int) {
 	case tensor.Q4_K:
 		tiledQ(j, r0, r1, &j.res[part], j.q8k, j.w.Cols/quant.QK_K, tab.dotQ4K, tab.dotQ4Kx4, tab.dotQ4Kx8)
 	case tensor.Q6_K:
-		tiledQ(j, r0, r1, &j.res[part], j.q8k, j.w.Cols/quant.QK_K, tab.dotQ6K, tab.dotQ6Kx4, nil)
+		tiledQ(j, r0, r1, &j.res[part], j.q8k, j.w.Cols/quant.QK_K, tab.dotQ6K, tab.dotQ6Kx4, tab.dotQ6Kx8)
 	}
 }
 

@@ -88,7 +88,7 @@ const matMulTol = 1e-4
 // batchRounds reports whether tab's n-token products of type typ may
 // round differently from one-token ones: the eight-token dots do.
 func batchRounds(tab *table, typ tensor.Type, n int) bool {
-	return n >= 8 && typ == tensor.Q4_K && tab.dotQ4Kx8 != nil
+	return n >= 8 && (typ == tensor.Q4_K && tab.dotQ4Kx8 != nil || typ == tensor.Q6_K && tab.dotQ6Kx8 != nil)
 }
 
 // TestMatMul checks every path, type and thread count against the

@@ -687,3 +687,150 @@ q4k58done:
 	HSUM8(Z31, Y31, X31, 28(AX))
 	VZEROUPPER
 	RET
+
+// Eight-token Q6_K dot, AVX-512 path: like the eight-token Q4_K dot. Per
+// block each token's lanes hold the scaled code sums (below 2^24) and its
+// bsum correction, 32 times the scaled bsums (below 2^24 too); both are
+// converted exactly and folded into the float32 accumulator with the
+// scale d·d_token. The shift counts are read from memory, and the scale
+// permutations' indices pass through Z13, to leave registers for the
+// eight tokens' integer and float accumulators.
+
+// Q6KX8_UNPACK unpacks one half (128 values) of a Q6_K block, ql at
+// qoff(SI) and qh at hoff(SI), into Z2 (values 0-63) and Z4 (64-127).
+#define Q6KX8_UNPACK(qoff, hoff) \
+	VMOVDQU64 qoff(SI), Z2 \
+	VBROADCASTI64X4 hoff(SI), Z3 \
+	VPSRLW $4, Z2, Z4 \
+	VPANDD Z15, Z2, Z2 \
+	VPANDD Z15, Z4, Z4 \
+	VPSLLVW q6kShift<>+0(SB), Z3, Z5 \
+	VPSRLVW q6kShift<>+64(SB), Z3, Z6 \
+	VPANDD Z14, Z5, Z5 \
+	VPANDD Z14, Z6, Z6 \
+	VPORD Z5, Z2, Z2 \
+	VPORD Z6, Z4, Z4
+
+// Q6KX8_FIRST sets each token's accumulator to its scaled pair sums of
+// codes with the activations at xoff (scales sc); Q6KX8_NEXT adds them.
+#define Q6KX8_FIRST(codes, xoff, sc) \
+	VPMADDUBSW X8T0(xoff), codes, Z7 \
+	VPMADDWD sc, Z7, Z8 \
+	VPMADDUBSW X8T1(xoff), codes, Z7 \
+	VPMADDWD sc, Z7, Z9 \
+	VPMADDUBSW X8T2(xoff), codes, Z7 \
+	VPMADDWD sc, Z7, Z10 \
+	VPMADDUBSW X8T3(xoff), codes, Z7 \
+	VPMADDWD sc, Z7, Z11 \
+	VPMADDUBSW X8T4(xoff), codes, Z7 \
+	VPMADDWD sc, Z7, Z16 \
+	VPMADDUBSW X8T5(xoff), codes, Z7 \
+	VPMADDWD sc, Z7, Z17 \
+	VPMADDUBSW X8T6(xoff), codes, Z7 \
+	VPMADDWD sc, Z7, Z18 \
+	VPMADDUBSW X8T7(xoff), codes, Z7 \
+	VPMADDWD sc, Z7, Z19
+
+#define Q6KX8_NEXT(codes, xoff, sc) \
+	VPMADDUBSW X8T0(xoff), codes, Z7 \
+	VPDPWSSD sc, Z7, Z8 \
+	VPMADDUBSW X8T1(xoff), codes, Z7 \
+	VPDPWSSD sc, Z7, Z9 \
+	VPMADDUBSW X8T2(xoff), codes, Z7 \
+	VPDPWSSD sc, Z7, Z10 \
+	VPMADDUBSW X8T3(xoff), codes, Z7 \
+	VPDPWSSD sc, Z7, Z11 \
+	VPMADDUBSW X8T4(xoff), codes, Z7 \
+	VPDPWSSD sc, Z7, Z16 \
+	VPMADDUBSW X8T5(xoff), codes, Z7 \
+	VPDPWSSD sc, Z7, Z17 \
+	VPMADDUBSW X8T6(xoff), codes, Z7 \
+	VPDPWSSD sc, Z7, Z18 \
+	VPMADDUBSW X8T7(xoff), codes, Z7 \
+	VPDPWSSD sc, Z7, Z19
+
+// Q6KX8_FIN adds one token's block to facc: (acc − 32·Σ scale·bsums at
+// bs, scale words in Y0) times d (Z1) times the token's d at xd.
+#define Q6KX8_FIN(xd, bs, acc, facc) \
+	VCVTDQ2PS acc, acc \
+	VPMADDWD bs, Y0, Y12 \
+	VPSLLD $5, Y12, Y12 \
+	VCVTDQ2PS Y12, Y12 \
+	VBROADCASTSS xd, Z13 \
+	VMULPS Z1, Z13, Z13 \
+	VFMADD231PS Z13, acc, facc \
+	VFNMADD231PS Z13, Z12, facc
+
+// func dotQ6Kx8AVX512(w *byte, x *quant.BlockQ8K, nb int, out *[8]float32)
+TEXT ·dotQ6Kx8AVX512(SB), NOSPLIT, $0-32
+	MOVQ w+0(FP), SI
+	MOVQ x+8(FP), DI
+	MOVQ nb+16(FP), CX
+	IMUL3Q $292, CX, R11
+	LEAQ (R11)(R11*2), R13
+	LEAQ (DI)(R11*4), R12
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z15
+	MOVL $0x30303030, AX
+	VPBROADCASTD AX, Z14
+	VPXORD Z24, Z24, Z24
+	VPXORD Z25, Z25, Z25
+	VPXORD Z26, Z26, Z26
+	VPXORD Z27, Z27, Z27
+	VPXORD Z28, Z28, Z28
+	VPXORD Z29, Z29, Z29
+	VPXORD Z30, Z30, Z30
+	VPXORD Z31, Z31, Z31
+	TESTQ CX, CX
+	JEQ q6k58done
+
+q6k58loop:
+	PREFETCHT0 2520(SI)
+	PREFETCHT0 2584(SI)
+	PREFETCHT0 2648(SI)
+	PREFETCHT0 2712(SI)
+	VPMOVSXBW 192(SI), Y0
+	VMOVDQU64 q6kIdx<>+0(SB), Z13
+	VPERMW Z0, Z13, Z20
+	VMOVDQU64 q6kIdx<>+64(SB), Z13
+	VPERMW Z0, Z13, Z21
+	VMOVDQU64 q6kIdx<>+128(SB), Z13
+	VPERMW Z0, Z13, Z22
+	VMOVDQU64 q6kIdx<>+192(SB), Z13
+	VPERMW Z0, Z13, Z23
+	MOVWLZX 208(SI), AX
+	VMOVD AX, X1
+	VCVTPH2PS X1, X1
+	VBROADCASTSS X1, Z1
+	Q6KX8_UNPACK(0, 128)
+	Q6KX8_FIRST(Z2, 4, Z20)
+	Q6KX8_NEXT(Z4, 68, Z21)
+	Q6KX8_UNPACK(64, 160)
+	Q6KX8_NEXT(Z2, 132, Z22)
+	Q6KX8_NEXT(Z4, 196, Z23)
+	Q6KX8_FIN(X8T0(0), X8T0(260), Z8, Z24)
+	Q6KX8_FIN(X8T1(0), X8T1(260), Z9, Z25)
+	Q6KX8_FIN(X8T2(0), X8T2(260), Z10, Z26)
+	Q6KX8_FIN(X8T3(0), X8T3(260), Z11, Z27)
+	Q6KX8_FIN(X8T4(0), X8T4(260), Z16, Z28)
+	Q6KX8_FIN(X8T5(0), X8T5(260), Z17, Z29)
+	Q6KX8_FIN(X8T6(0), X8T6(260), Z18, Z30)
+	Q6KX8_FIN(X8T7(0), X8T7(260), Z19, Z31)
+	ADDQ $210, SI
+	ADDQ $292, DI
+	ADDQ $292, R12
+	DECQ CX
+	JNZ q6k58loop
+
+q6k58done:
+	MOVQ out+24(FP), AX
+	HSUM8(Z24, Y24, X24, 0(AX))
+	HSUM8(Z25, Y25, X25, 4(AX))
+	HSUM8(Z26, Y26, X26, 8(AX))
+	HSUM8(Z27, Y27, X27, 12(AX))
+	HSUM8(Z28, Y28, X28, 16(AX))
+	HSUM8(Z29, Y29, X29, 20(AX))
+	HSUM8(Z30, Y30, X30, 24(AX))
+	HSUM8(Z31, Y31, X31, 28(AX))
+	VZEROUPPER
+	RET

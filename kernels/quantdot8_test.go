@@ -26,6 +26,7 @@ func eightDots(tab *table) []struct {
 		dot8 func([]byte, []quant.BlockQ8K, int, *[8]float32)
 	}{
 		{"Q4_K", false, q4KBytes, []int{0, 2}, tab.dotQ4Kx8},
+		{"Q6_K", true, q6KBytes, []int{208}, tab.dotQ6Kx8},
 	}
 }
 
