@@ -85,8 +85,10 @@ type job struct {
 
 	fn func(part int) // Run's function
 
-	// quad holds each goroutine's four results of a four-token dot.
+	// quad holds each goroutine's four results of a four-token dot, oct
+	// its eight of an eight-token dot.
 	quad [][4]float32
+	oct  [][8]float32
 }
 
 // NewPool starts a pool of threads goroutines in all (threads < 1 means 1)
@@ -100,6 +102,7 @@ func newPool(threads int, tab *table) *Pool {
 	p.wake = sync.NewCond(&p.wakeMu)
 	p.done = sync.NewCond(&p.wakeMu)
 	p.job.quad = make([][4]float32, threads)
+	p.job.oct = make([][8]float32, threads)
 	for i := 1; i < threads; i++ {
 		p.exited.Add(1)
 		go p.worker(i)
@@ -357,7 +360,7 @@ func (j *job) rows(tab *table, part, r0, r1 int) {
 	case tensor.BF16:
 		tiled(j, r0, r1, j.xh, j.w.Cols, tab.dotBF16)
 	case tensor.Q8_0:
-		tiled4(j, r0, r1, &j.quad[part], j.q80, j.w.Cols/quant.QK8_0, tab.dotQ8_0, tab.dotQ80x4)
+		tiled8(j, r0, r1, &j.quad[part], &j.oct[part], j.q80, j.w.Cols/quant.QK8_0, tab.dotQ8_0, tab.dotQ80x4, tab.dotQ80x8)
 	case tensor.Q4_K:
 		tiled4(j, r0, r1, &j.quad[part], j.q8k, j.w.Cols/quant.QK_K, tab.dotQ4K, tab.dotQ4Kx4)
 	case tensor.Q6_K:
@@ -375,6 +378,47 @@ func tiled4[X any](j *job, r0, r1 int, o4 *[4]float32, xs []X, nb int,
 	for r := r0; r < r1; r += tile {
 		re := min(r+tile, r1)
 		t := 0
+		for ; t+4 <= j.n; t += 4 {
+			xa := xs[t*nb : (t+4)*nb]
+			o := out[t*rows : (t+4)*rows]
+			for rr := r; rr < re; rr++ {
+				dot4(data[rr*rb:(rr+1)*rb], xa, nb, o4)
+				o[rr], o[rows+rr], o[2*rows+rr], o[3*rows+rr] = o4[0], o4[1], o4[2], o4[3]
+			}
+		}
+		for ; t < j.n; t++ {
+			xa := xs[t*nb : (t+1)*nb]
+			o := out[t*rows : (t+1)*rows]
+			for rr := r; rr < re; rr++ {
+				o[rr] = dot(data[rr*rb:(rr+1)*rb], xa)
+			}
+		}
+	}
+}
+
+// tiled8 works like tiled4 for Q8_0, taking eight tokens at a time with
+// dot8, then four with dot4 and the rest with dot (dot8's and dot4's
+// results equal calls of dot). o4 and o8 are the calling goroutine's own
+// result buffers.
+func tiled8(j *job, r0, r1 int, o4 *[4]float32, o8 *[8]float32, xs []quant.BlockQ8_0, nb int,
+	dot func([]byte, []quant.BlockQ8_0) float32,
+	dot4 func([]byte, []quant.BlockQ8_0, int, *[4]float32),
+	dot8 func([]byte, []quant.BlockQ8_0, int, *[8]float32)) {
+	rb, rows, data, out := j.rb, j.w.Rows, j.w.Data, j.out
+	tile := max(1, tileBytes/rb)
+	for r := r0; r < r1; r += tile {
+		re := min(r+tile, r1)
+		t := 0
+		for ; t+8 <= j.n; t += 8 {
+			xa := xs[t*nb : (t+8)*nb]
+			o := out[t*rows : (t+8)*rows]
+			for rr := r; rr < re; rr++ {
+				dot8(data[rr*rb:(rr+1)*rb], xa, nb, o8)
+				for k, v := range o8 {
+					o[k*rows+rr] = v
+				}
+			}
+		}
 		for ; t+4 <= j.n; t += 4 {
 			xa := xs[t*nb : (t+4)*nb]
 			o := out[t*rows : (t+4)*rows]
