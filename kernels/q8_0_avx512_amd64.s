@@ -20,33 +20,13 @@
 // The one-, four- and eight-token dots share this order exactly, so each
 // token's result is bit-identical across them.
 //
-// Block scales come from VPGATHERDD of the 4 bytes at the start of each
-// block (the f16 scale and two codes), packed to words by VPMOVDW and
-// converted by VCVTPH2PS; the products dw·dx go to a 32-byte stack slot
-// and are broadcast from there into the FMAs. Every function reads only
-// the nb blocks of weights and of each token's activations.
-
-// q80Idx holds the byte offsets of eight consecutive 34-byte blocks.
-DATA q80Idx<>+0(SB)/4, $0
-DATA q80Idx<>+4(SB)/4, $34
-DATA q80Idx<>+8(SB)/4, $68
-DATA q80Idx<>+12(SB)/4, $102
-DATA q80Idx<>+16(SB)/4, $136
-DATA q80Idx<>+20(SB)/4, $170
-DATA q80Idx<>+24(SB)/4, $204
-DATA q80Idx<>+28(SB)/4, $238
-GLOBL q80Idx<>(SB), RODATA|NOPTR, $32
-
-// q80Iota holds 0..7, the token numbers of the multi-token dots.
-DATA q80Iota<>+0(SB)/4, $0
-DATA q80Iota<>+4(SB)/4, $1
-DATA q80Iota<>+8(SB)/4, $2
-DATA q80Iota<>+12(SB)/4, $3
-DATA q80Iota<>+16(SB)/4, $4
-DATA q80Iota<>+20(SB)/4, $5
-DATA q80Iota<>+24(SB)/4, $6
-DATA q80Iota<>+28(SB)/4, $7
-GLOBL q80Iota<>(SB), RODATA|NOPTR, $32
+// Block scales: the f16 scales of eight blocks (one token) or of eight
+// tokens (one block) are inserted word by word with VPINSRW from memory
+// and converted together by VCVTPH2PS (measured here: as fast as a
+// VPGATHERDD and its VPMOVDW, and much faster than word stores read back
+// as one vector, which defeat store forwarding); the products dw·dx go to
+// a stack slot and are broadcast from there into the FMAs. Every function
+// reads only the nb blocks of weights and of each token's activations.
 
 // Q80_ONE does block k of the one-token dot: weights at off(SI),
 // activations at off(DI), scale at smem, into accumulator acc. Y14 holds
@@ -61,13 +41,6 @@ GLOBL q80Iota<>(SB), RODATA|NOPTR, $32
 	VCVTDQ2PS   Y6, Y6 \
 	VFMADD231PS.BCST smem, Y6, acc
 
-// Q80_W16 copies the f16 scale of block k (at 34·k(src)) to the word
-// 2·k(SP)+dst, through R9. Eight word loads and stores, then one vector
-// load of the 16 bytes, are cheaper here than a VPGATHERDD.
-#define Q80_W16(src, k, dst) \
-	MOVWLZX 34*k(src), R9 \
-	MOVW    R9, dst+2*k(SP)
-
 // Q80_CVT8 converts the eight weight scales at 0(SP) and the eight
 // activation scales at 16(SP) and stores their products to 32(SP).
 #define Q80_CVT8 \
@@ -76,25 +49,30 @@ GLOBL q80Iota<>(SB), RODATA|NOPTR, $32
 	VMULPS    Y3, Y2, Y2 \
 	VMOVUPS   Y2, 32(SP)
 
-// Q80_SCALES8 stores dw·dx of the eight blocks at SI and DI to 32(SP).
+// Q80_SCALES8 stores dw·dx of the eight blocks at SI and DI to 32(SP),
+// inserting the f16 scales into X2 and X3 word by word (the first by a
+// broadcast, so that no iteration waits for the previous one's X2, X3).
 #define Q80_SCALES8 \
-	Q80_W16(SI, 0, 0) \
-	Q80_W16(SI, 1, 0) \
-	Q80_W16(SI, 2, 0) \
-	Q80_W16(SI, 3, 0) \
-	Q80_W16(SI, 4, 0) \
-	Q80_W16(SI, 5, 0) \
-	Q80_W16(SI, 6, 0) \
-	Q80_W16(SI, 7, 0) \
-	Q80_W16(DI, 0, 16) \
-	Q80_W16(DI, 1, 16) \
-	Q80_W16(DI, 2, 16) \
-	Q80_W16(DI, 3, 16) \
-	Q80_W16(DI, 4, 16) \
-	Q80_W16(DI, 5, 16) \
-	Q80_W16(DI, 6, 16) \
-	Q80_W16(DI, 7, 16) \
-	Q80_CVT8
+	VPBROADCASTW 0(SI), X2 \
+	VPINSRW $1, 34(SI), X2, X2 \
+	VPINSRW $2, 68(SI), X2, X2 \
+	VPINSRW $3, 102(SI), X2, X2 \
+	VPINSRW $4, 136(SI), X2, X2 \
+	VPINSRW $5, 170(SI), X2, X2 \
+	VPINSRW $6, 204(SI), X2, X2 \
+	VPINSRW $7, 238(SI), X2, X2 \
+	VPBROADCASTW 0(DI), X3 \
+	VPINSRW $1, 34(DI), X3, X3 \
+	VPINSRW $2, 68(DI), X3, X3 \
+	VPINSRW $3, 102(DI), X3, X3 \
+	VPINSRW $4, 136(DI), X3, X3 \
+	VPINSRW $5, 170(DI), X3, X3 \
+	VPINSRW $6, 204(DI), X3, X3 \
+	VPINSRW $7, 238(DI), X3, X3 \
+	VCVTPH2PS X2, Y2 \
+	VCVTPH2PS X3, Y3 \
+	VMULPS    Y3, Y2, Y2 \
+	VMOVUPS   Y2, 32(SP)
 
 // func dotQ8_0AVX512(w *byte, x *quant.BlockQ8_0, nb int) float32
 TEXT ·dotQ8_0AVX512(SB), NOSPLIT, $64-28
@@ -130,8 +108,8 @@ q80loop8:
 	JGE  q80loop8
 
 q80tail:
-	// The last nb mod 8 blocks: gather only their scales, then one block
-	// at a time, alternating accumulators as the main loop does.
+	// The last nb mod 8 blocks: copy their scales to the stack, then one
+	// block at a time, alternating accumulators as the main loop does.
 	// The words of the slots past the last block are left as they are
 	// (whatever the frame held) and their products never used.
 	TESTQ CX, CX
@@ -183,24 +161,38 @@ q80sum:
 
 // Q80_PREP starts block off of a multi-token dot: prefetches the weights,
 // loads the block's codes into Y16 and −128·Σw per lane into Y17, and
-// stores dw·dx of each token (the f16 scales gathered into tmp from
-// off(DI) plus the token offsets in idx) to 0(SP). vec21 and vec22 are
-// X21 and X22 for four tokens, Y21 and Y22 for eight.
-#define Q80_PREP(off, idx, tmp, vec21, vec22) \
+// stores dw·dx of each token (its f16 scales inserted into X21 by dxins)
+// to 0(SP). vec21 and vec22 are X21 and X22 for four tokens, Y21 and Y22
+// for eight.
+#define Q80_PREP(off, dxins, vec21, vec22) \
 	PREFETCHT0  2304+off(SI) \
 	VMOVDQU32   off+2(SI), Y16 \
 	VPXORD      Y20, Y20, Y20 \
 	VPDPBUSD    Y16, Y18, Y20 \
 	VPXORD      Y17, Y17, Y17 \
 	VPSUBD      Y20, Y17, Y17 \
-	KXNORW      K0, K0, K1 \
-	VPGATHERDD  off(DI)(idx*1), K1, tmp \
-	VPMOVDW     tmp, X21 \
+	dxins \
 	VCVTPH2PS   X21, vec21 \
 	VPBROADCASTW off(SI), X22 \
 	VCVTPH2PS   X22, vec22 \
 	VMULPS      vec22, vec21, vec21 \
 	VMOVUPS     vec21, (SP)
+
+// Q80_DX4 and Q80_DX8 insert the f16 scales of block off of four (eight)
+// tokens into the words of X21, the first by a broadcast that ends the
+// dependency on the previous block's X21.
+#define Q80_DX4(off) \
+	VPBROADCASTW off(DI), X21 \
+	VPINSRW $1, off(DI)(BX*1), X21, X21 \
+	VPINSRW $2, off(DI)(BX*2), X21, X21 \
+	VPINSRW $3, off(DI)(R8*1), X21, X21
+
+#define Q80_DX8(off) \
+	Q80_DX4(off) \
+	VPINSRW $4, off(DX), X21, X21 \
+	VPINSRW $5, off(DX)(BX*1), X21, X21 \
+	VPINSRW $6, off(DX)(BX*2), X21, X21 \
+	VPINSRW $7, off(DX)(R8*1), X21, X21
 
 // Q80_TOK does one token's share of a block: activation codes at xmem,
 // its scale at smem, into accumulator acc.
@@ -213,7 +205,7 @@ q80sum:
 
 // Q80_X8 does block off of the eight-token dot into accumulators a0..a7.
 #define Q80_X8(off, a0, a1, a2, a3, a4, a5, a6, a7) \
-	Q80_PREP(off, Y19, Y21, Y21, Y22) \
+	Q80_PREP(off, Q80_DX8(off), Y21, Y22) \
 	Q80_TOK(off+2(DI), 0(SP), a0) \
 	Q80_TOK(off+2(DI)(BX*1), 4(SP), a1) \
 	Q80_TOK(off+2(DI)(BX*2), 8(SP), a2) \
@@ -225,7 +217,7 @@ q80sum:
 
 // Q80_X4 does block off of the four-token dot into accumulators a0..a3.
 #define Q80_X4(off, a0, a1, a2, a3) \
-	Q80_PREP(off, X19, X21, X21, X22) \
+	Q80_PREP(off, Q80_DX4(off), X21, X22) \
 	Q80_TOK(off+2(DI), 0(SP), a0) \
 	Q80_TOK(off+2(DI)(BX*1), 4(SP), a1) \
 	Q80_TOK(off+2(DI)(BX*2), 8(SP), a2) \
@@ -233,8 +225,7 @@ q80sum:
 
 // Q80_SETUP loads the arguments of a multi-token dot: SI weights, DI
 // token 0's blocks, BX the bytes of one token's nb blocks, R8 three times
-// that, DX token 4's blocks, CX nb; Y18 0x80 bytes, Y19 the token offsets
-// 0, BX, 2·BX, ..., 7·BX.
+// that, DX token 4's blocks, CX nb; Y18 0x80 bytes.
 #define Q80_SETUP \
 	MOVQ   w+0(FP), SI \
 	MOVQ   x+8(FP), DI \
@@ -243,9 +234,7 @@ q80sum:
 	LEAQ   (BX)(BX*2), R8 \
 	LEAQ   (DI)(BX*4), DX \
 	MOVL   $0x80808080, AX \
-	VPBROADCASTD AX, Y18 \
-	VPBROADCASTD BX, Y19 \
-	VPMULLD q80Iota<>(SB), Y19, Y19
+	VPBROADCASTD AX, Y18
 
 // Q80_PAIRPS and Q80_PAIRPD are the two steps of the transposing lane sum
 // of the multi-token dots. Q80_PAIRPS(a, b) leaves, in each 128-bit half,
