@@ -120,6 +120,8 @@ func reportCPU(b *testing.B, c0 time.Duration, bytes, flops float64, mm bool) {
 
 // BenchmarkQuantDot measures one quantized row dot of 2048 values on
 // every path, from cache: the kernels' compute speed, in GB/s of weights.
+// The Q8_0x4 and Q8_0x8 cases are the multi-token dots, counting the
+// weights once per token.
 func BenchmarkQuantDot(b *testing.B) {
 	r := rand.New(rand.NewPCG(1, 2))
 	const nb = 8
@@ -127,6 +129,9 @@ func BenchmarkQuantDot(b *testing.B) {
 	w6 := randBlocks(r, nb, q6KBytes, []int{208}, 0.01)
 	w8 := randBlocks(r, nb*8, q8_0Bytes, []int{0}, 0.01)
 	xk, x0 := randQ8K(r, nb), randQ8_0(r, nb*8)
+	x4, x8 := randQ8_0(r, 4*nb*8), randQ8_0(r, 8*nb*8)
+	var o4 [4]float32
+	var o8 [8]float32
 	for _, p := range Available() {
 		tab := tableFor(p)
 		cases := []struct {
@@ -137,6 +142,8 @@ func BenchmarkQuantDot(b *testing.B) {
 			{"Q4_K", len(w4), func() float32 { return tab.dotQ4K(w4, xk) }},
 			{"Q6_K", len(w6), func() float32 { return tab.dotQ6K(w6, xk) }},
 			{"Q8_0", len(w8), func() float32 { return tab.dotQ8_0(w8, x0) }},
+			{"Q8_0x4", 4 * len(w8), func() float32 { tab.dotQ80x4(w8, x4, nb*8, &o4); return o4[0] }},
+			{"Q8_0x8", 8 * len(w8), func() float32 { tab.dotQ80x8(w8, x8, nb*8, &o8); return o8[0] }},
 		}
 		for _, c := range cases {
 			b.Run(c.name+"/"+string(p), func(b *testing.B) {

@@ -34,11 +34,13 @@ type table struct {
 	dotQ4K  func(w []byte, x []quant.BlockQ8K) float32
 	dotQ6K  func(w []byte, x []quant.BlockQ8K) float32
 
-	// Four-token dots: x holds four tokens' nb blocks one after the
-	// other; out[t] is exactly the one-token dot with token t.
+	// Four- and eight-token dots: x holds four (eight) tokens' nb blocks
+	// one after the other; out[t] is exactly the one-token dot with
+	// token t.
 	dotQ4Kx4 func(w []byte, x []quant.BlockQ8K, nb int, out *[4]float32)
 	dotQ6Kx4 func(w []byte, x []quant.BlockQ8K, nb int, out *[4]float32)
 	dotQ80x4 func(w []byte, x []quant.BlockQ8_0, nb int, out *[4]float32)
+	dotQ80x8 func(w []byte, x []quant.BlockQ8_0, nb int, out *[8]float32)
 
 	// Eight-token dots, nil on a path without them: x holds eight tokens'
 	// nb blocks; out[t] is the one-token dot with token t up to float32
@@ -69,6 +71,7 @@ func genericTable() *table {
 		dotQ4Kx4: dotQ4Kx4Generic,
 		dotQ6Kx4: dotQ6Kx4Generic,
 		dotQ80x4: dotQ8_0x4Generic,
+		dotQ80x8: dotQ8_0x8Generic,
 		f16ToF32: f16ToF32Generic,
 		f32ToF16: f32ToF16Generic,
 		axpyF16:  axpyF16Generic,

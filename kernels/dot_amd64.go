@@ -6,7 +6,8 @@ import "github.com/lisa-llm/lisa/quant"
 
 // nativeTable returns the table of an assembly path, or nil if p has none.
 // The avx512 path has its own Q4_K and Q6_K dots (one and four tokens)
-// and shares the AVX2 float vector and Q8_0 kernels.
+// and Q8_0 dots (one, four and eight tokens), and shares the AVX2 float
+// vector kernels.
 func nativeTable(p Path) *table {
 	switch p {
 	case AVX2:
@@ -15,14 +16,15 @@ func nativeTable(p Path) *table {
 		setVecAVX2(t)
 		t.dotQ4K, t.dotQ6K, t.dotQ8_0 = dotQ4KAVX2Go, dotQ6KAVX2Go, dotQ8_0AVX2Go
 		t.dotQ4Kx4, t.dotQ6Kx4, t.dotQ80x4 = dotQ4Kx4AVX2Go, dotQ6Kx4AVX2Go, dotQ8_0x4AVX2Go
+		t.dotQ80x8 = dotQ8_0x8AVX2Go
 		return t
 	case AVX512:
 		t := genericTable()
 		t.path = AVX512
 		setVecAVX2(t)
-		t.dotQ4K, t.dotQ6K, t.dotQ8_0 = dotQ4KAVX512Go, dotQ6KAVX512Go, dotQ8_0AVX2Go
-		t.dotQ4Kx4, t.dotQ6Kx4, t.dotQ80x4 = dotQ4Kx4AVX512Go, dotQ6Kx4AVX512Go, dotQ8_0x4AVX2Go
-		t.dotQ4Kx8, t.dotQ6Kx8 = dotQ4Kx8AVX512Go, dotQ6Kx8AVX512Go
+		t.dotQ4K, t.dotQ6K, t.dotQ8_0 = dotQ4KAVX512Go, dotQ6KAVX512Go, dotQ8_0AVX512Go
+		t.dotQ4Kx4, t.dotQ6Kx4, t.dotQ80x4 = dotQ4Kx4AVX512Go, dotQ6Kx4AVX512Go, dotQ8_0x4AVX512Go
+		t.dotQ4Kx8, t.dotQ6Kx8, t.dotQ80x8 = dotQ4Kx8AVX512Go, dotQ6Kx8AVX512Go, dotQ8_0x8AVX512Go
 		return t
 	}
 	return nil
@@ -114,6 +116,14 @@ func dotQ8_0x4AVX2Go(w []byte, x []quant.BlockQ8_0, nb int, out *[4]float32) {
 		return
 	}
 	dotQ8_0x4AVX2(&w[0], &x[0].D, nb, out)
+}
+
+// dotQ8_0x8AVX2Go works like dotQ8_0x8Generic, as two four-token AVX2
+// dots.
+func dotQ8_0x8AVX2Go(w []byte, x []quant.BlockQ8_0, nb int, out *[8]float32) {
+	x = x[:8*nb]
+	dotQ8_0x4AVX2Go(w, x[:4*nb], nb, (*[4]float32)(out[:4]))
+	dotQ8_0x4AVX2Go(w, x[4*nb:], nb, (*[4]float32)(out[4:]))
 }
 
 // dotQ4Kx4AVX512Go works like dotQ4Kx4Generic, in AVX-512 assembly.

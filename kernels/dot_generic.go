@@ -206,6 +206,15 @@ func dotQ8_0x4Generic(w []byte, x []quant.BlockQ8_0, nb int, out *[4]float32) {
 	}
 }
 
+// dotQ8_0x8Generic sets out[t] to dotQ8_0Generic of w with token t's nb
+// blocks x[t*nb:(t+1)*nb], for eight tokens.
+func dotQ8_0x8Generic(w []byte, x []quant.BlockQ8_0, nb int, out *[8]float32) {
+	x = x[:8*nb]
+	for t := range out {
+		out[t] = dotQ8_0Generic(w, x[t*nb:(t+1)*nb])
+	}
+}
+
 // f16ToF32Generic converts len(dst) half-precision values to float32.
 func f16ToF32Generic(dst []float32, src []uint16) {
 	src = src[:len(dst)]

@@ -12,8 +12,10 @@ import (
 // quantized dot of every path. Input: byte 0 picks the format (Q8_0, Q4_K,
 // Q6_K), byte 1 the block count (1..16), bytes 2..5 the activation scale;
 // the rest fills the weight blocks and then the activation codes (zero when
-// short). Every path must equal the generic twin bit for bit; when the
-// result is finite it must be within tolerance of quant's reference.
+// short). Every path must equal the generic twin bit for bit (Q8_0 on a
+// path that reorders its sums: within nearQ8_0's tolerance), its
+// multi-token dots its one-token dot; when the result is finite it must be
+// within tolerance of quant's reference.
 func FuzzQuantDot(f *testing.F) {
 	f.Add([]byte{0, 1, 0, 0, 0x80, 0x3f, 0x00, 0x3c, 1, 2, 3})
 	f.Add([]byte{1, 3, 0, 0, 0x80, 0x3f, 0xff, 0x7b, 0xff, 0x7b, 0xff, 0xff, 0xff})
@@ -45,9 +47,23 @@ func FuzzQuantDot(f *testing.F) {
 			if ref := quant.DotQ8_0Q8_0(w, x); !sameFloat(want, ref) {
 				t.Fatalf("generic %v, reference %v", want, ref)
 			}
+			abs := absTermsQ8_0(w, x)
+			// Eight tokens of nb blocks each, from the same codes.
+			var o4 [4]float32
+			var o8 [8]float32
 			for _, p := range nativePaths() {
-				if got := tableFor(p).dotQ8_0(w, x); !sameFloat(got, want) {
+				tab := tableFor(p)
+				got := tab.dotQ8_0(w, x)
+				if !nearQ8_0(tab, got, want, len(x), abs) {
 					t.Fatalf("%s: got %v, generic %v", p, got, want)
+				}
+				tab.dotQ80x4(w[:nb*q8_0Bytes], x[:4*nb], nb, &o4)
+				tab.dotQ80x8(w[:nb*q8_0Bytes], x, nb, &o8)
+				for tok := range 8 {
+					one := tab.dotQ8_0(w[:nb*q8_0Bytes], x[tok*nb:(tok+1)*nb])
+					if !sameFloat(o8[tok], one) || tok < 4 && !sameFloat(o4[tok], one) {
+						t.Fatalf("%s token %d: eight-token %v, four-token %v, one-token %v", p, tok, o8[tok], o4[tok], one)
+					}
 				}
 			}
 			return

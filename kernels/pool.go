@@ -357,7 +357,7 @@ func (j *job) rows(tab *table, part, r0, r1 int) {
 	case tensor.BF16:
 		tiled(j, r0, r1, j.xh, j.w.Cols, tab.dotBF16)
 	case tensor.Q8_0:
-		tiledQ(j, r0, r1, &j.res[part], j.q80, j.w.Cols/quant.QK8_0, tab.dotQ8_0, tab.dotQ80x4, nil)
+		tiledQ(j, r0, r1, &j.res[part], j.q80, j.w.Cols/quant.QK8_0, tab.dotQ8_0, tab.dotQ80x4, tab.dotQ80x8)
 	case tensor.Q4_K:
 		tiledQ(j, r0, r1, &j.res[part], j.q8k, j.w.Cols/quant.QK_K, tab.dotQ4K, tab.dotQ4Kx4, tab.dotQ4Kx8)
 	case tensor.Q6_K:

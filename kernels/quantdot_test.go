@@ -146,6 +146,64 @@ func TestKDotIntegerExact(t *testing.T) {
 	})
 }
 
+// absTermsQ8_0 returns the sum over the blocks of a Q8_0 dot of the
+// absolute scaled products |dw*dx*w*x|: a bound on every partial sum any
+// summation order rounds.
+func absTermsQ8_0(w []byte, x []quant.BlockQ8_0) float64 {
+	var s float64
+	for i := range x {
+		blk := w[q8_0Bytes*i:]
+		var a float64
+		for k, q := range x[i].Qs {
+			a += math.Abs(float64(int8(blk[2+k])) * float64(q))
+		}
+		s += math.Abs(float64(f16At(blk)*quant.F16ToF32(x[i].D))) * a
+	}
+	return s
+}
+
+// q80Reordered reports whether tab's Q8_0 dots sum in their own order
+// (per-lane fused multiply-adds, see q8_0_avx512_amd64.s) rather than in
+// the generic twin's block order.
+func q80Reordered(tab *table) bool { return tab.path == AVX512 }
+
+// nearQ8_0 reports whether got, a Q8_0 dot of nb blocks of tab, is close
+// enough to want, the generic twin's result with absolute terms abs:
+// bit-exact on paths that keep the generic order, and otherwise within
+// (nb+16)*quantDotEps*abs. A non-finite want needs a non-finite got (a
+// lane sum can turn the twin's infinity into a NaN); a huge abs, whose
+// partial sums may overflow in one order only, is not checked.
+func nearQ8_0(tab *table, got, want float32, nb int, abs float64) bool {
+	if !q80Reordered(tab) {
+		return sameFloat(got, want)
+	}
+	finite := func(f float32) bool { return !math.IsNaN(float64(f)) && !math.IsInf(float64(f), 0) }
+	if !finite(want) {
+		return !finite(got)
+	}
+	if math.IsInf(abs, 0) || math.IsNaN(abs) || abs > math.MaxFloat32/4 {
+		return true
+	}
+	return near(got, want, float64(nb+16)*quantDotEps*abs+1e-37)
+}
+
+// withMinCodes sets every seventh weight code and every fifth activation
+// code to -128, the code the VPDPBUSD offset trick must still get exact.
+// x may hold several tokens' blocks for the blocks of w.
+func withMinCodes(w []byte, x []quant.BlockQ8_0) {
+	nw := len(w) / q8_0Bytes
+	for i := range x {
+		for k := range x[i].Qs {
+			if (i+k)%7 == 0 {
+				w[q8_0Bytes*(i%nw)+2+k] = 0x80
+			}
+			if (i+k)%5 == 0 {
+				x[i].Qs[k] = -128
+			}
+		}
+	}
+}
+
 func TestQ8_0Dot(t *testing.T) {
 	forEachPath(t, func(t *testing.T, tab *table) {
 		r := rand.New(rand.NewPCG(4, 5))
@@ -156,11 +214,122 @@ func TestQ8_0Dot(t *testing.T) {
 		for _, nb := range append(ns, 1000, 2048) {
 			w := randBlocks(r, nb, q8_0Bytes, []int{0}, 2)
 			x := randQ8_0(r, nb+1)[1:]
+			if nb%3 == 0 {
+				withMinCodes(w, x)
+			}
 			wb := make([]byte, len(w)+3)
 			copy(wb[3:], w)
 			got, want := tab.dotQ8_0(wb[3:], x), quant.DotQ8_0Q8_0(w, x)
-			if !sameFloat(got, want) {
-				t.Fatalf("%d blocks: got %v, reference %v", nb, got, want)
+			if twin := dotQ8_0Generic(w, x); !sameFloat(twin, want) {
+				t.Fatalf("%d blocks: generic %v, reference %v", nb, twin, want)
+			}
+			if abs := absTermsQ8_0(w, x); !nearQ8_0(tab, got, want, nb, abs) {
+				t.Fatalf("%d blocks: got %v, reference %v (abs terms %g)", nb, got, want, abs)
+			}
+		}
+	})
+}
+
+// TestQ8_0DotIntegerExact checks the integer part of the Q8_0 dots: with
+// unit scales every partial sum is an exact integer in float32, so every
+// path, in any order, must give the exact integer sum, -128 codes included.
+func TestQ8_0DotIntegerExact(t *testing.T) {
+	forEachPath(t, func(t *testing.T, tab *table) {
+		r := rand.New(rand.NewPCG(12, 13))
+		for i := range 400 {
+			nb := 1 + i%16
+			w := randBlocks(r, 8*nb, q8_0Bytes, nil, 0)
+			x := make([]quant.BlockQ8_0, 8*nb)
+			for b := range x {
+				putF16(w[q8_0Bytes*b:], 1)
+				x[b].D = quant.F32ToF16(1)
+				for k := range x[b].Qs {
+					x[b].Qs[k] = int8(r.Uint32())
+					switch i % 20 {
+					case 0: // extremes: every product 128*128
+						x[b].Qs[k], w[q8_0Bytes*b+2+k] = -128, 0x80
+					case 1:
+						x[b].Qs[k], w[q8_0Bytes*b+2+k] = 127, 0x80
+					}
+				}
+			}
+			// One token is nb blocks; the extremes stay below 2^24 per token.
+			var want [8]int64
+			for tok := range 8 {
+				for b := tok * nb; b < (tok+1)*nb; b++ {
+					for k, q := range x[b].Qs {
+						want[tok] += int64(int8(w[q8_0Bytes*(b-tok*nb)+2+k])) * int64(q)
+					}
+				}
+			}
+			var o8 [8]float32
+			tab.dotQ80x8(w[:nb*q8_0Bytes], x, nb, &o8)
+			for tok := range 8 {
+				xt := x[tok*nb : (tok+1)*nb]
+				if got := tab.dotQ8_0(w[:nb*q8_0Bytes], xt); got != float32(want[tok]) {
+					t.Fatalf("case %d token %d: got %v, integer sum %d", i, tok, got, want[tok])
+				}
+				if o8[tok] != float32(want[tok]) {
+					t.Fatalf("case %d: eight-token dot token %d: got %v, integer sum %d", i, tok, o8[tok], want[tok])
+				}
+			}
+		}
+	})
+}
+
+// TestQ8_0DotMultiToken checks the four- and eight-token Q8_0 dots of
+// every path: each token's result is bit-identical with the same path's
+// one-token dot (every path keeps one summation order for all three) and
+// within tolerance of the generic twin. Unaligned weights, every block
+// count 1..64 and larger, all-zero blocks, maximum-magnitude scales and
+// -128 codes.
+func TestQ8_0DotMultiToken(t *testing.T) {
+	forEachPath(t, func(t *testing.T, tab *table) {
+		r := rand.New(rand.NewPCG(14, 15))
+		for _, nb := range blockCounts() {
+			for variant := range 4 {
+				w := randBlocks(r, nb, q8_0Bytes, []int{0}, 2)
+				x := randQ8_0(r, 8*nb+1)[1:]
+				switch variant {
+				case 1:
+					withMinCodes(w, x)
+				case 2: // maximum-magnitude scales, and a zero block
+					for b := range nb {
+						putF16(w[q8_0Bytes*b:], 65504)
+					}
+					for b := range x {
+						x[b].D = quant.F32ToF16(-65504)
+					}
+					clear(w[2 : 2+32])
+				case 3: // all-zero weights and activations in alternate blocks
+					for b := 0; b < nb; b += 2 {
+						clear(w[q8_0Bytes*b : q8_0Bytes*(b+1)])
+					}
+					for b := 1; b < len(x); b += 2 {
+						x[b] = quant.BlockQ8_0{}
+					}
+				}
+				wb := make([]byte, len(w)+1)
+				copy(wb[1:], w)
+				ws := wb[1:]
+				var o4 [4]float32
+				var o8 [8]float32
+				tab.dotQ80x4(ws, x[:4*nb], nb, &o4)
+				tab.dotQ80x8(ws, x, nb, &o8)
+				for tok := range 8 {
+					xt := x[tok*nb : (tok+1)*nb]
+					one := tab.dotQ8_0(ws, xt)
+					if !sameFloat(o8[tok], one) {
+						t.Fatalf("variant %d, %d blocks, token %d: eight-token %v, one-token %v", variant, nb, tok, o8[tok], one)
+					}
+					if tok < 4 && !sameFloat(o4[tok], one) {
+						t.Fatalf("variant %d, %d blocks, token %d: four-token %v, one-token %v", variant, nb, tok, o4[tok], one)
+					}
+					want := dotQ8_0Generic(w, xt)
+					if abs := absTermsQ8_0(w, xt); !nearQ8_0(tab, one, want, nb, abs) {
+						t.Fatalf("variant %d, %d blocks, token %d: got %v, generic %v (abs terms %g)", variant, nb, tok, one, want, abs)
+					}
+				}
 			}
 		}
 	})
@@ -214,7 +383,10 @@ func TestQuantDotExtremes(t *testing.T) {
 					w6 := filled(nb, q6KBytes, c.fill, c.d, 208)
 					check("Q6_K", tab.dotQ6K(w6, xk), dotQ6KGeneric(w6, xk))
 					w8 := filled(nb*8, q8_0Bytes, c.fill, c.d, 0)
-					check("Q8_0", tab.dotQ8_0(w8, x0), dotQ8_0Generic(w8, x0))
+					got, want := tab.dotQ8_0(w8, x0), dotQ8_0Generic(w8, x0)
+					if !nearQ8_0(tab, got, want, nb*8, absTermsQ8_0(w8, x0)) {
+						t.Errorf("%s Q8_0 %d blocks: got %v, generic %v", p, 8*nb, got, want)
+					}
 				}
 			}
 		})
@@ -255,7 +427,8 @@ func TestAvailablePathsDistinct(t *testing.T) {
 }
 
 // TestKDotX4 checks the four-token quantized dots of every path against
-// four one-token generic dots, bit for bit.
+// four one-token generic dots (Q8_0: the path's own one-token dot), bit
+// for bit.
 func TestKDotX4(t *testing.T) {
 	forEachPath(t, func(t *testing.T, tab *table) {
 		r := rand.New(rand.NewPCG(6, 7))
@@ -275,8 +448,8 @@ func TestKDotX4(t *testing.T) {
 					var o8 [4]float32
 					tab.dotQ80x4(w8, x8, 8*nb, &o8)
 					for tok := range 4 {
-						if want := dotQ8_0Generic(w8, x8[tok*8*nb:(tok+1)*8*nb]); !sameFloat(o8[tok], want) {
-							t.Fatalf("Q8_0 %d blocks token %d: got %v, one-token generic %v", 8*nb, tok, o8[tok], want)
+						if want := tab.dotQ8_0(w8, x8[tok*8*nb:(tok+1)*8*nb]); !sameFloat(o8[tok], want) {
+							t.Fatalf("Q8_0 %d blocks token %d: got %v, one-token %v", 8*nb, tok, o8[tok], want)
 						}
 					}
 				}

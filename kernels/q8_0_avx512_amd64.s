@@ -1,0 +1,353 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// Q8_0 × Q8_0 dot products, AVX-512 path (F, BW, VL, VNNI), 256-bit
+// vectors only: the 512-bit VNNI unit is on port 0 alone, while the
+// 256-bit VPDPBUSD issues on ports 0 and 1.
+//
+// Integer part, per 32-value block: VPDPBUSD multiplies unsigned by signed
+// bytes, so the activation codes are offset to x+128 (x XOR 0x80, in
+// 0..255) and the weight codes stay signed; each dword lane l holds
+//   Σ_{k<4} (x[4l+k]+128)·w[4l+k] − 128·Σ_{k<4} w[4l+k]
+// = Σ_{k<4} x[4l+k]·w[4l+k], exact for every code including -128.
+//
+// Float part, per lane: the lane's integer is converted to float32 and
+// fused-multiply-added with the block scale dw·dx (rounded to float32)
+// into one of two accumulators, even blocks in A and odd blocks in B.
+// Once per row, v = A+B and the lanes are summed as
+// ((v0+v2)+(v1+v3)) + ((v4+v6)+(v5+v7)).
+// The one-, four- and eight-token dots share this order exactly, so each
+// token's result is bit-identical across them.
+//
+// Block scales: the f16 scales of eight blocks (one token) or of eight
+// tokens (one block) are inserted word by word with VPINSRW from memory
+// and converted together by VCVTPH2PS (measured here: as fast as a
+// VPGATHERDD and its VPMOVDW, and much faster than word stores read back
+// as one vector, which defeat store forwarding); the products dw·dx go to
+// a stack slot and are broadcast from there into the FMAs. Every function
+// reads only the nb blocks of weights and of each token's activations.
+
+// Q80_ONE does block k of the one-token dot: weights at off(SI),
+// activations at off(DI), scale at smem, into accumulator acc. Y14 holds
+// 0x80 bytes.
+#define Q80_ONE(off, smem, acc) \
+	VPXOR       off+2(DI), Y14, Y4 \
+	VPXOR       Y5, Y5, Y5 \
+	VPDPBUSD    off+2(SI), Y14, Y5 \
+	VPXOR       Y6, Y6, Y6 \
+	VPDPBUSD    off+2(SI), Y4, Y6 \
+	VPSUBD      Y5, Y6, Y6 \
+	VCVTDQ2PS   Y6, Y6 \
+	VFMADD231PS.BCST smem, Y6, acc
+
+// Q80_CVT8 converts the eight weight scales at 0(SP) and the eight
+// activation scales at 16(SP) and stores their products to 32(SP).
+#define Q80_CVT8 \
+	VCVTPH2PS 0(SP), Y2 \
+	VCVTPH2PS 16(SP), Y3 \
+	VMULPS    Y3, Y2, Y2 \
+	VMOVUPS   Y2, 32(SP)
+
+// Q80_SCALES8 stores dw·dx of the eight blocks at SI and DI to 32(SP),
+// inserting the f16 scales into X2 and X3 word by word (the first by a
+// broadcast, so that no iteration waits for the previous one's X2, X3).
+#define Q80_SCALES8 \
+	VPBROADCASTW 0(SI), X2 \
+	VPINSRW $1, 34(SI), X2, X2 \
+	VPINSRW $2, 68(SI), X2, X2 \
+	VPINSRW $3, 102(SI), X2, X2 \
+	VPINSRW $4, 136(SI), X2, X2 \
+	VPINSRW $5, 170(SI), X2, X2 \
+	VPINSRW $6, 204(SI), X2, X2 \
+	VPINSRW $7, 238(SI), X2, X2 \
+	VPBROADCASTW 0(DI), X3 \
+	VPINSRW $1, 34(DI), X3, X3 \
+	VPINSRW $2, 68(DI), X3, X3 \
+	VPINSRW $3, 102(DI), X3, X3 \
+	VPINSRW $4, 136(DI), X3, X3 \
+	VPINSRW $5, 170(DI), X3, X3 \
+	VPINSRW $6, 204(DI), X3, X3 \
+	VPINSRW $7, 238(DI), X3, X3 \
+	VCVTPH2PS X2, Y2 \
+	VCVTPH2PS X3, Y3 \
+	VMULPS    Y3, Y2, Y2 \
+	VMOVUPS   Y2, 32(SP)
+
+// func dotQ8_0AVX512(w *byte, x *quant.BlockQ8_0, nb int) float32
+TEXT ·dotQ8_0AVX512(SB), NOSPLIT, $64-28
+	MOVQ w+0(FP), SI
+	MOVQ x+8(FP), DI
+	MOVQ nb+16(FP), CX
+	MOVL $0x80808080, AX
+	VPBROADCASTD AX, Y14
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	CMPQ CX, $8
+	JLT  q80tail
+
+q80loop8:
+	PREFETCHT0 2304(SI)
+	PREFETCHT0 2368(SI)
+	PREFETCHT0 2432(SI)
+	PREFETCHT0 2496(SI)
+	PREFETCHT0 2560(SI)
+	Q80_SCALES8
+	Q80_ONE(0, 32(SP), Y0)
+	Q80_ONE(34, 36(SP), Y1)
+	Q80_ONE(68, 40(SP), Y0)
+	Q80_ONE(102, 44(SP), Y1)
+	Q80_ONE(136, 48(SP), Y0)
+	Q80_ONE(170, 52(SP), Y1)
+	Q80_ONE(204, 56(SP), Y0)
+	Q80_ONE(238, 60(SP), Y1)
+	ADDQ $272, SI
+	ADDQ $272, DI
+	SUBQ $8, CX
+	CMPQ CX, $8
+	JGE  q80loop8
+
+q80tail:
+	// The last nb mod 8 blocks: copy their scales to the stack, then one
+	// block at a time, alternating accumulators as the main loop does.
+	// The words of the slots past the last block are left as they are
+	// (whatever the frame held) and their products never used.
+	TESTQ CX, CX
+	JEQ   q80sum
+	MOVQ  SI, R10
+	MOVQ  DI, R11
+	XORQ  AX, AX
+
+q80tailw:
+	MOVWLZX (R10), R9
+	MOVW    R9, 0(SP)(AX*2)
+	MOVWLZX (R11), R9
+	MOVW    R9, 16(SP)(AX*2)
+	ADDQ    $34, R10
+	ADDQ    $34, R11
+	INCQ    AX
+	CMPQ    AX, CX
+	JLT     q80tailw
+	Q80_CVT8
+	LEAQ 32(SP), BX
+
+q80tail2:
+	CMPQ CX, $2
+	JLT  q80tail1
+	Q80_ONE(0, 0(BX), Y0)
+	Q80_ONE(34, 4(BX), Y1)
+	ADDQ $68, SI
+	ADDQ $68, DI
+	ADDQ $8, BX
+	SUBQ $2, CX
+	JMP  q80tail2
+
+q80tail1:
+	TESTQ CX, CX
+	JEQ   q80sum
+	Q80_ONE(0, 0(BX), Y0)
+
+q80sum:
+	VADDPS    Y1, Y0, Y0
+	VPERMILPS $0x4e, Y0, Y1
+	VADDPS    Y1, Y0, Y0
+	VPERMILPS $0xb1, Y0, Y1
+	VADDPS    Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDSS    X1, X0, X0
+	VZEROUPPER
+	MOVSS X0, ret+24(FP)
+	RET
+
+// Q80_PREP starts block off of a multi-token dot: prefetches the weights,
+// loads the block's codes into Y16 and −128·Σw per lane into Y17, and
+// stores dw·dx of each token (its f16 scales inserted into X21 by dxins)
+// to 0(SP). vec21 and vec22 are X21 and X22 for four tokens, Y21 and Y22
+// for eight.
+#define Q80_PREP(off, dxins, vec21, vec22) \
+	PREFETCHT0  2304+off(SI) \
+	VMOVDQU32   off+2(SI), Y16 \
+	VPXORD      Y20, Y20, Y20 \
+	VPDPBUSD    Y16, Y18, Y20 \
+	VPXORD      Y17, Y17, Y17 \
+	VPSUBD      Y20, Y17, Y17 \
+	dxins \
+	VCVTPH2PS   X21, vec21 \
+	VPBROADCASTW off(SI), X22 \
+	VCVTPH2PS   X22, vec22 \
+	VMULPS      vec22, vec21, vec21 \
+	VMOVUPS     vec21, (SP)
+
+// Q80_DX4 and Q80_DX8 insert the f16 scales of block off of four (eight)
+// tokens into the words of X21, the first by a broadcast that ends the
+// dependency on the previous block's X21.
+#define Q80_DX4(off) \
+	VPBROADCASTW off(DI), X21 \
+	VPINSRW $1, off(DI)(BX*1), X21, X21 \
+	VPINSRW $2, off(DI)(BX*2), X21, X21 \
+	VPINSRW $3, off(DI)(R8*1), X21, X21
+
+#define Q80_DX8(off) \
+	Q80_DX4(off) \
+	VPINSRW $4, off(DX), X21, X21 \
+	VPINSRW $5, off(DX)(BX*1), X21, X21 \
+	VPINSRW $6, off(DX)(BX*2), X21, X21 \
+	VPINSRW $7, off(DX)(R8*1), X21, X21
+
+// Q80_TOK does one token's share of a block: activation codes at xmem,
+// its scale at smem, into accumulator acc.
+#define Q80_TOK(xmem, smem, acc) \
+	VPXORD      xmem, Y18, Y23 \
+	VMOVDQA64   Y17, Y24 \
+	VPDPBUSD    Y16, Y23, Y24 \
+	VCVTDQ2PS   Y24, Y24 \
+	VFMADD231PS.BCST smem, Y24, acc
+
+// Q80_X8 does block off of the eight-token dot into accumulators a0..a7.
+#define Q80_X8(off, a0, a1, a2, a3, a4, a5, a6, a7) \
+	Q80_PREP(off, Q80_DX8(off), Y21, Y22) \
+	Q80_TOK(off+2(DI), 0(SP), a0) \
+	Q80_TOK(off+2(DI)(BX*1), 4(SP), a1) \
+	Q80_TOK(off+2(DI)(BX*2), 8(SP), a2) \
+	Q80_TOK(off+2(DI)(R8*1), 12(SP), a3) \
+	Q80_TOK(off+2(DX), 16(SP), a4) \
+	Q80_TOK(off+2(DX)(BX*1), 20(SP), a5) \
+	Q80_TOK(off+2(DX)(BX*2), 24(SP), a6) \
+	Q80_TOK(off+2(DX)(R8*1), 28(SP), a7)
+
+// Q80_X4 does block off of the four-token dot into accumulators a0..a3.
+#define Q80_X4(off, a0, a1, a2, a3) \
+	Q80_PREP(off, Q80_DX4(off), X21, X22) \
+	Q80_TOK(off+2(DI), 0(SP), a0) \
+	Q80_TOK(off+2(DI)(BX*1), 4(SP), a1) \
+	Q80_TOK(off+2(DI)(BX*2), 8(SP), a2) \
+	Q80_TOK(off+2(DI)(R8*1), 12(SP), a3)
+
+// Q80_SETUP loads the arguments of a multi-token dot: SI weights, DI
+// token 0's blocks, BX the bytes of one token's nb blocks, R8 three times
+// that, DX token 4's blocks, CX nb; Y18 0x80 bytes.
+#define Q80_SETUP \
+	MOVQ   w+0(FP), SI \
+	MOVQ   x+8(FP), DI \
+	MOVQ   nb+16(FP), CX \
+	IMUL3Q $34, CX, BX \
+	LEAQ   (BX)(BX*2), R8 \
+	LEAQ   (DI)(BX*4), DX \
+	MOVL   $0x80808080, AX \
+	VPBROADCASTD AX, Y18
+
+// Q80_PAIRPS and Q80_PAIRPD are the two steps of the transposing lane sum
+// of the multi-token dots. Q80_PAIRPS(a, b) leaves, in each 128-bit half,
+// [a0+a2, b0+b2, a1+a3, b1+b3]; Q80_PAIRPD of two such results p and q
+// leaves [p0+p2, p1+p3, q0+q2, q1+q3]: per token, ((v0+v2)+(v1+v3)) in
+// the low half and ((v4+v6)+(v5+v7)) in the high half. t is clobbered.
+#define Q80_PAIRPS(a, b, dst, t) \
+	VUNPCKLPS b, a, dst \
+	VUNPCKHPS b, a, t \
+	VADDPS    t, dst, dst
+
+#define Q80_PAIRPD(a, b, dst, t) \
+	VUNPCKLPD b, a, dst \
+	VUNPCKHPD b, a, t \
+	VADDPS    t, dst, dst
+
+// func dotQ8_0x8AVX512(w *byte, x *quant.BlockQ8_0, nb int, out *[8]float32)
+TEXT ·dotQ8_0x8AVX512(SB), NOSPLIT, $32-32
+	Q80_SETUP
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	VXORPS Y12, Y12, Y12
+	VXORPS Y13, Y13, Y13
+	VXORPS Y14, Y14, Y14
+	VXORPS Y15, Y15, Y15
+
+q80x8loop:
+	CMPQ CX, $2
+	JLT  q80x8tail
+	Q80_X8(0, Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7)
+	Q80_X8(34, Y8, Y9, Y10, Y11, Y12, Y13, Y14, Y15)
+	ADDQ $68, SI
+	ADDQ $68, DI
+	ADDQ $68, DX
+	SUBQ $2, CX
+	JMP  q80x8loop
+
+q80x8tail:
+	TESTQ CX, CX
+	JEQ   q80x8sum
+	Q80_X8(0, Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7)
+
+q80x8sum:
+	VADDPS Y8, Y0, Y0
+	VADDPS Y9, Y1, Y1
+	VADDPS Y10, Y2, Y2
+	VADDPS Y11, Y3, Y3
+	VADDPS Y12, Y4, Y4
+	VADDPS Y13, Y5, Y5
+	VADDPS Y14, Y6, Y6
+	VADDPS Y15, Y7, Y7
+	Q80_PAIRPS(Y0, Y1, Y8, Y9)
+	Q80_PAIRPS(Y2, Y3, Y10, Y11)
+	Q80_PAIRPS(Y4, Y5, Y12, Y13)
+	Q80_PAIRPS(Y6, Y7, Y14, Y15)
+	Q80_PAIRPD(Y8, Y10, Y0, Y1)
+	Q80_PAIRPD(Y12, Y14, Y2, Y3)
+	VPERM2F128 $0x20, Y2, Y0, Y4
+	VPERM2F128 $0x31, Y2, Y0, Y5
+	VADDPS Y5, Y4, Y4
+	MOVQ out+24(FP), AX
+	VMOVUPS Y4, (AX)
+	VZEROUPPER
+	RET
+
+// func dotQ8_0x4AVX512(w *byte, x *quant.BlockQ8_0, nb int, out *[4]float32)
+TEXT ·dotQ8_0x4AVX512(SB), NOSPLIT, $32-32
+	Q80_SETUP
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+
+q80x4loop:
+	CMPQ CX, $2
+	JLT  q80x4tail
+	Q80_X4(0, Y0, Y1, Y2, Y3)
+	Q80_X4(34, Y8, Y9, Y10, Y11)
+	ADDQ $68, SI
+	ADDQ $68, DI
+	SUBQ $2, CX
+	JMP  q80x4loop
+
+q80x4tail:
+	TESTQ CX, CX
+	JEQ   q80x4sum
+	Q80_X4(0, Y0, Y1, Y2, Y3)
+
+q80x4sum:
+	VADDPS Y8, Y0, Y0
+	VADDPS Y9, Y1, Y1
+	VADDPS Y10, Y2, Y2
+	VADDPS Y11, Y3, Y3
+	Q80_PAIRPS(Y0, Y1, Y8, Y9)
+	Q80_PAIRPS(Y2, Y3, Y10, Y11)
+	Q80_PAIRPD(Y8, Y10, Y0, Y1)
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	MOVQ out+24(FP), AX
+	VMOVUPS X0, (AX)
+	VZEROUPPER
+	RET
