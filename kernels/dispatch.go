@@ -43,9 +43,10 @@ type table struct {
 	// The blocked matrix product of F32, F16 and BF16 weights (gemm.go);
 	// gemm is nil on a path that keeps the one-row dots for every token
 	// count. gemm sets out[r*gemmT+t] to the dot of the first k values of
-	// weight row r (at w[r*ldw:]) with those of token t (at x[t*ldx:]);
-	// the widen functions convert len(dst) weights to float32.
-	gemm      func(w []float32, ldw int, x []float32, ldx, k int, out *[gemmR * gemmT]float32)
+	// weight row r (at w[r*ldw:]) with those of token t (at x[t*ldx:]),
+	// and may prefetch pf, bytes the caller reads next, meanwhile; the
+	// widen functions convert len(dst) weights to float32.
+	gemm      func(w []float32, ldw int, x []float32, ldx, k int, out *[gemmR * gemmT]float32, pf []byte)
 	widenF16  func(dst []float32, w []byte)
 	widenBF16 func(dst []float32, w []byte)
 	widenF32  func(dst []float32, w []byte)

@@ -120,11 +120,14 @@ func (j *job) gemmRows(tab *table, part, r0, r1 int) {
 	chunks := (c + gemmChunk - 1) / gemmChunk
 	kc := (c/chunks + 15) &^ 15
 	tr := len(gp.wt) / ld
+	pfStep := kc / 16 * 64
 	for r := r0; r < r1; r += tr {
 		re := min(r+tr, r1)
 		for i := r; i < re; i++ {
 			widen(gp.wt[(i-r)*ld:(i-r)*ld+c], j.w.Data[i*rb:(i+1)*rb])
 		}
+		// While this tile is multiplied, the next one is prefetched.
+		next := j.w.Data[re*rb : min(re+tr, r1)*rb]
 		for k0 := 0; k0 < c; k0 += kc {
 			k := min(kc, c-k0)
 			for t := 0; t < n; t += gemmT {
@@ -132,7 +135,9 @@ func (j *job) gemmRows(tab *table, part, r0, r1 int) {
 				nt := min(gemmT, n-t)
 				for rr := r; rr < re; rr += gemmR {
 					o := (rr - r) * ld
-					tab.gemm(gp.wt[o+k0:o+(gemmR-1)*ld+k0+k], ld, xs, ld, k, &gp.acc)
+					pf := next[:min(pfStep, len(next))]
+					next = next[len(pf):]
+					tab.gemm(gp.wt[o+k0:o+(gemmR-1)*ld+k0+k], ld, xs, ld, k, &gp.acc, pf)
 					gemmStore(j.out[t*rows:], &gp.acc, rows, rr, min(gemmR, re-rr), nt, k0 > 0)
 				}
 			}
@@ -158,8 +163,9 @@ func gemmStore(out []float32, acc *[gemmR * gemmT]float32, rows, r, nr, nt int, 
 
 // gemmGeneric sets out[r*gemmT+t] to the float32 dot of the first k
 // values of weight row r (w[r*ldw:]) with those of token t (x[t*ldx:]),
-// for gemmR rows and gemmT tokens, summing in index order.
-func gemmGeneric(w []float32, ldw int, x []float32, ldx, k int, out *[gemmR * gemmT]float32) {
+// for gemmR rows and gemmT tokens, summing in index order. It ignores the
+// prefetch hint pf.
+func gemmGeneric(w []float32, ldw int, x []float32, ldx, k int, out *[gemmR * gemmT]float32, _ []byte) {
 	x0, x1 := x[:k], x[ldx:ldx+k]
 	x2, x3 := x[2*ldx:2*ldx+k], x[3*ldx:3*ldx+k]
 	for r := range gemmR {

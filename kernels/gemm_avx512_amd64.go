@@ -30,8 +30,10 @@ func setGEMMAVX512(t *table) {
 }
 
 // gemmAVX512Go works like gemmGeneric, in AVX-512 assembly. It checks
-// that the rows and tokens it reads lie inside w and x.
-func gemmAVX512Go(w []float32, ldw int, x []float32, ldx, k int, out *[gemmR * gemmT]float32) {
+// that the rows and tokens it reads lie inside w and x. It prefetches
+// the first k/16 cache lines of pf to the second-level cache while it
+// computes, or of x if pf is shorter.
+func gemmAVX512Go(w []float32, ldw int, x []float32, ldx, k int, out *[gemmR * gemmT]float32, pf []byte) {
 	if k <= 0 {
 		*out = [gemmR * gemmT]float32{}
 		return
@@ -41,16 +43,21 @@ func gemmAVX512Go(w []float32, ldw int, x []float32, ldx, k int, out *[gemmR * g
 	}
 	w = w[:(gemmR-1)*ldw+k]
 	x = x[:(gemmT-1)*ldx+k]
-	gemm6x4AVX512(&w[0], ldw, &x[0], ldx, k, out)
+	var p *byte
+	if len(pf) > 0 && len(pf) >= k/16*64 {
+		p = &pf[0]
+	}
+	gemm6x4AVX512(&w[0], ldw, &x[0], ldx, k, out, p)
 }
 
 // gemm6x4AVX512 works like gemmGeneric on six weight rows at w (stride
 // ldw floats) and four tokens at x (stride ldx), k values each, with the
 // sums in sixteen lanes per result added at the end. It reads only the
 // first k values of each row and token (the last k%16 with masked loads).
+// It prefetches the k/16 cache lines from pf, or from x when pf is nil.
 //
 //go:noescape
-func gemm6x4AVX512(w *float32, ldw int, x *float32, ldx, k int, out *[gemmR * gemmT]float32)
+func gemm6x4AVX512(w *float32, ldw int, x *float32, ldx, k int, out *[gemmR * gemmT]float32, pf *byte)
 
 // widenF16AVX512 works like widenF16Generic on n values (NaN payloads
 // aside), reading 2n bytes at w and writing n floats at dst.

@@ -41,18 +41,23 @@
 	VADDPS X26, X25, X25; \
 	VMOVUPS X25, off(R11)
 
-// func gemm6x4AVX512(w *float32, ldw int, x *float32, ldx, k int, out *[24]float32)
+// func gemm6x4AVX512(w *float32, ldw int, x *float32, ldx, k int, out *[24]float32, pf *byte)
 //
 // Rows 0-2 are at SI, SI+BX, SI+2BX and rows 3-5 at R8 = SI+3BX, ...;
 // tokens 0-2 at DI, DI+DX, DI+2DX and token 3 at R10 = DI+3DX (BX and DX
-// the strides in bytes). Accumulator Z(4r+t) holds row r, token t.
-TEXT ·gemm6x4AVX512(SB), NOSPLIT, $0-48
+// the strides in bytes). Accumulator Z(4r+t) holds row r, token t. Each
+// pass of the loop also asks for the next cache line at R12 (from pf)
+// to be brought to the second-level cache.
+TEXT ·gemm6x4AVX512(SB), NOSPLIT, $0-56
 	MOVQ w+0(FP), SI
 	MOVQ ldw+8(FP), BX
 	MOVQ x+16(FP), DI
 	MOVQ ldx+24(FP), DX
 	MOVQ k+32(FP), CX
 	MOVQ out+40(FP), R11
+	MOVQ pf+48(FP), R12
+	TESTQ R12, R12
+	CMOVQEQ DI, R12
 	SHLQ $2, BX
 	SHLQ $2, DX
 	LEAQ (SI)(BX*2), R8
@@ -103,6 +108,8 @@ gemm_loop:
 	ROW(Z28, Z16, Z17, Z18, Z19)
 	VMOVUPS (R8)(BX*2), Z29
 	ROW(Z29, Z20, Z21, Z22, Z23)
+	PREFETCHT1 (R12)
+	ADDQ $64, R12
 	ADDQ $64, SI
 	ADDQ $64, R8
 	ADDQ $64, DI

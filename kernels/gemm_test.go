@@ -83,7 +83,7 @@ func checkGEMM(t *testing.T, tab *table, name string, w []float32, ldw int, x []
 	for i := range got {
 		got[i] = -1
 	}
-	tab.gemm(w, ldw, x, ldx, k, &got)
+	tab.gemm(w, ldw, x, ldx, k, &got, nil)
 	want, abs := gemmRef(w, ldw, x, ldx, k)
 	for i := range got {
 		if !near(got[i], want[i], dotTol(k, abs[i])) {
@@ -395,6 +395,28 @@ func BenchmarkMatMulTokens(b *testing.B) {
 					}
 				}
 				reportCPU(b, c0, float64(len(w.Data)), 2*2048*2048*float64(n), true)
+			})
+		}
+	}
+}
+
+// BenchmarkGEMMKernel measures the micro-kernel of every path with its
+// operands in cache, in GFLOP per CPU-second.
+func BenchmarkGEMMKernel(b *testing.B) {
+	for _, p := range Available() {
+		tab := tableFor(p)
+		if tab.gemm == nil {
+			continue
+		}
+		for _, k := range []int{512, 2048} {
+			b.Run(fmt.Sprintf("%s/k%d", p, k), func(b *testing.B) {
+				w, x := gemmOperands(rand.New(rand.NewPCG(1, 2)), k, k, 0)
+				var out [gemmR * gemmT]float32
+				c0 := cpuTime()
+				for range b.N {
+					tab.gemm(w, k, x, k, k, &out, nil)
+				}
+				reportCPU(b, c0, 0, 2*gemmR*gemmT*float64(k), true)
 			})
 		}
 	}
