@@ -7,8 +7,7 @@ import "github.com/lisa-llm/lisa/quant"
 // nativeTable returns the table of an assembly path, or nil if p has none.
 // The avx512 path has its own Q4_K and Q6_K dots (one and four tokens)
 // and blocked float matrix product, and shares the AVX2 float vector and
-// Q8_0 kernels. The avx2 path multiplies float weights with its one-row
-// dots at every token count (it has no blocked product).
+// Q8_0 kernels. The avx2 path has an AVX2+FMA blocked product of its own.
 func nativeTable(p Path) *table {
 	switch p {
 	case AVX2:
@@ -17,7 +16,7 @@ func nativeTable(p Path) *table {
 		setVecAVX2(t)
 		t.dotQ4K, t.dotQ6K, t.dotQ8_0 = dotQ4KAVX2Go, dotQ6KAVX2Go, dotQ8_0AVX2Go
 		t.dotQ4Kx4, t.dotQ6Kx4, t.dotQ80x4 = dotQ4Kx4AVX2Go, dotQ6Kx4AVX2Go, dotQ8_0x4AVX2Go
-		t.gemm = nil
+		setGEMMAVX2(t)
 		return t
 	case AVX512:
 		t := genericTable()
