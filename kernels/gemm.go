@@ -27,10 +27,12 @@ const gemmMinTokens = 3
 const gemmTileBytes = 256 << 10
 
 // gemmChunk is the most columns one micro-kernel call sums: a group of
-// gemmT tokens of that many float32 values stays in the first-level cache
-// while the rows of the tile stream past it. Longer rows are summed in
-// chunks whose results are added.
-const gemmChunk = 2048
+// gemmT tokens of that many float32 values (16 KiB) stays in the
+// first-level cache while the rows of the tile stream past it from the
+// second. Longer rows are summed in near-equal chunks whose results are
+// added. With the operands streamed from L2 the AVX-512 kernel ran at
+// ~110 GFLOP/cpu-s on 1024 columns and ~95 on 2048.
+const gemmChunk = 1024
 
 // gemmPart is one goroutine's scratch for the blocked product, padded so
 // that the parts' result tiles do not share a cache line.
