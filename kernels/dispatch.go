@@ -48,6 +48,17 @@ type table struct {
 	dotQ4Kx8 func(w []byte, x []quant.BlockQ8K, nb int, out *[8]float32)
 	dotQ6Kx8 func(w []byte, x []quant.BlockQ8K, nb int, out *[8]float32)
 
+	// The blocked matrix product of F32, F16 and BF16 weights (gemm.go);
+	// gemm is nil on a path that keeps the one-row dots for every token
+	// count. gemm sets out[r*gemmT+t] to the dot of the first k values of
+	// weight row r (at w[r*ldw:]) with those of token t (at x[t*ldx:]),
+	// and may prefetch pf, bytes the caller reads next, meanwhile; the
+	// widen functions convert len(dst) weights to float32.
+	gemm      func(w []float32, ldw int, x []float32, ldx, k int, out *[gemmR * gemmT]float32, pf []byte)
+	widenF16  func(dst []float32, w []byte)
+	widenBF16 func(dst []float32, w []byte)
+	widenF32  func(dst []float32, w []byte)
+
 	f16ToF32 func(dst []float32, src []uint16)
 	f32ToF16 func(dst []uint16, src []float32)
 	axpyF16  func(dst []float32, a float32, v []uint16)
@@ -75,6 +86,11 @@ func genericTable() *table {
 		f16ToF32: f16ToF32Generic,
 		f32ToF16: f32ToF16Generic,
 		axpyF16:  axpyF16Generic,
+
+		gemm:      gemmGeneric,
+		widenF16:  widenF16Generic,
+		widenBF16: widenBF16Generic,
+		widenF32:  widenF32Generic,
 
 		expSubSum: expSubSumGeneric,
 		siluMul:   siluMulGeneric,

@@ -33,6 +33,16 @@
 // four tokens at a time with kernels that unpack each weight block once
 // for the four (their results equal four one-token dots bit for bit).
 //
+// F32, F16 and BF16 weights with gemmMinTokens (3) or more tokens take a
+// blocked matrix product instead (gemm.go): each goroutine converts a
+// tile of its weight rows to float32 once, the activations are converted
+// once per call to float32 rounded through the partner format (so every
+// product equals the one the one-row dot forms and only the order of the
+// sum differs), and a register tile of six rows by four tokens is summed
+// by a micro-kernel: AVX-512 (gemm_avx512_amd64.s), AVX2+FMA
+// (gemm_avx2_amd64.s) or its pure-Go twin, which sums in index order like
+// the generic dots and so matches them bit for bit.
+//
 // # Other ops
 //
 // Softmax and SiLUMul use a float32 exponential (expf, the Cephes
@@ -45,5 +55,6 @@
 // the avo program in _asm, a module of its own: run go generate in this
 // directory. The AVX-512 kernels (quant_avx512_amd64.s) are hand-written
 // Go assembly, because they need VNNI instructions (VPDPWSSD) the avo
-// version in use does not have.
+// version in use does not have. The blocked-product kernels
+// (gemm_avx512_amd64.s, gemm_avx2_amd64.s) are hand-written too.
 package kernels

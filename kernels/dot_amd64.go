@@ -5,9 +5,10 @@ package kernels
 import "github.com/lisa-llm/lisa/quant"
 
 // nativeTable returns the table of an assembly path, or nil if p has none.
-// The avx512 path has its own Q4_K and Q6_K dots (one and four tokens)
-// and Q8_0 dots (one, four and eight tokens), and shares the AVX2 float
-// vector kernels.
+// The avx512 path has its own Q4_K and Q6_K dots (one, four and eight tokens)
+// and Q8_0 dots (one, four and eight tokens) and blocked float matrix
+// product, and shares the AVX2 float vector kernels. The avx2 path has an
+// AVX2+FMA blocked product of its own.
 func nativeTable(p Path) *table {
 	switch p {
 	case AVX2:
@@ -17,6 +18,7 @@ func nativeTable(p Path) *table {
 		t.dotQ4K, t.dotQ6K, t.dotQ8_0 = dotQ4KAVX2Go, dotQ6KAVX2Go, dotQ8_0AVX2Go
 		t.dotQ4Kx4, t.dotQ6Kx4, t.dotQ80x4 = dotQ4Kx4AVX2Go, dotQ6Kx4AVX2Go, dotQ8_0x4AVX2Go
 		t.dotQ80x8 = dotQ8_0x8AVX2Go
+		setGEMMAVX2(t)
 		return t
 	case AVX512:
 		t := genericTable()
@@ -25,6 +27,7 @@ func nativeTable(p Path) *table {
 		t.dotQ4K, t.dotQ6K, t.dotQ8_0 = dotQ4KAVX512Go, dotQ6KAVX512Go, dotQ8_0AVX512Go
 		t.dotQ4Kx4, t.dotQ6Kx4, t.dotQ80x4 = dotQ4Kx4AVX512Go, dotQ6Kx4AVX512Go, dotQ8_0x4AVX512Go
 		t.dotQ4Kx8, t.dotQ6Kx8, t.dotQ80x8 = dotQ4Kx8AVX512Go, dotQ6Kx8AVX512Go, dotQ8_0x8AVX512Go
+		setGEMMAVX512(t)
 		return t
 	}
 	return nil

@@ -83,6 +83,14 @@ type job struct {
 	q80 []quant.BlockQ8_0
 	q8k []quant.BlockQ8K
 
+	// The blocked product of F32, F16 and BF16 weights (gemm.go), used
+	// when blocked is set: the activations as float32 rows and each
+	// goroutine's weight tile. gemmMin is gemmMinTokens; tests change it.
+	blocked bool
+	gemmMin int
+	xf      []float32
+	gemm    []gemmPart
+
 	fn func(part int) // Run's function
 
 	// res holds each goroutine's results of a multi-token dot.
@@ -100,6 +108,8 @@ func newPool(threads int, tab *table) *Pool {
 	p.wake = sync.NewCond(&p.wakeMu)
 	p.done = sync.NewCond(&p.wakeMu)
 	p.job.res = make([][8]float32, threads)
+	p.job.gemm = make([]gemmPart, threads)
+	p.job.gemmMin = gemmMinTokens
 	for i := 1; i < threads; i++ {
 		p.exited.Add(1)
 		go p.worker(i)
@@ -203,7 +213,8 @@ func (p *Pool) Close() {
 	p.stop.Store(true)
 	p.start()
 	p.exited.Wait()
-	p.job = job{res: p.job.res}
+	clear(p.job.gemm)
+	p.job = job{res: p.job.res, gemm: p.job.gemm, gemmMin: p.job.gemmMin}
 }
 
 // MatMul computes out[i*w.Rows + r] = dot(row r of w, x[i*w.Cols:(i+1)*w.Cols])
@@ -244,7 +255,7 @@ func (p *Pool) MatMul(out []float32, w Matrix, x []float32, n int) error {
 	}
 	j := &p.job
 	j.out, j.w, j.rb, j.x, j.n = out, w, w.rowBytes(), x, n
-	j.grow()
+	j.grow(p.tab)
 	if traffic, err := tensor.MulInt64(int64(len(w.Data)), int64(n)); err == nil && traffic < p.serial || p.threads == 1 {
 		j.convert(p.tab, 0, n)
 		j.rows(p.tab, 0, 0, w.Rows)
@@ -303,7 +314,10 @@ func (p *Pool) run(part int) {
 }
 
 // grow sizes the scratch of the partner format for the current job.
-func (j *job) grow() {
+func (j *job) grow(tab *table) {
+	if j.blocked = j.useGEMM(tab); j.blocked {
+		j.growGEMM()
+	}
 	nv := j.n * j.w.Cols
 	switch j.w.Type {
 	case tensor.F16, tensor.BF16:
@@ -326,6 +340,10 @@ func growSlice[T any](s []T, n int) []T {
 
 // convert converts the activations of tokens t0..t1-1 to the partner format.
 func (j *job) convert(tab *table, t0, t1 int) {
+	if j.blocked {
+		j.convertGEMM(tab, t0, t1)
+		return
+	}
 	c := j.w.Cols
 	x := j.x[t0*c : t1*c]
 	switch j.w.Type {
@@ -347,6 +365,10 @@ func (j *job) convert(tab *table, t0, t1 int) {
 // rows computes the outputs of weight rows r0..r1-1 for every token.
 func (j *job) rows(tab *table, part, r0, r1 int) {
 	if r0 >= r1 {
+		return
+	}
+	if j.blocked {
+		j.gemmRows(tab, part, r0, r1)
 		return
 	}
 	switch j.w.Type {

@@ -131,9 +131,10 @@ func TestMatMul(t *testing.T) {
 }
 
 // TestMatMulTokensEqualSingle checks that one n-token MatMul equals n
-// one-token calls, bit for bit (within matMulTol where the path's
-// eight-token dots round in their own order), including the parallel
-// conversion path.
+// one-token calls, bit for bit, including the parallel conversion path;
+// where the path's eight-token dots round in their own order the results
+// must agree within matMulTol, and float weights multiplied with an
+// assembly blocked product within dotTol.
 func TestMatMulTokensEqualSingle(t *testing.T) {
 	forEachPath(t, func(t *testing.T, tab *table) {
 		r := rand.New(rand.NewPCG(10, 11))
@@ -158,7 +159,7 @@ func TestMatMulTokensEqualSingle(t *testing.T) {
 						if !near(all[i*rows+k], v, matMulTol) {
 							t.Fatalf("%s token %d row %d: batched %v, single %v", typ, i, k, all[i*rows+k], v)
 						}
-					} else if !sameFloat(v, all[i*rows+k]) {
+					} else if !sameFloat(v, all[i*rows+k]) && !blockedNear(tab, w, x, n, i*rows+k, v, all[i*rows+k]) {
 						t.Fatalf("%s token %d row %d: batched %v, single %v", typ, i, k, all[i*rows+k], v)
 					}
 				}
