@@ -283,6 +283,95 @@ h1_end:
 	MOVSS X0, ret+24(FP)
 	RET
 
+// func dotF16RowsAVX2(out *float32, m *uint16, stride int, rows int, q *uint16, n int)
+// Requires: AVX, F16C, FMA3
+TEXT ·dotF16RowsAVX2(SB), NOSPLIT, $0-48
+	MOVQ out+0(FP), AX
+	MOVQ m+8(FP), CX
+	MOVQ stride+16(FP), DX
+	MOVQ rows+24(FP), BX
+	SHLQ $0x01, DX
+
+rows_loop:
+	CMPQ   BX, $0x00
+	JE     rows_end
+	MOVQ   q+32(FP), DI
+	MOVQ   n+40(FP), R8
+	MOVQ   CX, SI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+
+r32_loop:
+	CMPQ        R8, $0x20
+	JB          r32_end
+	VCVTPH2PS   (SI), Y4
+	VCVTPH2PS   (DI), Y5
+	VFMADD231PS Y5, Y4, Y0
+	VCVTPH2PS   16(SI), Y4
+	VCVTPH2PS   16(DI), Y5
+	VFMADD231PS Y5, Y4, Y1
+	VCVTPH2PS   32(SI), Y4
+	VCVTPH2PS   32(DI), Y5
+	VFMADD231PS Y5, Y4, Y2
+	VCVTPH2PS   48(SI), Y4
+	VCVTPH2PS   48(DI), Y5
+	VFMADD231PS Y5, Y4, Y3
+	ADDQ        $0x40, SI
+	ADDQ        $0x40, DI
+	SUBQ        $0x20, R8
+	JMP         r32_loop
+
+r32_end:
+r8_loop:
+	CMPQ        R8, $0x08
+	JB          r8_end
+	VCVTPH2PS   (SI), Y4
+	VCVTPH2PS   (DI), Y5
+	VFMADD231PS Y5, Y4, Y0
+	ADDQ        $0x10, SI
+	ADDQ        $0x10, DI
+	SUBQ        $0x08, R8
+	JMP         r8_loop
+
+r8_end:
+	VADDPS       Y1, Y0, Y0
+	VADDPS       Y3, Y2, Y2
+	VADDPS       Y2, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VMOVHLPS     X0, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+
+r1_loop:
+	CMPQ        R8, $0x01
+	JB          r1_end
+	MOVWLZX     (SI), R9
+	VMOVD       R9, X1
+	VCVTPH2PS   X1, X1
+	MOVWLZX     (DI), R9
+	VMOVD       R9, X2
+	VCVTPH2PS   X2, X2
+	VFMADD231SS X2, X1, X0
+	ADDQ        $0x02, SI
+	ADDQ        $0x02, DI
+	SUBQ        $0x01, R8
+	JMP         r1_loop
+
+r1_end:
+	VMOVSS X0, (AX)
+	ADDQ   $0x04, AX
+	ADDQ   DX, CX
+	DECQ   BX
+	JMP    rows_loop
+
+rows_end:
+	VZEROUPPER
+	RET
+
 // func dotBF16AVX2(w *byte, x *uint16, n int) float32
 // Requires: AVX, AVX2, FMA3, MMX+, SSE
 TEXT ·dotBF16AVX2(SB), NOSPLIT, $0-28

@@ -28,6 +28,12 @@ func dotF16AVX2(a *uint16, b *uint16, n int) float32
 //go:noescape
 func dotF16WAVX2(w *byte, x *uint16, n int) float32
 
+// dotF16RowsAVX2 sets out[j] to dotF16AVX2 of the n halves at m+j*stride and at q, for rows rows.
+// It reads exactly those rows' n halves and n halves of q, and writes rows floats.
+//
+//go:noescape
+func dotF16RowsAVX2(out *float32, m *uint16, stride int, rows int, q *uint16, n int)
+
 // dotBF16AVX2 works like dotBF16Generic on n elements at w and x.
 // It reads and writes exactly n elements; the tail past the last multiple of 8 is done with scalar instructions.
 //

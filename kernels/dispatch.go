@@ -28,11 +28,14 @@ type table struct {
 	dotF32  func(a, b []float32) float32
 	dotF32W func(w []byte, x []float32) float32
 	dotF16  func(a, b []uint16) float32
-	dotF16W func(w []byte, x []uint16) float32
-	dotBF16 func(w []byte, x []uint16) float32
-	dotQ8_0 func(w []byte, x []quant.BlockQ8_0) float32
-	dotQ4K  func(w []byte, x []quant.BlockQ8K) float32
-	dotQ6K  func(w []byte, x []quant.BlockQ8K) float32
+	// dotF16Rows sets out[j] to dotF16 of q and the row of len(q) halves
+	// at m[j*stride:]; m holds every row.
+	dotF16Rows func(out []float32, m []uint16, stride int, q []uint16)
+	dotF16W    func(w []byte, x []uint16) float32
+	dotBF16    func(w []byte, x []uint16) float32
+	dotQ8_0    func(w []byte, x []quant.BlockQ8_0) float32
+	dotQ4K     func(w []byte, x []quant.BlockQ8K) float32
+	dotQ6K     func(w []byte, x []quant.BlockQ8K) float32
 
 	// Four- and eight-token dots: x holds four (eight) tokens' nb blocks
 	// one after the other; out[t] is exactly the one-token dot with
@@ -70,22 +73,23 @@ type table struct {
 // genericTable is the pure-Go path.
 func genericTable() *table {
 	return &table{
-		path:     Generic,
-		dotF32:   dotF32Generic,
-		dotF32W:  dotF32WGeneric,
-		dotF16:   dotF16Generic,
-		dotF16W:  dotF16WGeneric,
-		dotBF16:  dotBF16Generic,
-		dotQ8_0:  dotQ8_0Generic,
-		dotQ4K:   dotQ4KGeneric,
-		dotQ6K:   dotQ6KGeneric,
-		dotQ4Kx4: dotQ4Kx4Generic,
-		dotQ6Kx4: dotQ6Kx4Generic,
-		dotQ80x4: dotQ8_0x4Generic,
-		dotQ80x8: dotQ8_0x8Generic,
-		f16ToF32: f16ToF32Generic,
-		f32ToF16: f32ToF16Generic,
-		axpyF16:  axpyF16Generic,
+		path:       Generic,
+		dotF32:     dotF32Generic,
+		dotF32W:    dotF32WGeneric,
+		dotF16:     dotF16Generic,
+		dotF16Rows: dotF16RowsGeneric,
+		dotF16W:    dotF16WGeneric,
+		dotBF16:    dotBF16Generic,
+		dotQ8_0:    dotQ8_0Generic,
+		dotQ4K:     dotQ4KGeneric,
+		dotQ6K:     dotQ6KGeneric,
+		dotQ4Kx4:   dotQ4Kx4Generic,
+		dotQ6Kx4:   dotQ6Kx4Generic,
+		dotQ80x4:   dotQ8_0x4Generic,
+		dotQ80x8:   dotQ8_0x8Generic,
+		f16ToF32:   f16ToF32Generic,
+		f32ToF16:   f32ToF16Generic,
+		axpyF16:    axpyF16Generic,
 
 		gemm:      gemmGeneric,
 		widenF16:  widenF16Generic,

@@ -47,6 +47,14 @@ func dotF16Generic(a, b []uint16) float32 {
 	return s
 }
 
+// dotF16RowsGeneric sets out[j] to dotF16Generic of q and the len(q)
+// halves at m[j*stride:], for every j of out.
+func dotF16RowsGeneric(out []float32, m []uint16, stride int, q []uint16) {
+	for j := range out {
+		out[j] = dotF16Generic(m[j*stride:j*stride+len(q)], q)
+	}
+}
+
 // dotF16WGeneric works like dotF16Generic with the weights as
 // little-endian half-precision bytes (2*len(x) of them).
 func dotF16WGeneric(w []byte, x []uint16) float32 {

@@ -30,6 +30,22 @@ func DotF16(a, b []uint16) float32 {
 	return dispatch.tab.dotF16(a, b)
 }
 
+// DotF16Rows sets out[j] to DotF16 of q and the len(q) halves at
+// m[j*stride:], for every j of out: the scores of one query against rows
+// of a key cache (or of weights against a transposed value cache), with
+// one call instead of one per row. Each result equals DotF16's bit for
+// bit. It panics if stride is negative or m is shorter than the last row's
+// end.
+func DotF16Rows(out []float32, m []uint16, stride int, q []uint16) {
+	if stride < 0 {
+		panic("kernels: DotF16Rows: negative stride")
+	}
+	if len(out) > 0 && (len(out)-1)*stride+len(q) > len(m) {
+		panic("kernels: DotF16Rows: rows past the end of m")
+	}
+	dispatch.tab.dotF16Rows(out, m, stride, q)
+}
+
 // F16ToF32Row converts the half-precision values in src to float32 in dst.
 // It panics if the lengths differ.
 func F16ToF32Row(dst []float32, src []uint16) {

@@ -27,6 +27,17 @@ func setVecAVX2(t *table) {
 		b = b[:len(a)]
 		return dotF16AVX2(&a[0], &b[0], len(a))
 	}
+	t.dotF16Rows = func(out []float32, m []uint16, stride int, q []uint16) {
+		if len(out) == 0 {
+			return
+		}
+		if len(q) == 0 {
+			clear(out)
+			return
+		}
+		m = m[:(len(out)-1)*stride+len(q)]
+		dotF16RowsAVX2(&out[0], &m[0], stride, len(out), &q[0], len(q))
+	}
 	t.dotF16W = func(w []byte, x []uint16) float32 {
 		if len(x) == 0 {
 			return 0

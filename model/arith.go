@@ -20,9 +20,11 @@ type arith struct {
 	softmax func(x []float32)
 	// siluMul computes silu(gate)*up for one row.
 	siluMul func(dst, gate, up []float32)
-	// dotKQ returns the F16 key row times the F16-rounded query.
-	dotKQ func(k, q []uint16) float32
-	// dotKQV returns the transposed F16 value row times the F16-rounded
-	// attention weights, for a sequence with batch tokens in this step.
-	dotKQV func(v, p []uint16, batch int) float32
+	// dotKQ sets out[j] to the F16 key row at k[j*stride:] times the
+	// F16-rounded query q.
+	dotKQ func(out []float32, k []uint16, stride int, q []uint16)
+	// dotKQV sets out[d] to the transposed F16 value row at v[d*stride:]
+	// times the F16-rounded attention weights p, for a sequence with
+	// batch tokens in this step.
+	dotKQV func(out []float32, v []uint16, stride int, p []uint16, batch int)
 }

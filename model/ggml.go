@@ -293,20 +293,28 @@ func ggmlArith(pool *kernels.Pool, cols int, exactAttn bool) arith {
 		rope:    ggmlRoPE,
 		softmax: softmax,
 		siluMul: siluMul,
-		dotKQ: func(k, q []uint16) float32 {
+		dotKQ: func(out []float32, k []uint16, stride int, q []uint16) {
 			if !exactAttn {
-				return kernels.DotF16(k, q)
+				kernels.DotF16Rows(out, k, stride, q)
+				return
 			}
-			return vecDotF16(k, q, len(k))
+			for j := range out {
+				out[j] = vecDotF16(k[j*stride:j*stride+len(q)], q, len(q))
+			}
 		},
-		dotKQV: func(v, p []uint16, batch int) float32 {
+		dotKQV: func(out []float32, v []uint16, stride int, p []uint16, batch int) {
 			if !exactAttn {
-				return kernels.DotF16(v, p)
+				kernels.DotF16Rows(out, v, stride, p)
+				return
 			}
-			if batch >= 2 {
-				return lanes16F16(v, p)
+			for d := range out {
+				row := v[d*stride : d*stride+len(p)]
+				if batch >= 2 {
+					out[d] = lanes16F16(row, p)
+				} else {
+					out[d] = vecDotF16(row, p, (len(p)+31)/32*32)
+				}
 			}
-			return vecDotF16(v, p, (len(v)+31)/32*32)
 		},
 	}
 }

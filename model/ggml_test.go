@@ -391,12 +391,20 @@ func emuArith(pool *kernels.Pool) arith {
 		rope:    emuRoPE,
 		softmax: emuSoftmax,
 		siluMul: emuSiLUMul,
-		dotKQ:   func(k, q []uint16) float32 { return emuVecDotF16(k, q, len(k)) },
-		dotKQV: func(v, p []uint16, batch int) float32 {
-			if batch >= 2 {
-				return emuLanes16(len(v), func(i int) (float32, float32) { return quant.F16ToF32(v[i]), quant.F16ToF32(p[i]) })
+		dotKQ: func(out []float32, k []uint16, stride int, q []uint16) {
+			for j := range out {
+				out[j] = emuVecDotF16(k[j*stride:j*stride+len(q)], q, len(q))
 			}
-			return emuVecDotF16(v, p, (len(v)+31)/32*32)
+		},
+		dotKQV: func(out []float32, v []uint16, stride int, p []uint16, batch int) {
+			for d := range out {
+				row := v[d*stride : d*stride+len(p)]
+				if batch >= 2 {
+					out[d] = emuLanes16(len(row), func(i int) (float32, float32) { return quant.F16ToF32(row[i]), quant.F16ToF32(p[i]) })
+				} else {
+					out[d] = emuVecDotF16(row, p, (len(p)+31)/32*32)
+				}
+			}
 		},
 	}
 }

@@ -319,10 +319,8 @@ func (r *Runner) head(hs *headScratch, l, s, p, g int, q, out []float32, scale f
 	if c.kv == KVF16 {
 		q16 := hs.q16[:hd]
 		kernels.F32ToF16Row(q16, q)
-		for j := range n {
-			ko := c.keyOff(l, s, j) + g*hd
-			sc[j] = r.ar.dotKQ(c.k16[ko:ko+hd], q16)
-		}
+		ko := c.keyOff(l, s, 0) + g*hd
+		r.ar.dotKQ(sc, c.k16[ko:], c.width, q16)
 	} else {
 		for j := range n {
 			ko := c.keyOff(l, s, j) + g*hd
@@ -334,10 +332,8 @@ func (r *Runner) head(hs *headScratch, l, s, p, g int, q, out []float32, scale f
 	if c.kv == KVF16 {
 		p16 := hs.p16[:n]
 		kernels.F32ToF16Row(p16, sc)
-		for d := range hd {
-			vo := c.valOff(l, s, g*hd+d)
-			out[d] = r.ar.dotKQV(c.v16[vo:vo+n], p16, batch)
-		}
+		vo := c.valOff(l, s, g*hd)
+		r.ar.dotKQV(out[:hd], c.v16[vo:], c.nCtx, p16, batch)
 		return
 	}
 	for d := range hd {

@@ -21,6 +21,7 @@ func main() {
 	dotF32("dotF32WAVX2", "func(w *byte, x *float32, n int) float32", "w", "x", "dotF32WGeneric")
 	dotF16("dotF16AVX2", "func(a, b *uint16, n int) float32", "a", "b", "dotF16Generic")
 	dotF16("dotF16WAVX2", "func(w *byte, x *uint16, n int) float32", "w", "x", "dotF16WGeneric")
+	dotF16Rows()
 	dotBF16()
 	f16ToF32()
 	f32ToF16()
@@ -139,12 +140,22 @@ func loadF16(m Mem, x VecVirtual) {
 func dotF16(name, sig, pa, pb, twin string) {
 	header(name, sig, twin+" on n elements at "+pa+" and "+pb)
 	a, b, n := Load(Param(pa), GP64()), Load(Param(pb), GP64()), Load(Param("n"), GP64())
+	x := dotF16Body("h", a, b, n, pa == "w")
+	VZEROUPPER()
+	Store(x, ReturnIndex(0))
+	RET()
+}
+
+// dotF16Body emits the dot product of the n halves at a and b (advancing
+// both and counting n down), with labels named after prefix, and returns
+// the register whose lane 0 holds it. prefetchA asks for a's lines ahead.
+func dotF16Body(prefix string, a, b, n Register, prefetchA bool) Register {
 	acc := [4]VecVirtual{YMM(), YMM(), YMM(), YMM()}
 	for _, r := range acc {
 		VXORPS(r, r, r)
 	}
-	loop("h32", n, 32, func() {
-		if pa == "w" {
+	loop(prefix+"32", n, 32, func() {
+		if prefetchA {
 			prefetch(a, 1)
 		}
 		for i, r := range acc {
@@ -154,7 +165,7 @@ func dotF16(name, sig, pa, pb, twin string) {
 			VFMADD231PS(t, s, r)
 		}
 	}, adv(a, 64), adv(b, 64))
-	loop("h8", n, 8, func() {
+	loop(prefix+"8", n, 8, func() {
 		s, t := YMM(), YMM()
 		VCVTPH2PS(Mem{Base: a}, s)
 		VCVTPH2PS(Mem{Base: b}, t)
@@ -165,14 +176,39 @@ func dotF16(name, sig, pa, pb, twin string) {
 	VADDPS(acc[2], acc[0], acc[0])
 	reduce8(acc[0])
 	x := acc[0].AsX()
-	loop("h1", n, 1, func() {
+	loop(prefix+"1", n, 1, func() {
 		s, t := XMM(), XMM()
 		loadF16(Mem{Base: a}, s)
 		loadF16(Mem{Base: b}, t)
 		VFMADD231SS(t, s, x)
 	}, adv(a, 2), adv(b, 2))
+	return x
+}
+
+// dotF16Rows emits the dot products of q with rows rows of n halves,
+// stride halves apart from m: each row runs dotF16AVX2's instructions, so
+// each result equals dotF16AVX2's bit for bit, without a call per row.
+func dotF16Rows() {
+	TEXT("dotF16RowsAVX2", NOSPLIT, "func(out *float32, m *uint16, stride, rows int, q *uint16, n int)")
+	Pragma("noescape")
+	Doc("dotF16RowsAVX2 sets out[j] to dotF16AVX2 of the n halves at m+j*stride and at q, for rows rows.",
+		"It reads exactly those rows' n halves and n halves of q, and writes rows floats.")
+	out, m := Load(Param("out"), GP64()), Load(Param("m"), GP64())
+	stride, rows := Load(Param("stride"), GP64()), Load(Param("rows"), GP64())
+	SHLQ(Imm(1), stride)
+	Label("rows_loop")
+	CMPQ(rows, Imm(0))
+	JE(LabelRef("rows_end"))
+	a, b, n := GP64(), Load(Param("q"), GP64()), Load(Param("n"), GP64())
+	MOVQ(m, a)
+	x := dotF16Body("r", a, b, n, false)
+	VMOVSS(x, Mem{Base: out})
+	ADDQ(Imm(4), out)
+	ADDQ(stride, m)
+	DECQ(rows)
+	JMP(LabelRef("rows_loop"))
+	Label("rows_end")
 	VZEROUPPER()
-	Store(x, ReturnIndex(0))
 	RET()
 }
 
