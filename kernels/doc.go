@@ -25,13 +25,17 @@
 // Q8_0 blocks; Q4_K and Q6_K: Q8_K blocks), then the weight rows are split
 // across a fixed set of worker goroutines. Quantized dot products multiply
 // 8-bit codes with integer arithmetic and apply one float scale per block;
-// the integer sums are exact, and the per-block float arithmetic is the same
-// scalar sequence on every path, so the quantized dots of all paths agree
-// bit for bit. For n > 1 the rows are processed in tiles small enough to
-// stay in cache while every token column is multiplied by them, so each
-// weight block is read from memory once per call; the quantized types take
-// four tokens at a time with kernels that unpack each weight block once
-// for the four (their results equal four one-token dots bit for bit).
+// the integer sums are exact on every path. The Q4_K and Q6_K dots of the
+// generic and avx2 paths and the avx512 one-token ones run the same scalar
+// float sequence and agree bit for bit; the avx512 Q8_0 dots and the
+// avx512 eight-token Q4_K/Q6_K dots accumulate in float32 vector lanes and
+// agree with the generic twins within a summation-order tolerance. For
+// n > 1 the rows are processed in tiles small enough to stay in cache
+// while every token column is multiplied by them, so each weight block is
+// read from memory once per call; the quantized types take eight tokens at
+// a time, then four, with kernels that unpack each weight block once for
+// all of them (the four-token dots, and the Q8_0 eight-token one, equal
+// one-token dots bit for bit).
 //
 // F32, F16 and BF16 weights with gemmMinTokens (3) or more tokens take a
 // blocked matrix product instead (gemm.go): each goroutine converts a
