@@ -78,8 +78,8 @@ func (j *job) growGEMM() {
 
 // convertGEMM writes tokens t0..t1-1 of the activations to j.xf as the
 // float32 values the weights' one-row dots multiply: for F16 weights each
-// value rounded to half precision, for BF16 to bfloat16, for F32 as is.
-// The F16 and BF16 values go through j.xh, which grow sized as usual.
+// value rounded to half precision (through j.xh, which grow sizes as
+// usual), for BF16 to bfloat16, for F32 as is.
 func (j *job) convertGEMM(tab *table, t0, t1 int) {
 	c, ld := j.w.Cols, gemmLd(j.w.Cols)
 	x := j.x[t0*c : t1*c]

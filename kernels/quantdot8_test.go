@@ -9,22 +9,19 @@ import (
 	"github.com/lisa-llm/lisa/quant"
 )
 
-// eightDots pairs each K-quant type with its eight-token dot on tab (nil
-// where the path has none), its one-token generic twin and block layout.
-func eightDots(tab *table) []struct {
+// eightDot is one K-quant type's eight-token dot on a path (nil where the
+// path has none) with its block layout: size bytes, f16 scales at offs.
+type eightDot struct {
 	name string
 	q6   bool
 	size int
 	offs []int
 	dot8 func([]byte, []quant.BlockQ8K, int, *[8]float32)
-} {
-	return []struct {
-		name string
-		q6   bool
-		size int
-		offs []int
-		dot8 func([]byte, []quant.BlockQ8K, int, *[8]float32)
-	}{
+}
+
+// eightDots returns the eight-token dots of tab.
+func eightDots(tab *table) []eightDot {
+	return []eightDot{
 		{"Q4_K", false, q4KBytes, []int{0, 2}, tab.dotQ4Kx8},
 		{"Q6_K", true, q6KBytes, []int{208}, tab.dotQ6Kx8},
 	}
