@@ -38,8 +38,10 @@ type table struct {
 	dotQ6K     func(w []byte, x []quant.BlockQ8K) float32
 
 	// Four- and eight-token dots: x holds four (eight) tokens' nb blocks
-	// one after the other; out[t] is exactly the one-token dot with
-	// token t.
+	// one after the other; out[t] is exactly a one-token dot with token
+	// t: for Q4_K and Q6_K the generic twin's, for Q8_0 the path's own
+	// (the avx512 one-token K-quant dots sum in vector lanes and round
+	// differently).
 	dotQ4Kx4 func(w []byte, x []quant.BlockQ8K, nb int, out *[4]float32)
 	dotQ6Kx4 func(w []byte, x []quant.BlockQ8K, nb int, out *[4]float32)
 	dotQ80x4 func(w []byte, x []quant.BlockQ8_0, nb int, out *[4]float32)

@@ -26,16 +26,18 @@
 // across a fixed set of worker goroutines. Quantized dot products multiply
 // 8-bit codes with integer arithmetic and apply one float scale per block;
 // the integer sums are exact on every path. The Q4_K and Q6_K dots of the
-// generic and avx2 paths and the avx512 one-token ones run the same scalar
-// float sequence and agree bit for bit; the avx512 Q8_0 dots and the
-// avx512 eight-token Q4_K/Q6_K dots accumulate in float32 vector lanes and
-// agree with the generic twins within a summation-order tolerance. For
+// generic and avx2 paths and the avx512 four-token ones run the same
+// scalar float sequence and agree bit for bit; the avx512 Q8_0 dots and
+// the avx512 one- and eight-token Q4_K/Q6_K dots accumulate in float32
+// vector lanes, reduced once per row, and agree with the generic twins
+// within a summation-order tolerance. For
 // n > 1 the rows are processed in tiles small enough to stay in cache
 // while every token column is multiplied by them, so each weight block is
 // read from memory once per call; the quantized types take eight tokens at
 // a time, then four, with kernels that unpack each weight block once for
-// all of them (the four-token dots, and the Q8_0 eight-token one, equal
-// one-token dots bit for bit).
+// all of them (the Q8_0 four- and eight-token dots equal the path's
+// one-token dot bit for bit, the K-quant four-token dots the generic
+// twin's).
 //
 // F32, F16 and BF16 weights with gemmMinTokens (3) or more tokens take a
 // blocked matrix product instead (gemm.go): each goroutine converts a

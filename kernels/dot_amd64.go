@@ -60,7 +60,8 @@ func dotQ8_0AVX2Go(w []byte, x []quant.BlockQ8_0) float32 {
 	return dotQ8_0AVX2(&w[0], &x[0].D, len(x))
 }
 
-// dotQ4KAVX512Go works like dotQ4KGeneric, in AVX-512 assembly.
+// dotQ4KAVX512Go works like dotQ4KGeneric, in AVX-512 assembly, up to
+// the rounding of its summation order (float32 vector lanes).
 func dotQ4KAVX512Go(w []byte, x []quant.BlockQ8K) float32 {
 	if len(x) == 0 {
 		return 0
@@ -69,7 +70,8 @@ func dotQ4KAVX512Go(w []byte, x []quant.BlockQ8K) float32 {
 	return dotQ4KAVX512(&w[0], &x[0], len(x))
 }
 
-// dotQ6KAVX512Go works like dotQ6KGeneric, in AVX-512 assembly.
+// dotQ6KAVX512Go works like dotQ6KGeneric, in AVX-512 assembly, up to
+// the rounding of its summation order (float32 vector lanes).
 func dotQ6KAVX512Go(w []byte, x []quant.BlockQ8K) float32 {
 	if len(x) == 0 {
 		return 0
@@ -78,12 +80,12 @@ func dotQ6KAVX512Go(w []byte, x []quant.BlockQ8K) float32 {
 	return dotQ6KAVX512(&w[0], &x[0], len(x))
 }
 
-// dotQ4KAVX512 works like dotQ4KGeneric on nb blocks at w and x.
+// dotQ4KAVX512 works like dotQ4KAVX512Go on nb blocks at w and x.
 //
 //go:noescape
 func dotQ4KAVX512(w *byte, x *quant.BlockQ8K, nb int) float32
 
-// dotQ6KAVX512 works like dotQ6KGeneric on nb blocks at w and x.
+// dotQ6KAVX512 works like dotQ6KAVX512Go on nb blocks at w and x.
 //
 //go:noescape
 func dotQ6KAVX512(w *byte, x *quant.BlockQ8K, nb int) float32

@@ -6,15 +6,17 @@ import (
 	"testing"
 
 	"github.com/lisa-llm/lisa/quant"
+	"github.com/lisa-llm/lisa/tensor"
 )
 
 // FuzzQuantDot feeds arbitrary weight blocks and activation codes to every
 // quantized dot of every path. Input: byte 0 picks the format (Q8_0, Q4_K,
 // Q6_K), byte 1 the block count (1..16), bytes 2..5 the activation scale;
 // the rest fills the weight blocks and then the activation codes (zero when
-// short). Every path must equal the generic twin bit for bit (Q8_0 on a
-// path that reorders its sums: within nearQ8_0's tolerance), its
-// multi-token dots its one-token dot; when the result is finite it must be
+// short). Every path's one-token dot must equal the generic twin (bit for
+// bit, or within nearTwin's tolerance on a path that reorders its sums),
+// its Q8_0 multi-token dots its one-token dot and its four-token K-quant
+// dots the generic twin bit for bit; when the result is finite it must be
 // within tolerance of quant's reference.
 func FuzzQuantDot(f *testing.F) {
 	f.Add([]byte{0, 1, 0, 0, 0x80, 0x3f, 0x00, 0x3c, 1, 2, 3})
@@ -54,7 +56,7 @@ func FuzzQuantDot(f *testing.F) {
 			for _, p := range nativePaths() {
 				tab := tableFor(p)
 				got := tab.dotQ8_0(w, x)
-				if !nearQ8_0(tab, got, want, len(x), abs) {
+				if !nearTwin(tab, tensor.Q8_0, got, want, len(x), abs) {
 					t.Fatalf("%s: got %v, generic %v", p, got, want)
 				}
 				tab.dotQ80x4(w[:nb*q8_0Bytes], x[:4*nb], nb, &o4)
@@ -81,12 +83,16 @@ func FuzzQuantDot(f *testing.F) {
 		q6 := kind == 2
 		want := generic(q6)(w, x)
 		x4 := fourTokens(x)
+		typ, abs := tensor.Q4_K, absTermsK(q6, w, x)
+		if q6 {
+			typ = tensor.Q6_K
+		}
 		for _, p := range nativePaths() {
 			dot, dot4 := tableFor(p).dotQ4K, tableFor(p).dotQ4Kx4
 			if q6 {
 				dot, dot4 = tableFor(p).dotQ6K, tableFor(p).dotQ6Kx4
 			}
-			if got := dot(w, x); !sameFloat(got, want) {
+			if got := dot(w, x); !nearTwin(tableFor(p), typ, got, want, nb, abs) {
 				t.Fatalf("%s: got %v, generic %v", p, got, want)
 			}
 			var o4 [4]float32
@@ -101,7 +107,6 @@ func FuzzQuantDot(f *testing.F) {
 		if q6 {
 			ref = quant.DotQ6KQ8K
 		}
-		abs := absTermsK(q6, w, x)
 		r := ref(w, x)
 		if math.IsInf(abs, 0) || math.IsNaN(abs) || abs > math.MaxFloat32/4 || math.IsNaN(float64(r)) || math.IsInf(float64(r), 0) {
 			return

@@ -94,7 +94,7 @@ func checkRealMatrix(t *testing.T, name string, m Matrix, r *rand.Rand) {
 			continue
 		}
 		exact := m.Type != tensor.F32 && m.Type != tensor.F16 &&
-			(m.Type != tensor.Q8_0 || !q80Reordered(tableFor(p)))
+			!reordered(tableFor(p), m.Type)
 		for i, v := range out {
 			if exact && !sameFloat(v, base[i]) || !near(v, base[i], 1e-4*(1+math.Abs(float64(base[i])))) {
 				t.Fatalf("%s (%s) %s: out[%d] = %v, generic %v", name, m.Type, p, i, v, base[i])

@@ -389,7 +389,8 @@ func (j *job) rows(tab *table, part, r0, r1 int) {
 
 // tiledQ works like tiled for the quantized types, taking eight tokens
 // at a time with dot8 (when the path has one), then four with dot4 (whose
-// results equal four calls of dot) and the rest with dot. res is the
+// results equal four one-token dots, see the table) and the rest with
+// dot. res is the
 // calling goroutine's own result buffer.
 func tiledQ[X any](j *job, r0, r1 int, res *[8]float32, xs []X, nb int,
 	dot func([]byte, []X) float32, dot4 func([]byte, []X, int, *[4]float32),

@@ -3,6 +3,7 @@ package kernels
 import (
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/lisa-llm/lisa/quant"
@@ -82,14 +83,30 @@ func refDot(t tensor.Type, row []byte, x []float32) float32 {
 // matMulTol is the error allowed between MatMul and refMatMul for the
 // float weight types, whose assembly dots sum in a different order, and
 // for the quantized types' eight-token dots, which sum in vector lanes,
-// and for Q8_0 on paths that reorder its sums (q80Reordered); the other
+// and for the one-token dots of paths that reorder their sums (reordered); the other
 // quantized products must match exactly.
 const matMulTol = 1e-4
 
 // batchRounds reports whether tab's n-token products of type typ may
-// round differently from one-token ones: the eight-token dots do.
+// round differently from one-token ones: the eight-token dots do, and
+// the four-token K-quant dots, which keep the generic twin's order, do on
+// a path whose one-token dots reorder their sums.
 func batchRounds(tab *table, typ tensor.Type, n int) bool {
-	return n >= 8 && (typ == tensor.Q4_K && tab.dotQ4Kx8 != nil || typ == tensor.Q6_K && tab.dotQ6Kx8 != nil)
+	return batchTokens(tab, typ, n) > 0
+}
+
+// batchTokens returns how many of the first tokens of an n-token product
+// of type typ on tab may round differently from a one-token product (see
+// batchRounds): the tokens the product takes eight, or four, at a time.
+func batchTokens(tab *table, typ tensor.Type, n int) int {
+	k := typ == tensor.Q4_K || typ == tensor.Q6_K
+	switch {
+	case k && reordered(tab, typ):
+		return n / 4 * 4
+	case n >= 8 && (typ == tensor.Q4_K && tab.dotQ4Kx8 != nil || typ == tensor.Q6_K && tab.dotQ6Kx8 != nil):
+		return n / 8 * 8
+	}
+	return 0
 }
 
 // TestMatMul checks every path, type and thread count against the
@@ -117,7 +134,7 @@ func TestMatMul(t *testing.T) {
 						p.Close()
 						for i := range out {
 							exact := typ != tensor.F32 && typ != tensor.F16 && typ != tensor.BF16 &&
-								!batchRounds(tab, typ, n) && (typ != tensor.Q8_0 || !q80Reordered(tab))
+								!batchRounds(tab, typ, n) && !reordered(tab, typ)
 							if exact && !sameFloat(out[i], want[i]) || !near(out[i], want[i], matMulTol) {
 								t.Fatalf("%s %dx%d n=%d threads=%d: out[%d] = %v, want %v",
 									typ, rows, cols, n, threads, i, out[i], want[i])
@@ -132,8 +149,9 @@ func TestMatMul(t *testing.T) {
 
 // TestMatMulTokensEqualSingle checks that one n-token MatMul equals n
 // one-token calls, bit for bit, including the parallel conversion path;
-// where the path's eight-token dots round in their own order the results
-// must agree within matMulTol, and float weights multiplied with an
+// where the path's multi-token dots round in their own order
+// (batchTokens) the results must agree within matMulTol, and float
+// weights multiplied with an
 // assembly blocked product within dotTol.
 func TestMatMulTokensEqualSingle(t *testing.T) {
 	forEachPath(t, func(t *testing.T, tab *table) {
@@ -155,7 +173,7 @@ func TestMatMulTokensEqualSingle(t *testing.T) {
 					t.Fatal(err)
 				}
 				for k, v := range one {
-					if batchRounds(tab, typ, n) && i < n/8*8 {
+					if i < batchTokens(tab, typ, n) {
 						if !near(all[i*rows+k], v, matMulTol) {
 							t.Fatalf("%s token %d row %d: batched %v, single %v", typ, i, k, all[i*rows+k], v)
 						}
@@ -252,9 +270,17 @@ func TestPoolConcurrentCalls(t *testing.T) {
 	p.serial = 0
 	defer p.Close()
 	xs := [][]float32{randF32(r, 3*512, 1), randF32(r, 3*512, 1), randF32(r, 3*512, 1)}
+	// Each call's result alone, first: the concurrent calls must repeat it
+	// bit for bit.
 	want := make([][]float32, len(xs))
 	for i, x := range xs {
-		want[i] = refMatMul(w, x, 3)
+		want[i] = make([]float32, 3*40)
+		if err := p.MatMul(want[i], w, x, 3); err != nil {
+			t.Fatal(err)
+		}
+		if ref := refMatMul(w, x, 3); !slices.EqualFunc(want[i], ref, func(a, b float32) bool { return near(a, b, matMulTol) }) {
+			t.Fatalf("call %d alone differs from the reference", i)
+		}
 	}
 	errs := make(chan error, len(xs))
 	for i, x := range xs {

@@ -5,9 +5,12 @@
 // Quantized dot products, AVX-512 path (F, BW, VL, VNNI). Each works like
 // its generic twin in dot_generic.go: exact integer sums per block
 // (VPMADDUBSW, then VPDPWSSD to apply the sub-block scales and
-// accumulate), then the same scalar float32 steps in block order as the
-// AVX2 path. Every function reads exactly nb blocks of weights and of
-// activations and nothing else.
+// accumulate). The four-token dots then take the same scalar float32
+// steps in block order as the AVX2 path and equal the twin bit for bit;
+// the one- and eight-token dots accumulate in float32 vector lanes and
+// reduce them once, so they equal the twin up to the rounding of the
+// summation order. Every function reads exactly nb blocks of weights and
+// of activations and nothing else.
 
 // Permutation indices that spread scale words over the int16 lanes of a
 // VPMADDUBSW result: q4kIdx[p] puts scale 2p on lanes 0-15 and 2p+1 on
@@ -160,7 +163,14 @@ GLOBL q6kShift<>(SB), RODATA|NOPTR, $128
 	VPDPWSSD sc, Z2, acc
 
 // func dotQ4KAVX512(w *byte, x *quant.BlockQ8K, nb int) float32
-TEXT ·dotQ4KAVX512(SB), NOSPLIT, $0-28
+//
+// The exact integer sums of a block stay in the 16 lanes of Z9 (every
+// lane is below 2^24, so the conversion to float is exact) and the mins
+// sums in the 8 lanes of Y10; each is converted and accumulated with the
+// block's d*dx or dmin*dx (stored at tmp and broadcast from there) into
+// the float lanes of Z8 and Y12. The lanes are reduced once, at the end:
+// no horizontal sum and no scalar step per block.
+TEXT ·dotQ4KAVX512(SB), NOSPLIT, $8-28
 	MOVQ w+0(FP), SI
 	MOVQ x+8(FP), DI
 	MOVQ nb+16(FP), CX
@@ -172,6 +182,7 @@ TEXT ·dotQ4KAVX512(SB), NOSPLIT, $0-28
 	VMOVDQU64 q4kIdx<>+192(SB), Z19
 	VMOVDQU64 q4kShift<>+0(SB), Z24
 	VXORPS X8, X8, X8
+	VXORPS X12, X12, X12
 	TESTQ CX, CX
 	JEQ q4k5done
 
@@ -195,26 +206,28 @@ q4k5loop:
 	Q4K_CHUNK512(80, 132, Z22, Z9)
 	Q4K_CHUNK512(112, 196, Z23, Z11)
 	VPADDD Z11, Z9, Z9
-	VEXTRACTI64X4 $1, Z9, Y3
-	VPADDD Y3, Y9, Y9
-	VPHADDD Y10, Y9, Y5
-	VEXTRACTI128 $1, Y5, X6
-	VPADDD X6, X5, X5
-	VPHADDD X5, X5, X5
-	VCVTDQ2PS X5, X5
-	MOVL (SI), AX
-	VMOVD AX, X6
-	VCVTPH2PS X6, X6
+	VCVTDQ2PS Z9, Z9
+	VCVTDQ2PS Y10, Y10
+	VCVTPH2PS (SI), X6
 	VBROADCASTSS (DI), X7
 	VMULPS X7, X6, X6
-	VMULPS X6, X5, X5
-	VADDSS X5, X8, X8
-	VMOVSHDUP X5, X6
-	VSUBSS X6, X8, X8
+	VMOVQ X6, tmp-8(SP)
+	VFMADD231PS.BCST tmp-8(SP), Z9, Z8
+	VFMADD231PS.BCST tmp-4(SP), Y10, Y12
 	ADDQ $144, SI
 	ADDQ $292, DI
 	DECQ CX
 	JNZ q4k5loop
+
+	VEXTRACTF64X4 $1, Z8, Y0
+	VADDPS Y0, Y8, Y8
+	VSUBPS Y12, Y8, Y8
+	VEXTRACTF128 $1, Y8, X0
+	VADDPS X0, X8, X8
+	VMOVHLPS X8, X0, X0
+	VADDPS X0, X8, X8
+	VMOVSHDUP X8, X0
+	VADDSS X0, X8, X8
 
 q4k5done:
 	VMOVSS X8, ret+24(FP)
@@ -242,7 +255,12 @@ q4k5done:
 	VPDPWSSD sb, Z4, Z11
 
 // func dotQ6KAVX512(w *byte, x *quant.BlockQ8K, nb int) float32
-TEXT ·dotQ6KAVX512(SB), NOSPLIT, $0-28
+//
+// Like dotQ4KAVX512: the block's exact integer sums (every lane below
+// 2^24) and its scale-times-bsums sums (the codes' offset of 32) are
+// converted and accumulated with d*dx in the float lanes of Z8 and Y12,
+// which are reduced once, at the end.
+TEXT ·dotQ6KAVX512(SB), NOSPLIT, $8-28
 	MOVQ w+0(FP), SI
 	MOVQ x+8(FP), DI
 	MOVQ nb+16(FP), CX
@@ -257,6 +275,7 @@ TEXT ·dotQ6KAVX512(SB), NOSPLIT, $0-28
 	VMOVDQU64 q6kShift<>+0(SB), Z24
 	VMOVDQU64 q6kShift<>+64(SB), Z25
 	VXORPS X8, X8, X8
+	VXORPS X12, X12, X12
 	TESTQ CX, CX
 	JEQ q6k5done
 
@@ -276,27 +295,32 @@ q6k5loop:
 	Q6K_HALF512(0, 128, 4, Z20, Z21)
 	Q6K_HALF512(64, 160, 132, Z22, Z23)
 	VPADDD Z11, Z9, Z9
-	VEXTRACTI64X4 $1, Z9, Y3
-	VPADDD Y3, Y9, Y9
-	VPSLLD $5, Y1, Y1
-	VPSUBD Y1, Y9, Y9
-	VEXTRACTI128 $1, Y9, X5
-	VPADDD X9, X5, X5
-	VPSHUFD $0x4e, X5, X6
-	VPADDD X6, X5, X5
-	VPSHUFD $0xb1, X5, X6
-	VPADDD X6, X5, X5
-	VCVTDQ2PS X5, X5
+	VCVTDQ2PS Z9, Z9
+	VCVTDQ2PS Y1, Y1
 	MOVWLZX 208(SI), AX
 	VMOVD AX, X6
 	VCVTPH2PS X6, X6
 	VMULSS (DI), X6, X6
-	VMULSS X5, X6, X6
-	VADDSS X6, X8, X8
+	VMOVSS X6, tmp-8(SP)
+	VFMADD231PS.BCST tmp-8(SP), Z9, Z8
+	VFMADD231PS.BCST tmp-8(SP), Y1, Y12
 	ADDQ $210, SI
 	ADDQ $292, DI
 	DECQ CX
 	JNZ q6k5loop
+
+	VEXTRACTF64X4 $1, Z8, Y0
+	VADDPS Y0, Y8, Y8
+	MOVL $0x42000000, AX // 32.0
+	VMOVD AX, X0
+	VBROADCASTSS X0, Y0
+	VFNMADD231PS Y0, Y12, Y8
+	VEXTRACTF128 $1, Y8, X0
+	VADDPS X0, X8, X8
+	VMOVHLPS X8, X0, X0
+	VADDPS X0, X8, X8
+	VMOVSHDUP X8, X0
+	VADDSS X0, X8, X8
 
 q6k5done:
 	VMOVSS X8, ret+24(FP)
@@ -305,7 +329,8 @@ q6k5done:
 
 // Four-token quantized dot products, AVX-512 path: like the AVX2 ones in
 // quant4_avx2_amd64.s (same integer sums, same float32 steps in the four
-// lanes of X12, so the results equal four one-token calls bit for bit),
+// lanes of X12, so the results equal four one-token generic calls bit
+// for bit),
 // with 512-bit VPMADDUBSW and VPDPWSSD.
 
 #define T0(off) off(DI)

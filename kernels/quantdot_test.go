@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/lisa-llm/lisa/quant"
+	"github.com/lisa-llm/lisa/tensor"
 )
 
 // quantDotEps is the error allowed per rounding step between a kernel's
@@ -59,12 +60,12 @@ func absTermsK(q6 bool, w []byte, x []quant.BlockQ8K) float64 {
 func TestQ4KDot(t *testing.T) { testKDot(t, false) }
 func TestQ6KDot(t *testing.T) { testKDot(t, true) }
 
-// testKDot checks the Q4_K (or Q6_K) dot of every path: bit-exact against
-// the generic twin, within tolerance of quant's reference.
+// testKDot checks the Q4_K (or Q6_K) dot of every path: equal to the
+// generic twin (see nearTwin), within tolerance of quant's reference.
 func testKDot(t *testing.T, q6 bool) {
-	size, offs, ref := q4KBytes, []int{0, 2}, quant.DotQ4KQ8K
+	size, offs, ref, typ := q4KBytes, []int{0, 2}, quant.DotQ4KQ8K, tensor.Q4_K
 	if q6 {
-		size, offs, ref = q6KBytes, []int{208}, quant.DotQ6KQ8K
+		size, offs, ref, typ = q6KBytes, []int{208}, quant.DotQ6KQ8K, tensor.Q6_K
 	}
 	forEachPath(t, func(t *testing.T, tab *table) {
 		dot := tab.dotQ4K
@@ -80,11 +81,12 @@ func testKDot(t *testing.T, q6 bool) {
 			copy(wb[1:], w[:nb*size])
 			ws, xs := wb[1:], x[1:]
 			got := dot(ws, xs)
-			if twin := generic(q6)(ws, xs); !sameFloat(got, twin) {
+			abs := absTermsK(q6, ws, xs)
+			if twin := generic(q6)(ws, xs); !nearTwin(tab, typ, got, twin, nb, abs) {
 				t.Fatalf("%d blocks: got %v, generic twin %v", nb, got, twin)
 			}
 			want := ref(ws, xs)
-			tol := float64(nb+16) * quantDotEps * absTermsK(q6, ws, xs)
+			tol := float64(nb+16) * quantDotEps * abs
 			if !near(got, want, tol) {
 				t.Fatalf("%d blocks: got %v, reference %v (tolerance %g)", nb, got, want, tol)
 			}
@@ -162,19 +164,22 @@ func absTermsQ8_0(w []byte, x []quant.BlockQ8_0) float64 {
 	return s
 }
 
-// q80Reordered reports whether tab's Q8_0 dots sum in their own order
-// (per-lane fused multiply-adds, see q8_0_avx512_amd64.s) rather than in
-// the generic twin's block order.
-func q80Reordered(tab *table) bool { return tab.path == AVX512 }
+// reordered reports whether tab's one-token dots of typ sum in their own
+// order (in float vector lanes, see q8_0_avx512_amd64.s and
+// quant_avx512_amd64.s) rather than in the generic twin's block order:
+// the avx512 path's Q8_0, Q4_K and Q6_K dots do.
+func reordered(tab *table, typ tensor.Type) bool {
+	return tab.path == AVX512 && (typ == tensor.Q8_0 || typ == tensor.Q4_K || typ == tensor.Q6_K)
+}
 
-// nearQ8_0 reports whether got, a Q8_0 dot of nb blocks of tab, is close
-// enough to want, the generic twin's result with absolute terms abs:
-// bit-exact on paths that keep the generic order, and otherwise within
+// nearTwin reports whether got, a dot of type typ over nb blocks of tab,
+// is close enough to want, the generic twin's result with absolute terms
+// abs: bit-exact on paths that keep the generic order, and otherwise within
 // (nb+16)*quantDotEps*abs. A non-finite want needs a non-finite got (a
 // lane sum can turn the twin's infinity into a NaN); a huge abs, whose
 // partial sums may overflow in one order only, is not checked.
-func nearQ8_0(tab *table, got, want float32, nb int, abs float64) bool {
-	if !q80Reordered(tab) {
+func nearTwin(tab *table, typ tensor.Type, got, want float32, nb int, abs float64) bool {
+	if !reordered(tab, typ) {
 		return sameFloat(got, want)
 	}
 	finite := func(f float32) bool { return !math.IsNaN(float64(f)) && !math.IsInf(float64(f), 0) }
@@ -223,7 +228,7 @@ func TestQ8_0Dot(t *testing.T) {
 			if twin := dotQ8_0Generic(w, x); !sameFloat(twin, want) {
 				t.Fatalf("%d blocks: generic %v, reference %v", nb, twin, want)
 			}
-			if abs := absTermsQ8_0(w, x); !nearQ8_0(tab, got, want, nb, abs) {
+			if abs := absTermsQ8_0(w, x); !nearTwin(tab, tensor.Q8_0, got, want, nb, abs) {
 				t.Fatalf("%d blocks: got %v, reference %v (abs terms %g)", nb, got, want, abs)
 			}
 		}
@@ -326,7 +331,7 @@ func TestQ8_0DotMultiToken(t *testing.T) {
 						t.Fatalf("variant %d, %d blocks, token %d: four-token %v, one-token %v", variant, nb, tok, o4[tok], one)
 					}
 					want := dotQ8_0Generic(w, xt)
-					if abs := absTermsQ8_0(w, xt); !nearQ8_0(tab, one, want, nb, abs) {
+					if abs := absTermsQ8_0(w, xt); !nearTwin(tab, tensor.Q8_0, one, want, nb, abs) {
 						t.Fatalf("variant %d, %d blocks, token %d: got %v, generic %v (abs terms %g)", variant, nb, tok, one, want, abs)
 					}
 				}
@@ -336,7 +341,8 @@ func TestQ8_0DotMultiToken(t *testing.T) {
 }
 
 // TestQuantDotExtremes feeds all-zero blocks, maximum-magnitude scales and
-// non-finite scales to every path, which must agree with the generic twin.
+// non-finite scales to every path, which must agree with the generic twin
+// (see nearTwin).
 func TestQuantDotExtremes(t *testing.T) {
 	cases := []struct {
 		name string
@@ -373,18 +379,18 @@ func TestQuantDotExtremes(t *testing.T) {
 							x0[i].Qs[k] = int8(c.fill) + int8(k)
 						}
 					}
-					check := func(name string, got, want float32) {
-						if !sameFloat(got, want) {
-							t.Errorf("%s %s %d blocks: got %v, generic %v", p, name, nb, got, want)
+					check := func(typ tensor.Type, got, want float32, abs float64) {
+						if !nearTwin(tab, typ, got, want, nb, abs) {
+							t.Errorf("%s %s %d blocks: got %v, generic %v", p, typ, nb, got, want)
 						}
 					}
 					w4 := filled(nb, q4KBytes, c.fill, c.d, 0, 2)
-					check("Q4_K", tab.dotQ4K(w4, xk), dotQ4KGeneric(w4, xk))
+					check(tensor.Q4_K, tab.dotQ4K(w4, xk), dotQ4KGeneric(w4, xk), absTermsK(false, w4, xk))
 					w6 := filled(nb, q6KBytes, c.fill, c.d, 208)
-					check("Q6_K", tab.dotQ6K(w6, xk), dotQ6KGeneric(w6, xk))
+					check(tensor.Q6_K, tab.dotQ6K(w6, xk), dotQ6KGeneric(w6, xk), absTermsK(true, w6, xk))
 					w8 := filled(nb*8, q8_0Bytes, c.fill, c.d, 0)
 					got, want := tab.dotQ8_0(w8, x0), dotQ8_0Generic(w8, x0)
-					if !nearQ8_0(tab, got, want, nb*8, absTermsQ8_0(w8, x0)) {
+					if !nearTwin(tab, tensor.Q8_0, got, want, nb*8, absTermsQ8_0(w8, x0)) {
 						t.Errorf("%s Q8_0 %d blocks: got %v, generic %v", p, 8*nb, got, want)
 					}
 				}
