@@ -23,6 +23,13 @@ const tileBytes = 32 << 10
 // to the partner format is split across the pool too.
 const convertMin = 1 << 15
 
+// chunksPerThread is how many pieces the rows phase of a product (other
+// than the blocked one) is cut into per goroutine. The goroutines claim
+// pieces one at a time, so one whose processor is slowed (another
+// process, another virtual machine on the same host) takes fewer, and
+// the product does not wait on it for a fixed half.
+const chunksPerThread = 8
+
 // serialBytes is the weight traffic (weight bytes times tokens) below
 // which a MatMul runs on the calling goroutine alone: waking the workers
 // would cost more than it saves.
@@ -92,6 +99,11 @@ type job struct {
 	gemm    []gemmPart
 
 	fn func(part int) // Run's function
+
+	// The rows phase outside the blocked product hands out chunk rows at a
+	// time: next is the first row not yet claimed.
+	chunk int
+	next  atomic.Int64
 
 	// res holds each goroutine's results of a multi-token dot.
 	res [][8]float32
@@ -265,6 +277,8 @@ func (p *Pool) MatMul(out []float32, w Matrix, x []float32, n int) error {
 		} else {
 			j.convert(p.tab, 0, n)
 		}
+		j.chunk = j.chunkRows(p.threads)
+		j.next.Store(0)
 		p.parallel(phaseRows)
 	}
 	j.out, j.x, j.w.Data = nil, nil, nil
@@ -307,10 +321,29 @@ func (p *Pool) run(part int) {
 	case phaseConvert:
 		j.convert(p.tab, j.n*part/p.threads, j.n*(part+1)/p.threads)
 	case phaseRows:
-		j.rows(p.tab, part, j.w.Rows*part/p.threads, j.w.Rows*(part+1)/p.threads)
+		if j.blocked {
+			j.rows(p.tab, part, j.w.Rows*part/p.threads, j.w.Rows*(part+1)/p.threads)
+			return
+		}
+		for {
+			r0 := int(j.next.Add(int64(j.chunk))) - j.chunk
+			if r0 >= j.w.Rows {
+				return
+			}
+			j.rows(p.tab, part, r0, min(r0+j.chunk, j.w.Rows))
+		}
 	case phaseFunc:
 		j.fn(part)
 	}
+}
+
+// chunkRows returns the rows of one claimed piece of the rows phase for
+// threads goroutines: about chunksPerThread pieces each, rounded up to
+// whole tiles of the multi-token loops so that no tile is cut.
+func (j *job) chunkRows(threads int) int {
+	tile := max(1, tileBytes/j.rb)
+	per := (j.w.Rows + threads*chunksPerThread - 1) / (threads * chunksPerThread)
+	return (per + tile - 1) / tile * tile
 }
 
 // grow sizes the scratch of the partner format for the current job.
