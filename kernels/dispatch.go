@@ -37,6 +37,12 @@ type table struct {
 	dotQ4K     func(w []byte, x []quant.BlockQ8K) float32
 	dotQ6K     func(w []byte, x []quant.BlockQ8K) float32
 
+	// Row-run dots, nil on a path without them: out[r] is exactly the
+	// one-token dot of weight row r (the r-th len(x) blocks of w) with x,
+	// for len(out) rows in one call.
+	dotQ4KRows func(w []byte, x []quant.BlockQ8K, out []float32)
+	dotQ6KRows func(w []byte, x []quant.BlockQ8K, out []float32)
+
 	// Four- and eight-token dots: x holds four (eight) tokens' nb blocks
 	// one after the other; out[t] is exactly a one-token dot with token
 	// t: for Q4_K and Q6_K the generic twin's, for Q8_0 the path's own

@@ -25,6 +25,7 @@ func nativeTable(p Path) *table {
 		t.path = AVX512
 		setVecAVX2(t)
 		t.dotQ4K, t.dotQ6K, t.dotQ8_0 = dotQ4KAVX512Go, dotQ6KAVX512Go, dotQ8_0AVX512Go
+		t.dotQ4KRows, t.dotQ6KRows = dotQ4KRowsAVX512Go, dotQ6KRowsAVX512Go
 		t.dotQ4Kx4, t.dotQ6Kx4, t.dotQ80x4 = dotQ4Kx4AVX512Go, dotQ6Kx4AVX512Go, dotQ8_0x4AVX512Go
 		t.dotQ4Kx8, t.dotQ6Kx8, t.dotQ80x8 = dotQ4Kx8AVX512Go, dotQ6Kx8AVX512Go, dotQ8_0x8AVX512Go
 		setGEMMAVX512(t)
@@ -63,32 +64,52 @@ func dotQ8_0AVX2Go(w []byte, x []quant.BlockQ8_0) float32 {
 // dotQ4KAVX512Go works like dotQ4KGeneric, in AVX-512 assembly, up to
 // the rounding of its summation order (float32 vector lanes).
 func dotQ4KAVX512Go(w []byte, x []quant.BlockQ8K) float32 {
-	if len(x) == 0 {
-		return 0
-	}
-	w = w[:q4KBytes*len(x)]
-	return dotQ4KAVX512(&w[0], &x[0], len(x))
+	var out [1]float32
+	dotQ4KRowsAVX512Go(w[:q4KBytes*len(x)], x, out[:])
+	return out[0]
 }
 
 // dotQ6KAVX512Go works like dotQ6KGeneric, in AVX-512 assembly, up to
 // the rounding of its summation order (float32 vector lanes).
 func dotQ6KAVX512Go(w []byte, x []quant.BlockQ8K) float32 {
-	if len(x) == 0 {
-		return 0
-	}
-	w = w[:q6KBytes*len(x)]
-	return dotQ6KAVX512(&w[0], &x[0], len(x))
+	var out [1]float32
+	dotQ6KRowsAVX512Go(w[:q6KBytes*len(x)], x, out[:])
+	return out[0]
 }
 
-// dotQ4KAVX512 works like dotQ4KAVX512Go on nb blocks at w and x.
-//
-//go:noescape
-func dotQ4KAVX512(w *byte, x *quant.BlockQ8K, nb int) float32
+// dotQ4KRowsAVX512Go sets out[r] to dotQ4KAVX512Go of weight row r, the
+// r-th len(x) blocks of w, and x: one call for a run of rows, bit for bit
+// the one-row results.
+func dotQ4KRowsAVX512Go(w []byte, x []quant.BlockQ8K, out []float32) {
+	w = w[:q4KBytes*len(x)*len(out)]
+	if len(x) == 0 || len(out) == 0 {
+		clear(out)
+		return
+	}
+	dotQ4KRowsAVX512(&w[0], &x[0], len(x), len(out), &out[0])
+}
 
-// dotQ6KAVX512 works like dotQ6KAVX512Go on nb blocks at w and x.
+// dotQ6KRowsAVX512Go works like dotQ4KRowsAVX512Go for Q6_K rows.
+func dotQ6KRowsAVX512Go(w []byte, x []quant.BlockQ8K, out []float32) {
+	w = w[:q6KBytes*len(x)*len(out)]
+	if len(x) == 0 || len(out) == 0 {
+		clear(out)
+		return
+	}
+	dotQ6KRowsAVX512(&w[0], &x[0], len(x), len(out), &out[0])
+}
+
+// dotQ4KRowsAVX512 works like dotQ4KRowsAVX512Go on rows rows of nb
+// blocks at w, x and out (nb, rows >= 1).
 //
 //go:noescape
-func dotQ6KAVX512(w *byte, x *quant.BlockQ8K, nb int) float32
+func dotQ4KRowsAVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32)
+
+// dotQ6KRowsAVX512 works like dotQ6KRowsAVX512Go on rows rows of nb
+// blocks at w, x and out (nb, rows >= 1).
+//
+//go:noescape
+func dotQ6KRowsAVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32)
 
 // dotQ4Kx4AVX2Go works like dotQ4Kx4Generic, in AVX2 assembly.
 func dotQ4Kx4AVX2Go(w []byte, x []quant.BlockQ8K, nb int, out *[4]float32) {

@@ -412,23 +412,28 @@ func (j *job) rows(tab *table, part, r0, r1 int) {
 	case tensor.BF16:
 		tiled(j, r0, r1, j.xh, j.w.Cols, tab.dotBF16)
 	case tensor.Q8_0:
-		tiledQ(j, r0, r1, &j.res[part], j.q80, j.w.Cols/quant.QK8_0, tab.dotQ8_0, tab.dotQ80x4, tab.dotQ80x8)
+		tiledQ(j, r0, r1, &j.res[part], j.q80, j.w.Cols/quant.QK8_0, tab.dotQ8_0, nil, tab.dotQ80x4, tab.dotQ80x8)
 	case tensor.Q4_K:
-		tiledQ(j, r0, r1, &j.res[part], j.q8k, j.w.Cols/quant.QK_K, tab.dotQ4K, tab.dotQ4Kx4, tab.dotQ4Kx8)
+		tiledQ(j, r0, r1, &j.res[part], j.q8k, j.w.Cols/quant.QK_K, tab.dotQ4K, tab.dotQ4KRows, tab.dotQ4Kx4, tab.dotQ4Kx8)
 	case tensor.Q6_K:
-		tiledQ(j, r0, r1, &j.res[part], j.q8k, j.w.Cols/quant.QK_K, tab.dotQ6K, tab.dotQ6Kx4, tab.dotQ6Kx8)
+		tiledQ(j, r0, r1, &j.res[part], j.q8k, j.w.Cols/quant.QK_K, tab.dotQ6K, tab.dotQ6KRows, tab.dotQ6Kx4, tab.dotQ6Kx8)
 	}
 }
 
 // tiledQ works like tiled for the quantized types, taking eight tokens
 // at a time with dot8 (when the path has one), then four with dot4 (whose
 // results equal four one-token dots, see the table) and the rest with
-// dot. res is the
-// calling goroutine's own result buffer.
+// dot. A one-token product on a path with a row-run dot (dotRows, equal
+// to dot row by row) takes all its rows in one call. res is the calling
+// goroutine's own result buffer.
 func tiledQ[X any](j *job, r0, r1 int, res *[8]float32, xs []X, nb int,
-	dot func([]byte, []X) float32, dot4 func([]byte, []X, int, *[4]float32),
-	dot8 func([]byte, []X, int, *[8]float32)) {
+	dot func([]byte, []X) float32, dotRows func([]byte, []X, []float32),
+	dot4 func([]byte, []X, int, *[4]float32), dot8 func([]byte, []X, int, *[8]float32)) {
 	rb, rows, data, out := j.rb, j.w.Rows, j.w.Data, j.out
+	if j.n == 1 && dotRows != nil {
+		dotRows(data[r0*rb:r1*rb], xs[:nb], out[r0:r1])
+		return
+	}
 	o4 := (*[4]float32)(res[:4])
 	tile := max(1, tileBytes/rb)
 	for r := r0; r < r1; r += tile {

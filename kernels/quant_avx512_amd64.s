@@ -162,18 +162,22 @@ GLOBL q6kShift<>(SB), RODATA|NOPTR, $128
 	VPMADDUBSW xoff(DI), Z2, Z2 \
 	VPDPWSSD sc, Z2, acc
 
-// func dotQ4KAVX512(w *byte, x *quant.BlockQ8K, nb int) float32
+// func dotQ4KRowsAVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32)
 //
-// The exact integer sums of a block stay in the 16 lanes of Z9 (every
-// lane is below 2^24, so the conversion to float is exact) and the mins
-// sums in the 8 lanes of Y10; each is converted and accumulated with the
-// block's d*dx or dmin*dx (stored at tmp and broadcast from there) into
-// the float lanes of Z8 and Y12. The lanes are reduced once, at the end:
-// no horizontal sum and no scalar step per block.
-TEXT ·dotQ4KAVX512(SB), NOSPLIT, $8-28
+// For each of rows consecutive weight rows of nb blocks at w, out[r] is
+// its dot with the nb blocks at x (nb, rows >= 1). The exact integer sums
+// of a block stay in the 16 lanes of Z9 (every lane is below 2^24, so the
+// conversion to float is exact) and the mins sums in the 8 lanes of Y10;
+// each is converted and accumulated with the block's d*dx or dmin*dx
+// (stored at tmp and broadcast from there) into the float lanes of Z8
+// and Y12. The lanes are reduced once per row: no horizontal sum and no
+// scalar step per block. The constants are loaded once per call.
+TEXT ·dotQ4KRowsAVX512(SB), NOSPLIT, $8-40
 	MOVQ w+0(FP), SI
-	MOVQ x+8(FP), DI
-	MOVQ nb+16(FP), CX
+	MOVQ x+8(FP), R11
+	MOVQ nb+16(FP), R12
+	MOVQ rows+24(FP), R13
+	MOVQ out+32(FP), R14
 	MOVL $0x0f0f0f0f, AX
 	VPBROADCASTD AX, Z15
 	VMOVDQU64 q4kIdx<>+0(SB), Z16
@@ -181,10 +185,12 @@ TEXT ·dotQ4KAVX512(SB), NOSPLIT, $8-28
 	VMOVDQU64 q4kIdx<>+128(SB), Z18
 	VMOVDQU64 q4kIdx<>+192(SB), Z19
 	VMOVDQU64 q4kShift<>+0(SB), Z24
+
+q4k5row:
+	MOVQ R11, DI
+	MOVQ R12, CX
 	VXORPS X8, X8, X8
 	VXORPS X12, X12, X12
-	TESTQ CX, CX
-	JEQ q4k5done
 
 q4k5loop:
 	PREFETCHT0 2304(SI)
@@ -228,9 +234,10 @@ q4k5loop:
 	VADDPS X0, X8, X8
 	VMOVSHDUP X8, X0
 	VADDSS X0, X8, X8
-
-q4k5done:
-	VMOVSS X8, ret+24(FP)
+	VMOVSS X8, (R14)
+	ADDQ $4, R14
+	DECQ R13
+	JNZ q4k5row
 	VZEROUPPER
 	RET
 
@@ -254,16 +261,18 @@ q4k5done:
 	VPDPWSSD sa, Z2, Z9 \
 	VPDPWSSD sb, Z4, Z11
 
-// func dotQ6KAVX512(w *byte, x *quant.BlockQ8K, nb int) float32
+// func dotQ6KRowsAVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32)
 //
-// Like dotQ4KAVX512: the block's exact integer sums (every lane below
+// Like dotQ4KRowsAVX512: the block's exact integer sums (every lane below
 // 2^24) and its scale-times-bsums sums (the codes' offset of 32) are
 // converted and accumulated with d*dx in the float lanes of Z8 and Y12,
-// which are reduced once, at the end.
-TEXT ·dotQ6KAVX512(SB), NOSPLIT, $8-28
+// which are reduced once per row.
+TEXT ·dotQ6KRowsAVX512(SB), NOSPLIT, $8-40
 	MOVQ w+0(FP), SI
-	MOVQ x+8(FP), DI
-	MOVQ nb+16(FP), CX
+	MOVQ x+8(FP), R11
+	MOVQ nb+16(FP), R12
+	MOVQ rows+24(FP), R13
+	MOVQ out+32(FP), R14
 	MOVL $0x0f0f0f0f, AX
 	VPBROADCASTD AX, Z15
 	MOVL $0x30303030, AX
@@ -274,10 +283,15 @@ TEXT ·dotQ6KAVX512(SB), NOSPLIT, $8-28
 	VMOVDQU64 q6kIdx<>+192(SB), Z19
 	VMOVDQU64 q6kShift<>+0(SB), Z24
 	VMOVDQU64 q6kShift<>+64(SB), Z25
+	MOVL $0x42000000, AX // 32.0
+	VMOVD AX, X13
+	VBROADCASTSS X13, Y13
+
+q6k5row:
+	MOVQ R11, DI
+	MOVQ R12, CX
 	VXORPS X8, X8, X8
 	VXORPS X12, X12, X12
-	TESTQ CX, CX
-	JEQ q6k5done
 
 q6k5loop:
 	PREFETCHT0 2520(SI)
@@ -311,19 +325,17 @@ q6k5loop:
 
 	VEXTRACTF64X4 $1, Z8, Y0
 	VADDPS Y0, Y8, Y8
-	MOVL $0x42000000, AX // 32.0
-	VMOVD AX, X0
-	VBROADCASTSS X0, Y0
-	VFNMADD231PS Y0, Y12, Y8
+	VFNMADD231PS Y13, Y12, Y8
 	VEXTRACTF128 $1, Y8, X0
 	VADDPS X0, X8, X8
 	VMOVHLPS X8, X0, X0
 	VADDPS X0, X8, X8
 	VMOVSHDUP X8, X0
 	VADDSS X0, X8, X8
-
-q6k5done:
-	VMOVSS X8, ret+24(FP)
+	VMOVSS X8, (R14)
+	ADDQ $4, R14
+	DECQ R13
+	JNZ q6k5row
 	VZEROUPPER
 	RET
 

@@ -469,3 +469,40 @@ func TestKDotX4(t *testing.T) {
 		}
 	})
 }
+
+// TestKDotRows checks the row-run K-quant dots of every path that has
+// them: out[r] must equal the path's one-token dot of row r bit for bit,
+// for runs of 1..9 rows at several block counts, from unaligned weights,
+// and every out element must be written.
+func TestKDotRows(t *testing.T) {
+	forEachPath(t, func(t *testing.T, tab *table) {
+		r := rand.New(rand.NewPCG(20, 21))
+		for _, q6 := range []bool{false, true} {
+			size, offs, dot, rowsDot := q4KBytes, []int{0, 2}, tab.dotQ4K, tab.dotQ4KRows
+			if q6 {
+				size, offs, dot, rowsDot = q6KBytes, []int{208}, tab.dotQ6K, tab.dotQ6KRows
+			}
+			if rowsDot == nil {
+				continue
+			}
+			for _, nb := range []int{0, 1, 2, 3, 8, 22} {
+				for rows := 1; rows <= 9; rows++ {
+					x := randQ8K(r, nb)
+					w := randBlocks(r, rows*nb, size, offs, 2)
+					wb := make([]byte, len(w)+1)
+					copy(wb[1:], w)
+					out := make([]float32, rows)
+					for i := range out {
+						out[i] = float32(math.NaN()) // must be overwritten
+					}
+					rowsDot(wb[1:], x, out)
+					for i, got := range out {
+						if want := dot(w[i*nb*size:(i+1)*nb*size], x); !sameFloat(got, want) {
+							t.Fatalf("q6=%v %d blocks, %d rows: out[%d] = %v, one-row dot %v", q6, nb, rows, i, got, want)
+						}
+					}
+				}
+			}
+		}
+	})
+}
