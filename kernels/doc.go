@@ -23,15 +23,18 @@
 // it by n activation rows: the activations are converted once per call to
 // the weight type's partner format (F16 weights: F16; BF16: BF16; Q8_0:
 // Q8_0 blocks; Q4_K and Q6_K: Q8_K blocks), then the weight rows are split
-// across a fixed set of worker goroutines. Quantized dot products multiply
-// 8-bit codes with integer arithmetic and apply one float scale per block;
-// the integer sums are exact on every path. The Q4_K and Q6_K dots of the
-// generic and avx2 paths and the avx512 four-token ones run the same
-// scalar float sequence and agree bit for bit; the avx512 Q8_0 dots and
-// the avx512 one- and eight-token Q4_K/Q6_K dots accumulate in float32
-// vector lanes, reduced once per row, and agree with the generic twins
-// within a summation-order tolerance. For
-// n > 1 the rows are processed in tiles small enough to stay in cache
+// across a fixed set of worker goroutines, which claim them in pieces
+// (about eight per goroutine) so that one slowed by another process takes
+// fewer. On the avx512 path a one-token Q4_K or Q6_K product takes each
+// claimed piece in one call of a row-run dot. Quantized dot products
+// multiply 8-bit codes with integer arithmetic and apply one float scale
+// per block; the integer sums are exact on every path. The Q4_K and
+// Q6_K dots of the generic and avx2 paths and the avx512 four-token ones
+// run the same scalar float sequence and agree bit for bit; the avx512
+// Q8_0 dots and the avx512 one- and eight-token Q4_K/Q6_K dots accumulate
+// in float32 vector lanes, reduced once per row, and agree with the
+// generic twins within a summation-order tolerance. For n > 1 the rows
+// are processed in tiles small enough to stay in cache
 // while every token column is multiplied by them, so each weight block is
 // read from memory once per call; the quantized types take eight tokens at
 // a time, then four, with kernels that unpack each weight block once for
