@@ -164,13 +164,19 @@ func BenchmarkQuantDot(b *testing.B) {
 var sink float32
 
 // BenchmarkQuantizeQ8K measures the activation quantization of one
-// 2048-value row to Q8_K, in GB/s of float32 input.
+// 2048-value row to Q8_K on every path, in GB/s of float32 input.
 func BenchmarkQuantizeQ8K(b *testing.B) {
 	x := randF32(rand.New(rand.NewPCG(3, 4)), 2048, 2)
 	q := make([]quant.BlockQ8K, 8)
-	b.SetBytes(4 * 2048)
-	for range b.N {
-		quant.QuantizeRowQ8K(x, q)
+	for _, p := range Available() {
+		quantize := tableFor(p).quantQ8K
+		b.Run(string(p), func(b *testing.B) {
+			b.SetBytes(4 * 2048)
+			b.ReportAllocs()
+			for range b.N {
+				quantize(x, q)
+			}
+		})
 	}
 }
 

@@ -70,6 +70,10 @@ type table struct {
 	widenBF16 func(dst []float32, w []byte)
 	widenF32  func(dst []float32, w []byte)
 
+	// quantQ8K quantizes 256*len(dst) activations to Q8_K blocks, byte
+	// for byte as quant.QuantizeRowQ8K.
+	quantQ8K func(src []float32, dst []quant.BlockQ8K)
+
 	f16ToF32 func(dst []float32, src []uint16)
 	f32ToF16 func(dst []uint16, src []float32)
 	axpyF16  func(dst []float32, a float32, v []uint16)
@@ -95,6 +99,7 @@ func genericTable() *table {
 		dotQ6Kx4:   dotQ6Kx4Generic,
 		dotQ80x4:   dotQ8_0x4Generic,
 		dotQ80x8:   dotQ8_0x8Generic,
+		quantQ8K:   quant.QuantizeRowQ8K,
 		f16ToF32:   f16ToF32Generic,
 		f32ToF16:   f32ToF16Generic,
 		axpyF16:    axpyF16Generic,

@@ -26,6 +26,7 @@ func nativeTable(p Path) *table {
 		setVecAVX2(t)
 		t.dotQ4K, t.dotQ6K, t.dotQ8_0 = dotQ4KAVX512Go, dotQ6KAVX512Go, dotQ8_0AVX512Go
 		t.dotQ4KRows, t.dotQ6KRows = dotQ4KRowsAVX512Go, dotQ6KRowsAVX512Go
+		t.quantQ8K = quantizeQ8KAVX512Go
 		t.dotQ4Kx4, t.dotQ6Kx4, t.dotQ80x4 = dotQ4Kx4AVX512Go, dotQ6Kx4AVX512Go, dotQ8_0x4AVX512Go
 		t.dotQ4Kx8, t.dotQ6Kx8, t.dotQ80x8 = dotQ4Kx8AVX512Go, dotQ6Kx8AVX512Go, dotQ8_0x8AVX512Go
 		setGEMMAVX512(t)

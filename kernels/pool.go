@@ -391,7 +391,7 @@ func (j *job) convert(tab *table, t0, t1 int) {
 		quant.QuantizeRowQ8_0(x, j.q80[t0*nb:t1*nb])
 	case tensor.Q4_K, tensor.Q6_K:
 		nb := c / quant.QK_K
-		quant.QuantizeRowQ8K(x, j.q8k[t0*nb:t1*nb])
+		tab.quantQ8K(x, j.q8k[t0*nb:t1*nb])
 	}
 }
 
