@@ -44,7 +44,7 @@ const (
 
 // Pool is a fixed set of worker goroutines that MatMul and Run split work
 // across. Threads()-1 goroutines are started by NewPool; the calling
-// goroutine takes the first share itself. Between jobs a worker first
+// goroutine works alongside them. Between jobs a worker first
 // spins for up to spinFor, watching the job counter, so that the next
 // product of a decode step (microseconds later) starts without a wake-up
 // through the scheduler; then it parks on a condition variable until the
