@@ -66,7 +66,7 @@ func dotQ8_0AVX2Go(w []byte, x []quant.BlockQ8_0) float32 {
 // the rounding of its summation order (float32 vector lanes).
 func dotQ4KAVX512Go(w []byte, x []quant.BlockQ8K) float32 {
 	var out [1]float32
-	dotQ4KRowsAVX512Go(w[:q4KBytes*len(x)], x, out[:])
+	dotQ4KRowsAVX512Go(w, x, out[:])
 	return out[0]
 }
 
@@ -74,7 +74,7 @@ func dotQ4KAVX512Go(w []byte, x []quant.BlockQ8K) float32 {
 // the rounding of its summation order (float32 vector lanes).
 func dotQ6KAVX512Go(w []byte, x []quant.BlockQ8K) float32 {
 	var out [1]float32
-	dotQ6KRowsAVX512Go(w[:q6KBytes*len(x)], x, out[:])
+	dotQ6KRowsAVX512Go(w, x, out[:])
 	return out[0]
 }
 

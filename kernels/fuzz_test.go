@@ -70,16 +70,7 @@ func FuzzQuantDot(f *testing.F) {
 			}
 			return
 		}
-		x := make([]quant.BlockQ8K, nb)
-		for i := range x {
-			x[i].D = xd
-			for k := range x[i].Qs {
-				if n := 256*i + k; n < len(rest) {
-					x[i].Qs[k] = int8(rest[n])
-				}
-			}
-			fixBsums(&x[i])
-		}
+		x := q8KFromBytes(nb, xd, rest)
 		q6 := kind == 2
 		want := generic(q6)(w, x)
 		x4 := fourTokens(x)

@@ -9,14 +9,14 @@ import (
 	"github.com/lisa-llm/lisa/quant"
 )
 
-// checkQ8K quantizes x on every path and requires the blocks quant's
-// reference quantizer writes, field for field (D bit for bit).
+// checkQ8K quantizes x on every native path and requires the blocks
+// quant's reference quantizer writes, field for field (D bit for bit).
 func checkQ8K(t *testing.T, name string, x []float32) {
 	t.Helper()
 	nb := len(x) / quant.QK_K
 	want := make([]quant.BlockQ8K, nb)
 	quant.QuantizeRowQ8K(x, want)
-	for _, p := range Available() {
+	for _, p := range nativePaths() {
 		got := make([]quant.BlockQ8K, nb)
 		for i := range got { // must be overwritten
 			got[i].D = float32(math.NaN())

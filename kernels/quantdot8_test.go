@@ -179,28 +179,13 @@ func TestKDotX8IntegerExact(t *testing.T) {
 // TestKDotX8Extremes feeds all-zero blocks, maximum-magnitude and
 // non-finite scales to the eight-token dots.
 func TestKDotX8Extremes(t *testing.T) {
-	cases := []struct {
-		name string
-		fill byte
-		d    uint16
-		xd   float32
-	}{
-		{"zero", 0, 0, 0},
-		{"zero-codes", 0, 0x3c00, 1},
-		{"max-codes", 0xff, 0x7bff, 1e30},
-		{"max-scale", 0x5a, 0x7bff, 3.4e38},
-		{"neg-max", 0xa5, 0xfbff, 1},
-		{"inf-scale", 0x33, 0x7c00, 1},
-		{"nan-scale", 0x33, 0x7e01, 1},
-		{"subnormal", 0x77, 0x0001, 1e-30},
-	}
 	for _, p := range nativePaths() {
 		tab := tableFor(p)
 		for _, d := range eightDots(tab) {
 			if d.dot8 == nil {
 				continue
 			}
-			for _, c := range cases {
+			for _, c := range extremeCases {
 				for _, nb := range []int{1, 3, 8} {
 					x := make([]quant.BlockQ8K, 8*nb)
 					for i := range x {
@@ -242,17 +227,7 @@ func FuzzQuantDotX8(f *testing.F) {
 			}
 			w := make([]byte, nb*d.size)
 			qs := rest[copy(w, rest):]
-			x := make([]quant.BlockQ8K, nb)
-			for i := range x {
-				x[i].D = xd
-				for k := range x[i].Qs {
-					if n := 256*i + k; n < len(qs) {
-						x[i].Qs[k] = int8(qs[n])
-					}
-				}
-				fixBsums(&x[i])
-			}
-			x8 := eightTokens(x)
+			x8 := eightTokens(q8KFromBytes(nb, xd, qs))
 			var out [8]float32
 			d.dot8(w, x8, nb, &out)
 			checkX8(t, string(p)+" "+d.name, d.q6, w, x8, nb, &out)

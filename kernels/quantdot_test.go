@@ -340,26 +340,51 @@ func TestQ8_0DotMultiToken(t *testing.T) {
 	})
 }
 
+// extremeCase is one block filling of the extreme-value tests: every
+// weight byte fill, every weight scale the f16 bits d, activation scale
+// xd.
+type extremeCase struct {
+	name string
+	fill byte
+	d    uint16
+	xd   float32
+}
+
+// extremeCases are all-zero blocks, maximum-magnitude, non-finite and
+// subnormal scales.
+var extremeCases = []extremeCase{
+	{"zero", 0, 0, 0},
+	{"zero-codes", 0, 0x3c00, 1},
+	{"max-codes", 0xff, 0x7bff, 1e30},
+	{"max-scale", 0x5a, 0x7bff, 3.4e38},
+	{"neg-max", 0xa5, 0xfbff, 1},
+	{"inf-scale", 0x33, 0x7c00, 1},
+	{"nan-scale", 0x33, 0x7e01, 1},
+	{"subnormal", 0x77, 0x0001, 1e-30},
+}
+
+// q8KFromBytes returns nb Q8_K blocks of scale xd whose codes are the
+// bytes of codes (zero past its end), with their sums: fuzz input made
+// into activations.
+func q8KFromBytes(nb int, xd float32, codes []byte) []quant.BlockQ8K {
+	x := make([]quant.BlockQ8K, nb)
+	for i := range x {
+		x[i].D = xd
+		for k := range x[i].Qs {
+			if n := quant.QK_K*i + k; n < len(codes) {
+				x[i].Qs[k] = int8(codes[n])
+			}
+		}
+		fixBsums(&x[i])
+	}
+	return x
+}
+
 // TestQuantDotExtremes feeds all-zero blocks, maximum-magnitude scales and
 // non-finite scales to every path, which must agree with the generic twin
 // (see nearTwin).
 func TestQuantDotExtremes(t *testing.T) {
-	cases := []struct {
-		name string
-		fill byte
-		d    uint16 // f16 bits of every weight scale
-		xd   float32
-	}{
-		{"zero", 0, 0, 0},
-		{"zero-codes", 0, 0x3c00, 1},
-		{"max-codes", 0xff, 0x7bff, 1e30},
-		{"max-scale", 0x5a, 0x7bff, 3.4e38},
-		{"neg-max", 0xa5, 0xfbff, 1},
-		{"inf-scale", 0x33, 0x7c00, 1},
-		{"nan-scale", 0x33, 0x7e01, 1},
-		{"subnormal", 0x77, 0x0001, 1e-30},
-	}
-	for _, c := range cases {
+	for _, c := range extremeCases {
 		t.Run(c.name, func(t *testing.T) {
 			for _, p := range nativePaths() {
 				tab := tableFor(p)
