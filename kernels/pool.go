@@ -19,6 +19,17 @@ var ErrClosed = errors.New("kernels: pool is closed")
 // column is multiplied by it.
 const tileBytes = 32 << 10
 
+// tokenBlockBytes bounds the activation bytes of the tokens that the
+// quantized multi-token path multiplies every row tile of a piece by
+// before it moves on to the next tokens: small enough that those
+// activations stay in the second-level cache while the tiles go by, and
+// the outputs they write (a few cache lines per token and tile) stay
+// there too until the next tile fills the rest of the lines. Without it
+// every tile streamed all of a long prompt's activations from the
+// last-level cache and wrote its outputs to lines that had left every
+// cache, which held two threads to 1.3 times one.
+const tokenBlockBytes = 256 << 10
+
 // convertMin is the number of activation values from which the conversion
 // to the partner format is split across the pool too.
 const convertMin = 1 << 15
@@ -95,8 +106,12 @@ type job struct {
 	// goroutine's weight tile. gemmMin is gemmMinTokens; tests change it.
 	blocked bool
 	gemmMin int
-	xf      []float32
-	gemm    []gemmPart
+
+	// tokenBlock is tokenBlockBytes; tests lower it to make several token
+	// blocks of a short prompt.
+	tokenBlock int
+	xf         []float32
+	gemm       []gemmPart
 
 	fn func(part int) // Run's function
 
@@ -122,6 +137,7 @@ func newPool(threads int, tab *table) *Pool {
 	p.job.res = make([][8]float32, threads)
 	p.job.gemm = make([]gemmPart, threads)
 	p.job.gemmMin = gemmMinTokens
+	p.job.tokenBlock = tokenBlockBytes
 	for i := 1; i < threads; i++ {
 		p.exited.Add(1)
 		go p.worker(i)
@@ -226,7 +242,7 @@ func (p *Pool) Close() {
 	p.start()
 	p.exited.Wait()
 	clear(p.job.gemm)
-	p.job = job{res: p.job.res, gemm: p.job.gemm, gemmMin: p.job.gemmMin}
+	p.job = job{res: p.job.res, gemm: p.job.gemm, gemmMin: p.job.gemmMin, tokenBlock: p.job.tokenBlock}
 }
 
 // MatMul computes out[i*w.Rows + r] = dot(row r of w, x[i*w.Cols:(i+1)*w.Cols])
@@ -412,11 +428,11 @@ func (j *job) rows(tab *table, part, r0, r1 int) {
 	case tensor.BF16:
 		tiled(j, r0, r1, j.xh, j.w.Cols, tab.dotBF16)
 	case tensor.Q8_0:
-		tiledQ(j, r0, r1, &j.res[part], j.q80, j.w.Cols/quant.QK8_0, tab.dotQ8_0, nil, tab.dotQ80x4, tab.dotQ80x8)
+		tiledQ(j, r0, r1, &j.res[part], j.q80, j.w.Cols/quant.QK8_0, quant.BlockQ8_0Bytes, tab.dotQ8_0, nil, tab.dotQ80x4, tab.dotQ80x8)
 	case tensor.Q4_K:
-		tiledQ(j, r0, r1, &j.res[part], j.q8k, j.w.Cols/quant.QK_K, tab.dotQ4K, tab.dotQ4KRows, tab.dotQ4Kx4, tab.dotQ4Kx8)
+		tiledQ(j, r0, r1, &j.res[part], j.q8k, j.w.Cols/quant.QK_K, quant.BlockQ8_KBytes, tab.dotQ4K, tab.dotQ4KRows, tab.dotQ4Kx4, tab.dotQ4Kx8)
 	case tensor.Q6_K:
-		tiledQ(j, r0, r1, &j.res[part], j.q8k, j.w.Cols/quant.QK_K, tab.dotQ6K, tab.dotQ6KRows, tab.dotQ6Kx4, tab.dotQ6Kx8)
+		tiledQ(j, r0, r1, &j.res[part], j.q8k, j.w.Cols/quant.QK_K, quant.BlockQ8_KBytes, tab.dotQ6K, tab.dotQ6KRows, tab.dotQ6Kx4, tab.dotQ6Kx8)
 	}
 }
 
@@ -425,8 +441,13 @@ func (j *job) rows(tab *table, part, r0, r1 int) {
 // results equal four one-token dots, see the table) and the rest with
 // dot. A one-token product on a path with a row-run dot (dotRows, equal
 // to dot row by row) takes all its rows in one call. res is the calling
-// goroutine's own result buffer.
-func tiledQ[X any](j *job, r0, r1 int, res *[8]float32, xs []X, nb int,
+// goroutine's own result buffer; blockBytes is the size of one X.
+//
+// The tokens are taken in blocks of a multiple of eight (j.tokenBlock
+// bytes of activations): every row tile of r0..r1 is multiplied by one block
+// before the next block starts. A token is multiplied by the same kernel
+// whatever the blocking, so the results do not depend on it.
+func tiledQ[X any](j *job, r0, r1 int, res *[8]float32, xs []X, nb, blockBytes int,
 	dot func([]byte, []X) float32, dotRows func([]byte, []X, []float32),
 	dot4 func([]byte, []X, int, *[4]float32), dot8 func([]byte, []X, int, *[8]float32)) {
 	rb, rows, data, out := j.rb, j.w.Rows, j.w.Data, j.out
@@ -436,32 +457,37 @@ func tiledQ[X any](j *job, r0, r1 int, res *[8]float32, xs []X, nb int,
 	}
 	o4 := (*[4]float32)(res[:4])
 	tile := max(1, tileBytes/rb)
-	for r := r0; r < r1; r += tile {
-		re := min(r+tile, r1)
-		t := 0
-		for ; dot8 != nil && t+8 <= j.n; t += 8 {
-			xa := xs[t*nb : (t+8)*nb]
-			o := out[t*rows : (t+8)*rows]
-			for rr := r; rr < re; rr++ {
-				dot8(data[rr*rb:(rr+1)*rb], xa, nb, res)
-				for k, v := range res {
-					o[k*rows+rr] = v
+	tb := max(8, j.tokenBlock/(nb*blockBytes)/8*8)
+	for t0 := 0; t0 < j.n; t0 += tb {
+		t1 := min(t0+tb, j.n)
+		for r := r0; r < r1; r += tile {
+			re := min(r+tile, r1)
+			t := t0
+			for ; dot8 != nil && t+8 <= t1; t += 8 {
+				xa := xs[t*nb : (t+8)*nb]
+				o := out[t*rows : (t+8)*rows]
+				for rr := r; rr < re; rr++ {
+					dot8(data[rr*rb:(rr+1)*rb], xa, nb, res)
+					v := *res
+					o[rr], o[rows+rr], o[2*rows+rr], o[3*rows+rr] = v[0], v[1], v[2], v[3]
+					o[4*rows+rr], o[5*rows+rr], o[6*rows+rr], o[7*rows+rr] = v[4], v[5], v[6], v[7]
 				}
 			}
-		}
-		for ; t+4 <= j.n; t += 4 {
-			xa := xs[t*nb : (t+4)*nb]
-			o := out[t*rows : (t+4)*rows]
-			for rr := r; rr < re; rr++ {
-				dot4(data[rr*rb:(rr+1)*rb], xa, nb, o4)
-				o[rr], o[rows+rr], o[2*rows+rr], o[3*rows+rr] = o4[0], o4[1], o4[2], o4[3]
+			for ; t+4 <= t1; t += 4 {
+				xa := xs[t*nb : (t+4)*nb]
+				o := out[t*rows : (t+4)*rows]
+				for rr := r; rr < re; rr++ {
+					dot4(data[rr*rb:(rr+1)*rb], xa, nb, o4)
+					v := *o4
+					o[rr], o[rows+rr], o[2*rows+rr], o[3*rows+rr] = v[0], v[1], v[2], v[3]
+				}
 			}
-		}
-		for ; t < j.n; t++ {
-			xa := xs[t*nb : (t+1)*nb]
-			o := out[t*rows : (t+1)*rows]
-			for rr := r; rr < re; rr++ {
-				o[rr] = dot(data[rr*rb:(rr+1)*rb], xa)
+			for ; t < t1; t++ {
+				xa := xs[t*nb : (t+1)*nb]
+				o := out[t*rows : (t+1)*rows]
+				for rr := r; rr < re; rr++ {
+					o[rr] = dot(data[rr*rb:(rr+1)*rb], xa)
+				}
 			}
 		}
 	}

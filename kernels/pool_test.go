@@ -159,31 +159,42 @@ func TestMatMulTokensEqualSingle(t *testing.T) {
 		p := newPool(3, tab)
 		p.serial = 0
 		defer p.Close()
-		for _, typ := range poolTypes {
-			rows, cols, n := 37, 512, 70 // 70*512 values: converted in parallel
-			w := testMatrix(t, r, typ, rows, cols)
-			x := randF32(r, n*cols, 1)
-			all := make([]float32, n*rows)
-			if err := p.MatMul(all, w, x, n); err != nil {
+		for _, tokenBlock := range []int{tokenBlockBytes, 1} {
+			// 1: blocks of eight tokens, so that a piece's tiles go by
+			// several token blocks.
+			p.job.tokenBlock = tokenBlock
+			tokensEqualSingle(t, r, p, tab)
+		}
+	})
+}
+
+// tokensEqualSingle runs TestMatMulTokensEqualSingle's checks on p.
+func tokensEqualSingle(t *testing.T, r *rand.Rand, p *Pool, tab *table) {
+	t.Helper()
+	for _, typ := range poolTypes {
+		rows, cols, n := 37, 512, 70 // 70*512 values: converted in parallel
+		w := testMatrix(t, r, typ, rows, cols)
+		x := randF32(r, n*cols, 1)
+		all := make([]float32, n*rows)
+		if err := p.MatMul(all, w, x, n); err != nil {
+			t.Fatal(err)
+		}
+		one := make([]float32, rows)
+		for i := range n {
+			if err := p.MatMul(one, w, x[i*cols:(i+1)*cols], 1); err != nil {
 				t.Fatal(err)
 			}
-			one := make([]float32, rows)
-			for i := range n {
-				if err := p.MatMul(one, w, x[i*cols:(i+1)*cols], 1); err != nil {
-					t.Fatal(err)
-				}
-				for k, v := range one {
-					if i < batchTokens(tab, typ, n) {
-						if !near(all[i*rows+k], v, matMulTol) {
-							t.Fatalf("%s token %d row %d: batched %v, single %v", typ, i, k, all[i*rows+k], v)
-						}
-					} else if !sameFloat(v, all[i*rows+k]) && !blockedNear(tab, w, x, n, i*rows+k, v, all[i*rows+k]) {
+			for k, v := range one {
+				if i < batchTokens(tab, typ, n) {
+					if !near(all[i*rows+k], v, matMulTol) {
 						t.Fatalf("%s token %d row %d: batched %v, single %v", typ, i, k, all[i*rows+k], v)
 					}
+				} else if !sameFloat(v, all[i*rows+k]) && !blockedNear(tab, w, x, n, i*rows+k, v, all[i*rows+k]) {
+					t.Fatalf("%s token %d row %d: batched %v, single %v", typ, i, k, all[i*rows+k], v)
 				}
 			}
 		}
-	})
+	}
 }
 
 func TestMatMulErrors(t *testing.T) {
