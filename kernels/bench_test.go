@@ -130,6 +130,7 @@ func BenchmarkQuantDot(b *testing.B) {
 	w8 := randBlocks(r, nb*8, q8_0Bytes, []int{0}, 0.01)
 	xk, x0 := randQ8K(r, nb), randQ8_0(r, nb*8)
 	x4, x8 := randQ8_0(r, 4*nb*8), randQ8_0(r, 8*nb*8)
+	dx8 := scalesQ8_0x8(x8, nb*8)
 	var o4 [4]float32
 	var o8 [8]float32
 	for _, p := range Available() {
@@ -143,7 +144,7 @@ func BenchmarkQuantDot(b *testing.B) {
 			{"Q6_K", len(w6), func() float32 { return tab.dotQ6K(w6, xk) }},
 			{"Q8_0", len(w8), func() float32 { return tab.dotQ8_0(w8, x0) }},
 			{"Q8_0x4", 4 * len(w8), func() float32 { tab.dotQ80x4(w8, x4, nb*8, &o4); return o4[0] }},
-			{"Q8_0x8", 8 * len(w8), func() float32 { tab.dotQ80x8(w8, x8, nb*8, &o8); return o8[0] }},
+			{"Q8_0x8", 8 * len(w8), func() float32 { tab.dotQ80x8(w8, x8, dx8, nb*8, &o8); return o8[0] }},
 		}
 		for _, c := range cases {
 			b.Run(c.name+"/"+string(p), func(b *testing.B) {

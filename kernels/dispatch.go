@@ -47,17 +47,20 @@ type table struct {
 	// one after the other; out[t] is exactly a one-token dot with token
 	// t: for Q4_K and Q6_K the generic twin's, for Q8_0 the path's own
 	// (the avx512 one-token K-quant dots sum in vector lanes and round
-	// differently).
+	// differently). Every eight-token dot also takes dx, the tokens'
+	// block scales as float32 (q80Scales8's layout) for the formats that
+	// have them in their activation blocks (Q8_0), nil for the others;
+	// a kernel that reads the scales from x ignores it.
 	dotQ4Kx4 func(w []byte, x []quant.BlockQ8K, nb int, out *[4]float32)
 	dotQ6Kx4 func(w []byte, x []quant.BlockQ8K, nb int, out *[4]float32)
 	dotQ80x4 func(w []byte, x []quant.BlockQ8_0, nb int, out *[4]float32)
-	dotQ80x8 func(w []byte, x []quant.BlockQ8_0, nb int, out *[8]float32)
+	dotQ80x8 func(w []byte, x []quant.BlockQ8_0, dx []float32, nb int, out *[8]float32)
 
-	// Eight-token dots, nil on a path without them: x holds eight tokens'
-	// nb blocks; out[t] is the one-token dot with token t up to float32
-	// rounding (they sum in vector lanes, in their own order).
-	dotQ4Kx8 func(w []byte, x []quant.BlockQ8K, nb int, out *[8]float32)
-	dotQ6Kx8 func(w []byte, x []quant.BlockQ8K, nb int, out *[8]float32)
+	// Eight-token K-quant dots, nil on a path without them: x holds eight
+	// tokens' nb blocks; out[t] is the one-token dot with token t up to
+	// float32 rounding (they sum in vector lanes, in their own order).
+	dotQ4Kx8 func(w []byte, x []quant.BlockQ8K, dx []float32, nb int, out *[8]float32)
+	dotQ6Kx8 func(w []byte, x []quant.BlockQ8K, dx []float32, nb int, out *[8]float32)
 
 	// The blocked matrix product of F32, F16 and BF16 weights (gemm.go);
 	// gemm is nil on a path that keeps the one-row dots for every token

@@ -40,7 +40,12 @@
 // a time, then four, with kernels that unpack each weight block once for
 // all of them (the Q8_0 four- and eight-token dots equal the path's
 // one-token dot bit for bit, the K-quant four-token dots the generic
-// twin's).
+// twin's). Tokens are taken in blocks whose activations fit the
+// second-level cache, each block multiplied by every row tile of a piece
+// before the next. For Q8_0 the conversion also lays out the block
+// scales of each group of eight tokens as float32, block-major, so that
+// the avx512 eight-token dot multiplies two blocks of all eight tokens'
+// scales at once instead of gathering them from the blocks.
 //
 // F32, F16 and BF16 weights with gemmMinTokens (3) or more tokens take a
 // blocked matrix product instead (gemm.go): each goroutine converts a

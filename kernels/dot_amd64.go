@@ -147,7 +147,7 @@ func dotQ8_0x4AVX2Go(w []byte, x []quant.BlockQ8_0, nb int, out *[4]float32) {
 
 // dotQ8_0x8AVX2Go works like dotQ8_0x8Generic, as two four-token AVX2
 // dots.
-func dotQ8_0x8AVX2Go(w []byte, x []quant.BlockQ8_0, nb int, out *[8]float32) {
+func dotQ8_0x8AVX2Go(w []byte, x []quant.BlockQ8_0, _ []float32, nb int, out *[8]float32) {
 	x = x[:8*nb]
 	dotQ8_0x4AVX2Go(w, x[:4*nb], nb, (*[4]float32)(out[:4]))
 	dotQ8_0x4AVX2Go(w, x[4*nb:], nb, (*[4]float32)(out[4:]))
@@ -190,7 +190,7 @@ func dotQ6Kx4AVX512(w *byte, x *quant.BlockQ8K, nb int, out *[4]float32)
 // dotQ4Kx8AVX512Go sets out[t] to the dot of w with token t's nb blocks
 // x[t*nb:(t+1)*nb], for eight tokens, in AVX-512 assembly. It rounds in
 // another order than dotQ4KGeneric (see quant_avx512_amd64.s).
-func dotQ4Kx8AVX512Go(w []byte, x []quant.BlockQ8K, nb int, out *[8]float32) {
+func dotQ4Kx8AVX512Go(w []byte, x []quant.BlockQ8K, _ []float32, nb int, out *[8]float32) {
 	x = x[:8*nb]
 	w = w[:q4KBytes*nb]
 	if nb == 0 {
@@ -209,7 +209,7 @@ func dotQ4Kx8AVX512(w *byte, x *quant.BlockQ8K, nb int, out *[8]float32)
 // dotQ6Kx8AVX512Go sets out[t] to the dot of w with token t's nb blocks
 // x[t*nb:(t+1)*nb], for eight tokens, in AVX-512 assembly. It rounds in
 // another order than dotQ6KGeneric (see quant_avx512_amd64.s).
-func dotQ6Kx8AVX512Go(w []byte, x []quant.BlockQ8K, nb int, out *[8]float32) {
+func dotQ6Kx8AVX512Go(w []byte, x []quant.BlockQ8K, _ []float32, nb int, out *[8]float32) {
 	x = x[:8*nb]
 	w = w[:q6KBytes*nb]
 	if nb == 0 {

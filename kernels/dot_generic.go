@@ -214,9 +214,19 @@ func dotQ8_0x4Generic(w []byte, x []quant.BlockQ8_0, nb int, out *[4]float32) {
 	}
 }
 
+// q80Scales sets dst[b*8+k] to the scale of block b of x, one token's
+// len(x) Q8_0 blocks, as float32, for the token k (0..7) of a group of
+// eight: dst is the group's dx of the eight-token Q8_0 dots.
+func q80Scales(dst []float32, x []quant.BlockQ8_0, k int) {
+	dst = dst[:8*len(x)]
+	for b, blk := range x {
+		dst[b*8+k] = quant.F16ToF32(blk.D)
+	}
+}
+
 // dotQ8_0x8Generic sets out[t] to dotQ8_0Generic of w with token t's nb
 // blocks x[t*nb:(t+1)*nb], for eight tokens.
-func dotQ8_0x8Generic(w []byte, x []quant.BlockQ8_0, nb int, out *[8]float32) {
+func dotQ8_0x8Generic(w []byte, x []quant.BlockQ8_0, _ []float32, nb int, out *[8]float32) {
 	x = x[:8*nb]
 	for t := range out {
 		out[t] = dotQ8_0Generic(w, x[t*nb:(t+1)*nb])

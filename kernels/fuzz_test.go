@@ -60,7 +60,7 @@ func FuzzQuantDot(f *testing.F) {
 					t.Fatalf("%s: got %v, generic %v", p, got, want)
 				}
 				tab.dotQ80x4(w[:nb*q8_0Bytes], x[:4*nb], nb, &o4)
-				tab.dotQ80x8(w[:nb*q8_0Bytes], x, nb, &o8)
+				tab.dotQ80x8(w[:nb*q8_0Bytes], x, scalesQ8_0x8(x, nb), nb, &o8)
 				for tok := range 8 {
 					one := tab.dotQ8_0(w[:nb*q8_0Bytes], x[tok*nb:(tok+1)*nb])
 					if !sameFloat(o8[tok], one) || tok < 4 && !sameFloat(o4[tok], one) {

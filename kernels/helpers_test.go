@@ -78,6 +78,16 @@ func randQ8_0(r *rand.Rand, nb int) []quant.BlockQ8_0 {
 	return x
 }
 
+// scalesQ8_0x8 returns the block scales of eight tokens' nb Q8_0 blocks
+// (x[t*nb+b]) in the layout the eight-token dots take as dx.
+func scalesQ8_0x8(x []quant.BlockQ8_0, nb int) []float32 {
+	dx := make([]float32, 8*nb)
+	for k := range 8 {
+		q80Scales(dx, x[k*nb:(k+1)*nb], k)
+	}
+	return dx
+}
+
 // fixBsums recomputes the block sums of b from its codes.
 func fixBsums(b *quant.BlockQ8K) {
 	for j := range b.Bsums {

@@ -101,6 +101,11 @@ type job struct {
 	q80 []quant.BlockQ8_0
 	q8k []quant.BlockQ8K
 
+	// q80dx holds the Q8_0 block scales of every whole group of eight
+	// tokens as float32, in the layout the eight-token dots take
+	// (q80Scales): group g's are q80dx[g*8*nb : (g+1)*8*nb].
+	q80dx []float32
+
 	// The blocked product of F32, F16 and BF16 weights (gemm.go), used
 	// when blocked is set: the activations as float32 rows and each
 	// goroutine's weight tile. gemmMin is gemmMinTokens; tests change it.
@@ -373,6 +378,7 @@ func (j *job) grow(tab *table) {
 		j.xh = growSlice(j.xh, nv)
 	case tensor.Q8_0:
 		j.q80 = growSlice(j.q80, nv/quant.QK8_0)
+		j.q80dx = growSlice(j.q80dx, j.n/8*8*(j.w.Cols/quant.QK8_0))
 	case tensor.Q4_K, tensor.Q6_K:
 		j.q8k = growSlice(j.q8k, nv/quant.QK_K)
 	}
@@ -405,6 +411,10 @@ func (j *job) convert(tab *table, t0, t1 int) {
 	case tensor.Q8_0:
 		nb := c / quant.QK8_0
 		quant.QuantizeRowQ8_0(x, j.q80[t0*nb:t1*nb])
+		for t := t0; t < min(t1, j.n/8*8); t++ {
+			g := t / 8
+			q80Scales(j.q80dx[g*8*nb:(g+1)*8*nb], j.q80[t*nb:(t+1)*nb], t%8)
+		}
 	case tensor.Q4_K, tensor.Q6_K:
 		nb := c / quant.QK_K
 		tab.quantQ8K(x, j.q8k[t0*nb:t1*nb])
@@ -428,11 +438,11 @@ func (j *job) rows(tab *table, part, r0, r1 int) {
 	case tensor.BF16:
 		tiled(j, r0, r1, j.xh, j.w.Cols, tab.dotBF16)
 	case tensor.Q8_0:
-		tiledQ(j, r0, r1, &j.res[part], j.q80, j.w.Cols/quant.QK8_0, quant.BlockQ8_0Bytes, tab.dotQ8_0, nil, tab.dotQ80x4, tab.dotQ80x8)
+		tiledQ(j, r0, r1, &j.res[part], j.q80, j.q80dx, j.w.Cols/quant.QK8_0, quant.BlockQ8_0Bytes, tab.dotQ8_0, nil, tab.dotQ80x4, tab.dotQ80x8)
 	case tensor.Q4_K:
-		tiledQ(j, r0, r1, &j.res[part], j.q8k, j.w.Cols/quant.QK_K, quant.BlockQ8_KBytes, tab.dotQ4K, tab.dotQ4KRows, tab.dotQ4Kx4, tab.dotQ4Kx8)
+		tiledQ(j, r0, r1, &j.res[part], j.q8k, nil, j.w.Cols/quant.QK_K, quant.BlockQ8_KBytes, tab.dotQ4K, tab.dotQ4KRows, tab.dotQ4Kx4, tab.dotQ4Kx8)
 	case tensor.Q6_K:
-		tiledQ(j, r0, r1, &j.res[part], j.q8k, j.w.Cols/quant.QK_K, quant.BlockQ8_KBytes, tab.dotQ6K, tab.dotQ6KRows, tab.dotQ6Kx4, tab.dotQ6Kx8)
+		tiledQ(j, r0, r1, &j.res[part], j.q8k, nil, j.w.Cols/quant.QK_K, quant.BlockQ8_KBytes, tab.dotQ6K, tab.dotQ6KRows, tab.dotQ6Kx4, tab.dotQ6Kx8)
 	}
 }
 
@@ -441,15 +451,16 @@ func (j *job) rows(tab *table, part, r0, r1 int) {
 // results equal four one-token dots, see the table) and the rest with
 // dot. A one-token product on a path with a row-run dot (dotRows, equal
 // to dot row by row) takes all its rows in one call. res is the calling
-// goroutine's own result buffer; blockBytes is the size of one X.
+// goroutine's own result buffer; blockBytes is the size of one X; dx is
+// the eight-token groups' block scales for dot8 (job.q80dx), or nil.
 //
 // The tokens are taken in blocks of a multiple of eight (j.tokenBlock
 // bytes of activations): every row tile of r0..r1 is multiplied by one block
 // before the next block starts. A token is multiplied by the same kernel
 // whatever the blocking, so the results do not depend on it.
-func tiledQ[X any](j *job, r0, r1 int, res *[8]float32, xs []X, nb, blockBytes int,
+func tiledQ[X any](j *job, r0, r1 int, res *[8]float32, xs []X, dx []float32, nb, blockBytes int,
 	dot func([]byte, []X) float32, dotRows func([]byte, []X, []float32),
-	dot4 func([]byte, []X, int, *[4]float32), dot8 func([]byte, []X, int, *[8]float32)) {
+	dot4 func([]byte, []X, int, *[4]float32), dot8 func([]byte, []X, []float32, int, *[8]float32)) {
 	rb, rows, data, out := j.rb, j.w.Rows, j.w.Data, j.out
 	if j.n == 1 && dotRows != nil {
 		dotRows(data[r0*rb:r1*rb], xs[:nb], out[r0:r1])
@@ -465,9 +476,13 @@ func tiledQ[X any](j *job, r0, r1 int, res *[8]float32, xs []X, nb, blockBytes i
 			t := t0
 			for ; dot8 != nil && t+8 <= t1; t += 8 {
 				xa := xs[t*nb : (t+8)*nb]
+				var dxa []float32
+				if dx != nil {
+					dxa = dx[t*nb : (t+8)*nb] // t is a multiple of eight
+				}
 				o := out[t*rows : (t+8)*rows]
 				for rr := r; rr < re; rr++ {
-					dot8(data[rr*rb:(rr+1)*rb], xa, nb, res)
+					dot8(data[rr*rb:(rr+1)*rb], xa, dxa, nb, res)
 					v := *res
 					o[rr], o[rows+rr], o[2*rows+rr], o[3*rows+rr] = v[0], v[1], v[2], v[3]
 					o[4*rows+rr], o[5*rows+rr], o[6*rows+rr], o[7*rows+rr] = v[4], v[5], v[6], v[7]

@@ -31,15 +31,17 @@ func dotQ8_0x4AVX512Go(w []byte, x []quant.BlockQ8_0, nb int, out *[4]float32) {
 
 // dotQ8_0x8AVX512Go sets out[t] to dotQ8_0AVX512Go of w with token t's nb
 // blocks x[t*nb:(t+1)*nb], for eight tokens, reading each weight block
-// once.
-func dotQ8_0x8AVX512Go(w []byte, x []quant.BlockQ8_0, nb int, out *[8]float32) {
+// once. dx holds the tokens' block scales as float32, block-major
+// (q80Scales8's layout).
+func dotQ8_0x8AVX512Go(w []byte, x []quant.BlockQ8_0, dx []float32, nb int, out *[8]float32) {
 	x = x[:8*nb]
 	w = w[:q8_0Bytes*nb]
+	dx = dx[:8*nb]
 	if nb == 0 {
 		*out = [8]float32{}
 		return
 	}
-	dotQ8_0x8AVX512(&w[0], &x[0], nb, out)
+	dotQ8_0x8AVX512(&w[0], &x[0], &dx[0], nb, out)
 }
 
 // dotQ8_0AVX512 computes the Q8_0 dot of nb blocks at w and x.
@@ -54,7 +56,8 @@ func dotQ8_0AVX512(w *byte, x *quant.BlockQ8_0, nb int) float32
 func dotQ8_0x4AVX512(w *byte, x *quant.BlockQ8_0, nb int, out *[4]float32)
 
 // dotQ8_0x8AVX512 computes the Q8_0 dots of nb blocks at w with each of
-// the eight tokens' nb blocks that follow one another at x.
+// the eight tokens' nb blocks that follow one another at x, whose scales
+// are the 8*nb float32 at dx.
 //
 //go:noescape
-func dotQ8_0x8AVX512(w *byte, x *quant.BlockQ8_0, nb int, out *[8]float32)
+func dotQ8_0x8AVX512(w *byte, x *quant.BlockQ8_0, dx *float32, nb int, out *[8]float32)

@@ -200,8 +200,7 @@ q80sum:
 // Q80_PREP starts block off of a multi-token dot: prefetches the weights,
 // loads the block's codes into Y16 and −128·Σw per lane into Y17, and
 // leaves dw·dx of each token (its f16 scales inserted into X21 by dxins)
-// in the lanes of Y21. vec21 and vec22 are X21 and X22 for four tokens, Y21 and Y22
-// for eight.
+// in the lanes of X21.
 #define Q80_PREP(off, dxins, vec21, vec22) \
 	PREFETCHT0  2304+off(SI) \
 	VMOVDQU32   off+2(SI), Y16 \
@@ -215,21 +214,14 @@ q80sum:
 	VCVTPH2PS   X22, vec22 \
 	VMULPS      vec22, vec21, vec21
 
-// Q80_DX4 and Q80_DX8 insert the f16 scales of block off of four (eight)
-// tokens into the words of X21, the first by a broadcast that ends the
-// dependency on the previous block's X21.
+// Q80_DX4 inserts the f16 scales of block off of four tokens into the
+// words of X21, the first by a broadcast that ends the dependency on the
+// previous block's X21.
 #define Q80_DX4(off) \
 	VPBROADCASTW off(DI), X21 \
 	VPINSRW $1, off(DI)(BX*1), X21, X21 \
 	VPINSRW $2, off(DI)(BX*2), X21, X21 \
 	VPINSRW $3, off(DI)(R8*1), X21, X21
-
-#define Q80_DX8(off) \
-	Q80_DX4(off) \
-	VPINSRW $4, off(DX), X21, X21 \
-	VPINSRW $5, off(DX)(BX*1), X21, X21 \
-	VPINSRW $6, off(DX)(BX*2), X21, X21 \
-	VPINSRW $7, off(DX)(R8*1), X21, X21
 
 // Q80_TOK does one token's share of a block: activation codes at xmem,
 // its scale in the lane of Y21 that idx names, into accumulator acc.
@@ -240,18 +232,6 @@ q80sum:
 	VCVTDQ2PS   Y24, Y24 \
 	VPERMPS     Y21, idx, Y20 \
 	VFMADD231PS Y20, Y24, acc
-
-// Q80_X8 does block off of the eight-token dot into accumulators a0..a7.
-#define Q80_X8(off, a0, a1, a2, a3, a4, a5, a6, a7) \
-	Q80_PREP(off, Q80_DX8(off), Y21, Y22) \
-	Q80_TOK(off+2(DI), Y25, a0) \
-	Q80_TOK(off+2(DI)(BX*1), Y26, a1) \
-	Q80_TOK(off+2(DI)(BX*2), Y27, a2) \
-	Q80_TOK(off+2(DI)(R8*1), Y28, a3) \
-	Q80_TOK(off+2(DX), Y29, a4) \
-	Q80_TOK(off+2(DX)(BX*1), Y30, a5) \
-	Q80_TOK(off+2(DX)(BX*2), Y31, a6) \
-	Q80_TOK(off+2(DX)(R8*1), Y19, a7)
 
 // Q80_X4 does block off of the four-token dot into accumulators a0..a3.
 #define Q80_X4(off, a0, a1, a2, a3) \
@@ -307,51 +287,145 @@ q80sum:
 	VUNPCKHPD b, a, t \
 	VADDPS    t, dst, dst
 
-// func dotQ8_0x8AVX512(w *byte, x *quant.BlockQ8_0, nb int, out *[8]float32)
-TEXT ·dotQ8_0x8AVX512(SB), NOSPLIT, $0-32
-	Q80_SETUP
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	VXORPS Y8, Y8, Y8
-	VXORPS Y9, Y9, Y9
-	VXORPS Y10, Y10, Y10
-	VXORPS Y11, Y11, Y11
-	VXORPS Y12, Y12, Y12
-	VXORPS Y13, Y13, Y13
-	VXORPS Y14, Y14, Y14
-	VXORPS Y15, Y15, Y15
+// The eight-token dot takes two blocks, k and k+1, at a time in 512-bit
+// vectors: block k in the low 256 bits and block k+1 in the high 256 of
+// the weight codes (Z16), of each token's codes (Z23) and of the scales,
+// so each accumulator Z0..Z7 holds the even blocks' lanes (A) in its low
+// half and the odd blocks' (B) in its high half, lane for lane the sums
+// the one-token dot keeps in Y0 and Y1. The tokens' block scales come
+// converted to float32 from the caller, block-major (dx[b*8+t]), so that
+// no scale is gathered from eight tokens' blocks here: the sixteen
+// products dw·dx of a pair are one multiply of sixteen loaded dx by the
+// two blocks' dw, and token t's pair of scales is taken from lanes t and
+// 8+t by a VPERMPS with the lane numbers held in Z8+t.
+
+// Q80Z_TOK does token t's share of a pair of blocks: codes at xa (block
+// k) and xb (block k+1), scales in lanes t and 8+t of Z21 (idx names
+// them), into accumulator acc.
+#define Q80Z_TOK(xa, xb, idx, acc) \
+	VMOVDQU64    xa, Y23 \
+	VINSERTI64X4 $1, xb, Z23, Z23 \
+	VPXORD       Z18, Z23, Z23 \
+	VMOVDQA64    Z17, Z24 \
+	VPDPBUSD     Z16, Z23, Z24 \
+	VCVTDQ2PS    Z24, Z24 \
+	VPERMPS      Z21, idx, Z20 \
+	VFMADD231PS  Z20, Z24, acc
+
+// Q80Z_PAIR does blocks off/34 and off/34+1 of the eight-token dot, with
+// the tokens' scales of the two blocks at (R9).
+#define Q80Z_PAIR(off) \
+	PREFETCHT0   2304+off(SI) \
+	PREFETCHT0   2368+off(SI) \
+	VMOVDQU64    off+2(SI), Y16 \
+	VINSERTI64X4 $1, off+36(SI), Z16, Z16 \
+	VPXORD       Z20, Z20, Z20 \
+	VPDPBUSD     Z16, Z18, Z20 \
+	VPXORD       Z17, Z17, Z17 \
+	VPSUBD       Z20, Z17, Z17 \
+	VPBROADCASTW off(SI), X22 \
+	VPBROADCASTW off+34(SI), X20 \
+	VINSERTI32X4 $1, X20, Y22, Y22 \
+	VCVTPH2PS    Y22, Z22 \
+	VMOVUPS      (R9), Z21 \
+	VMULPS       Z22, Z21, Z21 \
+	Q80Z_TOK(off+2(DI), off+36(DI), Z8, Z0) \
+	Q80Z_TOK(off+2(DI)(BX*1), off+36(DI)(BX*1), Z9, Z1) \
+	Q80Z_TOK(off+2(DI)(BX*2), off+36(DI)(BX*2), Z10, Z2) \
+	Q80Z_TOK(off+2(DI)(R8*1), off+36(DI)(R8*1), Z11, Z3) \
+	Q80Z_TOK(off+2(DX), off+36(DX), Z12, Z4) \
+	Q80Z_TOK(off+2(DX)(BX*1), off+36(DX)(BX*1), Z13, Z5) \
+	Q80Z_TOK(off+2(DX)(BX*2), off+36(DX)(BX*2), Z14, Z6) \
+	Q80Z_TOK(off+2(DX)(R8*1), off+36(DX)(R8*1), Z15, Z7)
+
+// Q80Z_TAIL does the last block (nb odd) alone, in the low halves: the
+// codes' and scales' high halves are zero, so B gains exact zeros.
+#define Q80Z_TAIL \
+	VMOVDQU64    2(SI), Y16 \
+	VPXORD       Z20, Z20, Z20 \
+	VPDPBUSD     Z16, Z18, Z20 \
+	VPXORD       Z17, Z17, Z17 \
+	VPSUBD       Z20, Z17, Z17 \
+	VPBROADCASTW (SI), X22 \
+	VCVTPH2PS    X22, Y22 \
+	VMOVUPS      (R9), Y21 \
+	VMULPS       Y22, Y21, Y21 \
+	Q80Z_TOK(2(DI), 2(DI), Z8, Z0) \
+	Q80Z_TOK(2(DI)(BX*1), 2(DI)(BX*1), Z9, Z1) \
+	Q80Z_TOK(2(DI)(BX*2), 2(DI)(BX*2), Z10, Z2) \
+	Q80Z_TOK(2(DI)(R8*1), 2(DI)(R8*1), Z11, Z3) \
+	Q80Z_TOK(2(DX), 2(DX), Z12, Z4) \
+	Q80Z_TOK(2(DX)(BX*1), 2(DX)(BX*1), Z13, Z5) \
+	Q80Z_TOK(2(DX)(BX*2), 2(DX)(BX*2), Z14, Z6) \
+	Q80Z_TOK(2(DX)(R8*1), 2(DX)(R8*1), Z15, Z7)
+
+// Q80Z_IDX sets z to lane number t in its low eight lanes and 8+t in its
+// high eight.
+#define Q80Z_IDX(t, z) \
+	MOVL         $t, AX \
+	VPBROADCASTD AX, Y20 \
+	MOVL         $(8+t), AX \
+	VPBROADCASTD AX, Y24 \
+	VINSERTI64X4 $1, Y24, Z20, z
+
+// Q80Z_HALVES leaves A+B of accumulator z (zmm) in its low half y.
+#define Q80Z_HALVES(z, y) \
+	VEXTRACTF64X4 $1, z, Y20 \
+	VADDPS        Y20, y, y
+
+// func dotQ8_0x8AVX512(w *byte, x *quant.BlockQ8_0, dx *float32, nb int, out *[8]float32)
+TEXT ·dotQ8_0x8AVX512(SB), NOSPLIT, $0-40
+	MOVQ   w+0(FP), SI
+	MOVQ   x+8(FP), DI
+	MOVQ   dx+16(FP), R9
+	MOVQ   nb+24(FP), CX
+	IMUL3Q $34, CX, BX
+	LEAQ   (BX)(BX*2), R8
+	LEAQ   (DI)(BX*4), DX
+	MOVL   $0x80808080, AX
+	VPBROADCASTD AX, Z18
+	Q80Z_IDX(0, Z8)
+	Q80Z_IDX(1, Z9)
+	Q80Z_IDX(2, Z10)
+	Q80Z_IDX(3, Z11)
+	Q80Z_IDX(4, Z12)
+	Q80Z_IDX(5, Z13)
+	Q80Z_IDX(6, Z14)
+	Q80Z_IDX(7, Z15)
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
 
 q80x8loop:
 	CMPQ CX, $2
 	JLT  q80x8tail
-	Q80_X8(0, Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7)
-	Q80_X8(34, Y8, Y9, Y10, Y11, Y12, Y13, Y14, Y15)
+	Q80Z_PAIR(0)
 	ADDQ $68, SI
 	ADDQ $68, DI
 	ADDQ $68, DX
+	ADDQ $64, R9
 	SUBQ $2, CX
 	JMP  q80x8loop
 
 q80x8tail:
 	TESTQ CX, CX
 	JEQ   q80x8sum
-	Q80_X8(0, Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7)
+	Q80Z_TAIL
 
 q80x8sum:
-	VADDPS Y8, Y0, Y0
-	VADDPS Y9, Y1, Y1
-	VADDPS Y10, Y2, Y2
-	VADDPS Y11, Y3, Y3
-	VADDPS Y12, Y4, Y4
-	VADDPS Y13, Y5, Y5
-	VADDPS Y14, Y6, Y6
-	VADDPS Y15, Y7, Y7
+	Q80Z_HALVES(Z0, Y0)
+	Q80Z_HALVES(Z1, Y1)
+	Q80Z_HALVES(Z2, Y2)
+	Q80Z_HALVES(Z3, Y3)
+	Q80Z_HALVES(Z4, Y4)
+	Q80Z_HALVES(Z5, Y5)
+	Q80Z_HALVES(Z6, Y6)
+	Q80Z_HALVES(Z7, Y7)
 	Q80_PAIRPS(Y0, Y1, Y8, Y9)
 	Q80_PAIRPS(Y2, Y3, Y10, Y11)
 	Q80_PAIRPS(Y4, Y5, Y12, Y13)
@@ -361,7 +435,7 @@ q80x8sum:
 	VPERM2F128 $0x20, Y2, Y0, Y4
 	VPERM2F128 $0x31, Y2, Y0, Y5
 	VADDPS Y5, Y4, Y4
-	MOVQ out+24(FP), AX
+	MOVQ out+32(FP), AX
 	VMOVUPS Y4, (AX)
 	VZEROUPPER
 	RET

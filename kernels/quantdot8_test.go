@@ -16,7 +16,7 @@ type eightDot struct {
 	q6   bool
 	size int
 	offs []int
-	dot8 func([]byte, []quant.BlockQ8K, int, *[8]float32)
+	dot8 func([]byte, []quant.BlockQ8K, []float32, int, *[8]float32)
 }
 
 // eightDots returns the eight-token dots of tab.
@@ -115,12 +115,12 @@ func TestKDotX8(t *testing.T) {
 				for i := range out {
 					out[i] = float32(math.NaN()) // must be overwritten
 				}
-				d.dot8(wb[1:], x, nb, &out)
+				d.dot8(wb[1:], x, nil, nb, &out)
 				checkX8(t, d.name, d.q6, w, x, nb, &out)
 			}
 			var out [8]float32
 			out[3] = 1
-			d.dot8(nil, nil, 0, &out)
+			d.dot8(nil, nil, nil, 0, &out)
 			if out != [8]float32{} {
 				t.Fatalf("%s 0 blocks: got %v, want zeros", d.name, out)
 			}
@@ -155,7 +155,7 @@ func TestKDotX8IntegerExact(t *testing.T) {
 					}
 				}
 				var out [8]float32
-				d.dot8(w, x, nb, &out)
+				d.dot8(w, x, nil, nb, &out)
 				for tok := range 8 {
 					var want int64
 					for b := range nb {
@@ -197,7 +197,7 @@ func TestKDotX8Extremes(t *testing.T) {
 					}
 					w := filled(nb, d.size, c.fill, c.d, d.offs...)
 					var out [8]float32
-					d.dot8(w, x, nb, &out)
+					d.dot8(w, x, nil, nb, &out)
 					checkX8(t, string(p)+" "+d.name+" "+c.name, d.q6, w, x, nb, &out)
 				}
 			}
@@ -229,7 +229,7 @@ func FuzzQuantDotX8(f *testing.F) {
 			qs := rest[copy(w, rest):]
 			x8 := eightTokens(q8KFromBytes(nb, xd, qs))
 			var out [8]float32
-			d.dot8(w, x8, nb, &out)
+			d.dot8(w, x8, nil, nb, &out)
 			checkX8(t, string(p)+" "+d.name, d.q6, w, x8, nb, &out)
 		}
 	})

@@ -268,7 +268,7 @@ func TestQ8_0DotIntegerExact(t *testing.T) {
 				}
 			}
 			var o8 [8]float32
-			tab.dotQ80x8(w[:nb*q8_0Bytes], x, nb, &o8)
+			tab.dotQ80x8(w[:nb*q8_0Bytes], x, scalesQ8_0x8(x, nb), nb, &o8)
 			for tok := range 8 {
 				xt := x[tok*nb : (tok+1)*nb]
 				if got := tab.dotQ8_0(w[:nb*q8_0Bytes], xt); got != float32(want[tok]) {
@@ -320,7 +320,7 @@ func TestQ8_0DotMultiToken(t *testing.T) {
 				var o4 [4]float32
 				var o8 [8]float32
 				tab.dotQ80x4(ws, x[:4*nb], nb, &o4)
-				tab.dotQ80x8(ws, x, nb, &o8)
+				tab.dotQ80x8(ws, x, scalesQ8_0x8(x, nb), nb, &o8)
 				for tok := range 8 {
 					xt := x[tok*nb : (tok+1)*nb]
 					one := tab.dotQ8_0(ws, xt)
