@@ -78,6 +78,21 @@ func BenchmarkMatMul(b *testing.B) {
 	}
 }
 
+// BenchmarkMatMulPrompt measures 512-token matrix products, a pp512
+// prompt's, on one and two threads: the shape where the goroutines'
+// shared state (their result buffers, the output rows) decides how well
+// two threads scale.
+func BenchmarkMatMulPrompt(b *testing.B) {
+	for _, t := range []tensor.Type{tensor.Q4_K, tensor.Q6_K, tensor.Q8_0, tensor.F16} {
+		for _, s := range [][2]int{{2048, 2048}, {2048, 5632}, {5632, 2048}} {
+			for _, threads := range []int{1, 2} {
+				name := fmt.Sprintf("%s/%dx%d/t%d", t, s[0], s[1], threads)
+				b.Run(name, func(b *testing.B) { benchMatMul(b, t, s[0], s[1], 512, threads) })
+			}
+		}
+	}
+}
+
 // benchMatMul runs one MatMul shape.
 func benchMatMul(b *testing.B, t tensor.Type, cols, rows, n, threads int) {
 	w := benchMatrix(b, t, cols, rows)
