@@ -24,8 +24,10 @@
 // the weight type's partner format (F16 weights: F16; BF16: BF16; Q8_0:
 // Q8_0 blocks; Q4_K and Q6_K: Q8_K blocks), then the weight rows are split
 // across a fixed set of worker goroutines, which claim them in pieces
-// (about eight per goroutine) so that one slowed by another process takes
-// fewer. On the avx512 path a one-token Q4_K or Q6_K product takes each
+// so that one slowed by another process takes fewer: about eight per
+// goroutine for several tokens, and for one token pieces that shrink as
+// the rows run out (each a share of the rows left), so the goroutines
+// finish together. On the avx512 path a one-token Q4_K or Q6_K product takes each
 // claimed piece in one call of a row-run dot. Quantized dot products
 // multiply 8-bit codes with integer arithmetic and apply one float scale
 // per block; the integer sums are exact on every path. The Q4_K and

@@ -357,6 +357,15 @@ func (p *Pool) run(part int) {
 			j.rows(p.tab, part, j.w.Rows*part/p.threads, j.w.Rows*(part+1)/p.threads)
 			return
 		}
+		if j.n == 1 {
+			for {
+				r0, r1 := j.claimGuided(p.threads)
+				if r0 >= r1 {
+					return
+				}
+				j.rows(p.tab, part, r0, r1)
+			}
+		}
 		for {
 			r0 := int(j.next.Add(int64(j.chunk))) - j.chunk
 			if r0 >= j.w.Rows {
@@ -368,6 +377,27 @@ func (p *Pool) run(part int) {
 		j.fn(part)
 	}
 }
+
+// claimGuided claims the next piece of a one-token product's rows: a
+// share of those left (half of them split among the goroutines), at
+// least minGuidedRows, so the pieces shrink towards the end and the
+// goroutines finish together. It returns r0 >= r1 when none are left.
+func (j *job) claimGuided(threads int) (int, int) {
+	for {
+		cur := j.next.Load()
+		left := int64(j.w.Rows) - cur
+		if left <= 0 {
+			return 0, 0
+		}
+		size := min(left, max(minGuidedRows, left/int64(2*threads)))
+		if j.next.CompareAndSwap(cur, cur+size) {
+			return int(cur), int(cur + size)
+		}
+	}
+}
+
+// minGuidedRows is the smallest piece claimGuided hands out.
+const minGuidedRows = 16
 
 // chunkRows returns the rows of one claimed piece of the rows phase for
 // threads goroutines: about chunksPerThread pieces each, rounded up to

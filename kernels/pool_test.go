@@ -2,8 +2,10 @@ package kernels
 
 import (
 	"errors"
+	"math"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/lisa-llm/lisa/quant"
@@ -315,6 +317,53 @@ func TestPoolConcurrentCalls(t *testing.T) {
 	for range xs {
 		if err := <-errs; err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// TestClaimGuided checks that the guided claims of a one-token product
+// hand out every row exactly once, in pieces of at least minGuidedRows
+// (but the last), that shrink as rows run out, with goroutines claiming
+// at once.
+func TestClaimGuided(t *testing.T) {
+	for _, tc := range []struct{ rows, threads int }{{1, 2}, {15, 2}, {16, 2}, {17, 3}, {256, 2}, {5632, 2}, {32000, 4}} {
+		j := &job{w: Matrix{Rows: tc.rows}, n: 1}
+		got := make([][][2]int, tc.threads)
+		var wg sync.WaitGroup
+		for g := range tc.threads {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					r0, r1 := j.claimGuided(tc.threads)
+					if r0 >= r1 {
+						return
+					}
+					got[g] = append(got[g], [2]int{r0, r1})
+				}
+			}()
+		}
+		wg.Wait()
+		var all [][2]int
+		for _, g := range got {
+			all = append(all, g...)
+		}
+		slices.SortFunc(all, func(a, b [2]int) int { return a[0] - b[0] })
+		next, last := 0, math.MaxInt
+		for i, p := range all {
+			size := p[1] - p[0]
+			switch {
+			case p[0] != next:
+				t.Fatalf("%+v: piece %d starts at %d, want %d", tc, i, p[0], next)
+			case size < minGuidedRows && p[1] != tc.rows:
+				t.Fatalf("%+v: piece %v smaller than %d rows", tc, p, minGuidedRows)
+			case size > last:
+				t.Fatalf("%+v: piece %v larger than the one before (%d rows)", tc, p, last)
+			}
+			next, last = p[1], size
+		}
+		if next != tc.rows {
+			t.Fatalf("%+v: pieces end at %d", tc, next)
 		}
 	}
 }
