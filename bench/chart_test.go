@@ -3,7 +3,9 @@ package bench
 import (
 	"bytes"
 	"encoding/xml"
+	"maps"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -109,4 +111,35 @@ func FuzzReadResults(f *testing.F) {
 			t.Fatalf("%d valid results did not draw: %v", len(rs), err)
 		}
 	})
+}
+
+// TestReferenceFiles checks every committed results file: each parses as
+// ReadResults reads it, and the side-by-side pair of one machine measures
+// the same weight types, tests and thread counts, so that the chart draws
+// a bar of each engine for every group.
+func TestReferenceFiles(t *testing.T) {
+	paths, err := filepath.Glob("reference/*.json")
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no reference files: %v", err)
+	}
+	keys := map[string]map[chartKey]bool{}
+	for _, p := range paths {
+		fh, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs, err := ReadResults(fh)
+		fh.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		keys[p] = map[chartKey]bool{}
+		for _, r := range rs {
+			keys[p][chartKey{quantName(r.ModelType), r.Test(), r.NThreads}] = true
+		}
+	}
+	ours, theirs := keys["reference/lisa-2026-12-04-zen5.json"], keys["reference/llamacpp-2026-12-04-zen5.json"]
+	if len(ours) != 12 || !maps.Equal(ours, theirs) {
+		t.Errorf("the Zen 5 pair measures different things:\nlisa      %v\nllama.cpp %v", ours, theirs)
+	}
 }
