@@ -9,6 +9,11 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # fuzz coordinator can fail a target with a bare "context deadline exceeded"
 # at the deadline on a loaded machine (golang/go#75804, fixed in Go 1.27).
 FUZZTIME ?= 10000x
+# FUZZMINTIME bounds the minimisation of each new interesting input (Go's
+# default is 60 s each). A target whose inputs wait on timers, such as
+# supervisor's FuzzWorkerStream (20 ms stall timeouts), spent minutes of a
+# smoke run minimising at 0 executions a second.
+FUZZMINTIME ?= 100x
 
 .PHONY: build test test-generic fuzz-smoke bench lint
 
@@ -31,7 +36,7 @@ test: lint
 fuzz-smoke:
 	@set -e; for pkg in $$(go list ./...); do \
 	  for f in $$(go test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz' || true); do \
-	    echo "fuzz $$pkg $$f"; go test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) -timeout 20m $$pkg; \
+	    echo "fuzz $$pkg $$f"; go test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) -timeout 20m $$pkg; \
 	  done; \
 	done
 
