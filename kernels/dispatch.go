@@ -48,7 +48,7 @@ type table struct {
 	// t: for Q4_K and Q6_K the generic twin's, for Q8_0 the path's own
 	// (the avx512 one-token K-quant dots sum in vector lanes and round
 	// differently). Every eight-token dot also takes dx, the tokens'
-	// block scales as float32 (q80Scales8's layout) for the formats that
+	// block scales as float32 (q80Scales's layout) for the formats that
 	// have them in their activation blocks (Q8_0), nil for the others;
 	// a kernel that reads the scales from x ignores it.
 	dotQ4Kx4 func(w []byte, x []quant.BlockQ8K, nb int, out *[4]float32)

@@ -32,7 +32,7 @@ func dotQ8_0x4AVX512Go(w []byte, x []quant.BlockQ8_0, nb int, out *[4]float32) {
 // dotQ8_0x8AVX512Go sets out[t] to dotQ8_0AVX512Go of w with token t's nb
 // blocks x[t*nb:(t+1)*nb], for eight tokens, reading each weight block
 // once. dx holds the tokens' block scales as float32, block-major
-// (q80Scales8's layout).
+// (q80Scales's layout).
 func dotQ8_0x8AVX512Go(w []byte, x []quant.BlockQ8_0, dx []float32, nb int, out *[8]float32) {
 	x = x[:8*nb]
 	w = w[:q8_0Bytes*nb]

@@ -201,7 +201,7 @@ q80sum:
 // loads the block's codes into Y16 and −128·Σw per lane into Y17, and
 // leaves dw·dx of each token (its f16 scales inserted into X21 by dxins)
 // in the lanes of X21.
-#define Q80_PREP(off, dxins, vec21, vec22) \
+#define Q80_PREP(off, dxins) \
 	PREFETCHT0  2304+off(SI) \
 	VMOVDQU32   off+2(SI), Y16 \
 	VPXORD      Y20, Y20, Y20 \
@@ -209,10 +209,10 @@ q80sum:
 	VPXORD      Y17, Y17, Y17 \
 	VPSUBD      Y20, Y17, Y17 \
 	dxins \
-	VCVTPH2PS   X21, vec21 \
+	VCVTPH2PS   X21, X21 \
 	VPBROADCASTW off(SI), X22 \
-	VCVTPH2PS   X22, vec22 \
-	VMULPS      vec22, vec21, vec21
+	VCVTPH2PS   X22, X22 \
+	VMULPS      X22, X21, X21
 
 // Q80_DX4 inserts the f16 scales of block off of four tokens into the
 // words of X21, the first by a broadcast that ends the dependency on the
@@ -235,7 +235,7 @@ q80sum:
 
 // Q80_X4 does block off of the four-token dot into accumulators a0..a3.
 #define Q80_X4(off, a0, a1, a2, a3) \
-	Q80_PREP(off, Q80_DX4(off), X21, X22) \
+	Q80_PREP(off, Q80_DX4(off)) \
 	Q80_TOK(off+2(DI), Y25, a0) \
 	Q80_TOK(off+2(DI)(BX*1), Y26, a1) \
 	Q80_TOK(off+2(DI)(BX*2), Y27, a2) \
@@ -339,7 +339,9 @@ q80sum:
 	Q80Z_TOK(off+2(DX)(R8*1), off+36(DX)(R8*1), Z15, Z7)
 
 // Q80Z_TAIL does the last block (nb odd) alone, in the low halves: the
-// codes' and scales' high halves are zero, so B gains exact zeros.
+// high halves of the weight codes, of −128·Σw and of the scales are zero
+// (the token codes' high half repeats the block and multiplies those
+// zeros), so B gains exact zeros.
 #define Q80Z_TAIL \
 	VMOVDQU64    2(SI), Y16 \
 	VPXORD       Z20, Z20, Z20 \

@@ -13,7 +13,7 @@
 # array in llama-bench's -o json shape, which `lisa bench chart` reads.
 set -euo pipefail
 if [ $# -lt 1 ]; then
-	sed -n '4p' "$0" >&2
+	sed -n '5p' "$0" >&2
 	exit 2
 fi
 model=$1 threads=${2:-1,2} n_prompt=${3:-512} n_gen=${4:-128} reps=${5:-3}
