@@ -45,6 +45,15 @@
 //                      one word; TEXT may be empty)
 //     template TEXT    render with this template instead of the model's
 //
+// Mode chat renders each conversation with llama_chat_apply_template (the
+// library's built-in renderer, which recognises known templates by their
+// text; it is what llama-server uses with --no-jinja) and the model's own
+// template; "ids" tokenizes the rendering as llama-server tokenizes a chat
+// prompt (add_special and parse_special on), "ids_bos_stripped" does the
+// same after removing a leading BOS text when the vocabulary adds BOS,
+// which is what llama-server's default (jinja) path does to its own
+// rendering. A conversation the renderer does not know gets "error".
+//
 // Mode logits: each case starts from an empty cache; the prompt runs as
 // llama.cpp's examples and lisa run run it, in batches of n_batch, then
 // one token per llama_decode (teacher-forced ids: gen_batch tokens);
@@ -873,11 +882,12 @@ static void run_tokenize(void *model, const input_t *in) {
 	printf("\n ]");
 }
 
-static void run_chat(void *model, const input_t *in) {
+static void run_chat(void *model, const char *tmpl, const input_t *in) {
 	const void *vocab = llama_model_get_vocab(model);
-	const char *tmpl = in->has_tmpl ? in->tmpl.p : llama_model_chat_template(model, NULL);
-	if (tmpl == NULL)
-		die("the model has no chat template (tokenizer.chat_template)%s; give one with `template`", "", 0);
+	buf_t bos = {0};
+	buf_add(&bos, "", 0);
+	if (llama_vocab_get_add_bos(vocab) && llama_vocab_bos(vocab) >= 0)
+		piece(vocab, llama_vocab_bos(vocab), true, &bos);
 	printf(",\n ");
 	json_str_hex("template", tmpl, strlen(tmpl));
 	printf(",\n \"add_generation_prompt\": %s,\n \"results\": [", in->add_gen ? "true" : "false");
@@ -917,6 +927,10 @@ static void run_chat(void *model, const input_t *in) {
 			json_str_hex("rendered", out, n);
 			tokenize(vocab, out, n, true, true, &ids);
 			printf(",\n   \"ids\": ");
+			json_ids(ids.v, ids.n);
+			size_t skip = bos.n && (size_t)n >= bos.n && !memcmp(out, bos.p, bos.n) ? bos.n : 0;
+			tokenize(vocab, out + skip, n - skip, true, true, &ids);
+			printf(",\n   \"ids_bos_stripped\": ");
 			json_ids(ids.v, ids.n);
 			putchar('}');
 		}
@@ -978,11 +992,18 @@ int main(int argc, char **argv) {
 	llama_backend_init();
 	check_defaults();
 	model_params_t mp = llama_model_default_params();
-	mp.vocab_only = !strcmp(mode, "tokenize");
+	// Tokenizing and rendering read only the vocabulary and the metadata.
+	mp.vocab_only = strcmp(mode, "logits") != 0;
 	void *model = llama_model_load_from_file(argv[3], mp);
 	if (model == NULL)
 		die("cannot load %s", argv[3], 0);
 	const void *vocab = llama_model_get_vocab(model);
+	const char *tmpl = NULL;
+	if (!strcmp(mode, "chat")) {
+		tmpl = in.has_tmpl ? in.tmpl.p : llama_model_chat_template(model, NULL);
+		if (tmpl == NULL)
+			die("%s has no chat template (tokenizer.chat_template); give one with `template`", argv[3], 0);
+	}
 	char desc[256] = "";
 	if (!mp.vocab_only)
 		llama_model_desc(model, desc, sizeof desc);
@@ -1003,7 +1024,7 @@ int main(int argc, char **argv) {
 	else if (!strcmp(mode, "tokenize"))
 		run_tokenize(model, &in);
 	else
-		run_chat(model, &in);
+		run_chat(model, tmpl, &in);
 	printf("\n}\n");
 	return 0;
 }
