@@ -33,7 +33,8 @@
 //     teacher IDS      (after a prompt) evaluate these ids instead of
 //                      generating: generated_ids are exactly IDS
 //     report RANGES    (after a prompt) print only these positions
-//                      (default: every position)
+//                      (default: every position); the result then
+//                      lists them as "report": [[a, b], ...]
 //   mode tokenize:
 //     text TEXT        a string to tokenize
 //     texts_from FILE  every string of a llama.cpp vocab test .inp file
@@ -826,6 +827,12 @@ static void run_logits(void *model, const input_t *in) {
 		if (c->from_text) {
 			json_str_hex("prompt", c->text.p, c->text.n);
 			printf(", ");
+		}
+		if (c->has_report) {
+			printf("\"report\": [");
+			for (size_t i = 0; i + 1 < c->report.n; i += 2)
+				printf("%s[%d, %d]", i ? ", " : "", c->report.v[i], c->report.v[i + 1]);
+			printf("], ");
 		}
 		printf("\"teacher_forced\": %s, \"prompt_ids\": ", c->has_teacher ? "true" : "false");
 		json_ids(prompt.v, prompt.n);

@@ -84,13 +84,23 @@ func TestCompare(t *testing.T) {
 		{name: "NaN against a number", tol: tight, compared: 1,
 			got:      run([]int32{1, 5}, []int32{7, 8}, Position{Position: 1, Top: row(7, 10, 3, math.NaN(), 4, 8)}),
 			mismatch: []string{"id 3: logit NaN, llama.cpp 9"}},
+		{name: "positions outside the reference's report ranges are skipped", tol: tight, compared: 1,
+			got: run([]int32{1, 5}, []int32{7, 8}, Position{Position: 0, Top: row(1, 1)}, ref.Positions[0],
+				Position{Position: 2, Top: row(1, 1)}, Position{Position: 4, Top: row(1, 1)}),
+			mismatch: []string{"position 2: not in the reference"}},
 		{name: "empty row against a full one", tol: tight, compared: 1,
 			got:      run([]int32{1, 5}, []int32{7, 8}, Position{Position: 1}),
 			mismatch: []string{"position 1: 0 top pairs, llama.cpp 3"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			rep := Compare(tc.got, ref, tc.tol)
+			want := ref
+			if strings.Contains(tc.name, "report ranges") {
+				// Asked for 1-3 only, and position 2 is missing.
+				want = run(ref.PromptIDs, ref.GeneratedIDs, ref.Positions[0], ref.Positions[2])
+				want.Report = [][2]int{{1, 3}}
+			}
+			rep := Compare(tc.got, want, tc.tol)
 			if rep.Compared != tc.compared || rep.NearTies != tc.ties {
 				t.Errorf("compared %d positions with %d near ties, want %d and %d", rep.Compared, rep.NearTies, tc.compared, tc.ties)
 			}
@@ -126,7 +136,7 @@ func TestReportErrLists(t *testing.T) {
 const goodRef = `{"tool": "llref", "mode": "logits", "llama_cpp": "0.5.0-dev", "model_file": "m.gguf",
  "n_vocab": 16, "bos_id": 1, "eos_id": 2, "add_bos": true,
  "settings": {"n_ctx": 64, "n_batch": 64, "top_k": 2, "kv_cache_type": "f16"},
- "results": [{"prompt": "hi\n", "teacher_forced": false, "prompt_ids": [1, 3], "generated_ids": [4],
+ "results": [{"prompt": "hi\n", "report": [[0, 2]], "teacher_forced": false, "prompt_ids": [1, 3], "generated_ids": [4],
   "text": "x", "positions": [{"position": 0, "top": [[3, 1.5], [4, null]]}, {"position": 2, "top": [[5, -2e3]]}]}]}`
 
 func TestParse(t *testing.T) {
@@ -138,7 +148,7 @@ func TestParse(t *testing.T) {
 	if r.NVocab != 16 || r.Settings.NCtx != 64 || res.Prompt == nil || *res.Prompt != "hi\n" ||
 		!slices.Equal(res.PromptIDs, []int32{1, 3}) || len(res.Positions) != 2 ||
 		res.Positions[0].Top[0] != (Pair{3, 1.5}) || !math.IsNaN(float64(res.Positions[0].Top[1].Logit)) ||
-		res.Positions[1].Top[0] != (Pair{5, -2000}) {
+		res.Positions[1].Top[0] != (Pair{5, -2000}) || !slices.Equal(res.Report, [][2]int{{0, 2}}) {
 		t.Errorf("parsed %+v", r)
 	}
 	bad := []struct{ name, old, new, want string }{
