@@ -290,7 +290,7 @@ int main(int argc, char **argv) {
 		std::cout << (i ? "," : "") << "\n  {\"messages\": [";
 		for (size_t j = 0; j < convs[i].msgs.size(); j++)
 			std::cout << (j ? ", " : "") << "{\"role\": " << json_str(convs[i].msgs[j].role)
-				  << ", \"content\": " << json_str(convs[i].msgs[j].content) << "}";
+				  << ", " << json_str_hex("content", convs[i].msgs[j].content) << "}";
 		std::cout << "],\n   ";
 		common_chat_templates_inputs in;
 		in.messages = convs[i].msgs;

@@ -46,6 +46,8 @@
 //                      one word; TEXT may be empty)
 //     template TEXT    render with this template instead of the model's
 //
+// (ref.sh's mode chat-jinja runs llref-jinja.cpp instead: llama-server's
+// default Jinja rendering, with the same input and output shape.)
 // Mode chat renders each conversation with llama_chat_apply_template (the
 // library's built-in renderer, which recognises known templates by their
 // text; it is what llama-server uses with --no-jinja) and the model's own
@@ -79,7 +81,8 @@
 // bytes that is not valid UTF-8 (Go's rules: no overlongs, surrogates or
 // values past U+10FFFF) becomes one U+FFFD, as Go's
 // strings.ToValidUTF8(s, "\uFFFD") does and as lisa run's "text" does.
-// Every such string has a "..._hex" twin holding its exact bytes.
+// Every such string but a chat role has a "..._hex" twin holding its
+// exact bytes.
 //
 // The parameter structs are declared here by hand from this release's
 // include/llama.h (the node-llama-cpp package ships the release's source
@@ -922,8 +925,8 @@ static void run_chat(void *model, const char *tmpl, const input_t *in) {
 		for (size_t j = 0; j < c->n; j++) {
 			printf("%s{\"role\": ", j ? ", " : "");
 			json_str(c->role[j], strlen(c->role[j]));
-			printf(", \"content\": ");
-			json_str(c->content[j], strlen(c->content[j]));
+			printf(", ");
+			json_str_hex("content", c->content[j], strlen(c->content[j]));
 			putchar('}');
 		}
 		printf("],\n   ");
