@@ -11,7 +11,7 @@
 // usage: llref-jinja MODEL INPUT      (INPUT "-" = standard input)
 //
 // INPUT is llref's chat input (see llref.c: chat, msg ROLE TEXT, template
-// TEXT, add_generation_prompt 0|1) plus:
+// TEXT, template_file FILE, add_generation_prompt 0|1) plus:
 //   enable_thinking 0|1|auto  (default auto: on when the template supports
 //                             it, as llama-server decides)
 //   now SECONDS               the time templates print (strftime_now, and
@@ -242,6 +242,16 @@ int main(int argc, char **argv) {
 		} else if (key == "template") {
 			if (!unescape(arg, tmpl))
 				bad("bad escape");
+		} else if (key == "template_file") {
+			FILE *tf = std::fopen(arg.c_str(), "rb");
+			if (tf == nullptr)
+				bad("cannot open the file");
+			tmpl.clear();
+			char chunk[65536];
+			size_t k;
+			while ((k = std::fread(chunk, 1, sizeof chunk, tf)) > 0 && tmpl.size() < (64u << 20))
+				tmpl.append(chunk, k);
+			std::fclose(tf);
 		} else if (key == "add_generation_prompt" && (arg == "0" || arg == "1"))
 			add_gen = arg == "1";
 		else if (key == "enable_thinking" && (arg == "0" || arg == "1" || arg == "auto"))

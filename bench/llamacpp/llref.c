@@ -45,6 +45,7 @@
 //     msg ROLE TEXT    a message of the current conversation (ROLE is
 //                      one word; TEXT may be empty)
 //     template TEXT    render with this template instead of the model's
+//     template_file FILE   the same, read from FILE (exact bytes)
 //
 // (ref.sh's mode chat-jinja runs llref-jinja.cpp instead: llama-server's
 // default Jinja rendering, with the same input and output shape.)
@@ -466,20 +467,27 @@ static void add_text(input_t *in, const char *s, size_t n) {
 	buf_add(b, s, n);
 }
 
-// texts_from adds the strings of a vocab test .inp file.
-static void texts_from(input_t *in, const char *path) {
+// read_file reads all of path (at most 64 MiB) into b.
+static void read_file(const char *path, buf_t *b) {
 	FILE *f = fopen(path, "rb");
 	if (f == NULL)
 		die("cannot open %s", path, 0);
-	buf_t all = {0};
+	b->n = 0;
+	buf_add(b, "", 0);
 	char chunk[65536];
 	size_t k;
 	while ((k = fread(chunk, 1, sizeof chunk, f)) > 0) {
-		buf_add(&all, chunk, k);
-		if (all.n > (64u << 20))
+		buf_add(b, chunk, k);
+		if (b->n > (64u << 20))
 			die("%s is larger than 64 MiB", path, 0);
 	}
 	fclose(f);
+}
+
+// texts_from adds the strings of a vocab test .inp file.
+static void texts_from(input_t *in, const char *path) {
+	buf_t all = {0};
+	read_file(path, &all);
 	const char *sep = "\n__ggml_vocab_test__\n";
 	size_t seplen = strlen(sep), start = 0;
 	for (;;) {
@@ -594,6 +602,11 @@ static void read_input(FILE *f, const char *mode, input_t *in) {
 			c->content = xrealloc(c->content, (c->n + 1) * sizeof(char *));
 			c->role[c->n] = strdup(arg);
 			c->content[c->n++] = strdup(tmp.p);
+		} else if (!strcmp(mode, "chat") && !strcmp(key, "template_file")) {
+			read_file(arg, &in->tmpl);
+			if (strlen(in->tmpl.p) != in->tmpl.n)
+				BAD("a template cannot hold a zero byte");
+			in->has_tmpl = true;
 		} else if (!strcmp(mode, "chat") && !strcmp(key, "template")) {
 			if (!unescape(arg, &in->tmpl))
 				BAD("bad escape");
