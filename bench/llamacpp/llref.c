@@ -700,35 +700,40 @@ static void decode(void *ctx, const int32_t *toks, int32_t n, int32_t start, con
 	free(lg);
 }
 
+// better says whether logit a of id ia ranks before logit b of id ib: the
+// higher logit first, the lower id among equals, NaN last.
+static bool better(float a, int32_t ia, float b, int32_t ib) {
+	if (isnan(a))
+		return isnan(b) && ia < ib;
+	return isnan(b) || a > b || (a == b && ia < ib);
+}
+
+// top_k stores the k highest logits of row (ids in ids, values in vals) in
+// rank order (see better); k <= nv. One pass with insertion into the
+// short sorted list: the vocabulary is large, k small.
+static void top_k(const float *row, int32_t nv, long k, int32_t *ids, float *vals) {
+	long n = 0;
+	for (int32_t i = 0; i < nv; i++) {
+		float v = row[i];
+		if (n == k && !better(v, i, vals[n - 1], ids[n - 1]))
+			continue;
+		long j = n < k ? n++ : k - 1;
+		for (; j > 0 && better(v, i, vals[j - 1], ids[j - 1]); j--) {
+			vals[j] = vals[j - 1];
+			ids[j] = ids[j - 1];
+		}
+		vals[j] = v;
+		ids[j] = i;
+	}
+}
+
 // argmax returns the highest logit's id, the lowest id on ties.
 static int32_t argmax(const float *row, int32_t nv) {
 	int32_t best = 0;
 	for (int32_t i = 1; i < nv; i++)
-		if (row[i] > row[best])
+		if (better(row[i], i, row[best], best))
 			best = i;
 	return best;
-}
-
-// top_k stores the k highest logits of row (ids in ids, values in vals),
-// sorted by logit, the lower id first among equals, NaN last. idx is
-// scratch of nv entries.
-static void top_k(const float *row, int32_t nv, long k, int32_t *idx, int32_t *ids, float *vals) {
-	// A partial selection sort over an index array: k is small.
-	for (int32_t i = 0; i < nv; i++)
-		idx[i] = i;
-	for (long j = 0; j < k; j++) {
-		int32_t bi = (int32_t)j;
-		for (int32_t i = (int32_t)j + 1; i < nv; i++) {
-			float a = row[idx[i]], b = row[idx[bi]];
-			if (!isnan(a) && (isnan(b) || a > b || (a == b && idx[i] < idx[bi])))
-				bi = i;
-		}
-		int32_t t = idx[j];
-		idx[j] = idx[bi];
-		idx[bi] = t;
-		ids[j] = idx[j];
-		vals[j] = row[idx[j]];
-	}
 }
 
 static bool reported(const lcase_t *c, size_t p) {
@@ -753,7 +758,7 @@ typedef struct {
 // tokens, recording the top k of every reported row; the last token's
 // row is always computed (the next greedy pick reads it).
 static void feed(void *ctx, const lcase_t *c, const ids_t *seq, size_t from, size_t to, size_t chunk,
-		 int32_t nv, int32_t *idx, rows_t *rows) {
+		 int32_t nv, rows_t *rows) {
 	int8_t *want = xmalloc(chunk);
 	for (size_t i = from; i < to; i += chunk) {
 		size_t n = to - i < chunk ? to - i : chunk;
@@ -773,7 +778,7 @@ static void feed(void *ctx, const lcase_t *c, const ids_t *seq, size_t from, siz
 				rows->vals = xrealloc(rows->vals, rows->cap * rows->k * sizeof(float));
 			}
 			rows->pos[rows->n] = (int32_t)(i + j);
-			top_k(row, nv, rows->k, idx, rows->ids + rows->n * rows->k, rows->vals + rows->n * rows->k);
+			top_k(row, nv, rows->k, rows->ids + rows->n * rows->k, rows->vals + rows->n * rows->k);
 			rows->n++;
 		}
 	}
@@ -799,7 +804,6 @@ static void run_logits(void *model, const input_t *in) {
 	       "\"top_k\": %ld, \"add_special\": %s, \"parse_special\": %s},\n \"results\": [",
 	       in->n_ctx, (long)nb, (long)nb, (long)gb, in->n_gen, in->top_k,
 	       in->add_special ? "true" : "false", in->parse_special ? "true" : "false");
-	int32_t *idx = xmalloc(nv * sizeof(int32_t));
 	ids_t prompt = {0}, seq = {0};
 	buf_t text = {0};
 	rows_t rows = {.k = in->top_k < nv ? in->top_k : nv};
@@ -830,14 +834,14 @@ static void run_logits(void *model, const input_t *in) {
 		// run them: every row is read from this one pass.
 		llama_memory_clear(llama_get_memory(ctx), true);
 		rows.n = 0;
-		feed(ctx, c, &seq, 0, prompt.n, nb, nv, idx, &rows);
+		feed(ctx, c, &seq, 0, prompt.n, nb, nv, &rows);
 		if (c->has_teacher)
-			feed(ctx, c, &seq, prompt.n, seq.n, gb, nv, idx, &rows);
+			feed(ctx, c, &seq, prompt.n, seq.n, gb, nv, &rows);
 		else
 			for (size_t g = 0; g < n_gen; g++) {
 				int32_t id = argmax(llama_get_logits_ith(ctx, -1), nv);
 				ids_add(&seq, id);
-				feed(ctx, c, &seq, seq.n - 1, seq.n, 1, nv, idx, &rows);
+				feed(ctx, c, &seq, seq.n - 1, seq.n, 1, nv, &rows);
 			}
 		printf("%s\n  {", ci ? "," : "");
 		if (c->from_text) {
@@ -877,7 +881,6 @@ static void run_logits(void *model, const input_t *in) {
 		fflush(stdout);
 	}
 	printf("\n ]");
-	free(idx);
 }
 
 static void run_tokenize(void *model, const input_t *in) {
