@@ -47,8 +47,6 @@
 //     template TEXT    render with this template instead of the model's
 //     template_file FILE   the same, read from FILE (exact bytes)
 //
-// (ref.sh's mode chat-jinja runs llref-jinja.cpp instead: llama-server's
-// default Jinja rendering, with the same input and output shape.)
 // Mode chat renders each conversation with llama_chat_apply_template (the
 // library's built-in renderer, which recognises known templates by their
 // text; it is what llama-server uses with --no-jinja) and the model's own
@@ -57,9 +55,11 @@
 // same after removing a leading BOS text when the vocabulary adds BOS,
 // which is what llama-server's default (jinja) path does to its own
 // rendering. A conversation the renderer does not know gets "error".
+// (ref.sh's mode chat-jinja runs llref-jinja.cpp instead: llama-server's
+// default Jinja rendering, with the same input and output shape.)
 //
-// Mode logits: each case starts from an empty cache; the prompt runs as
-// llama.cpp's examples and lisa run run it, in batches of n_batch, then
+// Mode logits: each case starts from an empty cache; the prompt is
+// evaluated as llama.cpp's examples and lisa run do, in batches of n_batch, then
 // one token per llama_decode (teacher-forced ids: gen_batch tokens);
 // greedy = argmax of the raw logits, lowest id on ties, end-of-generation
 // NOT a stop. Every reported position gets an output row in that same
@@ -71,8 +71,9 @@
 // lisa run --json stops one earlier. Batch shape matters: the same
 // position's logits differ in the last digits between a row computed in
 // a prompt batch and one computed alone (other matrix kernels), so
-// compare against lisa with the same n_batch and gen_batch 1.
-// Settings: 1 thread, KV cache F16, flash
+// compare against lisa with the same n_batch and gen_batch 1. "text"
+// is the generated ids' pieces (llama_token_to_piece, special tokens
+// rendered) back to back. Settings: 1 thread, KV cache F16, flash
 // attention off, the library's default model parameters (CPU, mmap,
 // weight repacking on). Logits print as %.9g (exact float32), non-finite
 // ones as null.
