@@ -195,12 +195,13 @@ type Tolerance struct {
 	NearTies bool
 }
 
-// The tolerances of issue 18: F16 weights, and quantized weights (whose
-// activations llama.cpp quantizes to Q8 in its own order).
-var (
-	F16       = Tolerance{Name: "f16", TopN: 10, Abs: 2e-3}
-	Quantized = Tolerance{Name: "quantized", TopN: 10, Abs: 0.05, Rel: 0.01}
-)
+// F16 is issue 18's tolerance for F16 weights: top-10 logits within 2e-3.
+func F16() Tolerance { return Tolerance{Name: "f16", TopN: 10, Abs: 2e-3} }
+
+// Quantized is issue 18's tolerance for quantized weights (whose
+// activations llama.cpp quantizes to Q8 in its own order): top-10 logits
+// within 0.05 or 1% of the largest logit.
+func Quantized() Tolerance { return Tolerance{Name: "quantized", TopN: 10, Abs: 0.05, Rel: 0.01} }
 
 // Mismatch is one difference Compare found.
 type Mismatch struct {

@@ -88,6 +88,14 @@ func TestCompare(t *testing.T) {
 			got: run([]int32{1, 5}, []int32{7, 8}, Position{Position: 0, Top: row(1, 1)}, ref.Positions[0],
 				Position{Position: 2, Top: row(1, 1)}, Position{Position: 4, Top: row(1, 1)}),
 			mismatch: []string{"position 2: not in the reference"}},
+		{name: "F16 rejects 3e-3", tol: F16(), compared: 1,
+			got:      run([]int32{1, 5}, []int32{7, 8}, Position{Position: 2, Top: row(8, 20.003, 2, 19.5, 6, 1)}),
+			mismatch: []string{"id 8: logit 20.0030003, llama.cpp 20: differ by 0.003, beyond f16 tolerance 0.002"}},
+		{name: "Quantized allows 1% of the largest logit", tol: Quantized(), compared: 1,
+			got: run([]int32{1, 5}, []int32{7, 8}, Position{Position: 2, Top: row(8, 20.19, 2, 19.4, 6, 1)})},
+		{name: "Quantized rejects more", tol: Quantized(), compared: 1,
+			got:      run([]int32{1, 5}, []int32{7, 8}, Position{Position: 2, Top: row(8, 20.21, 2, 19.5, 6, 1)}),
+			mismatch: []string{"beyond quantized tolerance 0.2"}},
 		{name: "empty row against a full one", tol: tight, compared: 1,
 			got:      run([]int32{1, 5}, []int32{7, 8}, Position{Position: 1}),
 			mismatch: []string{"position 1: 0 top pairs, llama.cpp 3"}},
@@ -225,7 +233,7 @@ func FuzzParse(f *testing.F) {
 		// Whatever parses compares against itself without a mismatch
 		// unless it holds NaN logits at top-1 or duplicate ids.
 		for _, res := range r.Results {
-			rep := Compare(res, res, F16)
+			rep := Compare(res, res, F16())
 			if rep.Compared != len(res.Positions) {
 				t.Fatalf("compared %d of %d positions", rep.Compared, len(res.Positions))
 			}
