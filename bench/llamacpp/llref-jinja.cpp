@@ -31,6 +31,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -150,13 +151,10 @@ bool unescape(const std::string &s, std::string &out) {
 			case 'r': c = '\r'; break;
 			case 't': c = '\t'; break;
 			case 'x': {
-				if (i + 2 >= s.size())
+				if (i + 2 >= s.size() || !std::isxdigit(static_cast<unsigned char>(s[i + 1])) ||
+				    !std::isxdigit(static_cast<unsigned char>(s[i + 2])))
 					return false;
-				std::string h = s.substr(i + 1, 2);
-				char *end;
-				long v = std::strtol(h.c_str(), &end, 16);
-				if (h.size() != 2 || *end)
-					return false;
+				long v = std::strtol(s.substr(i + 1, 2).c_str(), nullptr, 16);
 				c = static_cast<char>(v);
 				i += 2;
 				break;

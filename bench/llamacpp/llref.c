@@ -90,6 +90,7 @@
 // include/llama.h (the node-llama-cpp package ships the release's source
 // as llama/gitRelease.bundle); main checks at run time that the defaults
 // the library fills in sit at the offsets declared, and stops otherwise.
+#include <ctype.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -370,13 +371,10 @@ static bool unescape(const char *s, buf_t *out) {
 			case 'r': c = '\r'; break;
 			case 't': c = '\t'; break;
 			case 'x': {
+				if (!isxdigit((unsigned char)s[1]) || !isxdigit((unsigned char)s[2]))
+					return false;
 				char h[3] = {s[1], s[2], 0};
-				char *end;
-				if (!h[0] || !h[1])
-					return false;
-				long v = strtol(h, &end, 16);
-				if (*end)
-					return false;
+				long v = strtol(h, NULL, 16);
 				c = (char)v;
 				s += 2;
 				break;
