@@ -1,0 +1,324 @@
+// llref-jinja renders chat conversations the way llama-server does by
+// default: the model's Jinja template executed by llama.cpp's common
+// library (common_chat_templates_apply, as llama-server calls it, with its
+// default options), then tokenized with add_special and parse_special on.
+// It is llref's chat mode with the Jinja path instead of the built-in
+// renderer; unlike llref.c it needs this release's headers (common/chat.h
+// and what it includes), which ref.sh takes from the llama.cpp source the
+// node-llama-cpp npm package ships, and links the prebuilt
+// libllama-common.so. ref.sh builds and runs it for `ref.sh chat-jinja`.
+//
+// usage: llref-jinja MODEL INPUT      (INPUT "-" = standard input)
+//
+// INPUT is llref's chat input (see llref.c: chat, msg ROLE TEXT, template
+// TEXT, template_file FILE, add_generation_prompt 0|1) plus:
+//   enable_thinking 0|1|auto  (default auto: on when the template supports
+//                             it, as llama-server decides)
+//   now SECONDS               the time templates print (strftime_now, and
+//                             the date the Llama 3.x handler inserts), as
+//                             Unix seconds in UTC (default 1735689600,
+//                             2025-01-01T00:00:00Z; llama-server uses the
+//                             time of the request). The Jinja runtime reads
+//                             the clock with time() and the date context
+//                             with std::chrono::system_clock::now(), so
+//                             this program defines time() and
+//                             clock_gettime() (exported with -rdynamic, they
+//                             take precedence over the C library's; only
+//                             CLOCK_REALTIME is fixed) and sets TZ=UTC.
+//
+// Output strings follow llref.c's rules (invalid UTF-8 runs as one U+FFFD,
+// a "_hex" twin with the exact bytes).
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "chat.h"
+#include "llama.h"
+
+// The clock every caller of time() in this process sees: see the header.
+static time_t fixed_now = 1735689600;
+
+extern "C" time_t time(time_t *t) {
+	if (t)
+		*t = fixed_now;
+	return fixed_now;
+}
+
+extern "C" int clock_gettime(clockid_t id, struct timespec *ts) {
+	if (id == CLOCK_REALTIME) {
+		ts->tv_sec = fixed_now;
+		ts->tv_nsec = 0;
+		return 0;
+	}
+	return static_cast<int>(syscall(SYS_clock_gettime, id, ts));
+}
+
+namespace {
+
+[[noreturn]] void fail(const std::string &msg) {
+	std::fprintf(stderr, "llref-jinja: %s\n", msg.c_str());
+	std::exit(1);
+}
+
+// utf8_len returns the length of the valid UTF-8 sequence at s, or 0 (Go's
+// rules: no overlongs, surrogates or values past U+10FFFF).
+int utf8_len(const unsigned char *s, size_t n) {
+	unsigned char c = s[0];
+	if (c < 0x80)
+		return 1;
+	int len;
+	unsigned char lo = 0x80, hi = 0xbf;
+	if (c >= 0xc2 && c <= 0xdf)
+		len = 2;
+	else if (c >= 0xe0 && c <= 0xef) {
+		len = 3;
+		if (c == 0xe0)
+			lo = 0xa0;
+		if (c == 0xed)
+			hi = 0x9f;
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		len = 4;
+		if (c == 0xf0)
+			lo = 0x90;
+		if (c == 0xf4)
+			hi = 0x8f;
+	} else
+		return 0;
+	if (static_cast<size_t>(len) > n || s[1] < lo || s[1] > hi)
+		return 0;
+	for (int i = 2; i < len; i++)
+		if (s[i] < 0x80 || s[i] > 0xbf)
+			return 0;
+	return len;
+}
+
+std::string json_str(const std::string &s) {
+	std::string o = "\"";
+	const auto *u = reinterpret_cast<const unsigned char *>(s.data());
+	size_t i = 0, n = s.size();
+	while (i < n) {
+		int l = utf8_len(u + i, n - i);
+		if (l == 0) {
+			while (i < n && utf8_len(u + i, n - i) == 0)
+				i++;
+			o += "\xef\xbf\xbd";
+			continue;
+		}
+		unsigned char c = u[i];
+		char esc[8];
+		if (c == '"' || c == '\\') {
+			o += '\\';
+			o += static_cast<char>(c);
+		} else if (c < 0x20 || c == 0x7f) {
+			std::snprintf(esc, sizeof esc, "\\u%04x", c);
+			o += esc;
+		} else
+			o.append(s, i, l);
+		i += l;
+	}
+	return o + "\"";
+}
+
+std::string json_str_hex(const std::string &key, const std::string &s) {
+	std::string o = "\"" + key + "\": " + json_str(s) + ", \"" + key + "_hex\": \"";
+	char h[3];
+	for (unsigned char c : s) {
+		std::snprintf(h, sizeof h, "%02x", c);
+		o += h;
+	}
+	return o + "\"";
+}
+
+bool unescape(const std::string &s, std::string &out) {
+	out.clear();
+	for (size_t i = 0; i < s.size(); i++) {
+		char c = s[i];
+		if (c == '\\') {
+			if (++i == s.size())
+				return false;
+			switch (s[i]) {
+			case '\\': c = '\\'; break;
+			case 'n': c = '\n'; break;
+			case 'r': c = '\r'; break;
+			case 't': c = '\t'; break;
+			case 'x': {
+				if (i + 2 >= s.size() || !std::isxdigit(static_cast<unsigned char>(s[i + 1])) ||
+				    !std::isxdigit(static_cast<unsigned char>(s[i + 2])))
+					return false;
+				long v = std::strtol(s.substr(i + 1, 2).c_str(), nullptr, 16);
+				c = static_cast<char>(v);
+				i += 2;
+				break;
+			}
+			default:
+				return false;
+			}
+		}
+		out += c;
+	}
+	return true;
+}
+
+std::vector<llama_token> tokenize(const llama_vocab *vocab, const std::string &s) {
+	std::vector<llama_token> ids(s.size() + 8);
+	int32_t n = llama_tokenize(vocab, s.data(), static_cast<int32_t>(s.size()), ids.data(),
+				   static_cast<int32_t>(ids.size()), true, true);
+	if (n < 0) {
+		if (n == INT32_MIN)
+			fail("tokenization overflows");
+		ids.resize(-n);
+		n = llama_tokenize(vocab, s.data(), static_cast<int32_t>(s.size()), ids.data(),
+				   static_cast<int32_t>(ids.size()), true, true);
+		if (n < 0)
+			fail("llama_tokenize disagrees with itself");
+	}
+	ids.resize(n);
+	return ids;
+}
+
+struct conv {
+	std::vector<common_chat_msg> msgs;
+};
+
+void quiet(ggml_log_level level, const char *text, void *user) {
+	int *keep = static_cast<int *>(user);
+	if (level != GGML_LOG_LEVEL_CONT)
+		*keep = level >= GGML_LOG_LEVEL_WARN;
+	if (*keep)
+		std::fprintf(stderr, "llref-jinja: llama.cpp: %s", text);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+	if (argc != 3) {
+		std::fprintf(stderr, "usage: llref-jinja MODEL INPUT\n");
+		return 2;
+	}
+	FILE *f = std::strcmp(argv[2], "-") ? std::fopen(argv[2], "r") : stdin;
+	if (f == nullptr)
+		fail(std::string("cannot open ") + argv[2]);
+	std::vector<conv> convs;
+	std::string tmpl, text;
+	bool add_gen = true;
+	int thinking = -1;
+	long long now = 1735689600;
+	char *line = nullptr;
+	size_t cap = 0;
+	ssize_t got;
+	long ln = 0;
+	while ((got = getline(&line, &cap, f)) >= 0) {
+		ln++;
+		std::string l(line, got);
+		while (!l.empty() && (l.back() == '\n' || l.back() == '\r'))
+			l.pop_back();
+		if (l.empty() || l[0] == '#')
+			continue;
+		size_t sp = l.find(' ');
+		std::string key = l.substr(0, sp), arg = sp == std::string::npos ? "" : l.substr(sp + 1);
+		auto bad = [&](const char *what) { fail("input line " + std::to_string(ln) + ": " + key + ": " + what); };
+		if (key == "chat")
+			convs.emplace_back();
+		else if (key == "msg") {
+			if (convs.empty())
+				bad("before any chat");
+			size_t s2 = arg.find(' ');
+			common_chat_msg m;
+			m.role = arg.substr(0, s2);
+			if (m.role.empty() || !unescape(s2 == std::string::npos ? "" : arg.substr(s2 + 1), m.content))
+				bad("want ROLE TEXT with valid escapes");
+			convs.back().msgs.push_back(m);
+		} else if (key == "template") {
+			if (!unescape(arg, tmpl))
+				bad("bad escape");
+		} else if (key == "template_file") {
+			FILE *tf = std::fopen(arg.c_str(), "rb");
+			if (tf == nullptr)
+				bad("cannot open the file");
+			tmpl.clear();
+			char chunk[65536];
+			size_t k;
+			while ((k = std::fread(chunk, 1, sizeof chunk, tf)) > 0 && tmpl.size() < (64u << 20))
+				tmpl.append(chunk, k);
+			std::fclose(tf);
+		} else if (key == "add_generation_prompt" && (arg == "0" || arg == "1"))
+			add_gen = arg == "1";
+		else if (key == "enable_thinking" && (arg == "0" || arg == "1" || arg == "auto"))
+			thinking = arg == "auto" ? -1 : arg == "1";
+		else if (key == "now") {
+			char *end;
+			now = std::strtoll(arg.c_str(), &end, 10);
+			if (arg.empty() || *end)
+				bad("want Unix seconds");
+		} else
+			bad("unknown directive or bad value");
+	}
+	std::free(line);
+	fixed_now = static_cast<time_t>(now);
+	setenv("TZ", "UTC", 1);
+	tzset();
+	int keep = 0;
+	llama_log_set(quiet, &keep);
+	llama_backend_init();
+	llama_model_params mp = llama_model_default_params();
+	mp.vocab_only = true; // rendering needs the vocabulary and metadata only
+	llama_model *model = llama_model_load_from_file(argv[1], mp);
+	if (model == nullptr)
+		fail(std::string("cannot load ") + argv[1]);
+	const llama_vocab *vocab = llama_model_get_vocab(model);
+	common_chat_templates_ptr tmpls;
+	try {
+		tmpls = common_chat_templates_init(model, tmpl);
+	} catch (const std::exception &e) {
+		fail(std::string("the chat template does not parse: ") + e.what());
+	}
+	bool supports = common_chat_templates_support_enable_thinking(tmpls.get());
+	bool enable = thinking < 0 ? supports : thinking == 1;
+	const char *base = std::strrchr(argv[1], '/');
+	base = base ? base + 1 : argv[1];
+	std::string src = common_chat_templates_source(tmpls.get(), "");
+	std::cout << "{\"tool\": \"llref-jinja\", \"mode\": \"chat\", \"llama_cpp\": " << json_str(llama_version())
+		  << ",\n \"model_file\": " << json_str(base) << ", \"add_bos\": "
+		  << (llama_vocab_get_add_bos(vocab) ? "true" : "false")
+		  << ", \"add_eos\": " << (llama_vocab_get_add_eos(vocab) ? "true" : "false") << ",\n "
+		  << json_str_hex("template", src) << ",\n \"add_generation_prompt\": " << (add_gen ? "true" : "false")
+		  << ", \"supports_thinking\": " << (supports ? "true" : "false")
+		  << ", \"enable_thinking\": " << (enable ? "true" : "false")
+		  << ", \"reasoning_format\": \"deepseek\", \"now\": " << now << ",\n \"results\": [";
+	for (size_t i = 0; i < convs.size(); i++) {
+		std::cout << (i ? "," : "") << "\n  {\"messages\": [";
+		for (size_t j = 0; j < convs[i].msgs.size(); j++)
+			std::cout << (j ? ", " : "") << "{\"role\": " << json_str(convs[i].msgs[j].role)
+				  << ", " << json_str_hex("content", convs[i].msgs[j].content) << "}";
+		std::cout << "],\n   ";
+		common_chat_templates_inputs in;
+		in.messages = convs[i].msgs;
+		in.use_jinja = true;
+		in.add_generation_prompt = add_gen;
+		in.reasoning_format = COMMON_REASONING_FORMAT_DEEPSEEK; // llama-server's default
+		in.enable_thinking = enable;
+		in.now = std::chrono::system_clock::time_point(std::chrono::seconds(now));
+		try {
+			common_chat_params p = common_chat_templates_apply(tmpls.get(), in);
+			std::vector<llama_token> ids = tokenize(vocab, p.prompt);
+			std::cout << json_str_hex("rendered", p.prompt) << ",\n   \"ids\": [";
+			for (size_t k = 0; k < ids.size(); k++)
+				std::cout << (k ? ", " : "") << ids[k];
+			std::cout << "]}";
+		} catch (const std::exception &e) {
+			std::cout << "\"error\": " << json_str(e.what()) << "}";
+		}
+	}
+	std::cout << "\n ]\n}\n";
+	llama_model_free(model);
+	return 0;
+}
