@@ -27,11 +27,11 @@ type Model struct {
 // Load reads the configuration and weights of a llama file f and returns
 // a Model computing on gomlx's pure-Go backend. Errors are *Error.
 func Load(f *gguf.File) (*Model, error) {
-	c, err := ReadConfig(f)
+	c, fam, err := readConfig(f)
 	if err != nil {
 		return nil, err
 	}
-	w, err := loadWeights(f, c)
+	w, err := loadWeights(f, c, fam)
 	if err != nil {
 		return nil, err
 	}
