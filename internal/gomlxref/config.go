@@ -71,8 +71,13 @@ type Config struct {
 	RopeScale float64
 	// YaRN selects ggml's rope_yarn mixing (scaling type yarn): angles
 	// between the interpolated and the extrapolated ones by a ramp over
-	// the pairs, cos and sin scaled by 1 + 0.1·ln(1/RopeScale).
+	// the pairs, cos and sin scaled by 1 + 0.1·ln(factor) when the factor
+	// 1/RopeScale exceeds 1 (see ropeFreqs for factors below 1).
 	YaRN bool
+	// NoRope turns the rotation off: granite files whose
+	// granite.rope.scaling.finetuned is false (current llama.cpp uses the
+	// key as granite's RoPE switch, default true).
+	NoRope bool
 	// YarnOrigCtx is the context length the ramp's correction dims use:
 	// rope.scaling.original_context_length, else context_length.
 	YarnOrigCtx int
@@ -190,24 +195,39 @@ func readConfig(f *gguf.File) (Config, family, error) {
 	return c, fam, nil
 }
 
-// graniteScales reads granite's four required scalars (llama.cpp reads
-// them without a default).
+// graniteScales reads granite's scalars as current llama.cpp does:
+// logit_scale is required; attention.scale, embedding_scale and
+// residual_scale are optional (the February 2025 code required them) and
+// their absence leaves the default computation; rope.scaling.finetuned
+// false turns RoPE off.
 func (m meta) graniteScales(c *Config) error {
 	for _, s := range []struct {
-		key string
-		dst *float64
+		key      string
+		dst      *float64
+		required bool
 	}{
-		{"attention.scale", &c.AttnScale}, {"embedding_scale", &c.EmbedScale},
-		{"residual_scale", &c.ResidualScale}, {"logit_scale", &c.LogitScale},
+		{"attention.scale", &c.AttnScale, false}, {"embedding_scale", &c.EmbedScale, false},
+		{"residual_scale", &c.ResidualScale, false}, {"logit_scale", &c.LogitScale, true},
 	} {
 		v, ok, err := m.f32(m.key(s.key))
 		if err != nil {
 			return err
 		}
-		if !ok {
+		if !ok && s.required {
 			return fail(ErrMissing, m.key(s.key), "required key is absent")
 		}
-		*s.dst = v
+		if ok {
+			*s.dst = v
+		}
+	}
+	key := m.key("rope.scaling.finetuned")
+	on, err := m.f.Bool(key)
+	switch {
+	case errors.Is(err, gguf.ErrNotFound):
+	case err != nil:
+		return fail(ErrInvalid, key, "%v", err)
+	default:
+		c.NoRope = !on
 	}
 	return nil
 }
@@ -275,6 +295,14 @@ func (m meta) rope(c *Config) error {
 	}
 	if typ != "none" && typ != "linear" && typ != "yarn" {
 		return fail(ErrUnsupported, m.key("rope.scaling.type"), "%q, want none, linear or yarn", typ)
+	}
+	// Current llama.cpp reads these YaRN overrides; the reference does
+	// not compute them, so a file that has one is refused rather than
+	// computed differently.
+	for _, k := range []string{"yarn_log_multiplier", "yarn_ext_factor", "yarn_attn_factor", "yarn_beta_fast", "yarn_beta_slow"} {
+		if _, ok := m.f.Lookup(m.key("rope.scaling." + k)); ok {
+			return fail(ErrUnsupported, m.key("rope.scaling."+k), "YaRN override the reference does not compute")
+		}
 	}
 	c.RopeScale = 1
 	factor, ok, err := m.f32(m.key("rope.scaling.factor"))

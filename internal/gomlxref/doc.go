@@ -15,7 +15,13 @@
 // (NeoX) and requires Q/K/V biases; qwen3 pairs NeoX-style, has no biases
 // and applies a per-head RMSNorm to Q and K before RoPE; granite adds an
 // embedding scale, a residual scale on each block output, its own
-// attention scale and a logit divisor.
+// attention scale (these three optional, as in current llama.cpp) and a
+// required logit divisor, and turns RoPE off when its
+// rope.scaling.finetuned is false. Where current llama.cpp differs from
+// the February 2025 source in the mirror, the reference follows the
+// current one and says so (granite's optional scales and RoPE switch,
+// YaRN's magnitude for factors below 1); YaRN overrides it does not
+// compute (rope.scaling.yarn_*) are refused.
 //
 // Forward evaluates a whole sequence in one graph: embedding gather;
 // per block RMSNorm, Q/K/V products and biases, the Q/K norms, rotary

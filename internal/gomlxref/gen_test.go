@@ -27,9 +27,12 @@ type spec struct {
 	vocabKey                                                  string
 	biases                                                    string // "", "qkv" or "qkvo": the attention biases written
 	ropeFreqs                                                 bool   // write rope_freqs.weight
-	// granite's scales (written only for granite).
+	// granite's scales (written only for granite; 0 leaves the key out).
 	attnScale, embedScale, residScale, logitScale float32
-	seed                                          uint64
+	// ropeSwitch is granite's rope.scaling.finetuned: "" absent, "on" or
+	// "off" (no RoPE).
+	ropeSwitch string
+	seed       uint64
 }
 
 // ctxLen is the context_length every generated file states.
@@ -145,6 +148,10 @@ func randomSpec(seed uint64) spec {
 		s.embedScale = pick[float32](r, 12, 1, 4)
 		s.residScale = pick[float32](r, 0.22, 0.5, 1.5)
 		s.logitScale = pick[float32](r, 8, 16, 2, 0.5)
+		// The switch on (as written, or absent): off, which current
+		// llama.cpp honours, is left to TestReadConfigFamilies and the
+		// reference's own tests until the engine is known to read it.
+		s.ropeSwitch = pick(r, "", "", "on")
 	}
 	return s
 }
@@ -189,6 +196,7 @@ func (s spec) features() map[string]bool {
 		"rope_freqs (granite)":                      s.ropeFreqs && s.arch == "granite",
 		"granite attention.scale 1/128":             s.arch == "granite" && s.attnScale == 0.0078125,
 		"granite logit_scale below 1":               s.arch == "granite" && s.logitScale < 1,
+		"granite rope switch written on":            s.ropeSwitch == "on",
 		"tied output":                               s.tied,
 		"untied output":                             !s.tied,
 		"several layers":                            s.layers > 1,
@@ -243,8 +251,17 @@ func (s spec) keys() []gguf.KV {
 		kv = append(kv, f("rope.scaling.attn_factor", s.attnFactor))
 	}
 	if s.arch == "granite" {
-		kv = append(kv, f("attention.scale", s.attnScale), f("embedding_scale", s.embedScale),
-			f("residual_scale", s.residScale), f("logit_scale", s.logitScale))
+		for _, g := range []struct {
+			name string
+			v    float32
+		}{{"attention.scale", s.attnScale}, {"embedding_scale", s.embedScale}, {"residual_scale", s.residScale}, {"logit_scale", s.logitScale}} {
+			if g.v != 0 {
+				kv = append(kv, f(g.name, g.v))
+			}
+		}
+		if s.ropeSwitch != "" {
+			kv = append(kv, gguf.KV{Key: k("rope.scaling.finetuned"), Value: gguf.BoolValue(s.ropeSwitch == "on")})
+		}
 	}
 	switch s.vocabKey {
 	case "vocab_size":

@@ -59,13 +59,18 @@ func yarnCorrDims(c Config) (low, high float64) {
 }
 
 // ropeFreqs returns, for each rotated pair i, the angle per position in
-// float64, and the magnitude cos and sin are multiplied by. The
-// extrapolated angle per position is base^(-2i/RopeDim)/factors[i]
-// (factors may be nil: all 1). Without YaRN the angle is that times
-// RopeScale. With YaRN it is interpolated·(1-ramp) + extrapolated·ramp
-// where interpolated = RopeScale·extrapolated and ramp(i) = 1 -
-// clamp((i-low)/max(0.001, high-low), 0, 1) (ggml's i0/2 for the even
-// index i0 is i), and the magnitude gains 1 + 0.1·ln(1/RopeScale).
+// float64, and the magnitude cos and sin are multiplied by (attn_factor,
+// with or without YaRN). The extrapolated angle per position is
+// base^(-2i/RopeDim)/factors[i] (factors may be nil: all 1). Without YaRN
+// the angle is that times RopeScale. With YaRN it is
+// interpolated·(1-ramp) + extrapolated·ramp where interpolated =
+// RopeScale·extrapolated and ramp(i) = 1 - clamp((i-low)/max(0.001,
+// high-low), 0, 1) (ggml's i0/2 for the even index i0 is i), and the
+// magnitude gains 1 + 0.1·ln(factor) for factor = 1/RopeScale > 1. For
+// factors up to 1 it gains nothing: ggml's rope op multiplies by
+// 1 + 0.1·ln(factor) whatever the factor, but llama.cpp since December
+// 2025 divides attn_factor by that term and multiplies it by
+// max(1, 1 + 0.1·ln(factor)) first (the February 2025 code did not).
 func ropeFreqs(c Config, factors []float32) (freqs []float64, mscale float64) {
 	half := c.RopeDim / 2
 	freqs = make([]float64, half)
@@ -73,7 +78,9 @@ func ropeFreqs(c Config, factors []float32) (freqs []float64, mscale float64) {
 	var low, high float64
 	if c.YaRN {
 		low, high = yarnCorrDims(c)
-		mscale *= 1 + 0.1*math.Log(1/c.RopeScale)
+		if factor := 1 / c.RopeScale; factor > 1 {
+			mscale *= 1 + 0.1*math.Log(factor)
+		}
 	}
 	for i := range freqs {
 		extrap := math.Pow(c.RopeBase, -2*float64(i)/float64(c.RopeDim))
@@ -193,6 +200,9 @@ func forward(tokens *graph.Node, w *weights, c Config) *graph.Node {
 	g := tokens.Graph()
 	T := tokens.Shape().Dimensions[0]
 	x := scaled(graph.Gather(constMatrix(g, w.embed), graph.Reshape(tokens, T, 1)), c.EmbedScale)
+	if c.NoRope {
+		c.RopeDim = 0 // rope passes every value through
+	}
 	var cos, sin *graph.Node
 	if c.RopeDim > 0 {
 		cos, sin = ropeTables(g, T, c, w.ropeFactors)

@@ -113,7 +113,10 @@ func TestLoadErrors(t *testing.T) {
 		{"qwen3 without k norm", q3.keys(), withoutTensor(q3.tensors(), "blk.0.attn_k_norm.weight"), ErrMissing},
 		{"qwen3 q norm length", q3.keys(), withTensor(q3.tensors(), vecTensor("blk.0.attn_q_norm.weight", 24, 1)), ErrInvalid},
 		{"qwen3 q bias", q3.keys(), withTensor(q3.tensors(), vecTensor("blk.0.attn_q.bias", 24, 0)), ErrUnsupported},
-		{"granite without residual scale", withoutKey(gr.keys(), "granite.residual_scale"), gr.tensors(), ErrMissing},
+		{"granite without logit scale", withoutKey(gr.keys(), "granite.logit_scale"), gr.tensors(), ErrMissing},
+		{"granite rope switch type", withKey(gr.keys(), "granite.rope.scaling.finetuned", u(1)), gr.tensors(), ErrInvalid},
+		{"yarn_log_multiplier", withKey(yarn, "llama.rope.scaling.yarn_log_multiplier", f32(0.1)), ts, ErrUnsupported},
+		{"yarn_beta_fast", withKey(keys, "llama.rope.scaling.yarn_beta_fast", f32(16)), ts, ErrUnsupported},
 		{"granite zero logit scale", withKey(gr.keys(), "granite.logit_scale", f32(0)), gr.tensors(), ErrInvalid},
 		{"granite NaN attention scale", withKey(gr.keys(), "granite.attention.scale", f32(float32(math.NaN()))), gr.tensors(), ErrInvalid},
 	}
@@ -128,6 +131,13 @@ func TestLoadErrors(t *testing.T) {
 		if _, err := Load(sp.file(t)); err != nil {
 			t.Errorf("valid %s file: %v", sp.arch, err)
 		}
+	}
+	grKeys := gr.keys()
+	for _, k := range []string{"granite.attention.scale", "granite.embedding_scale", "granite.residual_scale"} {
+		grKeys = withoutKey(grKeys, k)
+	}
+	if _, err := Load(encode(t, grKeys, gr.tensors())); err != nil {
+		t.Errorf("granite without its optional scales: %v", err)
 	}
 	m, err := Load(encode(t, keys, ts))
 	if err != nil {
@@ -151,10 +161,17 @@ func TestReadConfigFamilies(t *testing.T) {
 	gr.scaling, gr.factor = "none", 4
 	ll := small
 	ll.scaling, ll.factor, ll.attnFactor = "legacy", 2, 0.8
+	grNoRope, grBare := gr, gr
+	grNoRope.ropeSwitch = "off"
+	grBare.attnScale, grBare.embedScale, grBare.residScale = 0, 0, 0 // keys left out
 	for _, tc := range []struct {
 		s    spec
 		want Config
 	}{
+		{grNoRope, Config{Arch: "granite", RopeScale: 1, RopeAttnFactor: 1, NoRope: true,
+			AttnScale: 0.0078125, EmbedScale: 12, ResidualScale: float64(float32(0.22)), LogitScale: 8}},
+		{grBare, Config{Arch: "granite", RopeScale: 1, RopeAttnFactor: 1,
+			AttnScale: 1 / math.Sqrt(8), EmbedScale: 1, ResidualScale: 1, LogitScale: 8}},
 		{q2, Config{Arch: "qwen2", NeoX: true, RopeScale: 0.25, YaRN: true, YarnOrigCtx: 32768, RopeAttnFactor: 1,
 			AttnScale: 1 / math.Sqrt(8), EmbedScale: 1, ResidualScale: 1, LogitScale: 1}},
 		{q3, Config{Arch: "qwen3", NeoX: true, RopeScale: 0.125, YaRN: true, YarnOrigCtx: ctxLen, RopeAttnFactor: 1.5,
@@ -172,7 +189,8 @@ func TestReadConfigFamilies(t *testing.T) {
 		w := tc.want
 		if got.Arch != w.Arch || got.NeoX != w.NeoX || got.RopeScale != w.RopeScale || got.YaRN != w.YaRN ||
 			got.YarnOrigCtx != w.YarnOrigCtx || got.RopeAttnFactor != w.RopeAttnFactor || got.AttnScale != w.AttnScale ||
-			got.EmbedScale != w.EmbedScale || got.ResidualScale != w.ResidualScale || got.LogitScale != w.LogitScale {
+			got.EmbedScale != w.EmbedScale || got.ResidualScale != w.ResidualScale || got.LogitScale != w.LogitScale ||
+			got.NoRope != w.NoRope {
 			t.Errorf("%s: got %+v, want %+v in the fields compared", tc.s.arch, got, w)
 		}
 	}
@@ -228,4 +246,35 @@ func sharedModel(t *testing.T, name string) string {
 		t.Skipf("test data missing: %s (clone the project beside its shared/ folder to run this test)", p)
 	}
 	return p
+}
+
+// TestGraniteRopeSwitch checks granite.rope.scaling.finetuned false by a
+// property of one attention layer without positions: the last position's
+// logits do not depend on the order of the tokens before it (its keys
+// and values are functions of each token alone). With the switch on (or
+// absent) they do.
+func TestGraniteRopeSwitch(t *testing.T) {
+	gr := small
+	gr.arch, gr.layers, gr.attnScale, gr.embedScale, gr.residScale, gr.logitScale = "granite", 1, 0.125, 4, 0.5, 2
+	tokens, swapped := []int32{5, 17, 3, 9, 40}, []int32{17, 5, 9, 3, 40}
+	for _, sw := range []string{"off", "on", ""} {
+		gr.ropeSwitch = sw
+		m, err := Load(gr.file(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := m.Forward(tokens)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := m.Forward(swapped)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := maxDeviation(a[len(a)-1:], b[len(b)-1:])
+		t.Logf("switch %q: last row moves %.3g when the earlier tokens are reordered", sw, d)
+		if off := sw == "off"; off && d > 1e-5 || !off && d <= detectable {
+			t.Errorf("switch %q: last row moves %.3g when the earlier tokens are reordered", sw, d)
+		}
+	}
 }

@@ -69,7 +69,12 @@ func loopRope(x []float32, T, H, D int, c Config, factors []float32) {
 					y := (float64((2*i)/2) - low) / math.Max(0.001, high-low)
 					ramp := 1 - math.Min(1, math.Max(0, y))
 					ang = interp*(1-ramp) + extrap*ramp
-					mag *= 1 + 0.1*math.Log(1/c.RopeScale)
+					// ggml's term, then current llama.cpp's
+					// attn_factor: divided by that term, times
+					// max(1, 1 + 0.1·ln(factor)).
+					factor := 1 / c.RopeScale
+					ggmlTerm := 1 + 0.1*math.Log(1/c.RopeScale)
+					mag *= ggmlTerm / (1 + 0.1*math.Log(factor)) * math.Max(1, 1+0.1*math.Log(factor))
 				}
 				ia, ib := 2*i, 2*i+1
 				if c.NeoX {
@@ -115,6 +120,7 @@ func TestRopeGraph(t *testing.T) {
 		{H: 3, D: 16, ropeDim: 16, neox: true, base: 100, scale: 0.125, yarn: true, orig: 64, attn: 0.8},
 		{H: 2, D: 12, ropeDim: 8, neox: true, base: 1e6, scale: 1.0 / 32, yarn: true, orig: 1 << 20},
 		{H: 2, D: 8, ropeDim: 8, base: 10000, scale: 0.5, yarn: true, orig: 32768, factors: factors(4)},
+		{H: 2, D: 8, ropeDim: 8, neox: true, base: 10000, scale: 2, yarn: true, orig: 4096}, // factor 0.5: no magnitude
 	} {
 		name := fmt.Sprintf("H%d_D%d_rd%d_neox%v_scale%g_yarn%v_orig%d_af%g_factors%v", tc.H, tc.D, tc.ropeDim, tc.neox,
 			tc.scale, tc.yarn, tc.orig, tc.attn, tc.factors != nil)
