@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 )
 
 // Limits on the hyperparameters a model file may declare. They admit every
@@ -19,10 +20,38 @@ const (
 	MaxVocab   = 1 << 22 // vocabulary size
 )
 
-// Config holds a Llama-family model's hyperparameters, read from the
-// general.architecture and <arch>.* metadata keys and validated.
+// RopeScaling is how a model stretches its rotary embedding past the
+// context it was trained on (<arch>.rope.scaling.type).
+type RopeScaling uint8
+
+// The scaling types llama.cpp knows and this engine implements. Llama 3's
+// scaling is not among them: its files carry it as per-pair frequency
+// factors (rope_freqs.weight) with no scaling type.
+const (
+	RopeScalingNone   RopeScaling = iota // positions as they are ("none")
+	RopeScalingLinear                    // positions times 1/factor ("linear", the default)
+	RopeScalingYaRN                      // YaRN: interpolation ramped per dimension, magnitude scaled ("yarn")
+)
+
+// String returns the name the metadata uses.
+func (s RopeScaling) String() string {
+	switch s {
+	case RopeScalingNone:
+		return "none"
+	case RopeScalingLinear:
+		return "linear"
+	case RopeScalingYaRN:
+		return "yarn"
+	}
+	return fmt.Sprintf("RopeScaling(%d)", int(s))
+}
+
+// Config holds a model's hyperparameters, read from the
+// general.architecture and <arch>.* metadata keys and validated. The
+// fields after NVocab are set by the architecture's family (arch.go) or
+// by its own optional keys; their zero values mean "not used".
 type Config struct {
-	Arch      string  // general.architecture ("llama")
+	Arch      string  // general.architecture ("llama", "qwen2", ...)
 	NEmbd     int     // <arch>.embedding_length
 	NLayer    int     // <arch>.block_count
 	NHead     int     // <arch>.attention.head_count
@@ -38,6 +67,19 @@ type Config struct {
 	// TiedOutput is set by Load when output.weight is absent and the
 	// logits are computed with token_embd.weight.
 	TiedOutput bool
+
+	RopeNeoX       bool        // rotate (x[i], x[i+RopeDim/2]) pairs instead of adjacent ones (the family's rope type)
+	RopeScaling    RopeScaling // <arch>.rope.scaling.type (default linear, as llama.cpp)
+	RopeOrigCtx    int         // <arch>.rope.scaling.original_context_length (default NCtxTrain): YaRN's correction dimensions
+	RopeExtFactor  float32     // YaRN's extrapolation mix: 1 for yarn, 0 otherwise (llama.cpp's yarn_ext_factor)
+	RopeAttnFactor float32     // <arch>.rope.scaling.attn_factor (default 1): multiplies cos and sin
+	RopeBetaFast   float32     // YaRN's beta_fast (32, llama.cpp's default)
+	RopeBetaSlow   float32     // YaRN's beta_slow (1)
+
+	AttnScale     float32 // multiplies the attention scores (default 1/sqrt(HeadDim); granite: <arch>.attention.scale)
+	EmbedScale    float32 // multiplies the token embeddings when not 0 (granite: <arch>.embedding_scale)
+	ResidualScale float32 // multiplies each block's attention and FFN output when not 0 (granite: <arch>.residual_scale)
+	LogitScale    float32 // divides the logits when not 0 (granite: <arch>.logit_scale)
 }
 
 // QDim returns the width of the query projection, NHead*HeadDim.
@@ -120,10 +162,11 @@ func configFrom(md metadata, notFound error) (Config, error) {
 	if err != nil {
 		return Config{}, err
 	}
-	if arch != "llama" {
-		return Config{}, &KeyError{Key: "general.architecture", Reason: fmt.Sprintf("architecture %q is not supported (want llama)", arch), Err: ErrUnsupported}
+	fam, ok := lookupFamily(arch)
+	if !ok {
+		return Config{}, &KeyError{Key: "general.architecture", Reason: fmt.Sprintf("architecture %q is not supported (want one of %s)", arch, strings.Join(familyNames(), ", ")), Err: ErrUnsupported}
 	}
-	c := Config{Arch: arch}
+	c := Config{Arch: arch, RopeNeoX: fam.RopeNeoX}
 	k := func(s string) string { return arch + "." + s }
 	if err := r.readShape(&c, k); err != nil {
 		return Config{}, err
@@ -144,6 +187,15 @@ func configFrom(md metadata, notFound error) (Config, error) {
 		return Config{}, err
 	} else if n > 0 {
 		return Config{}, &KeyError{Key: k("expert_count"), Reason: fmt.Sprintf("%d experts: mixture-of-experts models are not supported", n), Err: ErrUnsupported}
+	}
+	if c.RopeOrigCtx, err = r.count(k("rope.scaling.original_context_length"), 1, MaxCtx, c.NCtxTrain); err != nil {
+		return Config{}, err
+	}
+	c.AttnScale = 1 / float32(math.Sqrt(float64(c.HeadDim)))
+	if fam.Hyper != nil {
+		if err := fam.Hyper(r, &c, k); err != nil {
+			return Config{}, err
+		}
 	}
 	return c, nil
 }
@@ -201,9 +253,16 @@ func (r reader) readRope(c *Config, k func(string) string) error {
 	if c.RopeBase, err = r.float(k("rope.freq_base"), 0, 1e12, true, 10000); err != nil {
 		return err
 	}
+	c.RopeScaling = RopeScalingLinear
 	if t, err := r.md.String(k("rope.scaling.type")); err == nil {
-		if t != "none" && t != "linear" {
-			return &KeyError{Key: k("rope.scaling.type"), Reason: fmt.Sprintf("scaling %q is not supported (want none or linear)", t), Err: ErrUnsupported}
+		switch t {
+		case "none":
+			c.RopeScaling = RopeScalingNone
+		case "linear":
+		case "yarn":
+			c.RopeScaling = RopeScalingYaRN
+		default:
+			return &KeyError{Key: k("rope.scaling.type"), Reason: fmt.Sprintf("scaling %q is not supported (want none, linear or yarn)", t), Err: ErrUnsupported}
 		}
 	} else if !errors.Is(err, r.notFound) {
 		return r.keyErr(k("rope.scaling.type"), "string", err)
@@ -221,9 +280,17 @@ func (r reader) readRope(c *Config, k func(string) string) error {
 	switch {
 	case factor < 0:
 		return &KeyError{Key: k("rope.scaling.factor"), Reason: fmt.Sprintf("negative factor %g", factor), Err: ErrInvalid}
-	case factor > 0:
+	case factor > 0 && c.RopeScaling != RopeScalingNone:
+		// llama.cpp never scales when the type is "none", whatever the factor.
 		c.RopeScale = 1 / factor
 	}
+	if c.RopeAttnFactor, err = r.float(k("rope.scaling.attn_factor"), 0, 1e3, true, 1); err != nil {
+		return err
+	}
+	if c.RopeScaling == RopeScalingYaRN {
+		c.RopeExtFactor = 1
+	}
+	c.RopeBetaFast, c.RopeBetaSlow = 32, 1
 	return nil
 }
 
@@ -253,6 +320,14 @@ func (c Config) Validate() error {
 		return fmt.Errorf("model: config RopeBase %g: %w", c.RopeBase, ErrInvalid)
 	case !(c.RopeScale > 0) || math.IsInf(float64(c.RopeScale), 0):
 		return fmt.Errorf("model: config RopeScale %g: %w", c.RopeScale, ErrInvalid)
+	case c.RopeScaling == RopeScalingYaRN && (c.RopeOrigCtx < 1 || c.RopeOrigCtx > MaxCtx):
+		return fmt.Errorf("model: config RopeOrigCtx %d: %w", c.RopeOrigCtx, ErrInvalid)
+	case !finite(c.RopeAttnFactor) || !finite(c.RopeExtFactor) || !finite(c.AttnScale) ||
+		!finite(c.EmbedScale) || !finite(c.ResidualScale) || !finite(c.LogitScale):
+		return fmt.Errorf("model: config scales %g/%g/%g/%g/%g/%g: %w", c.RopeAttnFactor, c.RopeExtFactor, c.AttnScale, c.EmbedScale, c.ResidualScale, c.LogitScale, ErrInvalid)
 	}
 	return nil
 }
+
+// finite reports whether v is neither NaN nor infinite.
+func finite(v float32) bool { return !math.IsNaN(float64(v)) && !math.IsInf(float64(v), 0) }

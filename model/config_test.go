@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
+	"strings"
 	"testing"
 )
 
@@ -72,8 +74,21 @@ func baseMeta() fakeMeta {
 	}
 }
 
+// renameArch moves every llama.* key of the metadata to arch.*.
+func renameArch(arch string) func(fakeMeta) {
+	return func(m fakeMeta) {
+		m["general.architecture"] = arch
+		for k, v := range m {
+			if rest, ok := strings.CutPrefix(k, "llama."); ok {
+				delete(m, k)
+				m[arch+"."+rest] = v
+			}
+		}
+	}
+}
+
 func TestConfigFrom(t *testing.T) {
-	type edit func(fakeMeta)
+	type edit = func(fakeMeta)
 	set := func(k string, v any) edit { return func(m fakeMeta) { m[k] = v } }
 	del := func(k string) edit { return func(m fakeMeta) { delete(m, k) } }
 	tests := []struct {
@@ -85,7 +100,9 @@ func TestConfigFrom(t *testing.T) {
 	}{
 		{name: "base", check: func(c Config) error {
 			want := Config{Arch: "llama", NEmbd: 64, NLayer: 5, NHead: 8, NHeadKV: 4, HeadDim: 8, NFF: 172,
-				RopeDim: 8, RopeBase: 10000, RopeScale: 1, RMSEps: 1e-5, NCtxTrain: 128}
+				RopeDim: 8, RopeBase: 10000, RopeScale: 1, RMSEps: 1e-5, NCtxTrain: 128,
+				RopeScaling: RopeScalingLinear, RopeOrigCtx: 128, RopeAttnFactor: 1, RopeBetaFast: 32, RopeBetaSlow: 1,
+				AttnScale: float32(1 / math.Sqrt(8))}
 			if c != want {
 				return fmt.Errorf("got %+v, want %+v", c, want)
 			}
@@ -143,7 +160,56 @@ func TestConfigFrom(t *testing.T) {
 		{name: "rope dim odd", edits: []edit{set("llama.rope.dimension_count", uint32(7))}, wantKey: "llama.rope.dimension_count", wantErr: ErrInvalid},
 		{name: "rope dim above head", edits: []edit{set("llama.rope.dimension_count", uint32(10))}, wantKey: "llama.rope.dimension_count", wantErr: ErrInvalid},
 		{name: "rope base negative", edits: []edit{set("llama.rope.freq_base", float32(-1))}, wantKey: "llama.rope.freq_base", wantErr: ErrInvalid},
-		{name: "yarn", edits: []edit{set("llama.rope.scaling.type", "yarn")}, wantKey: "llama.rope.scaling.type", wantErr: ErrUnsupported},
+		{name: "yarn", edits: []edit{set("llama.rope.scaling.type", "yarn"), set("llama.rope.scaling.factor", float32(4)),
+			set("llama.rope.scaling.original_context_length", uint32(32768))},
+			check: func(c Config) error {
+				if c.RopeScaling != RopeScalingYaRN || c.RopeScale != 0.25 || c.RopeExtFactor != 1 || c.RopeOrigCtx != 32768 {
+					return fmt.Errorf("yarn: %+v", c)
+				}
+				return nil
+			}},
+		{name: "none ignores the factor", edits: []edit{set("llama.rope.scaling.type", "none"), set("llama.rope.scaling.factor", float32(4))},
+			check: func(c Config) error {
+				if c.RopeScaling != RopeScalingNone || c.RopeScale != 1 || c.RopeExtFactor != 0 {
+					return fmt.Errorf("none: %+v", c)
+				}
+				return nil
+			}},
+		{name: "longrope", edits: []edit{set("llama.rope.scaling.type", "longrope")}, wantKey: "llama.rope.scaling.type", wantErr: ErrUnsupported},
+		{name: "attn factor zero", edits: []edit{set("llama.rope.scaling.attn_factor", float32(0))}, wantKey: "llama.rope.scaling.attn_factor", wantErr: ErrInvalid},
+		{name: "orig ctx zero", edits: []edit{set("llama.rope.scaling.original_context_length", uint32(0))}, wantKey: "llama.rope.scaling.original_context_length", wantErr: ErrInvalid},
+		{name: "unknown architecture", edits: []edit{set("general.architecture", "mamba")}, wantKey: "general.architecture", wantErr: ErrUnsupported},
+		{name: "qwen2 is neox", edits: []edit{renameArch("qwen2")},
+			check: func(c Config) error {
+				if c.Arch != "qwen2" || !c.RopeNeoX || c.NEmbd != 64 {
+					return fmt.Errorf("qwen2: %+v", c)
+				}
+				return nil
+			}},
+		{name: "qwen3 is neox", edits: []edit{renameArch("qwen3")},
+			check: func(c Config) error {
+				if c.Arch != "qwen3" || !c.RopeNeoX {
+					return fmt.Errorf("qwen3: %+v", c)
+				}
+				return nil
+			}},
+		{name: "granite scales", edits: []edit{renameArch("granite"), set("granite.attention.scale", float32(0.0078125)),
+			set("granite.embedding_scale", float32(12)), set("granite.residual_scale", float32(0.22)), set("granite.logit_scale", float32(8))},
+			check: func(c Config) error {
+				if c.RopeNeoX || c.AttnScale != 0.0078125 || c.EmbedScale != 12 || c.ResidualScale != 0.22 || c.LogitScale != 8 {
+					return fmt.Errorf("granite: %+v", c)
+				}
+				return nil
+			}},
+		{name: "granite without scales", edits: []edit{renameArch("granite")},
+			check: func(c Config) error {
+				if c.AttnScale != float32(1/math.Sqrt(8)) || c.EmbedScale != 0 || c.ResidualScale != 0 || c.LogitScale != 0 {
+					return fmt.Errorf("granite defaults: %+v", c)
+				}
+				return nil
+			}},
+		{name: "granite negative scale", edits: []edit{renameArch("granite"), set("granite.residual_scale", float32(-1))}, wantKey: "granite.residual_scale", wantErr: ErrInvalid},
+		{name: "granite scale type", edits: []edit{renameArch("granite"), set("granite.logit_scale", "8")}, wantKey: "granite.logit_scale", wantErr: ErrInvalid},
 		{name: "negative factor", edits: []edit{set("llama.rope.scaling.factor", float32(-2))}, wantKey: "llama.rope.scaling.factor", wantErr: ErrInvalid},
 		{name: "vocab zero", edits: []edit{set("llama.vocab_size", uint32(0))}, wantKey: "llama.vocab_size", wantErr: ErrInvalid},
 		{name: "experts", edits: []edit{set("llama.expert_count", uint32(8))}, wantKey: "llama.expert_count", wantErr: ErrUnsupported},

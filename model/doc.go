@@ -1,11 +1,22 @@
-// Package model runs Llama-family transformer models from GGUF files.
+// Package model runs decoder-only transformer models from GGUF files.
+//
+// Each architecture is a Family (arch.go) registered by its
+// general.architecture name from a file of its own: llama.go (Llama 1-3.x,
+// Mistral, SmolLM, DeepSeek-R1-Distill-Llama), qwen2.go, qwen3.go,
+// granite.go. A family names its own metadata keys and lists the tensors
+// of its blocks, required or optional, from shared entries; the Runner
+// runs the shared blocks, whose optional parts (Q/K/V/O biases, per-head
+// Q/K RMSNorm, NeoX or normal RoPE with frequency factors and linear or
+// YaRN scaling, attention, embedding, residual and logit scales) are on
+// when the family's config or weights have them.
 //
 // ConfigFromGGUF reads the hyperparameters from the general.architecture
-// and llama.* metadata keys into a validated Config; Load binds every
-// weight by name from a table (token_embd, blk.N.attn_norm, attn_q,
-// attn_k, attn_v, attn_output, ffn_norm, ffn_gate, ffn_up, ffn_down,
-// output_norm, output), checking each tensor's exact shape and type and
-// using the large ones in place from the file's mapping. A file without
+// and <arch>.* metadata keys into a validated Config; Load binds every
+// weight by name from the family's table (token_embd, blk.N.attn_norm,
+// attn_q, attn_k, attn_v, attn_output, ffn_norm, ffn_gate, ffn_up,
+// ffn_down, output_norm, output, and the family's optional tensors),
+// checking each tensor's exact shape and type and using the large ones in
+// place from the file's mapping. A file without
 // output.weight computes its logits with the embedding matrix (tied
 // output). Errors name the key (*KeyError) or tensor (*TensorError) at
 // fault and wrap ErrMissing, ErrInvalid or ErrUnsupported.
@@ -19,10 +30,12 @@
 //
 // The arithmetic follows llama.cpp's CPU path without flash attention:
 // RMSNorm with the sum of squares in float64; Q, K and V projections;
-// rotary embeddings in the normal (adjacent pairs) mode with angles from
-// the float32 recurrence theta *= base^(-2/rope_dim); keys and values
+// rotary embeddings in the normal (adjacent pairs) or NeoX mode with
+// angles from the float32 recurrence theta *= base^(-2/rope_dim), divided
+// by rope_freqs.weight's factors and scaled as ggml's rope_yarn does; keys and values
 // stored in the cache rounded to F16 (the default; F32 is an option);
-// scores K·q with q rounded to F16, scaled by 1/sqrt(head_dim), masked
+// scores K·q with q rounded to F16, scaled by 1/sqrt(head_dim) (or the
+// family's scale), masked
 // causally and soft-maxed in float32; outputs Σ round_f16(p_j)·V_j;
 // grouped-query heads sharing each KV head between NHead/NHeadKV query
 // heads; the output projection and residual; SwiGLU feed-forward

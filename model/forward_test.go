@@ -38,15 +38,77 @@ func refRMS(x []float64, g []float32) []float64 {
 	return out
 }
 
-// refRope rotates adjacent pairs of the first ropeDim values of each head.
-func refRope(x []float64, nh, hd, ropeDim, pos int) {
-	for h := range nh {
-		for i := 0; i < ropeDim/2; i++ {
-			theta := float64(pos) * math.Pow(10000, -2*float64(i)/float64(ropeDim))
-			c, sn := math.Cos(theta), math.Sin(theta)
-			a, b := x[h*hd+2*i], x[h*hd+2*i+1]
-			x[h*hd+2*i], x[h*hd+2*i+1] = a*c-b*sn, a*sn+b*c
+// refRope rotates the first ropeDim values of each head: adjacent pairs,
+// or (i, i+ropeDim/2) for NeoX, by pos·10000^(-2i/ropeDim) divided by the
+// pair's frequency factor, then scaled linearly or by YaRN (the ramp
+// between interpolation and extrapolation over the pairs whose
+// wavelength lies between the original context's 32 and 1 rotations,
+// and the magnitude 1 + 0.1·ln(factor)).
+func refRope(sp synthSpec, factors []float32, x []float64, nh, pos int) {
+	hd, rd := sp.headDim, sp.ropeDim
+	scale, mag := 1.0, 1.0
+	if sp.linear != 0 {
+		scale = 1 / float64(sp.linear)
+	}
+	var low, high float64
+	if sp.yarn != 0 {
+		scale = 1 / float64(sp.yarn)
+		mag = 1 + 0.1*math.Log(float64(sp.yarn))
+		dim := func(rot float64) float64 {
+			return float64(rd) * math.Log(float64(sp.yarnOrigCtx)/(rot*2*math.Pi)) / (2 * math.Log(10000))
 		}
+		low, high = math.Max(0, math.Floor(dim(32))), math.Min(float64(rd-1), math.Ceil(dim(1)))
+	}
+	for h := range nh {
+		for i := 0; i < rd/2; i++ {
+			theta := float64(pos) * math.Pow(10000, -2*float64(i)/float64(rd))
+			if factors != nil {
+				theta /= float64(factors[i])
+			}
+			t := theta * scale
+			if sp.yarn != 0 {
+				ramp := 1 - math.Min(1, math.Max(0, (float64(i)-low)/math.Max(0.001, high-low)))
+				t = t*(1-ramp) + theta*ramp
+			}
+			c, sn := math.Cos(t)*mag, math.Sin(t)*mag
+			ia, ib := h*hd+2*i, h*hd+2*i+1
+			if sp.arch == "qwen2" || sp.arch == "qwen3" {
+				ia, ib = h*hd+i, h*hd+i+rd/2
+			}
+			a, b := x[ia], x[ib]
+			x[ia], x[ib] = a*c-b*sn, a*sn+b*c
+		}
+	}
+}
+
+// refAddScaled adds v·s to x (s = 0 means 1).
+func refAddScaled(x, v []float64, s float64) {
+	if s == 0 {
+		s = 1
+	}
+	for i := range x {
+		x[i] += v[i] * s
+	}
+}
+
+// refBias adds the named bias tensor to x when the model has it.
+func refBias(s *synth, name string, x []float64) {
+	if t := s.tensor(name); t != nil {
+		for i := range x {
+			x[i] += float64(t.vals[i])
+		}
+	}
+}
+
+// refHeadNorm applies the named per-head norm to each head of x when the
+// model has it.
+func refHeadNorm(s *synth, name string, x []float64, hd int) {
+	t := s.tensor(name)
+	if t == nil {
+		return
+	}
+	for h := 0; h < len(x); h += hd {
+		copy(x[h:h+hd], refRMS(x[h:h+hd], t.vals))
 	}
 }
 
@@ -65,6 +127,9 @@ func refAttention(sp synthSpec, q []float64, keys, vals [][]float64) []float64 {
 				d += q[h*hd+e] * keys[j][g*hd+e]
 			}
 			sc[j] = d / math.Sqrt(float64(hd))
+			if sp.granite {
+				sc[j] = d * testAttnScale
+			}
 			mx = math.Max(mx, sc[j])
 		}
 		var sum float64
@@ -89,6 +154,14 @@ func refForward(s *synth, tokens []int32) [][]float64 {
 	qd, kd := sp.heads*sp.headDim, sp.kvHeads*sp.headDim
 	w := func(name string) []float32 { return s.tensor(name).vals }
 	emb := w("token_embd.weight")
+	var factors []float32
+	if t := s.tensor("rope_freqs.weight"); t != nil {
+		factors = t.vals
+	}
+	var resScale float64
+	if sp.granite {
+		resScale = testResidualScale
+	}
 	keys := make([][][]float64, sp.layers)
 	vals := make([][][]float64, sp.layers)
 	var out [][]float64
@@ -96,20 +169,28 @@ func refForward(s *synth, tokens []int32) [][]float64 {
 		x := make([]float64, sp.embd)
 		for i := range x {
 			x[i] = float64(emb[int(tok)*sp.embd+i])
+			if sp.granite {
+				x[i] *= testEmbedScale
+			}
 		}
 		for l := range sp.layers {
 			p := fmt.Sprintf("blk.%d.", l)
 			xn := refRMS(x, w(p+"attn_norm.weight"))
 			q := refMatVec(w(p+"attn_q.weight"), qd, sp.embd, xn)
 			k := refMatVec(w(p+"attn_k.weight"), kd, sp.embd, xn)
-			refRope(q, sp.heads, sp.headDim, sp.ropeDim, pos)
-			refRope(k, sp.kvHeads, sp.headDim, sp.ropeDim, pos)
+			v := refMatVec(w(p+"attn_v.weight"), kd, sp.embd, xn)
+			refBias(s, p+"attn_q.bias", q)
+			refBias(s, p+"attn_k.bias", k)
+			refBias(s, p+"attn_v.bias", v)
+			refHeadNorm(s, p+"attn_q_norm.weight", q, sp.headDim)
+			refHeadNorm(s, p+"attn_k_norm.weight", k, sp.headDim)
+			refRope(sp, factors, q, sp.heads, pos)
+			refRope(sp, factors, k, sp.kvHeads, pos)
 			keys[l] = append(keys[l], k)
-			vals[l] = append(vals[l], refMatVec(w(p+"attn_v.weight"), kd, sp.embd, xn))
+			vals[l] = append(vals[l], v)
 			o := refMatVec(w(p+"attn_output.weight"), sp.embd, qd, refAttention(sp, q, keys[l], vals[l]))
-			for i := range x {
-				x[i] += o[i]
-			}
+			refBias(s, p+"attn_output.bias", o)
+			refAddScaled(x, o, resScale)
 			xn = refRMS(x, w(p+"ffn_norm.weight"))
 			gate := refMatVec(w(p+"ffn_gate.weight"), sp.ff, sp.embd, xn)
 			up := refMatVec(w(p+"ffn_up.weight"), sp.ff, sp.embd, xn)
@@ -117,15 +198,19 @@ func refForward(s *synth, tokens []int32) [][]float64 {
 				gate[i] = gate[i] / (1 + math.Exp(-gate[i])) * up[i]
 			}
 			d := refMatVec(w(p+"ffn_down.weight"), sp.embd, sp.ff, gate)
-			for i := range x {
-				x[i] += d[i]
-			}
+			refAddScaled(x, d, resScale)
 		}
 		ow := "output.weight"
 		if sp.tied {
 			ow = "token_embd.weight"
 		}
-		out = append(out, refMatVec(w(ow), sp.vocab, sp.embd, refRMS(x, w("output_norm.weight"))))
+		logits := refMatVec(w(ow), sp.vocab, sp.embd, refRMS(x, w("output_norm.weight")))
+		if sp.granite {
+			for i := range logits {
+				logits[i] /= testLogitScale
+			}
+		}
+		out = append(out, logits)
 	}
 	return out
 }
@@ -157,9 +242,19 @@ func TestForwardMatchesReference(t *testing.T) {
 		{synthSpec{embd: 64, layers: 2, heads: 4, kvHeads: 2, ff: 64, vocab: 50, seed: 8, wtype: tensor.F16}, KVF32, 2e-2},
 		{synthSpec{embd: 64, layers: 2, heads: 4, kvHeads: 2, ff: 64, vocab: 50, seed: 9, wtype: tensor.Q8_0}, KVF32, 1e-1},
 		{synthSpec{embd: 256, layers: 1, heads: 4, kvHeads: 2, ff: 256, vocab: 20, seed: 10, wtype: tensor.Q6_K}, KVF32, 1e-1},
+		// The families' features, each alone and together.
+		{synthSpec{embd: 32, layers: 2, heads: 4, kvHeads: 2, ff: 40, vocab: 50, seed: 21, ropeFreqs: true}, KVF32, 1e-4},
+		{synthSpec{embd: 32, layers: 2, heads: 4, kvHeads: 2, ff: 40, vocab: 50, seed: 22, qkvBias: true, oBias: true}, KVF32, 1e-4},
+		{synthSpec{embd: 32, layers: 2, heads: 4, kvHeads: 2, ff: 40, vocab: 50, seed: 23, arch: "qwen2", qkvBias: true, tied: true}, KVF32, 1e-4},
+		{synthSpec{embd: 32, layers: 2, heads: 4, kvHeads: 2, ff: 40, vocab: 50, seed: 24, arch: "qwen2", qkvBias: true, yarn: 4, yarnOrigCtx: 32}, KVF32, 1e-4},
+		{synthSpec{embd: 32, layers: 2, heads: 4, kvHeads: 1, ff: 40, vocab: 50, seed: 25, arch: "qwen3", qkNorm: true, headDim: 16}, KVF32, 1e-4},
+		{synthSpec{embd: 48, layers: 2, heads: 3, kvHeads: 3, ff: 40, vocab: 50, seed: 26, arch: "qwen3", qkNorm: true, headDim: 8, ropeDim: 6}, KVF16, 2e-2},
+		{synthSpec{embd: 32, layers: 2, heads: 4, kvHeads: 2, ff: 40, vocab: 50, seed: 27, arch: "granite", granite: true, tied: true}, KVF32, 1e-4},
+		{synthSpec{embd: 32, layers: 2, heads: 4, kvHeads: 2, ff: 40, vocab: 50, seed: 28, linear: 2, ropeFreqs: true}, KVF32, 1e-4},
+		{synthSpec{embd: 32, layers: 2, heads: 8, kvHeads: 2, ff: 40, vocab: 50, seed: 29, headDim: 8, ropeFreqs: true}, KVF32, 1e-4},
 	}
 	for _, tc := range tests {
-		name := fmt.Sprintf("e%d_h%d_kv%d_hd%d_rope%d_tied%v_%s_%s", tc.sp.embd, tc.sp.heads, tc.sp.kvHeads, tc.sp.headDim, tc.sp.ropeDim, tc.sp.tied, tc.sp.wtype, tc.kv)
+		name := fmt.Sprintf("%s_e%d_h%d_kv%d_hd%d_rope%d_tied%v_%s_%s_seed%d", tc.sp.arch, tc.sp.embd, tc.sp.heads, tc.sp.kvHeads, tc.sp.headDim, tc.sp.ropeDim, tc.sp.tied, tc.sp.wtype, tc.kv, tc.sp.seed)
 		t.Run(name, func(t *testing.T) {
 			s := newSynth(t, tc.sp)
 			m, err := s.load(t)

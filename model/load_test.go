@@ -64,8 +64,17 @@ func TestLoadErrors(t *testing.T) {
 			s.tensors = append(s.tensors, &synthTensor{name: "token_embd.weight", typ: tensor.I8, dims: []uint64{32, 40}, data: make([]byte, 32*40)})
 		}, "", "token_embd.weight", ErrUnsupported},
 		{"unexpected tensor", func(s *synth) {
-			s.tensors = append(s.tensors, encode(t, "rope_freqs.weight", tensor.F32, []uint64{4}, make([]float32, 4)))
-		}, "", "rope_freqs.weight", ErrUnsupported},
+			s.tensors = append(s.tensors, encode(t, "blk.0.attn_q_norm.weight", tensor.F32, []uint64{8}, make([]float32, 8)))
+		}, "", "blk.0.attn_q_norm.weight", ErrUnsupported},
+		{"zero rope factor", func(s *synth) {
+			s.tensors = append(s.tensors, encode(t, "rope_freqs.weight", tensor.F32, []uint64{4}, []float32{1, 2, 0, 4}))
+		}, "", "rope_freqs.weight", ErrInvalid},
+		{"rope factors of the wrong length", func(s *synth) {
+			s.tensors = append(s.tensors, encode(t, "rope_freqs.weight", tensor.F32, []uint64{8}, make([]float32, 8)))
+		}, "", "rope_freqs.weight", ErrInvalid},
+		{"bias of the wrong length", func(s *synth) {
+			s.tensors = append(s.tensors, encode(t, "blk.1.attn_k.bias", tensor.F32, []uint64{32}, make([]float32, 32)))
+		}, "", "blk.1.attn_k.bias", ErrInvalid},
 		{"missing key", func(s *synth) { s.dropKey("llama.block_count") }, "llama.block_count", "", ErrMissing},
 		{"missing eps", func(s *synth) { s.dropKey("llama.attention.layer_norm_rms_epsilon") }, "llama.attention.layer_norm_rms_epsilon", "", ErrMissing},
 		{"key type", func(s *synth) { s.setKey("llama.embedding_length", gguf.StringValue("32")) }, "llama.embedding_length", "", ErrInvalid},
@@ -122,5 +131,75 @@ func TestConfigFromGGUFVocab(t *testing.T) {
 	c, err := ConfigFromGGUF(f)
 	if err != nil || c.NVocab != 40 {
 		t.Errorf("NVocab from the token list: %d, %v", c.NVocab, err)
+	}
+}
+
+// TestLoadFamilies checks each family's own tensor rules: what it
+// requires, what it allows, and what it refuses as unexpected.
+func TestLoadFamilies(t *testing.T) {
+	base := synthSpec{embd: 32, layers: 2, heads: 4, kvHeads: 2, ff: 48, vocab: 40, seed: 1}
+	with := func(f func(*synthSpec)) synthSpec { sp := base; f(&sp); return sp }
+	tests := []struct {
+		name    string
+		sp      synthSpec
+		edit    func(*synth)
+		tensor  string // "" = loads
+		wantErr error
+	}{
+		{name: "llama with rope factors", sp: with(func(s *synthSpec) { s.ropeFreqs = true })},
+		{name: "llama with biases", sp: with(func(s *synthSpec) { s.qkvBias, s.oBias = true, true })},
+		{name: "qwen2", sp: with(func(s *synthSpec) { s.arch, s.qkvBias = "qwen2", true })},
+		{name: "qwen2 without a bias", sp: with(func(s *synthSpec) { s.arch, s.qkvBias = "qwen2", true }),
+			edit: func(s *synth) { s.dropTensor("blk.1.attn_v.bias") }, tensor: "blk.1.attn_v.bias", wantErr: ErrMissing},
+		{name: "qwen2 refuses rope factors", sp: with(func(s *synthSpec) { s.arch, s.qkvBias, s.ropeFreqs = "qwen2", true, true }),
+			tensor: "rope_freqs.weight", wantErr: ErrUnsupported},
+		{name: "qwen2 refuses an output bias", sp: with(func(s *synthSpec) { s.arch, s.qkvBias, s.oBias = "qwen2", true, true }),
+			tensor: "blk.0.attn_output.bias", wantErr: ErrUnsupported},
+		{name: "qwen3", sp: with(func(s *synthSpec) { s.arch, s.qkNorm, s.headDim = "qwen3", true, 16 })},
+		{name: "qwen3 without a k norm", sp: with(func(s *synthSpec) { s.arch, s.qkNorm = "qwen3", true }),
+			edit: func(s *synth) { s.dropTensor("blk.0.attn_k_norm.weight") }, tensor: "blk.0.attn_k_norm.weight", wantErr: ErrMissing},
+		{name: "qwen3 refuses biases", sp: with(func(s *synthSpec) { s.arch, s.qkNorm, s.qkvBias = "qwen3", true, true }),
+			tensor: "blk.0.attn_q.bias", wantErr: ErrUnsupported},
+		{name: "llama refuses q/k norms", sp: with(func(s *synthSpec) { s.qkNorm = true }),
+			tensor: "blk.0.attn_q_norm.weight", wantErr: ErrUnsupported},
+		{name: "granite", sp: with(func(s *synthSpec) { s.arch, s.granite = "granite", true })},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSynth(t, tc.sp)
+			if tc.edit != nil {
+				tc.edit(s)
+			}
+			m, err := s.load(t)
+			if tc.tensor == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if m.Config.Arch != s.spec.arch {
+					t.Errorf("arch %q, want %q", m.Config.Arch, s.spec.arch)
+				}
+				if (m.RopeFreqs != nil) != tc.sp.ropeFreqs || (m.Layers[1].QBias != nil) != tc.sp.qkvBias ||
+					(m.Layers[1].OBias != nil) != tc.sp.oBias || (m.Layers[1].KNorm != nil) != tc.sp.qkNorm {
+					t.Errorf("optional weights bound wrongly: factors %v, q bias %v, o bias %v, k norm %v",
+						m.RopeFreqs != nil, m.Layers[1].QBias != nil, m.Layers[1].OBias != nil, m.Layers[1].KNorm != nil)
+				}
+				return
+			}
+			var te *TensorError
+			if !errors.As(err, &te) || te.Name != tc.tensor || !errors.Is(err, tc.wantErr) {
+				t.Fatalf("got %v, want a TensorError for %s wrapping %v", err, tc.tensor, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestFamiliesWellFormed(t *testing.T) {
+	if err := checkFamilies(); err != nil {
+		t.Fatal(err)
+	}
+	for _, arch := range []string{"llama", "qwen2", "qwen3", "granite"} {
+		if _, ok := lookupFamily(arch); !ok {
+			t.Errorf("family %s is not registered", arch)
+		}
 	}
 }

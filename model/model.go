@@ -3,7 +3,6 @@ package model
 import (
 	"errors"
 	"fmt"
-	"math"
 
 	"github.com/lisa-llm/lisa/gguf"
 	"github.com/lisa-llm/lisa/kernels"
@@ -12,13 +11,20 @@ import (
 )
 
 // Layer holds the weights of one transformer block. The matrices are
-// views of the model file's mapping; the norm vectors are decoded copies.
+// views of the model file's mapping; the vectors are decoded copies. The
+// optional vectors are nil when the family or the file has none.
 type Layer struct {
 	AttnNorm []float32      // blk.N.attn_norm.weight [NEmbd]
 	Q        kernels.Matrix // blk.N.attn_q.weight, QDim rows of NEmbd
 	K        kernels.Matrix // blk.N.attn_k.weight, KVDim rows of NEmbd
 	V        kernels.Matrix // blk.N.attn_v.weight, KVDim rows of NEmbd
 	O        kernels.Matrix // blk.N.attn_output.weight, NEmbd rows of QDim
+	QBias    []float32      // blk.N.attn_q.bias [QDim]
+	KBias    []float32      // blk.N.attn_k.bias [KVDim]
+	VBias    []float32      // blk.N.attn_v.bias [KVDim]
+	OBias    []float32      // blk.N.attn_output.bias [NEmbd]
+	QNorm    []float32      // blk.N.attn_q_norm.weight [HeadDim]: RMSNorm of each query head
+	KNorm    []float32      // blk.N.attn_k_norm.weight [HeadDim]: RMSNorm of each key head
 	FFNNorm  []float32      // blk.N.ffn_norm.weight [NEmbd]
 	Gate     kernels.Matrix // blk.N.ffn_gate.weight, NFF rows of NEmbd
 	Up       kernels.Matrix // blk.N.ffn_up.weight, NFF rows of NEmbd
@@ -42,14 +48,15 @@ func (e Embedding) Row(id int, dst []float32) error {
 	return quant.Dequantize(e.Type, e.Data[off:off+e.RowBytes], dst)
 }
 
-// Model is a loaded Llama-family model: its configuration and its weights
-// bound by name, the large ones used in place from the file's mapping.
+// Model is a loaded model: its configuration and its weights bound by
+// name, the large ones used in place from the file's mapping.
 type Model struct {
 	Config     Config
 	Embed      Embedding      // token_embd.weight
 	Layers     []Layer        // blk.0 … blk.NLayer-1
 	OutputNorm []float32      // output_norm.weight [NEmbd]
 	Output     kernels.Matrix // output.weight, or token_embd.weight when tied
+	RopeFreqs  []float32      // rope_freqs.weight [RopeDim/2], per-pair frequency divisors, or nil
 }
 
 // ConfigFromGGUF reads and validates the model configuration from f's
@@ -73,39 +80,6 @@ func ConfigFromGGUF(f *gguf.File) (Config, error) {
 			Err:    ErrMissing}
 	}
 	return c, c.Validate()
-}
-
-// weightKind says how a tensor is bound.
-type weightKind int
-
-const (
-	kindNorm   weightKind = iota // F32/F16/BF16 vector, decoded
-	kindMatrix                   // kernels.Matrix view
-)
-
-// layerWeight is one entry of the per-block weight table.
-type layerWeight struct {
-	name  string              // the part between "blk.N." and ".weight"
-	shape func(Config) [2]int // GGUF dims: row length, rows (rows 0 = vector)
-	kind  weightKind          // how it is bound
-	mat   func(*Layer) *kernels.Matrix
-	vec   func(*Layer) *[]float32
-}
-
-// layerTable lists the tensors of one llama block.
-func layerTable() []layerWeight {
-	e := func(c Config) int { return c.NEmbd }
-	return []layerWeight{
-		{"attn_norm", func(c Config) [2]int { return [2]int{e(c), 0} }, kindNorm, nil, func(l *Layer) *[]float32 { return &l.AttnNorm }},
-		{"attn_q", func(c Config) [2]int { return [2]int{e(c), c.QDim()} }, kindMatrix, func(l *Layer) *kernels.Matrix { return &l.Q }, nil},
-		{"attn_k", func(c Config) [2]int { return [2]int{e(c), c.KVDim()} }, kindMatrix, func(l *Layer) *kernels.Matrix { return &l.K }, nil},
-		{"attn_v", func(c Config) [2]int { return [2]int{e(c), c.KVDim()} }, kindMatrix, func(l *Layer) *kernels.Matrix { return &l.V }, nil},
-		{"attn_output", func(c Config) [2]int { return [2]int{c.QDim(), e(c)} }, kindMatrix, func(l *Layer) *kernels.Matrix { return &l.O }, nil},
-		{"ffn_norm", func(c Config) [2]int { return [2]int{e(c), 0} }, kindNorm, nil, func(l *Layer) *[]float32 { return &l.FFNNorm }},
-		{"ffn_gate", func(c Config) [2]int { return [2]int{e(c), c.NFF} }, kindMatrix, func(l *Layer) *kernels.Matrix { return &l.Gate }, nil},
-		{"ffn_up", func(c Config) [2]int { return [2]int{e(c), c.NFF} }, kindMatrix, func(l *Layer) *kernels.Matrix { return &l.Up }, nil},
-		{"ffn_down", func(c Config) [2]int { return [2]int{c.NFF, e(c)} }, kindMatrix, func(l *Layer) *kernels.Matrix { return &l.Down }, nil},
-	}
 }
 
 // binder looks tensors up in one file and records which were used.
@@ -168,7 +142,8 @@ func (b *binder) matrix(name string, cols, rows int) (kernels.Matrix, error) {
 	return m, nil
 }
 
-// norm binds and decodes a norm vector of n values.
+// norm binds and decodes a vector of n values (norm weights, biases,
+// frequency factors).
 func (b *binder) norm(name string, n int) ([]float32, error) {
 	ti, data, err := b.lookup(name, []int{n})
 	if err != nil {
@@ -177,14 +152,14 @@ func (b *binder) norm(name string, n int) ([]float32, error) {
 	switch ti.Type {
 	case tensor.F32, tensor.F16, tensor.BF16:
 	default:
-		return nil, &TensorError{Name: name, Reason: fmt.Sprintf("type %s is not supported for a norm (want F32, F16 or BF16)", ti.Type), Err: ErrUnsupported}
+		return nil, &TensorError{Name: name, Reason: fmt.Sprintf("type %s is not supported for a vector (want F32, F16 or BF16)", ti.Type), Err: ErrUnsupported}
 	}
 	v := make([]float32, n)
 	if err := quant.Dequantize(ti.Type, data, v); err != nil {
 		return nil, &TensorError{Name: name, Reason: err.Error(), Err: ErrInvalid}
 	}
 	for i, x := range v {
-		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+		if !finite(x) {
 			return nil, &TensorError{Name: name, Reason: fmt.Sprintf("value %d is %g", i, x), Err: ErrInvalid}
 		}
 	}
@@ -209,13 +184,13 @@ func (b *binder) embedding(name string, c Config) (Embedding, error) {
 	return Embedding{Type: ti.Type, RowBytes: int(rb), Data: data}, nil
 }
 
-// Load reads the configuration of f and binds every tensor the llama
-// architecture needs, checking each is present with exactly the expected
-// shape and a supported type; errors name the key or tensor (*KeyError,
-// *TensorError). output.weight may be absent: the logits then use
-// token_embd.weight (Config.TiedOutput). A tensor the architecture does
-// not use is an error, as in llama.cpp. f must stay open while the Model
-// is used.
+// Load reads the configuration of f and binds every tensor its
+// architecture's family (arch.go) needs, checking each is present with
+// exactly the expected shape and a supported type; errors name the key or
+// tensor (*KeyError, *TensorError). output.weight may be absent: the
+// logits then use token_embd.weight (Config.TiedOutput). A tensor the
+// architecture does not use is an error, as in llama.cpp. f must stay
+// open while the Model is used.
 func Load(f *gguf.File) (*Model, error) { return LoadWithProgress(f, nil) }
 
 // LoadWithProgress is Load, calling progress (when not nil) after each
@@ -227,13 +202,24 @@ func LoadWithProgress(f *gguf.File, progress func(LoadProgress)) (*Model, error)
 	if err != nil {
 		return nil, err
 	}
+	fam, _ := lookupFamily(c.Arch) // ConfigFromGGUF found it
 	b := &binder{f: f, used: make(map[string]bool), done: make(map[string]bool), prog: newProgressCounter(f, progress)}
 	m := &Model{Layers: make([]Layer, c.NLayer)}
 	if m.Embed, err = b.embedding("token_embd.weight", c); err != nil {
 		return nil, err
 	}
+	if _, ok := f.Tensor("rope_freqs.weight"); ok && fam.RopeFreqs {
+		if m.RopeFreqs, err = b.norm("rope_freqs.weight", c.RopeDim/2); err != nil {
+			return nil, err
+		}
+		for i, v := range m.RopeFreqs {
+			if !(v > 0) {
+				return nil, &TensorError{Name: "rope_freqs.weight", Reason: fmt.Sprintf("factor %d is %g, want > 0", i, v), Err: ErrInvalid}
+			}
+		}
+	}
 	for i := range m.Layers {
-		if err := b.layer(&m.Layers[i], i, c); err != nil {
+		if err := b.layer(&m.Layers[i], i, c, fam.Block); err != nil {
 			return nil, err
 		}
 	}
@@ -252,23 +238,25 @@ func LoadWithProgress(f *gguf.File, progress func(LoadProgress)) (*Model, error)
 	}
 	for _, ti := range f.Tensors {
 		if !b.used[ti.Name] {
-			return nil, &TensorError{Name: ti.Name, Reason: "unexpected tensor: the llama architecture as implemented does not use it", Err: ErrUnsupported}
+			return nil, &TensorError{Name: ti.Name, Reason: fmt.Sprintf("unexpected tensor: the %s architecture as implemented does not use it", c.Arch), Err: ErrUnsupported}
 		}
 	}
 	m.Config = c
 	return m, nil
 }
 
-// layer binds the weights of block i.
-func (b *binder) layer(l *Layer, i int, c Config) error {
-	for _, w := range layerTable() {
-		name := fmt.Sprintf("blk.%d.%s.weight", i, w.name)
-		s := w.shape(c)
+// layer binds the weights of block i from the family's table.
+func (b *binder) layer(l *Layer, i int, c Config, table []BlockWeight) error {
+	for _, w := range table {
+		name := fmt.Sprintf("blk.%d.%s", i, w.Name)
+		if _, ok := b.f.Tensor(name); !ok && w.Optional {
+			continue
+		}
+		s := w.Shape(c)
 		var err error
-		switch w.kind {
-		case kindNorm:
+		if w.vec != nil {
 			*w.vec(l), err = b.norm(name, s[0])
-		case kindMatrix:
+		} else {
 			*w.mat(l), err = b.matrix(name, s[0], s[1])
 		}
 		if err != nil {

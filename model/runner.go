@@ -2,7 +2,6 @@ package model
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/lisa-llm/lisa/kernels"
 )
@@ -43,7 +42,8 @@ type Runner struct {
 	attnMin int           // least multiply-adds worth spreading over workers
 	attnL   int           // the layer the attention workers are on
 	attnB   Batch         // the batch the attention workers are on
-	attnSc  float32       // 1/sqrt(head_dim)
+	attnSc  float32       // the attention scores' scale (Config.AttnScale)
+	rope    *ropeParams   // the model's rotary embedding
 	attnNW  int           // how many workers share the heads
 	attnFn  func(w int)   // runs worker w's heads on the pool (made once: no allocation per layer)
 	next    []int         // per sequence: the next position a batch may write
@@ -84,6 +84,7 @@ func NewRunner(m *Model, c *Cache, pool *kernels.Pool, maxBatch int) *Runner {
 		outIdx:  make([]int, 0, maxBatch),
 		rows:    make([][]float32, 0, maxBatch),
 	}
+	r.rope = newRopeParams(cfg, m.RopeFreqs)
 	r.attnFn = func(w int) {
 		if w < r.attnNW {
 			r.headsPart(w, r.attnNW)
@@ -167,6 +168,9 @@ func (r *Runner) Decode(b Batch) ([][]float32, error) {
 		if err := r.m.Embed.Row(int(t), r.x[i*cfg.NEmbd:(i+1)*cfg.NEmbd]); err != nil {
 			return nil, fmt.Errorf("model: decode: %w", err)
 		}
+	}
+	if cfg.EmbedScale != 0 {
+		kernels.Scale(r.x[:n*cfg.NEmbd], cfg.EmbedScale)
 	}
 	for l := range r.m.Layers {
 		last := l == len(r.m.Layers)-1
@@ -254,14 +258,19 @@ func (r *Runner) attention(l int, b Batch, n int) error {
 	if err := r.matmul(r.v, ly.V, r.xn, n, "attn_v", l); err != nil {
 		return err
 	}
+	addBias(r.q[:n*qd], ly.QBias)
+	addBias(r.k[:n*kd], ly.KBias)
+	addBias(r.v[:n*kd], ly.VBias)
 	for i := range n {
 		pos := int(b.Pos[i])
 		q, k := r.q[i*qd:(i+1)*qd], r.k[i*kd:(i+1)*kd]
-		r.ar.rope(q, cfg.NHead, hd, cfg.RopeDim, pos, cfg.RopeBase, cfg.RopeScale)
-		r.ar.rope(k, cfg.NHeadKV, hd, cfg.RopeDim, pos, cfg.RopeBase, cfg.RopeScale)
+		headNorm(q, hd, ly.QNorm, cfg.RMSEps)
+		headNorm(k, hd, ly.KNorm, cfg.RMSEps)
+		r.ar.rope(q, cfg.NHead, hd, pos, r.rope)
+		r.ar.rope(k, cfg.NHeadKV, hd, pos, r.rope)
 		r.c.store(l, int(b.Seq[i]), pos, k, r.v[i*kd:(i+1)*kd])
 	}
-	r.attnL, r.attnB, r.attnSc = l, b, 1/float32(math.Sqrt(float64(hd)))
+	r.attnL, r.attnB, r.attnSc = l, b, cfg.AttnScale
 	work := 0
 	for i := range n {
 		work += (int(b.Pos[i]) + 1) * cfg.NHead * hd * 2
@@ -284,8 +293,41 @@ func (r *Runner) attention(l int, b Batch, n int) error {
 	if err := r.matmul(r.proj, ly.O, r.att, n, "attn_output", l); err != nil {
 		return err
 	}
-	kernels.Add(r.x[:n*e], r.x[:n*e], r.proj[:n*e])
+	addBias(r.proj[:n*e], ly.OBias)
+	r.residual(n)
 	return nil
+}
+
+// residual adds the block half's output in r.proj to the first n rows of
+// the residual stream r.x, scaled first when the family says so.
+func (r *Runner) residual(n int) {
+	e := r.m.Config.NEmbd
+	if s := r.m.Config.ResidualScale; s != 0 {
+		kernels.Scale(r.proj[:n*e], s)
+	}
+	kernels.Add(r.x[:n*e], r.x[:n*e], r.proj[:n*e])
+}
+
+// addBias adds bias to every row of x (rows of len(bias) values); a nil
+// bias adds nothing.
+func addBias(x, bias []float32) {
+	if bias == nil {
+		return
+	}
+	for i := 0; i+len(bias) <= len(x); i += len(bias) {
+		kernels.Add(x[i:i+len(bias)], x[i:i+len(bias)], bias)
+	}
+}
+
+// headNorm applies RMSNorm with weight w to each head of x (heads of hd
+// values) in place; a nil w does nothing.
+func headNorm(x []float32, hd int, w []float32, eps float32) {
+	if w == nil {
+		return
+	}
+	for h := 0; h+hd <= len(x); h += hd {
+		kernels.RMSNorm(x[h:h+hd], x[h:h+hd], w, eps)
+	}
 }
 
 // headsPart computes the attention heads w, w+nw, w+2·nw, ... of the
@@ -363,7 +405,7 @@ func (r *Runner) feedForward(l, n int) error {
 	if err := r.matmul(r.proj, ly.Down, r.gate, n, "ffn_down", l); err != nil {
 		return err
 	}
-	kernels.Add(r.x[:n*e], r.x[:n*e], r.proj[:n*e])
+	r.residual(n)
 	return nil
 }
 
@@ -386,6 +428,9 @@ func (r *Runner) output() ([][]float32, error) {
 	lg := r.logits[:n*nv]
 	if err := r.ar.matmul(lg, r.m.Output, r.xn[:n*e], n, r.group[:n]); err != nil {
 		return nil, fmt.Errorf("model: output: %w", err)
+	}
+	if cfg.LogitScale != 0 {
+		kernels.Scale(lg, 1/cfg.LogitScale)
 	}
 	for i := range n {
 		r.rows = append(r.rows, lg[i*nv:(i+1)*nv:(i+1)*nv])

@@ -13,13 +13,32 @@ import (
 	"github.com/lisa-llm/lisa/tensor"
 )
 
-// synthSpec describes a small random llama model for tests.
+// synthSpec describes a small random model for tests: llama by default,
+// or another family's architecture with the features that set it apart.
 type synthSpec struct {
 	embd, layers, heads, kvHeads, ff, vocab, ropeDim, headDim int
 	tied                                                      bool
 	wtype                                                     tensor.Type // type of the matrices
 	seed                                                      uint64
+
+	arch        string  // general.architecture ("" = llama)
+	qkvBias     bool    // blk.N.attn_{q,k,v}.bias
+	oBias       bool    // blk.N.attn_output.bias
+	qkNorm      bool    // blk.N.attn_{q,k}_norm.weight
+	ropeFreqs   bool    // rope_freqs.weight
+	yarn        float32 // rope.scaling.type yarn with this factor (0: none)
+	yarnOrigCtx int     // rope.scaling.original_context_length for yarn
+	linear      float32 // rope.scaling.factor without a type (linear)
+	granite     bool    // granite's four scales
 }
+
+// Granite scales of the test models (of the size the real ones have).
+const (
+	testAttnScale     = 0.0078125
+	testEmbedScale    = 12
+	testResidualScale = 0.22
+	testLogitScale    = 8
+)
 
 // synthTensor is one tensor of a synthetic model: its float values (for
 // the reference) and its encoding.
@@ -99,21 +118,41 @@ func newSynth(tb testing.TB, sp synthSpec) *synth {
 	r := rand.New(rand.NewPCG(sp.seed, 99))
 	s := &synth{spec: sp}
 	u := func(k string, v uint32) { s.setKey(k, gguf.Uint32Value(v)) }
-	s.setKey("general.architecture", gguf.StringValue("llama"))
-	u("llama.embedding_length", uint32(sp.embd))
-	u("llama.block_count", uint32(sp.layers))
-	u("llama.attention.head_count", uint32(sp.heads))
-	u("llama.attention.head_count_kv", uint32(sp.kvHeads))
-	u("llama.feed_forward_length", uint32(sp.ff))
-	u("llama.context_length", 256)
-	u("llama.rope.dimension_count", uint32(sp.ropeDim))
-	u("llama.vocab_size", uint32(sp.vocab))
-	if sp.headDim*sp.heads != sp.embd {
-		u("llama.attention.key_length", uint32(sp.headDim))
-		u("llama.attention.value_length", uint32(sp.headDim))
+	if sp.arch == "" {
+		sp.arch = "llama"
+		s.spec.arch = "llama"
 	}
-	s.setKey("llama.attention.layer_norm_rms_epsilon", gguf.Float32Value(1e-5))
-	s.setKey("llama.rope.freq_base", gguf.Float32Value(10000))
+	a := sp.arch + "."
+	f := func(k string, v float32) { s.setKey(a+k, gguf.Float32Value(v)) }
+	s.setKey("general.architecture", gguf.StringValue(sp.arch))
+	u(a+"embedding_length", uint32(sp.embd))
+	u(a+"block_count", uint32(sp.layers))
+	u(a+"attention.head_count", uint32(sp.heads))
+	u(a+"attention.head_count_kv", uint32(sp.kvHeads))
+	u(a+"feed_forward_length", uint32(sp.ff))
+	u(a+"context_length", 256)
+	u(a+"rope.dimension_count", uint32(sp.ropeDim))
+	u(a+"vocab_size", uint32(sp.vocab))
+	if sp.headDim*sp.heads != sp.embd {
+		u(a+"attention.key_length", uint32(sp.headDim))
+		u(a+"attention.value_length", uint32(sp.headDim))
+	}
+	f("attention.layer_norm_rms_epsilon", 1e-5)
+	f("rope.freq_base", 10000)
+	if sp.yarn != 0 {
+		s.setKey(a+"rope.scaling.type", gguf.StringValue("yarn"))
+		f("rope.scaling.factor", sp.yarn)
+		u(a+"rope.scaling.original_context_length", uint32(sp.yarnOrigCtx))
+	}
+	if sp.linear != 0 {
+		f("rope.scaling.factor", sp.linear)
+	}
+	if sp.granite {
+		f("attention.scale", testAttnScale)
+		f("embedding_scale", testEmbedScale)
+		f("residual_scale", testResidualScale)
+		f("logit_scale", testLogitScale)
+	}
 	rnd := func(n int, scale float64) []float32 {
 		v := make([]float32, n)
 		for i := range v {
@@ -134,7 +173,19 @@ func newSynth(tb testing.TB, sp synthSpec) *synth {
 	vec := func(name string, n int) {
 		s.tensors = append(s.tensors, encode(tb, name, tensor.F32, []uint64{uint64(n)}, norm(n)))
 	}
+	bias := func(name string, n int) {
+		s.tensors = append(s.tensors, encode(tb, name, tensor.F32, []uint64{uint64(n)}, rnd(n, 0.3)))
+	}
 	mat("token_embd.weight", sp.embd, sp.vocab, sp.wtype)
+	if sp.ropeFreqs {
+		// Llama 3's factors run from 1 (high frequencies) to the scaling
+		// factor (low ones); random ones in that range test the same.
+		v := make([]float32, sp.ropeDim/2)
+		for i := range v {
+			v[i] = float32(1 + 7*r.Float64())
+		}
+		s.tensors = append(s.tensors, encode(tb, "rope_freqs.weight", tensor.F32, []uint64{uint64(len(v))}, v))
+	}
 	qd, kd := sp.heads*sp.headDim, sp.kvHeads*sp.headDim
 	for l := range sp.layers {
 		p := fmt.Sprintf("blk.%d.", l)
@@ -143,6 +194,18 @@ func newSynth(tb testing.TB, sp synthSpec) *synth {
 		mat(p+"attn_k.weight", sp.embd, kd, sp.wtype)
 		mat(p+"attn_v.weight", sp.embd, kd, sp.wtype)
 		mat(p+"attn_output.weight", qd, sp.embd, sp.wtype)
+		if sp.qkvBias {
+			bias(p+"attn_q.bias", qd)
+			bias(p+"attn_k.bias", kd)
+			bias(p+"attn_v.bias", kd)
+		}
+		if sp.oBias {
+			bias(p+"attn_output.bias", sp.embd)
+		}
+		if sp.qkNorm {
+			vec(p+"attn_q_norm.weight", sp.headDim)
+			vec(p+"attn_k_norm.weight", sp.headDim)
+		}
 		vec(p+"ffn_norm.weight", sp.embd)
 		mat(p+"ffn_gate.weight", sp.embd, sp.ff, sp.wtype)
 		mat(p+"ffn_up.weight", sp.embd, sp.ff, sp.wtype)

@@ -1,0 +1,29 @@
+package model
+
+// The granite family (IBM Granite 3.x dense models): the llama block with
+// four scalars of its own: the attention scores' scale (in place of
+// 1/sqrt(head_dim)), a factor on the token embeddings, one on each
+// block's attention and FFN outputs before they join the residual stream,
+// and a divisor of the logits.
+func init() {
+	register(&Family{
+		Arch:  "granite",
+		Block: append(preNormBlock(), wQBias.optional(), wKBias.optional(), wVBias.optional(), wOBias.optional()),
+		Hyper: func(r reader, c *Config, k func(string) string) error {
+			for _, s := range []struct {
+				key string
+				dst *float32
+			}{
+				{"attention.scale", &c.AttnScale},
+				{"embedding_scale", &c.EmbedScale},
+				{"residual_scale", &c.ResidualScale},
+				{"logit_scale", &c.LogitScale},
+			} {
+				if err := readScale(r, k(s.key), s.dst); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	})
+}
