@@ -9,74 +9,72 @@ import (
 	"github.com/lisa-llm/lisa/model"
 )
 
-// This file is the explicit gate between the generator, which draws every
-// family and feature of issue 18, and the engine, which may not load all
-// of them yet. A configuration is skipped, by name and with the reason,
-// only when it uses one of the features in pendingFeatures and the engine
-// refuses its file with model.ErrUnsupported, or ignores
-// rope.scaling.attn_factor (probed once, see engineAppliesAttnFactor).
-// Any other refusal, and any numeric mismatch, fails. Once package model
-// loads everything, no configuration is skipped and the test says so.
+// This file is the explicit gate between the generator, which draws what
+// current llama.cpp computes, and package model, which has two known gaps
+// (after the merge of its architecture layer):
+//
+//   - rope_freqs.weight in a granite file: llama.cpp loads and applies it
+//     (granite's loader is llama's); model.Load refuses the tensor with
+//     ErrUnsupported.
+//   - granite.rope.scaling.finetuned false: current llama.cpp turns RoPE
+//     off for the file; package model ignores the key (found by a probe
+//     comparing the engine's logits with the switch on and off).
+//
+// A configuration is skipped, by name and with the reason, only for one
+// of these; the test logs the list. Any other load error and any numeric
+// mismatch fails. When the engine closes a gap the probe, or the absent
+// ErrUnsupported, lets those configurations run without a change here.
 
-// pendingFeatures names, for s, the features of its file that package
-// model did not implement before issue 18: the families other than
-// llama, attention biases, rope_freqs.weight and YaRN scaling.
-func (s spec) pendingFeatures() []string {
-	var p []string
-	if s.arch != "llama" {
-		p = append(p, "family "+s.arch)
-	}
-	if s.biases != "" {
-		p = append(p, "attention biases")
-	}
-	if s.ropeFreqs {
-		p = append(p, "rope_freqs.weight")
-	}
-	if s.scaling == "yarn" {
-		p = append(p, "yarn scaling")
-	}
-	return p
+// gapUnsupported reports whether err is model.Load's refusal of a known
+// gap that s has.
+func (s spec) gapUnsupported(err error) bool {
+	return errors.Is(err, model.ErrUnsupported) && s.arch == "granite" && s.ropeFreqs
 }
 
 // engineGate decides, once per test, which configurations the engine is
 // compared on.
 type engineGate struct {
-	attnFactor bool     // the engine applies rope.scaling.attn_factor
+	ropeSwitch string   // "" when the engine honours granite's RoPE switch, else why not
 	skipped    []string // configurations skipped, with the reason
 }
 
 // newEngineGate probes the engine.
 func newEngineGate(t *testing.T) *engineGate {
 	t.Helper()
-	g := &engineGate{attnFactor: engineAppliesAttnFactor(t)}
-	if !g.attnFactor {
-		t.Logf("gate: package model ignores rope.scaling.attn_factor (llama.cpp multiplies cos and sin by it): configurations with the key are skipped")
+	g := &engineGate{ropeSwitch: engineRopeSwitchGap(t)}
+	if g.ropeSwitch != "" {
+		t.Logf("gate: %s: granite configurations with the switch off are skipped", g.ropeSwitch)
 	}
 	return g
 }
 
 // skip returns why s must not be compared with the engine, or "" when it
-// must: s uses a pending feature and model.Load refuses f with
-// ErrUnsupported, or s has attn_factor and the engine ignores it. Any
-// other engine load error fails t.
+// must. An engine load error other than a known gap fails t.
 func (g *engineGate) skip(t *testing.T, s spec, f *gguf.File) string {
 	t.Helper()
-	var why string
-	_, err := model.Load(f)
-	switch {
-	case err == nil:
-	case errors.Is(err, model.ErrUnsupported) && len(s.pendingFeatures()) > 0:
-		why = "model.Load: " + err.Error() + " (pending: " + strings.Join(s.pendingFeatures(), ", ") + ")"
-	default:
-		t.Fatalf("model.Load: %v", err)
-	}
-	if why == "" && s.attnFactor != 0 && !g.attnFactor {
-		why = "package model ignores rope.scaling.attn_factor"
+	why := knownGap(t, s, f)
+	if why == "" && s.ropeSwitch == "off" {
+		why = g.ropeSwitch
 	}
 	if why != "" {
 		g.skipped = append(g.skipped, s.String()+": "+why)
 	}
 	return why
+}
+
+// knownGap returns model.Load's error when it is the refusal of a known
+// gap of s, "" when the engine loads f; any other error fails t.
+func knownGap(t *testing.T, s spec, f *gguf.File) string {
+	t.Helper()
+	_, err := model.Load(f)
+	switch {
+	case err == nil:
+		return ""
+	case s.gapUnsupported(err):
+		return "package model refuses rope_freqs.weight in a granite file, which llama.cpp applies: " + err.Error()
+	}
+	t.Fatalf("model.Load: %v", err)
+	return ""
 }
 
 // report logs every skipped configuration at the end of the test.
@@ -86,34 +84,44 @@ func (g *engineGate) report(t *testing.T, total int) {
 		t.Logf("gate: the engine was compared on all %d configurations", total)
 		return
 	}
-	t.Logf("gate: %d of %d configurations SKIPPED because package model does not load or compute them yet:\n\t%s",
+	t.Logf("gate: %d of %d configurations SKIPPED for a known gap of package model:\n\t%s",
 		len(g.skipped), total, strings.Join(g.skipped, "\n\t"))
 }
 
-// engineAppliesAttnFactor reports whether the engine's logits change when
-// a llama file gains rope.scaling.attn_factor 1.5: an engine that reads
-// the key but ignores it gives identical logits.
-func engineAppliesAttnFactor(t *testing.T) bool {
+// engineRopeSwitchGap returns "" when the engine's logits for a granite
+// file change when granite.rope.scaling.finetuned goes from true to
+// false, and the reason to skip otherwise (the engine ignores the key,
+// or refuses the file).
+func engineRopeSwitchGap(t *testing.T) string {
 	t.Helper()
-	s := mutationSpec
+	s := small
+	s.arch, s.logitScale = "granite", 2
 	tokens := []int32{3, 1, 4, 1, 5, 9, 2, 6}
-	plain := engineLogits(t, s.file(t), tokens, []int{len(tokens)}, false)
-	s.attnFactor = 1.5
-	scaled := engineLogits(t, s.file(t), tokens, []int{len(tokens)}, false)
-	return maxDeviation(plain, scaled) > detectable
+	var rows [2][][]float32
+	for i, sw := range []string{"on", "off"} {
+		s.ropeSwitch = sw
+		f := s.file(t)
+		if _, err := model.Load(f); err != nil {
+			return "package model refuses granite.rope.scaling.finetuned " + sw + ": " + err.Error()
+		}
+		rows[i] = engineLogits(t, f, tokens, []int{len(tokens)}, false)
+	}
+	if maxDeviation(rows[0], rows[1]) <= detectable {
+		return "package model ignores granite.rope.scaling.finetuned false (current llama.cpp turns RoPE off)"
+	}
+	return ""
 }
 
-// skipUnsupported skips t when s uses a pending feature and model.Load
-// refuses f with ErrUnsupported (the mutation tests' gate).
-func skipUnsupported(t *testing.T, s spec, f *gguf.File) {
+// skipGap skips t when s has a known gap of the engine (the mutation
+// tests' gate).
+func skipGap(t *testing.T, s spec, f *gguf.File) {
 	t.Helper()
-	if _, err := model.Load(f); err != nil {
-		if errors.Is(err, model.ErrUnsupported) && len(s.pendingFeatures()) > 0 {
-			t.Skipf("SKIPPED: package model does not load %s yet: %v", strings.Join(s.pendingFeatures(), ", "), err)
-		}
-		t.Fatalf("model.Load: %v", err)
+	if why := knownGap(t, s, f); why != "" {
+		t.Skipf("SKIPPED: %s", why)
 	}
-	if s.attnFactor != 0 && !engineAppliesAttnFactor(t) {
-		t.Skipf("SKIPPED: package model ignores rope.scaling.attn_factor")
+	if s.ropeSwitch == "off" {
+		if why := engineRopeSwitchGap(t); why != "" {
+			t.Skipf("SKIPPED: %s", why)
+		}
 	}
 }

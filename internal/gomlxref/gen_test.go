@@ -148,10 +148,17 @@ func randomSpec(seed uint64) spec {
 		s.embedScale = pick[float32](r, 12, 1, 4)
 		s.residScale = pick[float32](r, 0.22, 0.5, 1.5)
 		s.logitScale = pick[float32](r, 8, 16, 2, 0.5)
-		// The switch on (as written, or absent): off, which current
-		// llama.cpp honours, is left to TestReadConfigFamilies and the
-		// reference's own tests until the engine is known to read it.
-		s.ropeSwitch = pick(r, "", "", "on")
+		s.ropeSwitch = pick(r, "", "", "on", "off")
+		// Current llama.cpp reads the first three as optional.
+		if r.IntN(4) == 0 {
+			s.attnScale = 0
+		}
+		if r.IntN(4) == 0 {
+			s.embedScale = 0
+		}
+		if r.IntN(4) == 0 {
+			s.residScale = 0
+		}
 	}
 	return s
 }
@@ -197,6 +204,10 @@ func (s spec) features() map[string]bool {
 		"granite attention.scale 1/128":             s.arch == "granite" && s.attnScale == 0.0078125,
 		"granite logit_scale below 1":               s.arch == "granite" && s.logitScale < 1,
 		"granite rope switch written on":            s.ropeSwitch == "on",
+		"granite rope switch off":                   s.ropeSwitch == "off",
+		"granite without attention.scale":           s.arch == "granite" && s.attnScale == 0,
+		"granite without embedding_scale":           s.arch == "granite" && s.embedScale == 0,
+		"granite without residual_scale":            s.arch == "granite" && s.residScale == 0,
 		"tied output":                               s.tied,
 		"untied output":                             !s.tied,
 		"several layers":                            s.layers > 1,
