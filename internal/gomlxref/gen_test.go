@@ -359,6 +359,16 @@ func (s spec) tensors() []rawTensor {
 // writer and parses it back.
 func encode(tb testing.TB, keys []gguf.KV, ts []rawTensor) *gguf.File {
 	tb.Helper()
+	f, err := gguf.ParseBytes(encodeBytes(tb, keys, ts), gguf.DefaultLimits())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return f
+}
+
+// encodeBytes writes keys and F32 tensors as GGUF bytes.
+func encodeBytes(tb testing.TB, keys []gguf.KV, ts []rawTensor) []byte {
+	tb.Helper()
 	w := gguf.NewWriter()
 	for _, kv := range keys {
 		if err := w.Add(kv.Key, kv.Value); err != nil {
@@ -379,11 +389,7 @@ func encode(tb testing.TB, keys []gguf.KV, ts []rawTensor) *gguf.File {
 	if _, err := w.WriteTo(&buf); err != nil {
 		tb.Fatal(err)
 	}
-	f, err := gguf.ParseBytes(buf.Bytes(), gguf.DefaultLimits())
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return f
+	return buf.Bytes()
 }
 
 // file writes s as a GGUF file.
