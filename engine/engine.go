@@ -140,14 +140,16 @@ func fitsInMemory(f *gguf.File, o Options) bool {
 	if limit <= 0 || limit == math.MaxInt64 {
 		return true
 	}
-	m, err := model.Load(f)
+	// The configuration is metadata alone: the tensors are bound once,
+	// by New, from whichever form of the file this decides on.
+	cfg, err := model.ConfigFromGGUF(f)
 	if err != nil {
 		return false
 	}
-	if err := o.resolve(m.Config); err != nil {
+	if err := o.resolve(cfg); err != nil {
 		return false
 	}
-	cache, scratch := o.memoryNeed(m.Config)
+	cache, scratch := o.memoryNeed(cfg)
 	return float64(f.FileSize)+cache+scratch <= memoryShare*float64(limit)
 }
 

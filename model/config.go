@@ -96,6 +96,7 @@ type metadata interface {
 	Uint32(key string) (uint32, error)
 	Float32(key string) (float32, error)
 	String(key string) (string, error)
+	Bool(key string) (bool, error)
 }
 
 // reader reads keys of one file, remembering the first failure.
@@ -119,6 +120,18 @@ func (r reader) keyErr(key, typ string, err error) error {
 		return &KeyError{Key: key, Reason: "required key is missing", Err: ErrMissing}
 	}
 	return &KeyError{Key: key, Reason: fmt.Sprintf("want a %s: %v", typ, err), Err: ErrInvalid}
+}
+
+// flag reads an optional bool key, def when it is absent.
+func (r reader) flag(key string, def bool) (bool, error) {
+	v, err := r.md.Bool(key)
+	if err != nil {
+		if errors.Is(err, r.notFound) {
+			return def, nil
+		}
+		return false, r.keyErr(key, "bool", err)
+	}
+	return v, nil
 }
 
 // count reads an unsigned key into an int in [lo, hi]. With def >= 0 the
@@ -289,6 +302,13 @@ func (r reader) readRope(c *Config, k func(string) string) error {
 	}
 	if c.RopeScaling == RopeScalingYaRN {
 		c.RopeExtFactor = 1
+		// Current llama.cpp (since December 2025) divides the attention
+		// factor by ggml's YaRN magnitude 1 + 0.1·ln(factor) and multiplies
+		// it by the larger of that and 1: above a factor of 1 nothing
+		// changes, at or below it cos and sin keep magnitude attn_factor.
+		if factor > 0 && factor <= 1 {
+			c.RopeAttnFactor /= 1 + 0.1*float32(math.Log(float64(factor)))
+		}
 	}
 	c.RopeBetaFast, c.RopeBetaSlow = 32, 1
 	return nil

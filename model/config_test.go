@@ -47,6 +47,18 @@ func (m fakeMeta) Float32(key string) (float32, error) {
 	return f, nil
 }
 
+func (m fakeMeta) Bool(key string) (bool, error) {
+	v, err := m.get(key)
+	if err != nil {
+		return false, err
+	}
+	b, ok := v.(bool)
+	if !ok {
+		return false, fmt.Errorf("key %s holds %T", key, v)
+	}
+	return b, nil
+}
+
 func (m fakeMeta) String(key string) (string, error) {
 	v, err := m.get(key)
 	if err != nil {
@@ -205,6 +217,29 @@ func TestConfigFrom(t *testing.T) {
 			check: func(c Config) error {
 				if c.AttnScale != float32(1/math.Sqrt(8)) || c.EmbedScale != 0 || c.ResidualScale != 0 || c.LogitScale != 0 {
 					return fmt.Errorf("granite defaults: %+v", c)
+				}
+				return nil
+			}},
+		{name: "granite without rope", edits: []edit{renameArch("granite"), set("granite.rope.scaling.finetuned", false)},
+			check: func(c Config) error {
+				if c.RopeDim != 0 {
+					return fmt.Errorf("granite rope switched off: RopeDim %d", c.RopeDim)
+				}
+				return nil
+			}},
+		{name: "granite with rope", edits: []edit{renameArch("granite"), set("granite.rope.scaling.finetuned", true)},
+			check: func(c Config) error {
+				if c.RopeDim != 8 {
+					return fmt.Errorf("granite rope on: RopeDim %d", c.RopeDim)
+				}
+				return nil
+			}},
+		{name: "granite rope switch type", edits: []edit{renameArch("granite"), set("granite.rope.scaling.finetuned", "no")}, wantKey: "granite.rope.scaling.finetuned", wantErr: ErrInvalid},
+		{name: "yarn factor below one keeps the magnitude", edits: []edit{set("llama.rope.scaling.type", "yarn"), set("llama.rope.scaling.factor", float32(0.5))},
+			check: func(c Config) error {
+				// ggml multiplies by 1 + 0.1·ln(0.5) again: the product is 1.
+				if m := float64(c.RopeAttnFactor) * (1 + 0.1*math.Log(0.5)); c.RopeScale != 2 || c.RopeExtFactor != 1 || math.Abs(m-1) > 1e-6 {
+					return fmt.Errorf("yarn 0.5: magnitude %g, %+v", m, c)
 				}
 				return nil
 			}},

@@ -163,6 +163,7 @@ func TestLoadFamilies(t *testing.T) {
 		{name: "llama refuses q/k norms", sp: with(func(s *synthSpec) { s.qkNorm = true }),
 			tensor: "blk.0.attn_q_norm.weight", wantErr: ErrUnsupported},
 		{name: "granite", sp: with(func(s *synthSpec) { s.arch, s.granite = "granite", true })},
+		{name: "granite with rope factors", sp: with(func(s *synthSpec) { s.arch, s.granite, s.ropeFreqs = "granite", true, true })},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -2,22 +2,35 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
+	"os"
+	"os/signal"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
+	"github.com/lisa-llm/lisa/broker"
+	"github.com/lisa-llm/lisa/config"
+	"github.com/lisa-llm/lisa/engine"
 	"github.com/lisa-llm/lisa/gguf"
+	"github.com/lisa-llm/lisa/ipc"
 	"github.com/lisa-llm/lisa/kernels"
 	"github.com/lisa-llm/lisa/model"
 	"github.com/lisa-llm/lisa/model/sample"
+	"github.com/lisa-llm/lisa/sandbox"
+	"github.com/lisa-llm/lisa/supervisor"
 	"github.com/lisa-llm/lisa/tokenizer"
+	"github.com/lisa-llm/lisa/worker"
 )
 
 // runPromptBatch is how many prompt tokens `lisa run` evaluates per step.
@@ -43,7 +56,22 @@ type runOptions struct {
 	ignoreEOS   bool
 	teacher     []int32
 	teacherFlag bool
+	noSandbox   bool
+	ctxSize     int
+	stops       []string
 	progress    io.Writer // where load progress goes (io.Discard: nowhere)
+}
+
+// stopFlags collects repeated --stop flags.
+type stopFlags struct{ o *runOptions }
+
+func (f stopFlags) String() string { return strings.Join(f.o.stops, ",") }
+func (f stopFlags) Set(s string) error {
+	if len(f.o.stops) >= ipc.MaxStop {
+		return fmt.Errorf("at most %d stop strings", ipc.MaxStop)
+	}
+	f.o.stops = append(f.o.stops, s)
+	return nil
 }
 
 // parseIDs parses a comma-separated list of token ids.
@@ -84,10 +112,14 @@ func parseRunFlags(args []string, stderr io.Writer) (runOptions, int, bool) {
 	fs.IntVar(&o.threads, "threads", runtime.NumCPU(), "threads for the matrix products")
 	fs.BoolVar(&o.json, "json", false, "print prompt ids, generated ids, text and per-position top logits as JSON")
 	fs.IntVar(&o.topLogits, "top-logits", 10, "[id, logit] pairs per position in --json output")
-	fs.BoolVar(&o.ignoreEOS, "ignore-eos", false, "do not stop at end-of-generation tokens")
+	fs.BoolVar(&o.ignoreEOS, "ignore-eos", false, "with --json: do not stop at end-of-generation tokens")
+	fs.BoolVar(&o.noSandbox, "no-sandbox", false, "parse and run the model in this process instead of the sandboxed worker (a hostile model file gets your user's rights)")
+	fs.IntVar(&o.ctxSize, "ctx-size", 0, "context size in tokens (0: the model's, at most 4096)")
+	fs.Var(stopFlags{&o}, "stop", "stop `text`: generation ends before it (repeatable)")
 	tf := fs.String("teacher-force", "", "comma-separated token `ids` to evaluate instead of sampling")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lisa run -m MODEL -p PROMPT [-n N] [--temp T] [--seed S] [--threads K] [--json] [--top-logits K] [--teacher-force IDS]")
+		fmt.Fprintln(stderr, "usage: lisa run -m MODEL -p PROMPT [-n N] [--temp T] [--seed S] [--threads K] [--stop TEXT] [--no-sandbox] [--json] [--top-logits K] [--teacher-force IDS]")
+		fmt.Fprintln(stderr, "Generates through the same engine as lisa serve, in the sandboxed worker; --json and --teacher-force evaluate there too and print ids and raw top logits per position.")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -111,6 +143,8 @@ func parseRunFlags(args []string, stderr io.Writer) (runOptions, int, bool) {
 		return bad("--threads %d out of range [1, 1024]", o.threads)
 	case o.topLogits < 0 || o.topLogits > sample.MaxTopLogprobs:
 		return bad("--top-logits %d out of range [0, %d]", o.topLogits, sample.MaxTopLogprobs)
+	case o.ctxSize < 0 || o.ctxSize > model.MaxCtx:
+		return bad("--ctx-size %d out of range [0, %d]", o.ctxSize, model.MaxCtx)
 	}
 	if *tf != "" {
 		ids, err := parseIDs(*tf)
@@ -119,8 +153,21 @@ func parseRunFlags(args []string, stderr io.Writer) (runOptions, int, bool) {
 		}
 		o.teacher, o.teacherFlag = ids, true
 	}
+	if o.evaluates() && len(o.stops) > 0 {
+		return bad("--stop applies to generation, not to --json or --teacher-force")
+	}
+	if !o.evaluates() && o.ignoreEOS {
+		return bad("--ignore-eos needs --json or --teacher-force (generation stops where lisa serve stops)")
+	}
+	if !o.evaluates() && o.n == 0 {
+		return bad("-n 0: nothing to generate")
+	}
 	return o, 0, false
 }
+
+// evaluates reports whether the command evaluates (ids and raw logits per
+// position, teacher forcing) rather than generates text.
+func (o runOptions) evaluates() bool { return o.json || o.teacherFlag }
 
 // samplerParams turns the flags into sampling parameters.
 func (o runOptions) samplerParams() sample.Params {
@@ -134,23 +181,138 @@ func (o runOptions) samplerParams() sample.Params {
 	}
 }
 
-// runRun implements `lisa run`: it evaluates a prompt with the model and
-// prints the generated text, or JSON with the ids and top logits.
+// runRun implements `lisa run`. Text generation goes through the same
+// engine as lisa serve: in the sandboxed worker the supervisor starts
+// (with --no-sandbox, an engine in this process). --json and
+// --teacher-force evaluate the prompt and each step's raw logits, which
+// the serving engine never exposes: the evaluation runs in a sandboxed
+// worker of its own (runeval.go), or here with --no-sandbox.
 func runRun(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == runWorkerArg {
+		return runWorkerMain(args[1:])
+	}
 	o, code, done := parseRunFlags(args, stderr)
 	if done {
 		return code
 	}
-	fmt.Fprintln(stderr, "lisa run: note: the sandbox is not applied by this command yet; the model is parsed in this process")
+	if o.noSandbox {
+		fmt.Fprintln(stderr, "lisa run: warning: --no-sandbox: the model is parsed in this process; a malicious model file gets your user's rights")
+	}
 	o.progress = progressOut(stderr, isTerminal)
 	w := bufio.NewWriter(stdout)
 	defer w.Flush()
-	if err := generate(o, w); err != nil {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var err error
+	switch {
+	case o.evaluates() && o.noSandbox:
+		err = evaluate(o, w)
+	case o.evaluates():
+		err = evaluateSandboxed(o, w, stderr)
+	default:
+		err = generateText(ctx, o, w, stderr)
+	}
+	if err != nil {
 		w.Flush()
 		fmt.Fprintf(stderr, "lisa run: %v\n", err)
 		return 1
 	}
 	return 0
+}
+
+// sampling returns the flags' sampling parameters as the engine takes
+// them (the seed: -1 lets the engine pick one).
+func (o runOptions) sampling() ipc.Sampling {
+	return ipc.Sampling{Temperature: float32(o.temp), TopK: o.topK, TopP: float32(o.topP), MinP: float32(o.minP),
+		RepeatPenalty: float32(o.repeat), RepeatLastN: 64, Seed: uint64(o.seed), HasSeed: o.seed >= 0}
+}
+
+// generateText generates from the prompt through the engine and writes
+// the text as it comes.
+func generateText(ctx context.Context, o runOptions, w *bufio.Writer, stderr io.Writer) error {
+	emit := func(text string) error {
+		w.WriteString(text)
+		return w.Flush()
+	}
+	var err error
+	if o.noSandbox {
+		err = generateInProcess(ctx, o, emit)
+	} else {
+		err = generateSandboxed(ctx, o, emit, stderr)
+	}
+	if err != nil {
+		return err
+	}
+	w.WriteString("\n")
+	return nil
+}
+
+// generateInProcess loads the engine here and generates with it.
+func generateInProcess(ctx context.Context, o runOptions, emit func(string) error) error {
+	fh, err := os.Open(o.model)
+	if err != nil {
+		return err
+	}
+	defer fh.Close()
+	progress := loadProgress(o.progress)
+	eng, err := engine.Load(fh, ipc.Hello{Threads: o.threads, CtxSize: o.ctxSize, Parallel: 1}, func(p worker.LoadProgress) {
+		if progress != nil {
+			progress(model.LoadProgress{Tensors: p.Tensors, TensorsTotal: p.TensorsTotal, Bytes: p.Bytes, BytesTotal: p.BytesTotal})
+		}
+	})
+	if err != nil {
+		return err
+	}
+	defer eng.(io.Closer).Close()
+	_, err = eng.Generate(ctx, worker.GenerateParams{Prompt: o.prompt, MaxTokens: o.n, Stop: o.stops, Sampling: o.sampling()},
+		func(c worker.TextChunk) error { return emit(c.Text) })
+	return err
+}
+
+// generateSandboxed starts the serving worker in the sandbox, as lisa
+// serve does, and generates through it.
+func generateSandboxed(ctx context.Context, o runOptions, emit func(string) error, stderr io.Writer) error {
+	path, err := filepath.Abs(o.model)
+	if err != nil {
+		return err
+	}
+	fh, err := broker.OpenModel(path, "")
+	if err != nil {
+		return err
+	}
+	defer fh.Close()
+	// On a terminal the supervisor's loading and ready lines are the
+	// progress; piped, only warnings and errors.
+	level := slog.LevelWarn
+	if o.progress != io.Discard {
+		level = slog.LevelInfo
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	sup := supervisor.New(supervisor.Config{Threads: o.threads, CtxSize: o.ctxSize, Parallel: 1, Logger: logger},
+		supervisor.SandboxLauncher{Config: sandbox.Config{Enabled: true, ModelPath: path, Model: fh,
+			MemoryLimit: config.Default().MemoryLimitBytes, Threads: o.threads, Stderr: stderr}})
+	defer sup.Close()
+	if err := sup.Start(ctx); err != nil {
+		return err
+	}
+	s := o.sampling()
+	events, err := sup.Generate(ctx, broker.GenerateRequest{Prompt: o.prompt, MaxTokens: o.n, Stop: o.stops,
+		Sampling: broker.Sampling{Temperature: s.Temperature, TopK: s.TopK, TopP: s.TopP, MinP: s.MinP,
+			RepeatPenalty: s.RepeatPenalty, RepeatLastN: s.RepeatLastN, Seed: s.Seed, HasSeed: s.HasSeed}})
+	if err != nil {
+		return err
+	}
+	for ev := range events {
+		switch ev.Kind {
+		case broker.EventText:
+			if err := emit(ev.Text); err != nil {
+				return err
+			}
+		case broker.EventError:
+			return ev.Err
+		}
+	}
+	return ctx.Err()
 }
 
 // runPosition is one entry of the JSON "positions" list.
@@ -254,16 +416,51 @@ func promptIDs(tok *tokenizer.Tokenizer, prompt string) []int32 {
 	return ids
 }
 
-// generate runs the prompt and the generation or teacher forcing.
-func generate(o runOptions, w *bufio.Writer) error {
+// evaluate runs the prompt and then the greedy or sampled steps or the
+// teacher-forced ids in this process, writing the JSON document (or the
+// text) to w.
+func evaluate(o runOptions, w *bufio.Writer) error {
 	f, err := gguf.Load(o.model, gguf.DefaultLimits())
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	tok, err := tokenizer.FromGGUF(f)
+	return evaluateFile(f, o, w)
+}
+
+// evaluateFile is evaluate on an open model file.
+func evaluateFile(f *gguf.File, o runOptions, w *bufio.Writer) error {
+	ev, err := prepareEval(f, o)
 	if err != nil {
 		return err
+	}
+	defer ev.close()
+	return ev.run(w)
+}
+
+// evaluation is an evaluation ready to run: the model bound, the cache and
+// the sampler made, the prompt tokenized.
+type evaluation struct {
+	e      *runEngine
+	o      runOptions
+	smp    *sample.Sampler
+	prompt []int32
+	steps  int
+}
+
+// run evaluates and writes the output to w.
+func (ev *evaluation) run(w *bufio.Writer) error {
+	return ev.e.loop(ev.o, ev.smp, ev.prompt, ev.steps, w)
+}
+
+// close releases the evaluation's threads.
+func (ev *evaluation) close() { ev.e.pool.Close() }
+
+// prepareEval does all of an evaluation's parsing, binding and allocation.
+func prepareEval(f *gguf.File, o runOptions) (*evaluation, error) {
+	tok, err := tokenizer.FromGGUF(f)
+	if err != nil {
+		return nil, err
 	}
 	prompt := promptIDs(tok, o.prompt)
 	steps := o.n
@@ -271,25 +468,27 @@ func generate(o runOptions, w *bufio.Writer) error {
 		steps = len(o.teacher)
 		for i, id := range o.teacher {
 			if int(id) >= tok.NVocab() {
-				return fmt.Errorf("--teacher-force: id %d (%d) outside the vocabulary of %d", i, id, tok.NVocab())
+				return nil, fmt.Errorf("--teacher-force: id %d (%d) outside the vocabulary of %d", i, id, tok.NVocab())
 			}
 		}
 	}
 	e, err := openEngine(f, tok, o.threads, max(len(prompt)+steps, 1), o.progress)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer e.pool.Close()
 	smp, err := sample.New(o.samplerParams(), e.m.Config.NVocab)
-	if err != nil {
-		return err
-	}
-	for _, id := range prompt {
-		if err := smp.Accept(id); err != nil {
-			return err
+	if err == nil {
+		for _, id := range prompt {
+			if err = smp.Accept(id); err != nil {
+				break
+			}
 		}
 	}
-	return e.loop(o, smp, prompt, steps, w)
+	if err != nil {
+		e.pool.Close()
+		return nil, err
+	}
+	return &evaluation{e: e, o: o, smp: smp, prompt: prompt, steps: steps}, nil
 }
 
 // loop evaluates the prompt, then picks (or takes) steps tokens, writing

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -40,10 +41,11 @@ func readRunRef(t *testing.T, name string) runRef {
 	return r
 }
 
-// runLisaRun runs `lisa run` in-process.
+// runLisaRun runs `lisa run --no-sandbox` in the test process (the
+// sandboxed path re-executes the lisa binary: TestRunSandboxed).
 func runLisaRun(args ...string) (int, string, string) {
 	var out, errb bytes.Buffer
-	code := run(append([]string{"run"}, args...), &out, &errb)
+	code := run(append([]string{"run", "--no-sandbox"}, args...), &out, &errb)
 	return code, out.String(), errb.String()
 }
 
@@ -77,8 +79,8 @@ func TestRunGreedyMatchesReference(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, errs)
 			}
-			if !strings.Contains(errs, "sandbox is not applied") {
-				t.Errorf("no sandbox notice on stderr: %q", errs)
+			if !strings.Contains(errs, "--no-sandbox: the model is parsed in this process") {
+				t.Errorf("no --no-sandbox warning on stderr: %q", errs)
 			}
 			got := decodeRunJSON(t, out)
 			if !slices.Equal(got.PromptIDs, p.PromptIDs) {
@@ -160,6 +162,9 @@ func TestRunErrors(t *testing.T) {
 		{"bad -n", []string{"-m", modelPath, "-n", "-1"}, 2, "-n"},
 		{"bad temperature", []string{"-m", modelPath, "--temp", "NaN"}, 1, "Temperature"},
 		{"missing file", []string{"-m", modelPath + ".absent"}, 1, "lisa run:"},
+		{"stop with json", []string{"-m", modelPath, "--json", "--stop", "x"}, 2, "--stop applies to generation"},
+		{"ignore-eos without json", []string{"-m", modelPath, "--ignore-eos"}, 2, "--ignore-eos needs --json"},
+		{"five stops", []string{"-m", modelPath, "--stop", "a", "--stop", "b", "--stop", "c", "--stop", "d", "--stop", "e"}, 2, "at most 4 stop strings"},
 	}
 	for _, tc := range tests {
 		code, _, errs := runLisaRun(tc.args...)
@@ -189,5 +194,53 @@ func TestRunSeeded(t *testing.T) {
 	_, c, _ := runLisaRun(args...)
 	if decodeRunJSON(t, c).Text == decodeRunJSON(t, a).Text {
 		t.Errorf("seeds 7 and 8 gave the same text %q", decodeRunJSON(t, a).Text)
+	}
+}
+
+// TestRunStop checks that generation ends before a stop string, as the
+// serving engine ends it.
+func TestRunStop(t *testing.T) {
+	modelPath := shared.Model(t, "stories260K.gguf")
+	ref := readRunRef(t, "stories260K.gguf")
+	p := ref.Prompts[0]
+	cut := strings.Index(p.GeneratedText, "Lily")
+	if cut < 0 {
+		t.Fatalf("reference text %q has no %q to stop at", p.GeneratedText, "Lily")
+	}
+	code, out, errs := runLisaRun("-m", modelPath, "-p", p.Prompt, "-n", fmt.Sprint(len(p.GeneratedIDs)), "--temp", "0", "--stop", "Lily")
+	if code != 0 || out != p.GeneratedText[:cut]+"\n" {
+		t.Errorf("exit %d (%s): %q, want %q", code, errs, out, p.GeneratedText[:cut]+"\n")
+	}
+}
+
+// TestRunSandboxed runs the built binary: generation through the
+// sandboxed serving worker, and the --json evaluation in a sandboxed
+// worker of its own, both matching llama.cpp's greedy reference.
+func TestRunSandboxed(t *testing.T) {
+	modelPath := shared.Model(t, "stories260K.gguf")
+	ref := readRunRef(t, "stories260K.gguf")
+	bin := e2eBinary(t)
+	p := ref.Prompts[0]
+	n := fmt.Sprint(len(p.GeneratedIDs))
+	lisaRun := func(args ...string) (string, string) {
+		t.Helper()
+		var out, errb bytes.Buffer
+		cmd := exec.Command(bin, append([]string{"run", "-m", modelPath, "-p", p.Prompt, "-n", n, "--temp", "0"}, args...)...)
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("lisa run %v: %v\n%s", args, err, errb.String())
+		}
+		if strings.Contains(errb.String(), "no-sandbox") {
+			t.Errorf("the sandboxed run warns of --no-sandbox: %s", errb.String())
+		}
+		return out.String(), errb.String()
+	}
+	if out, _ := lisaRun(); out != p.GeneratedText+"\n" {
+		t.Errorf("sandboxed generation %q\nllama.cpp %q", out, p.GeneratedText)
+	}
+	out, _ := lisaRun("--json", "--threads", "2")
+	got := decodeRunJSON(t, out)
+	if !slices.Equal(got.PromptIDs, p.PromptIDs) || !slices.Equal(got.GeneratedIDs, p.GeneratedIDs) {
+		t.Errorf("sandboxed evaluation: ids %v %v, llama.cpp %v %v", got.PromptIDs, got.GeneratedIDs, p.PromptIDs, p.GeneratedIDs)
 	}
 }

@@ -172,7 +172,7 @@ func TestRunProgressTerminal(t *testing.T) {
 	ptm, pts := openPTY(t)
 	shown := readAll(ptm)
 	var so bytes.Buffer
-	args := []string{"run", "-m", model, "-p", "Once", "-n", "2", "--temp", "0", "--threads", "1"}
+	args := []string{"run", "--no-sandbox", "-m", model, "-p", "Once", "-n", "2", "--temp", "0", "--threads", "1"}
 	if code := run(args, &so, pts); code != 0 {
 		t.Fatalf("exit %d", code)
 	}
