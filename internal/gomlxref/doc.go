@@ -43,9 +43,7 @@
 // of this graph at every position, in both summation orders; mutation
 // tests show the comparison fails when either side is wrong; the graph's
 // RoPE (both pairings, rope factors, YaRN), attention and RMSNorm are
-// checked against float64 loops. Configurations with one of the engine's
-// two known gaps (rope_freqs.weight in granite files, granite's RoPE
-// switch off) are skipped by name, never silently (gate_test.go).
+// checked against float64 loops.
 //
 // It is a module of its own (internal/gomlxref/go.mod) so that gomlx is
 // never a dependency of the lisa binary: the root module's go.mod does
