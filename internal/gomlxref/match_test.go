@@ -18,7 +18,7 @@ const tolerance = 1e-4
 
 // propertyConfigs is how many random configurations the property test
 // draws.
-const propertyConfigs = 40
+const propertyConfigs = 80
 
 // engineLogits runs tokens through package model's Runner with an F32
 // cache, in batches of the sizes split gives (summing to len(tokens)),
@@ -92,10 +92,11 @@ func maxDeviation(got, want [][]float32) float64 {
 	return worst
 }
 
-// TestEngineMatchesGomlx is the property test: random small llama
-// configurations written as F32 GGUF files must give the engine's logits
-// within tolerance of the gomlx graph at every position, in both of the
-// engine's summation orders and however the sequence is split in batches.
+// TestEngineMatchesGomlx is the property test: random small
+// configurations of every family written as F32 GGUF files must give the
+// engine's logits within tolerance of the gomlx graph at every position,
+// in both of the engine's summation orders and however the sequence is
+// split in batches.
 func TestEngineMatchesGomlx(t *testing.T) {
 	var worst float64
 	seen := map[string]bool{}

@@ -14,8 +14,9 @@ import (
 // tokens × tokens attention matrix of every head.
 const MaxTokens = 4096
 
-// Model is a llama model read from a GGUF file for the reference forward
-// pass: its configuration and every weight dequantized to float32.
+// Model is a llama, qwen2, qwen3 or granite model read from a GGUF file
+// for the reference forward pass: its configuration and every weight
+// dequantized to float32.
 type Model struct {
 	// Config is what ReadConfig read; Forward uses it as it is at the
 	// call, so a test may change it (NeoX, RopeBase, ...).
@@ -24,14 +25,16 @@ type Model struct {
 	backend backends.Backend
 }
 
-// Load reads the configuration and weights of a llama file f and returns
-// a Model computing on gomlx's pure-Go backend. Errors are *Error.
+// Load reads the configuration and weights of a llama, qwen2, qwen3 or
+// granite file f (refusing any tensor its family does not use) and
+// returns a Model computing on gomlx's pure-Go backend. Errors are
+// *Error.
 func Load(f *gguf.File) (*Model, error) {
-	c, err := ReadConfig(f)
+	c, fam, err := readConfig(f)
 	if err != nil {
 		return nil, err
 	}
-	w, err := loadWeights(f, c)
+	w, err := loadWeights(f, c, fam)
 	if err != nil {
 		return nil, err
 	}
