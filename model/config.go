@@ -69,6 +69,7 @@ type Config struct {
 	TiedOutput bool
 
 	RopeNeoX       bool        // rotate (x[i], x[i+RopeDim/2]) pairs instead of adjacent ones (the family's rope type)
+	RopeOff        bool        // no rotary embedding at all (granite's rope.scaling.finetuned false); RopeDim still sizes rope_freqs.weight
 	RopeScaling    RopeScaling // <arch>.rope.scaling.type (default linear, as llama.cpp)
 	RopeOrigCtx    int         // <arch>.rope.scaling.original_context_length (default NCtxTrain): YaRN's correction dimensions
 	RopeExtFactor  float32     // YaRN's extrapolation mix: 1 for yarn, 0 otherwise (llama.cpp's yarn_ext_factor)

@@ -222,15 +222,15 @@ func TestConfigFrom(t *testing.T) {
 			}},
 		{name: "granite without rope", edits: []edit{renameArch("granite"), set("granite.rope.scaling.finetuned", false)},
 			check: func(c Config) error {
-				if c.RopeDim != 0 {
-					return fmt.Errorf("granite rope switched off: RopeDim %d", c.RopeDim)
+				if !c.RopeOff || c.RopeDim != 8 {
+					return fmt.Errorf("granite rope switched off: RopeOff %v, RopeDim %d", c.RopeOff, c.RopeDim)
 				}
 				return nil
 			}},
 		{name: "granite with rope", edits: []edit{renameArch("granite"), set("granite.rope.scaling.finetuned", true)},
 			check: func(c Config) error {
-				if c.RopeDim != 8 {
-					return fmt.Errorf("granite rope on: RopeDim %d", c.RopeDim)
+				if c.RopeOff || c.RopeDim != 8 {
+					return fmt.Errorf("granite rope on: RopeOff %v, RopeDim %d", c.RopeOff, c.RopeDim)
 				}
 				return nil
 			}},

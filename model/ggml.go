@@ -192,6 +192,9 @@ func newRopeParams(c Config, factors []float32) *ropeParams {
 	if p.attnFactor == 0 {
 		p.attnFactor = 1
 	}
+	if c.RopeOff {
+		p.dim = 0
+	}
 	if p.dim == 0 {
 		return p
 	}

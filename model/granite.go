@@ -17,9 +17,7 @@ func init() {
 			if err != nil {
 				return err
 			}
-			if !rope {
-				c.RopeDim = 0
-			}
+			c.RopeOff = !rope
 			for _, s := range []struct {
 				key string
 				dst *float32

@@ -39,7 +39,7 @@ func TestRunMatchesLlref(t *testing.T) {
 				t.Fatal("the reference case has no prompt text")
 			}
 			var out, errb bytes.Buffer
-			code := run([]string{"run", "-m", modelPath, "-p", *want.Prompt, "-n", fmt.Sprint(len(want.GeneratedIDs)),
+			code := run([]string{"run", "--no-sandbox", "-m", modelPath, "-p", *want.Prompt, "-n", fmt.Sprint(len(want.GeneratedIDs)),
 				"--temp", "0", "--ignore-eos", "--threads", "1", "--json", "--top-logits", "10"}, &out, &errb)
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, errb.String())
