@@ -235,7 +235,7 @@ func TestMetadata(t *testing.T) {
 		"A.attention.head_count_kv", "A.rope.freq_base", "A.attention.layer_norm_rms_epsilon",
 		"tokenizer.ggml.model", "tokenizer.ggml.pre", "tokenizer.ggml.tokens", "tokenizer.ggml.token_type",
 		"tokenizer.ggml.merges", "tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
-		"tokenizer.ggml.add_bos_token", "tokenizer.chat_template"}
+		"tokenizer.chat_template"}
 	llama := []string{"A.vocab_size", "A.rope.dimension_count"}
 	headDim := []string{"A.attention.key_length", "A.attention.value_length"}
 	tests := []struct {
@@ -245,31 +245,32 @@ func TestMetadata(t *testing.T) {
 		f32   map[string]float32
 		str   map[string]string
 	}{
-		{"llama-3.2-1b", [][]string{llama, headDim, {"tokenizer.ggml.add_eos_token"}},
+		{"llama-3.2-1b", [][]string{llama, headDim},
 			map[string]uint32{"A.context_length": 131072, "A.attention.key_length": 64, "A.rope.dimension_count": 64,
 				"tokenizer.ggml.bos_token_id": 128000, "tokenizer.ggml.eos_token_id": 128009, "general.file_type": 15},
 			map[string]float32{"A.rope.freq_base": 500000, "A.attention.layer_norm_rms_epsilon": 1e-5},
 			map[string]string{"tokenizer.ggml.pre": "llama-bpe"}},
-		{"llama-3.1-8b", [][]string{llama, {"tokenizer.ggml.add_eos_token"}},
+		{"llama-3.1-8b", [][]string{llama},
 			map[string]uint32{"A.rope.dimension_count": 128, "A.vocab_size": 128256},
 			nil, map[string]string{"general.architecture": "llama"}},
-		{"mistral-nemo-12b", [][]string{llama, headDim, {"tokenizer.ggml.add_eos_token", "tokenizer.ggml.unknown_token_id"}},
+		{"mistral-nemo-12b", [][]string{llama, headDim, {"tokenizer.ggml.add_bos_token", "tokenizer.ggml.add_eos_token", "tokenizer.ggml.unknown_token_id"}},
 			map[string]uint32{"A.attention.key_length": 128, "A.embedding_length": 5120, "A.context_length": 1024000,
 				"tokenizer.ggml.bos_token_id": 1, "tokenizer.ggml.eos_token_id": 2},
 			map[string]float32{"A.rope.freq_base": 1e6}, map[string]string{"tokenizer.ggml.pre": "tekken"}},
-		{"qwen2.5-0.5b", [][]string{{"tokenizer.ggml.padding_token_id"}},
+		{"qwen2.5-0.5b", [][]string{{"tokenizer.ggml.padding_token_id", "tokenizer.ggml.add_bos_token"}},
 			map[string]uint32{"A.context_length": 32768, "tokenizer.ggml.eos_token_id": 151645, "tokenizer.ggml.padding_token_id": 151643},
 			map[string]float32{"A.rope.freq_base": 1e6, "A.attention.layer_norm_rms_epsilon": 1e-6},
 			map[string]string{"general.architecture": "qwen2", "tokenizer.ggml.pre": "qwen2"}},
-		{"qwen2-tiny-yarn", [][]string{{"tokenizer.ggml.padding_token_id", "A.rope.scaling.type", "A.rope.scaling.factor",
+		{"qwen2-tiny-yarn", [][]string{{"tokenizer.ggml.padding_token_id", "tokenizer.ggml.add_bos_token", "A.rope.scaling.type", "A.rope.scaling.factor",
 			"A.rope.scaling.original_context_length"}},
 			map[string]uint32{"A.rope.scaling.original_context_length": 32768},
 			map[string]float32{"A.rope.scaling.factor": 4}, map[string]string{"A.rope.scaling.type": "yarn"}},
-		{"qwen3-0.6b", [][]string{headDim, {"tokenizer.ggml.padding_token_id"}},
+		{"qwen3-0.6b", [][]string{headDim, {"tokenizer.ggml.padding_token_id", "tokenizer.ggml.add_bos_token"}},
 			map[string]uint32{"A.attention.key_length": 128, "A.context_length": 40960, "A.attention.head_count": 16},
 			nil, map[string]string{"general.architecture": "qwen3"}},
 		{"granite-3.1-2b", [][]string{llama, {"A.attention.scale", "A.embedding_scale", "A.residual_scale", "A.logit_scale",
-			"tokenizer.ggml.unknown_token_id", "tokenizer.ggml.padding_token_id", "tokenizer.ggml.add_space_prefix"}},
+			"tokenizer.ggml.unknown_token_id", "tokenizer.ggml.padding_token_id", "tokenizer.ggml.add_bos_token",
+			"tokenizer.ggml.add_space_prefix"}},
 			map[string]uint32{"A.vocab_size": 49155, "tokenizer.ggml.eos_token_id": 0, "A.context_length": 131072},
 			map[string]float32{"A.attention.scale": 0.015625, "A.embedding_scale": 12, "A.residual_scale": 0.22,
 				"A.logit_scale": 8, "A.rope.freq_base": 5e6},

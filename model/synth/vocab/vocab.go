@@ -87,10 +87,10 @@ type Vocab struct {
 	Merges []string // tokenizer.ggml.merges, "left right"
 	// Special ids; -1 when the real file does not state one.
 	BOS, EOS, UNK, PAD int32
-	AddBOS             bool
-	AddEOS             *bool // written only when the real file has it
-	AddSpacePrefix     *bool // likewise
-	ChatTemplate       string
+	// AddBOS, AddEOS and AddSpacePrefix are written only when the real
+	// file has them (nil: llama.cpp's default for the pre-tokenizer).
+	AddBOS, AddEOS, AddSpacePrefix *bool
+	ChatTemplate                   string
 }
 
 // MaxMerges bounds the merges learned from the built-in text.
@@ -105,7 +105,7 @@ type layout struct {
 	padUnused  bool      // ids after the trailing block are [PADn], UNUSED
 	bos, eos   int32     // relative: >= 0 absolute id; see resolve
 	unk, pad   int32
-	addBOS     bool
+	addBOS     *bool
 	addEOS     *bool
 	addSpace   *bool
 	trailedIDs bool // bos/eos/pad count from SpecialAt, not from 0
@@ -167,13 +167,15 @@ func tekkenControls() []special {
 func layoutOf(f Family) (layout, bool) {
 	switch f {
 	case Llama3:
-		// Llama 3.1/3.2 Instruct: eos is <|eot_id|>; add_bos from the
-		// tokenizer.json post-processor, which also states add_eos.
+		// Llama 3.1/3.2 Instruct: eos is <|eot_id|>. Their
+		// tokenizer_config.json has no add_bos_token (BOS comes from the
+		// tokenizer.json post-processor), so the file has none and
+		// llama.cpp's llama-bpe default (add BOS) applies.
 		return layout{pre: "llama-bpe", trail: llama3Specials(), bos: 0, eos: 9, unk: -1, pad: -1,
-			addBOS: true, addEOS: ptr(false), trailedIDs: true}, true
+			trailedIDs: true}, true
 	case Qwen2, Qwen3:
 		return layout{pre: "qwen2", trail: qwenSpecials(f == Qwen3), padUnused: true,
-			bos: 0, eos: 2, unk: -1, pad: 0, trailedIDs: true}, true
+			bos: 0, eos: 2, unk: -1, pad: 0, addBOS: ptr(false), trailedIDs: true}, true
 	case Granite:
 		return layout{pre: "refact",
 			lead: ctl("<|end_of_text|>", "<fim_prefix>", "<fim_middle>", "<fim_suffix>", "<fim_pad>", "<filename>",
@@ -181,10 +183,10 @@ func layoutOf(f Family) (layout, bool) {
 				"<jupyter_code>", "<jupyter_output>", "<empty_output>", "<commit_before>", "<commit_msg>",
 				"<commit_after>", "<reponame>"),
 			trail: ctl("<|start_of_role|>", "<|end_of_role|>", "<|tool_call|>"),
-			bos:   0, eos: 0, unk: 0, pad: 0, addSpace: ptr(false)}, true
+			bos:   0, eos: 0, unk: 0, pad: 0, addBOS: ptr(false), addSpace: ptr(false)}, true
 	case Tekken:
 		return layout{pre: "tekken", lead: tekkenControls(), byteOrder: true,
-			bos: 1, eos: 2, unk: 0, pad: -1, addBOS: true, addEOS: ptr(false)}, true
+			bos: 1, eos: 2, unk: 0, pad: -1, addBOS: ptr(true), addEOS: ptr(false)}, true
 	}
 	return layout{}, false
 }
@@ -270,7 +272,9 @@ func (v *Vocab) KVs() []gguf.KV {
 			kvs = append(kvs, gguf.KV{Key: "tokenizer.ggml." + s.key, Value: gguf.Uint32Value(uint32(s.id))})
 		}
 	}
-	kvs = append(kvs, gguf.KV{Key: "tokenizer.ggml.add_bos_token", Value: gguf.BoolValue(v.AddBOS)})
+	if v.AddBOS != nil {
+		kvs = append(kvs, gguf.KV{Key: "tokenizer.ggml.add_bos_token", Value: gguf.BoolValue(*v.AddBOS)})
+	}
 	if v.AddEOS != nil {
 		kvs = append(kvs, gguf.KV{Key: "tokenizer.ggml.add_eos_token", Value: gguf.BoolValue(*v.AddEOS)})
 	}

@@ -21,7 +21,8 @@ var realSpecs = []struct {
 	types         map[int]int32  // id → token type
 	bos, eos      int32
 	unk, pad      int32
-	addBOS        bool
+	addBOS        bool   // the tokenizer adds BOS (key or llama.cpp's default)
+	addBOSKey     bool   // the file states add_bos_token
 	bytesAt       int    // id of the first byte token
 	firstByteText string // its text
 	supported     bool   // package tokenizer knows the pre-tokenizer
@@ -31,31 +32,31 @@ var realSpecs = []struct {
 			128006: "<|start_header_id|>", 128007: "<|end_header_id|>", 128008: "<|eom_id|>", 128009: "<|eot_id|>",
 			128010: "<|python_tag|>", 128011: "<|reserved_special_token_3|>", 128255: "<|reserved_special_token_247|>"},
 		map[int]int32{128000: TypeControl, 128255: TypeControl, 127999: TypeNormal, 0: TypeNormal},
-		128000, 128009, -1, -1, true, 0, "!", true},
+		128000, 128009, -1, -1, true, false, 0, "!", true},
 	{"qwen2.5", Spec{Qwen2, 151936, 151643, "qwen2.5"}, "qwen2",
 		map[int]string{151643: "<|endoftext|>", 151644: "<|im_start|>", 151645: "<|im_end|>", 151657: "<tool_call>",
 			151658: "</tool_call>", 151659: "<|fim_prefix|>", 151664: "<|file_sep|>", 151665: "[PAD151665]", 151935: "[PAD151935]"},
 		map[int]int32{151643: TypeControl, 151657: TypeUserDefined, 151664: TypeControl, 151665: TypeUnused, 151935: TypeUnused},
-		151643, 151645, -1, 151643, false, 0, "!", true},
+		151643, 151645, -1, 151643, false, true, 0, "!", true},
 	{"qwen2.5-7b", Spec{Qwen2, 152064, 151643, "qwen2.5"}, "qwen2",
 		map[int]string{151645: "<|im_end|>", 152063: "[PAD152063]"},
 		map[int]int32{152063: TypeUnused},
-		151643, 151645, -1, 151643, false, 0, "!", true},
+		151643, 151645, -1, 151643, false, true, 0, "!", true},
 	{"qwen3", Spec{Qwen3, 151936, 151643, "qwen3"}, "qwen2",
 		map[int]string{151643: "<|endoftext|>", 151645: "<|im_end|>", 151665: "<tool_response>", 151666: "</tool_response>",
 			151667: "<think>", 151668: "</think>", 151669: "[PAD151669]"},
 		map[int]int32{151667: TypeUserDefined, 151668: TypeUserDefined, 151669: TypeUnused},
-		151643, 151645, -1, 151643, false, 0, "!", true},
+		151643, 151645, -1, 151643, false, true, 0, "!", true},
 	{"granite-3.1", Spec{Granite, 49155, 49152, "granite-3.1"}, "refact",
 		map[int]string{0: "<|end_of_text|>", 1: "<fim_prefix>", 18: "<reponame>", 49152: "<|start_of_role|>",
 			49153: "<|end_of_role|>", 49154: "<|tool_call|>"},
 		map[int]int32{0: TypeControl, 18: TypeControl, 19: TypeNormal, 49154: TypeControl},
-		0, 0, 0, 0, false, 19, "!", true},
+		0, 0, 0, 0, false, true, 19, "!", true},
 	{"tekken", Spec{Tekken, 131072, 0, "mistral-nemo"}, "tekken",
 		map[int]string{0: "<unk>", 1: "<s>", 2: "</s>", 3: "[INST]", 4: "[/INST]", 9: "[TOOL_CALLS]", 999: "<SPECIAL_999>",
 			1032: "Ġ", 1044: ","},
 		map[int]int32{0: TypeControl, 999: TypeControl, 1000: TypeNormal},
-		1, 2, 0, -1, true, 1000, "Ā", false},
+		1, 2, 0, -1, true, true, 1000, "Ā", false},
 }
 
 // vocabFile writes v's metadata into a GGUF file with no tensors.
@@ -104,9 +105,12 @@ func TestBuildRealLayouts(t *testing.T) {
 			if v.Tokens[tc.bytesAt] != tc.firstByteText {
 				t.Errorf("first byte token %d is %q, want %q", tc.bytesAt, v.Tokens[tc.bytesAt], tc.firstByteText)
 			}
-			if v.BOS != tc.bos || v.EOS != tc.eos || v.UNK != tc.unk || v.PAD != tc.pad || v.AddBOS != tc.addBOS || v.Pre != tc.pre {
-				t.Errorf("bos %d eos %d unk %d pad %d add_bos %v pre %q; want %d %d %d %d %v %q",
-					v.BOS, v.EOS, v.UNK, v.PAD, v.AddBOS, v.Pre, tc.bos, tc.eos, tc.unk, tc.pad, tc.addBOS, tc.pre)
+			if v.BOS != tc.bos || v.EOS != tc.eos || v.UNK != tc.unk || v.PAD != tc.pad || v.Pre != tc.pre {
+				t.Errorf("bos %d eos %d unk %d pad %d pre %q; want %d %d %d %d %q",
+					v.BOS, v.EOS, v.UNK, v.PAD, v.Pre, tc.bos, tc.eos, tc.unk, tc.pad, tc.pre)
+			}
+			if (v.AddBOS != nil) != tc.addBOSKey || v.AddBOS != nil && *v.AddBOS != tc.addBOS {
+				t.Errorf("add_bos_token %v, want present %v, value %v", v.AddBOS, tc.addBOSKey, tc.addBOS)
 			}
 			ids := map[string]int{}
 			for i, tok := range v.Tokens {
