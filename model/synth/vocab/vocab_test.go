@@ -119,7 +119,7 @@ func TestBuildRealLayouts(t *testing.T) {
 				}
 				ids[tok] = i
 			}
-			if len(v.Merges) < 1000 {
+			if len(v.Merges) < 2000 {
 				t.Errorf("only %d merges", len(v.Merges))
 			}
 			for i, m := range v.Merges {
