@@ -96,6 +96,9 @@ type Vocab struct {
 // MaxMerges bounds the merges learned from the built-in text.
 const MaxMerges = 3000
 
+// MaxVocab bounds Spec.NVocab, as package tokenizer bounds a vocabulary.
+const MaxVocab = 1 << 22
+
 // layout is what differs between the families.
 type layout struct {
 	pre        string
@@ -196,6 +199,9 @@ func Build(s Spec) (*Vocab, error) {
 	l, ok := layoutOf(s.Family)
 	if !ok {
 		return nil, fmt.Errorf("vocab: unknown family %v", s.Family)
+	}
+	if s.NVocab <= 0 || s.NVocab > MaxVocab {
+		return nil, fmt.Errorf("vocab: %v: %d tokens, want 1 to %d", s.Family, s.NVocab, MaxVocab)
 	}
 	lo, hi := len(l.lead), s.SpecialAt // the BPE region
 	if s.Family == Tekken {
