@@ -495,6 +495,14 @@ func WriteFile(path string, o Options) (int64, error) {
 		return 0, fmt.Errorf("synth: %w", err)
 	}
 	n, err := Write(tmp, o)
+	if err == nil {
+		// CreateTemp makes the file private; a model file is for other
+		// users too (a sandboxed worker may run as one), as os.Create
+		// would have made it.
+		if err = tmp.Chmod(0o644); err != nil {
+			err = fmt.Errorf("synth: %w", err)
+		}
+	}
 	if cerr := tmp.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("synth: %w", cerr)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"errors"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -215,6 +216,11 @@ func TestWriteFile(t *testing.T) {
 	defer f.Close()
 	if f.FileSize != n {
 		t.Errorf("file is %d bytes, WriteFile said %d", f.FileSize, n)
+	}
+	if st, err := os.Stat(path); err != nil {
+		t.Error(err)
+	} else if st.Mode().Perm() != 0o644 {
+		t.Errorf("file mode %v, want 0644", st.Mode().Perm())
 	}
 	if _, err := WriteFile(filepath.Join(dir, "bad.gguf"), Options{Shape: mini, Type: F16}); err == nil {
 		t.Error("WriteFile without a vocabulary succeeded")
