@@ -24,9 +24,9 @@ const ggufUsage = `usage:
                                              --full: include array values)
   lisa gguf tensor FILE NAME [--f32] -o OUT  write one tensor's raw bytes to OUT ("-": stdout);
                                              --f32: dequantized little-endian float32 instead
-  lisa gguf synth --shape SHAPE [--type f32|f16|q8_0|q4_k_m] [--seed S] --vocab FILE -o OUT
-                                             write a random-weight llama model of a real shape
-                                             (tinyllama-1.1b, llama-3.2-1b, small-110m, mini)`
+  lisa gguf synth --shape SHAPE [--type f32|f16|q8_0|q4_k_m] [--seed S] [--vocab FILE] -o OUT
+                                             write a random-weight model of a real shape
+                                             (llama, qwen2, qwen3, granite; --shape list: all)`
 
 // runGGUF runs `lisa gguf SUBCOMMAND`: inspect, tensor or synth. It returns 0 on
 // success, 1 when the file is invalid or cannot be read, 2 on bad usage.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"text/tabwriter"
 
 	"github.com/lisa-llm/lisa/gguf"
 	"github.com/lisa-llm/lisa/model/synth"
@@ -18,21 +19,51 @@ func shapeNames() string {
 	return strings.Join(names, "|")
 }
 
-// ggufSynth runs `lisa gguf synth`: it writes a random-weight llama model
-// of a real shape with a vocabulary copied from --vocab.
+// listShapes prints one line per shape: its name, architecture, widths
+// and tokenizer.
+func listShapes(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "SHAPE\tARCH\tLAYERS\tEMBD\tHEADS\tKV\tHEAD_DIM\tFF\tVOCAB\tTOKENIZER")
+	for _, s := range synth.Shapes() {
+		tok := "--vocab FILE"
+		if s.Vocab.Family != 0 {
+			tok = "synthetic " + s.Vocab.Family.String()
+		}
+		hd := s.HeadDim
+		if hd == 0 {
+			hd = s.NEmbd / s.NHead
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n",
+			s.Name, s.Arch, s.NLayer, s.NEmbd, s.NHead, s.NHeadKV, hd, s.NFF, s.NVocab, tok)
+	}
+	tw.Flush()
+}
+
+// ggufSynth runs `lisa gguf synth`: it writes a random-weight model of a
+// real shape, with the family's synthetic tokenizer or one copied from
+// --vocab.
 func ggufSynth(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("synth", stderr)
-	shape := fs.String("shape", "", "model shape: "+shapeNames())
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, ggufUsage)
+		fmt.Fprintln(stderr, "\nshapes of lisa gguf synth:")
+		listShapes(stderr)
+	}
+	shape := fs.String("shape", "", "model shape (list: print the shapes): "+shapeNames())
 	typ := fs.String("type", "q4_k_m", "f32|f16|q8_0|q4_k_m")
 	seed := fs.Uint64("seed", 1, "random seed")
-	vocab := fs.String("vocab", "", "GGUF `file` whose tokenizer is copied (e.g. ggml-vocab-llama-spm.gguf)")
+	vocab := fs.String("vocab", "", "GGUF `file` whose tokenizer is copied instead of the synthetic one (required for mini, small-110m, tinyllama-1.1b: e.g. ggml-vocab-llama-spm.gguf)")
 	out := fs.String("o", "", "output `file`")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return 2
 	}
+	if len(pos) == 0 && *shape == "list" {
+		listShapes(stdout)
+		return 0
+	}
 	if len(pos) != 0 || *shape == "" || *out == "" {
-		fmt.Fprintln(stderr, ggufUsage)
+		fs.Usage()
 		return 2
 	}
 	s, ok := synth.Lookup(*shape)

@@ -1,14 +1,25 @@
-// Package synth writes random-weight llama models with the exact shapes of
-// real ones (TinyLlama-1.1B, Llama-3.2-1B, a 110M and a 24M model) for
-// benchmarks: random weights run at exactly the speed of trained ones.
+// Package synth writes random-weight models with the exact layouts of real
+// downloads (Llama 3.1/3.2, Mistral Nemo, Qwen2.5, Qwen3, Granite 3.1,
+// TinyLlama and two small llama models) and small test shapes of each
+// family, for benchmarks and for tests against llama.cpp: random weights
+// run at exactly the speed of trained ones, and a file has the metadata
+// keys, tensor names, shapes and type mix that llama.cpp's
+// convert_hf_to_gguf.py and llama-quantize write for the real model.
 //
-// Weights are N(0, 0.02), norms 1.0, quantized with package quant's
-// reference quantizers, so the bytes are those llama-quantize would write
-// for the same F32 values. For Q4_K_M the per-tensor type mix follows
-// llama.cpp's llama_tensor_get_type: Q6_K for output.weight (and for
-// token_embd.weight when the output is tied), Q6_K for attn_v and ffn_down
-// on the layers use_more_bits picks, Q4_K elsewhere, F32 for norms. The
-// tokenizer (every tokenizer.* key) is copied from a vocabulary GGUF file.
+// Weights are N(0, 0.02); RMS norm weights are 1.0, except the per-head
+// Q/K norms of Qwen3 (1 + N(0, 0.1)) and the Q/K/V biases of Qwen2
+// (N(0, 0.1)), which get non-trivial values so that a loader that drops
+// them shows. rope_freqs.weight holds the factors convert_hf_to_gguf.py
+// computes from the llama3 rope_scaling of the real config. Values are
+// quantized with package quant's reference quantizers, so the bytes are
+// those llama-quantize would write for the same F32 values. For Q4_K_M
+// the per-tensor type follows llama.cpp's llama_tensor_get_type (see
+// tensorType).
+//
+// The tokenizer is either copied from a vocabulary GGUF file (every
+// tokenizer.* key) or, for the shapes of the modern families, a synthetic
+// byte-level BPE vocabulary with the family's real layout, special tokens
+// and chat template (package vocab).
 //
 // A file is a pure function of its shape, type, seed and vocabulary: each
 // chunk of rows draws from its own generator seeded by (seed, tensor,
@@ -21,6 +32,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -29,34 +41,147 @@ import (
 	"sync"
 
 	"github.com/lisa-llm/lisa/gguf"
+	"github.com/lisa-llm/lisa/model/synth/vocab"
 	"github.com/lisa-llm/lisa/quant"
 	"github.com/lisa-llm/lisa/tensor"
 )
 
-// Shape is the hyperparameters of a llama model.
-type Shape struct {
-	Name     string  // e.g. "tinyllama-1.1b"
-	NEmbd    int     // embedding length
-	NLayer   int     // blocks
-	NHead    int     // attention heads
-	NHeadKV  int     // key/value heads
-	NFF      int     // feed-forward length
-	NVocab   int     // vocabulary size the tokenizer must have
-	NCtx     int     // context length recorded in the file
-	RopeBase float32 // rope.freq_base
-	Tied     bool    // no output.weight: logits use token_embd.weight
+// The architectures (general.architecture) Write produces.
+const (
+	ArchLlama   = "llama"
+	ArchQwen2   = "qwen2"
+	ArchQwen3   = "qwen3"
+	ArchGranite = "granite"
+)
+
+// RopeScaling is a model's RoPE scaling as its config.json states it.
+type RopeScaling struct {
+	// Type is "" (none), "llama3" (written as rope_freqs.weight) or
+	// "yarn" (written as the rope.scaling.* keys).
+	Type   string
+	Factor float32
+	// LowFreqFactor and HighFreqFactor are llama3's.
+	LowFreqFactor, HighFreqFactor float32
+	// OrigCtx is original_max_position_embeddings.
+	OrigCtx int
 }
 
-// Shapes lists the shapes Lookup knows, smallest first.
+// Shape is the hyperparameters of a model, as its config.json has them.
+type Shape struct {
+	Name    string // e.g. "qwen2.5-0.5b"
+	Arch    string // general.architecture
+	NEmbd   int    // hidden_size
+	NLayer  int    // num_hidden_layers
+	NHead   int    // num_attention_heads
+	NHeadKV int    // num_key_value_heads
+	NFF     int    // intermediate_size
+	NVocab  int    // vocab_size: the tokenizer must have this many tokens
+	NCtx    int    // max_position_embeddings
+	// HeadDim is the per-head width of Q, K and V; 0 means NEmbd/NHead.
+	HeadDim int
+	// HeadDimKey says config.json states head_dim, so the file has
+	// attention.key_length and attention.value_length.
+	HeadDimKey bool
+	RopeBase   float32 // rope_theta
+	NormEps    float32 // rms_norm_eps; 0 means 1e-5
+	Tied       bool    // tie_word_embeddings: no output.weight
+	Rope       RopeScaling
+	// Granite's multipliers: attention_multiplier, embedding_multiplier,
+	// residual_multiplier, logits_scaling.
+	AttnScale, EmbScale, ResScale, LogitScale float32
+	// Vocab is the synthetic vocabulary of the family; a zero Family
+	// means the shape needs a vocabulary file (Options.Vocab).
+	Vocab vocab.Spec
+}
+
+// headDim returns the per-head width.
+func (s Shape) headDim() int {
+	if s.HeadDim > 0 {
+		return s.HeadDim
+	}
+	if s.NHead == 0 {
+		return 0
+	}
+	return s.NEmbd / s.NHead
+}
+
+func (s Shape) normEps() float32 {
+	if s.NormEps == 0 {
+		return 1e-5
+	}
+	return s.NormEps
+}
+
+// The llama3 RoPE scaling of Llama 3.1 (factor 8) and 3.2 (factor 32).
+var (
+	llama31Rope = RopeScaling{Type: "llama3", Factor: 8, LowFreqFactor: 1, HighFreqFactor: 4, OrigCtx: 8192}
+	llama32Rope = RopeScaling{Type: "llama3", Factor: 32, LowFreqFactor: 1, HighFreqFactor: 4, OrigCtx: 8192}
+)
+
+// Shapes lists the shapes Lookup knows: the real models, then the small
+// test shapes.
 func Shapes() []Shape {
+	llama3 := func(n int, tmpl string) vocab.Spec {
+		return vocab.Spec{Family: vocab.Llama3, NVocab: n, SpecialAt: n - 256, Template: tmpl}
+	}
+	qwen := func(f vocab.Family, n, at int) vocab.Spec {
+		tmpl := "qwen2.5"
+		if f == vocab.Qwen3 {
+			tmpl = "qwen3"
+		}
+		return vocab.Spec{Family: f, NVocab: n, SpecialAt: at, Template: tmpl}
+	}
+	granite := func(n int) vocab.Spec {
+		return vocab.Spec{Family: vocab.Granite, NVocab: n, SpecialAt: n - 3, Template: "granite-3.1"}
+	}
+	tekken := func(n int) vocab.Spec {
+		return vocab.Spec{Family: vocab.Tekken, NVocab: n, Template: "mistral-nemo"}
+	}
 	return []Shape{
-		{Name: "mini", NEmbd: 256, NLayer: 2, NHead: 4, NHeadKV: 2, NFF: 768, NVocab: 32000, NCtx: 512, RopeBase: 10000},
-		{Name: "small-110m", NEmbd: 768, NLayer: 12, NHead: 12, NHeadKV: 12, NFF: 2048, NVocab: 32000, NCtx: 1024, RopeBase: 10000},
-		{Name: "tinyllama-1.1b", NEmbd: 2048, NLayer: 22, NHead: 32, NHeadKV: 4, NFF: 5632, NVocab: 32000, NCtx: 2048, RopeBase: 10000},
-		// Llama 3.2 1B also has rope_freqs.weight (llama3 RoPE scaling),
-		// which package model does not implement; the file omits it. It
-		// holds 32 floats and does not change the speed.
-		{Name: "llama-3.2-1b", NEmbd: 2048, NLayer: 16, NHead: 32, NHeadKV: 8, NFF: 8192, NVocab: 128256, NCtx: 131072, RopeBase: 500000, Tied: true},
+		// Llama-2-style shapes; their tokenizer comes from a vocabulary
+		// file (e.g. ggml-vocab-llama-spm.gguf).
+		{Name: "mini", Arch: ArchLlama, NEmbd: 256, NLayer: 2, NHead: 4, NHeadKV: 2, NFF: 768, NVocab: 32000, NCtx: 512, RopeBase: 10000},
+		{Name: "small-110m", Arch: ArchLlama, NEmbd: 768, NLayer: 12, NHead: 12, NHeadKV: 12, NFF: 2048, NVocab: 32000, NCtx: 1024, RopeBase: 10000},
+		{Name: "tinyllama-1.1b", Arch: ArchLlama, NEmbd: 2048, NLayer: 22, NHead: 32, NHeadKV: 4, NFF: 5632, NVocab: 32000, NCtx: 2048, RopeBase: 10000},
+
+		// The real models (the Instruct variants' tokenizers).
+		{Name: "llama-3.2-1b", Arch: ArchLlama, NEmbd: 2048, NLayer: 16, NHead: 32, NHeadKV: 8, NFF: 8192, NVocab: 128256, NCtx: 131072,
+			HeadDim: 64, HeadDimKey: true, RopeBase: 500000, Tied: true, Rope: llama32Rope, Vocab: llama3(128256, "llama-3.2")},
+		{Name: "llama-3.1-8b", Arch: ArchLlama, NEmbd: 4096, NLayer: 32, NHead: 32, NHeadKV: 8, NFF: 14336, NVocab: 128256, NCtx: 131072,
+			RopeBase: 500000, Rope: llama31Rope, Vocab: llama3(128256, "llama-3.1")},
+		{Name: "mistral-nemo-12b", Arch: ArchLlama, NEmbd: 5120, NLayer: 40, NHead: 32, NHeadKV: 8, NFF: 14336, NVocab: 131072, NCtx: 1024000,
+			HeadDim: 128, HeadDimKey: true, RopeBase: 1e6, Vocab: tekken(131072)},
+		{Name: "qwen2.5-0.5b", Arch: ArchQwen2, NEmbd: 896, NLayer: 24, NHead: 14, NHeadKV: 2, NFF: 4864, NVocab: 151936, NCtx: 32768,
+			RopeBase: 1e6, NormEps: 1e-6, Tied: true, Vocab: qwen(vocab.Qwen2, 151936, 151643)},
+		{Name: "qwen2.5-1.5b", Arch: ArchQwen2, NEmbd: 1536, NLayer: 28, NHead: 12, NHeadKV: 2, NFF: 8960, NVocab: 151936, NCtx: 32768,
+			RopeBase: 1e6, NormEps: 1e-6, Tied: true, Vocab: qwen(vocab.Qwen2, 151936, 151643)},
+		{Name: "qwen2.5-7b", Arch: ArchQwen2, NEmbd: 3584, NLayer: 28, NHead: 28, NHeadKV: 4, NFF: 18944, NVocab: 152064, NCtx: 32768,
+			RopeBase: 1e6, NormEps: 1e-6, Vocab: qwen(vocab.Qwen2, 152064, 151643)},
+		{Name: "qwen3-0.6b", Arch: ArchQwen3, NEmbd: 1024, NLayer: 28, NHead: 16, NHeadKV: 8, NFF: 3072, NVocab: 151936, NCtx: 40960,
+			HeadDim: 128, HeadDimKey: true, RopeBase: 1e6, NormEps: 1e-6, Tied: true, Vocab: qwen(vocab.Qwen3, 151936, 151643)},
+		{Name: "qwen3-4b", Arch: ArchQwen3, NEmbd: 2560, NLayer: 36, NHead: 32, NHeadKV: 8, NFF: 9728, NVocab: 151936, NCtx: 40960,
+			HeadDim: 128, HeadDimKey: true, RopeBase: 1e6, NormEps: 1e-6, Tied: true, Vocab: qwen(vocab.Qwen3, 151936, 151643)},
+		{Name: "granite-3.1-2b", Arch: ArchGranite, NEmbd: 2048, NLayer: 40, NHead: 32, NHeadKV: 8, NFF: 8192, NVocab: 49155, NCtx: 131072,
+			RopeBase: 5e6, Tied: true, AttnScale: 0.015625, EmbScale: 12, ResScale: 0.22, LogitScale: 8, Vocab: granite(49155)},
+
+		// Small test shapes: every distinguishing feature of the family
+		// at widths that are whole 256-value blocks (except qwen2-tiny-odd,
+		// which has Qwen2.5-0.5B's fallback types), 4096-token vocabularies.
+		{Name: "llama3-tiny", Arch: ArchLlama, NEmbd: 256, NLayer: 2, NHead: 4, NHeadKV: 2, NFF: 768, NVocab: 4096, NCtx: 131072,
+			HeadDim: 64, HeadDimKey: true, RopeBase: 500000, Tied: true, Rope: llama32Rope, Vocab: llama3(4096, "llama-3.2")},
+		{Name: "mistral-tiny", Arch: ArchLlama, NEmbd: 256, NLayer: 2, NHead: 4, NHeadKV: 2, NFF: 768, NVocab: 4096, NCtx: 1024000,
+			HeadDim: 128, HeadDimKey: true, RopeBase: 1e6, Vocab: tekken(4096)},
+		{Name: "qwen2-tiny", Arch: ArchQwen2, NEmbd: 256, NLayer: 2, NHead: 4, NHeadKV: 2, NFF: 768, NVocab: 4096, NCtx: 32768,
+			RopeBase: 1e6, NormEps: 1e-6, Tied: true, Vocab: qwen(vocab.Qwen2, 4096, 3840)},
+		{Name: "qwen2-tiny-yarn", Arch: ArchQwen2, NEmbd: 256, NLayer: 2, NHead: 4, NHeadKV: 2, NFF: 768, NVocab: 4096, NCtx: 32768,
+			RopeBase: 1e6, NormEps: 1e-6, Tied: true, Rope: RopeScaling{Type: "yarn", Factor: 4, OrigCtx: 32768},
+			Vocab: qwen(vocab.Qwen2, 4096, 3840)},
+		{Name: "qwen2-tiny-odd", Arch: ArchQwen2, NEmbd: 384, NLayer: 2, NHead: 6, NHeadKV: 2, NFF: 1024, NVocab: 4096, NCtx: 32768,
+			RopeBase: 1e6, NormEps: 1e-6, Tied: true, Vocab: qwen(vocab.Qwen2, 4096, 3840)},
+		{Name: "qwen3-tiny", Arch: ArchQwen3, NEmbd: 256, NLayer: 2, NHead: 4, NHeadKV: 2, NFF: 768, NVocab: 4096, NCtx: 40960,
+			HeadDim: 128, HeadDimKey: true, RopeBase: 1e6, NormEps: 1e-6, Tied: true, Vocab: qwen(vocab.Qwen3, 4096, 3840)},
+		{Name: "granite-tiny", Arch: ArchGranite, NEmbd: 256, NLayer: 2, NHead: 4, NHeadKV: 2, NFF: 768, NVocab: 4099, NCtx: 131072,
+			RopeBase: 5e6, Tied: true, AttnScale: 0.015625, EmbScale: 12, ResScale: 0.22, LogitScale: 8, Vocab: granite(4099)},
 	}
 }
 
@@ -104,11 +229,25 @@ func (t FileType) String() string {
 	return fileTypes[t].name
 }
 
+// initKind says how a tensor's values are drawn.
+type initKind int
+
+const (
+	initWeight initKind = iota // N(0, 0.02)
+	initOnes                   // 1.0 (RMS norms)
+	initQKNorm                 // 1 + N(0, 0.1)
+	initBias                   // N(0, 0.1)
+	initFixed                  // TensorPlan.fixed
+)
+
 // TensorPlan is one tensor of a synthetic model, in file order.
 type TensorPlan struct {
 	Name string
 	Type tensor.Type
 	Dims []uint64 // ggml order: row length first
+
+	init  initKind
+	fixed []float32
 }
 
 // useMoreBits is llama.cpp's choice of the layers that get more bits in
@@ -117,60 +256,156 @@ func useMoreBits(i, n int) bool {
 	return i < n/8 || i >= 7*n/8 || (i-n/8)%3 == 2
 }
 
-// matType returns the type of a matrix with rows of cols values; more
-// selects Q6_K instead of Q4_K in Q4_K_M. As llama.cpp does, K-quants
-// fall back to a 32-block type when a row is not whole 256-value blocks.
-func matType(ft FileType, cols int, more bool) tensor.Type {
+// ErrUnsupported reports a shape and file type llama.cpp would write with
+// a tensor type package quant cannot produce, or could not write at all.
+var ErrUnsupported = errors.New("synth: unsupported combination")
+
+// tensorType is llama.cpp's type for a tensor of a file of type ft: F32
+// for vectors; F16 (convert_hf_to_gguf.py --outtype f16) or Q8_0 for
+// every matrix; for Q4_K_M llama-quantize's llama_tensor_get_type:
+//   - output.weight, and token_embd.weight when the output is tied: Q6_K,
+//     or Q8_0 when a row is not whole 256-value blocks;
+//   - attn_v and ffn_down of the layers useMoreBits picks: Q6_K;
+//   - everything else Q4_K;
+//   - then, when a row is not whole K-quant blocks, Q4_K falls back to
+//     Q5_0 and Q6_K to Q8_0, and to F16 when not even 32-value blocks.
+func tensorType(ft FileType, name string, dims []uint64, layer, nLayer int, tied bool) (tensor.Type, error) {
+	if len(dims) == 1 {
+		return tensor.F32, nil
+	}
+	nx := dims[0]
 	switch ft {
 	case F32:
-		return tensor.F32
+		return tensor.F32, nil
 	case F16:
-		return tensor.F16
+		return tensor.F16, nil
 	case Q8_0:
-		return tensor.Q8_0
-	}
-	if cols%tensor.QK_K != 0 {
-		if more {
-			return tensor.Q8_0
+		if nx%32 != 0 {
+			return 0, fmt.Errorf("%w: %s: rows of %d values are not whole Q8_0 blocks (llama-quantize refuses it)", ErrUnsupported, name, nx)
 		}
-		return tensor.Q5_0
+		return tensor.Q8_0, nil
 	}
-	if more {
-		return tensor.Q6_K
+	base := strings.TrimPrefix(name, fmt.Sprintf("blk.%d.", layer))
+	var t tensor.Type
+	switch {
+	case name == "output.weight" || tied && name == "token_embd.weight":
+		if nx%tensor.QK_K != 0 {
+			return tensor.Q8_0, nil
+		}
+		return tensor.Q6_K, nil
+	case (base == "attn_v.weight" || base == "ffn_down.weight") && useMoreBits(layer, nLayer):
+		t = tensor.Q6_K
+	default:
+		t = tensor.Q4_K
 	}
-	return tensor.Q4_K
+	if nx%tensor.QK_K != 0 {
+		if t == tensor.Q6_K {
+			t = tensor.Q8_0
+		} else {
+			t = tensor.Q5_0
+		}
+		if nx%32 != 0 {
+			t = tensor.F16
+		}
+	}
+	return t, nil
 }
 
 // Plan returns the tensors of a model of shape s and type ft in the order
-// llama.cpp writes them: output, output_norm, token_embd, then each block's
-// tensors in name order.
-func Plan(s Shape, ft FileType) []TensorPlan {
-	headDim := s.NEmbd / s.NHead
-	kvDim := s.NHeadKV * headDim
+// llama-quantize writes them (llama.cpp's weight_name_comparer): tensors
+// outside the blocks by name, then each block's tensors by name.
+func Plan(s Shape, ft FileType) ([]TensorPlan, error) {
+	hd := s.headDim()
+	qDim, kvDim := uint64(s.NHead*hd), uint64(s.NHeadKV*hd)
 	e, v, f := uint64(s.NEmbd), uint64(s.NVocab), uint64(s.NFF)
 	var p []TensorPlan
-	add := func(name string, t tensor.Type, dims ...uint64) {
-		p = append(p, TensorPlan{Name: name, Type: t, Dims: dims})
+	var err error
+	add := func(layer int, name string, init initKind, dims ...uint64) {
+		if err != nil {
+			return
+		}
+		full := name
+		if layer >= 0 {
+			full = fmt.Sprintf("blk.%d.%s", layer, name)
+		}
+		var t tensor.Type
+		if t, err = tensorType(ft, full, dims, layer, s.NLayer, s.Tied); err != nil {
+			return
+		}
+		if !quant.Supported(t) {
+			err = fmt.Errorf("%w: %s would be %s, which package quant cannot write yet", ErrUnsupported, full, t)
+			return
+		}
+		p = append(p, TensorPlan{Name: full, Type: t, Dims: dims, init: init})
 	}
 	if !s.Tied {
-		add("output.weight", matType(ft, s.NEmbd, true), e, v)
+		add(-1, "output.weight", initWeight, e, v)
 	}
-	add("output_norm.weight", tensor.F32, e)
-	add("token_embd.weight", matType(ft, s.NEmbd, s.Tied), e, v)
+	add(-1, "output_norm.weight", initOnes, e)
+	if s.Rope.Type == "llama3" {
+		add(-1, "rope_freqs.weight", initFixed, uint64(hd/2))
+		if err == nil {
+			p[len(p)-1].fixed = llama3RopeFactors(s.RopeBase, hd, s.Rope)
+		}
+	}
+	add(-1, "token_embd.weight", initWeight, e, v)
+	bias := s.Arch == ArchQwen2
+	qkNorm := s.Arch == ArchQwen3
 	for l := range s.NLayer {
-		b := fmt.Sprintf("blk.%d.", l)
-		more := useMoreBits(l, s.NLayer)
-		add(b+"attn_k.weight", matType(ft, s.NEmbd, false), e, uint64(kvDim))
-		add(b+"attn_norm.weight", tensor.F32, e)
-		add(b+"attn_output.weight", matType(ft, s.NEmbd, false), e, e)
-		add(b+"attn_q.weight", matType(ft, s.NEmbd, false), e, e)
-		add(b+"attn_v.weight", matType(ft, s.NEmbd, more), e, uint64(kvDim))
-		add(b+"ffn_down.weight", matType(ft, s.NFF, more), f, e)
-		add(b+"ffn_gate.weight", matType(ft, s.NEmbd, false), e, f)
-		add(b+"ffn_norm.weight", tensor.F32, e)
-		add(b+"ffn_up.weight", matType(ft, s.NEmbd, false), e, f)
+		if bias {
+			add(l, "attn_k.bias", initBias, kvDim)
+		}
+		add(l, "attn_k.weight", initWeight, e, kvDim)
+		if qkNorm {
+			add(l, "attn_k_norm.weight", initQKNorm, uint64(hd))
+		}
+		add(l, "attn_norm.weight", initOnes, e)
+		add(l, "attn_output.weight", initWeight, qDim, e)
+		if bias {
+			add(l, "attn_q.bias", initBias, qDim)
+		}
+		add(l, "attn_q.weight", initWeight, e, qDim)
+		if qkNorm {
+			add(l, "attn_q_norm.weight", initQKNorm, uint64(hd))
+		}
+		if bias {
+			add(l, "attn_v.bias", initBias, kvDim)
+		}
+		add(l, "attn_v.weight", initWeight, e, kvDim)
+		add(l, "ffn_down.weight", initWeight, f, e)
+		add(l, "ffn_gate.weight", initWeight, e, f)
+		add(l, "ffn_norm.weight", initOnes, e)
+		add(l, "ffn_up.weight", initWeight, e, f)
 	}
-	return p
+	if err != nil {
+		return nil, fmt.Errorf("synth: shape %s, %s: %w", s.Name, ft, err)
+	}
+	return p, nil
+}
+
+// llama3RopeFactors computes rope_freqs.weight as convert_hf_to_gguf.py
+// does for rope_type "llama3": 1 for short wavelengths, factor for long
+// ones, a smooth blend between. The arithmetic is in float32 where torch
+// does it in float32.
+func llama3RopeFactors(base float32, dim int, r RopeScaling) []float32 {
+	lowWavelen := float64(r.OrigCtx) / float64(r.LowFreqFactor)
+	highWavelen := float64(r.OrigCtx) / float64(r.HighFreqFactor)
+	out := make([]float32, 0, dim/2)
+	for i := 0; i < dim; i += 2 {
+		exp := float32(i) / float32(dim)
+		freq := 1 / float32(math.Pow(float64(base), float64(exp)))
+		wavelen := float32(2*math.Pi) / freq
+		switch {
+		case float64(wavelen) < highWavelen:
+			out = append(out, 1)
+		case float64(wavelen) > lowWavelen:
+			out = append(out, r.Factor)
+		default:
+			smooth := (float32(r.OrigCtx)/wavelen - r.LowFreqFactor) / (r.HighFreqFactor - r.LowFreqFactor)
+			out = append(out, 1/((1-smooth)/r.Factor+smooth))
+		}
+	}
+	return out
 }
 
 // Options say what Write produces.
@@ -179,7 +414,8 @@ type Options struct {
 	Type  FileType
 	Seed  uint64
 	// Vocab is a GGUF file whose tokenizer.* keys are copied; it must
-	// have Shape.NVocab tokens.
+	// have Shape.NVocab tokens. When nil, a shape of a modern family gets
+	// its synthetic vocabulary; the Llama-2-style shapes need one.
 	Vocab *gguf.File
 	// Threads generating chunks in parallel (0: GOMAXPROCS). The output
 	// does not depend on it.
@@ -192,15 +428,43 @@ var ErrVocab = errors.New("synth: vocabulary")
 // chunkValues is about how many values one generator chunk holds.
 const chunkValues = 1 << 20
 
+// validate checks the hyperparameters are consistent.
+func (s Shape) validate() error {
+	bad := s.NEmbd <= 0 || s.NHead <= 0 || s.NHeadKV <= 0 || s.NHead%s.NHeadKV != 0 ||
+		s.NLayer <= 0 || s.NFF <= 0 || s.NVocab <= 0 || s.NCtx <= 0 || s.headDim() <= 0 || s.headDim()%2 != 0 ||
+		s.HeadDim == 0 && s.NEmbd%s.NHead != 0
+	switch s.Arch {
+	case ArchLlama, ArchQwen2, ArchQwen3, ArchGranite:
+	default:
+		bad = true
+	}
+	switch s.Rope.Type {
+	case "":
+	case "llama3":
+		bad = bad || s.Rope.Factor <= 0 || s.Rope.OrigCtx <= 0 || s.Rope.HighFreqFactor <= s.Rope.LowFreqFactor || s.Rope.LowFreqFactor <= 0
+	case "yarn":
+		bad = bad || s.Rope.Factor <= 0 || s.Rope.OrigCtx <= 0
+	default:
+		bad = true
+	}
+	if bad {
+		return fmt.Errorf("synth: shape %q: invalid hyperparameters %+v", s.Name, s)
+	}
+	return nil
+}
+
 // Write writes the model o describes to w and returns the bytes written.
 func Write(w io.Writer, o Options) (int64, error) {
 	s := o.Shape
-	if s.NEmbd <= 0 || s.NHead <= 0 || s.NEmbd%s.NHead != 0 || s.NHeadKV <= 0 || s.NHead%s.NHeadKV != 0 ||
-		s.NLayer <= 0 || s.NFF <= 0 || s.NVocab <= 0 || s.NCtx <= 0 {
-		return 0, fmt.Errorf("synth: shape %q: invalid hyperparameters %+v", s.Name, s)
+	if err := s.validate(); err != nil {
+		return 0, err
 	}
 	if o.Type < 0 || int(o.Type) >= len(fileTypes) {
 		return 0, fmt.Errorf("synth: %v: unknown file type", o.Type)
+	}
+	plan, err := Plan(s, o.Type)
+	if err != nil {
+		return 0, err
 	}
 	gw := gguf.NewWriter()
 	if err := addMetadata(gw, o); err != nil {
@@ -210,7 +474,7 @@ func Write(w io.Writer, o Options) (int64, error) {
 	if threads <= 0 {
 		threads = runtime.GOMAXPROCS(0)
 	}
-	for i, t := range Plan(s, o.Type) {
+	for i, t := range plan {
 		g := &tensorGen{plan: t, seed: o.Seed, index: uint64(i), threads: threads}
 		if err := gw.AddTensorFunc(t.Name, t.Type, t.Dims, g.write); err != nil {
 			return 0, fmt.Errorf("synth: %w", err)
@@ -231,6 +495,14 @@ func WriteFile(path string, o Options) (int64, error) {
 		return 0, fmt.Errorf("synth: %w", err)
 	}
 	n, err := Write(tmp, o)
+	if err == nil {
+		// CreateTemp makes the file private; a model file is for other
+		// users too (a sandboxed worker may run as one), as os.Create
+		// would have made it.
+		if err = tmp.Chmod(0o644); err != nil {
+			err = fmt.Errorf("synth: %w", err)
+		}
+	}
 	if cerr := tmp.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("synth: %w", cerr)
 	}
@@ -246,45 +518,85 @@ func WriteFile(path string, o Options) (int64, error) {
 	return n, nil
 }
 
-// addMetadata adds the general.*, llama.* and (copied) tokenizer.* keys.
-func addMetadata(gw *gguf.Writer, o Options) error {
+// tokenizerKVs returns the tokenizer.* pairs: copied from o.Vocab when
+// given, else the shape's synthetic vocabulary.
+func tokenizerKVs(o Options) ([]gguf.KV, error) {
 	s := o.Shape
 	if o.Vocab == nil {
-		return fmt.Errorf("%w: shape %s needs a vocabulary of %d tokens (e.g. ggml-vocab-llama-spm.gguf)", ErrVocab, s.Name, s.NVocab)
+		if s.Vocab.Family == 0 {
+			return nil, fmt.Errorf("%w: shape %s needs a vocabulary of %d tokens (e.g. ggml-vocab-llama-spm.gguf)", ErrVocab, s.Name, s.NVocab)
+		}
+		if s.Vocab.NVocab != s.NVocab {
+			return nil, fmt.Errorf("%w: shape %s: synthetic vocabulary of %d tokens, want %d", ErrVocab, s.Name, s.Vocab.NVocab, s.NVocab)
+		}
+		v, err := vocab.Build(s.Vocab)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrVocab, err)
+		}
+		return v.KVs(), nil
 	}
 	toks, err := o.Vocab.Strings("tokenizer.ggml.tokens")
 	if err != nil {
-		return fmt.Errorf("%w: tokenizer.ggml.tokens: %w", ErrVocab, err)
+		return nil, fmt.Errorf("%w: tokenizer.ggml.tokens: %w", ErrVocab, err)
 	}
 	if len(toks) != s.NVocab {
-		return fmt.Errorf("%w: tokenizer.ggml.tokens has %d tokens, shape %s needs %d", ErrVocab, len(toks), s.Name, s.NVocab)
+		return nil, fmt.Errorf("%w: tokenizer.ggml.tokens has %d tokens, shape %s needs %d", ErrVocab, len(toks), s.Name, s.NVocab)
 	}
-	u := func(k string, v int) gguf.KV { return gguf.KV{Key: k, Value: gguf.Uint32Value(uint32(v))} }
-	kvs := []gguf.KV{
-		{Key: "general.architecture", Value: gguf.StringValue("llama")},
-		{Key: "general.name", Value: gguf.StringValue(s.Name + "-random")},
-		{Key: "general.description", Value: gguf.StringValue(fmt.Sprintf(
-			"random weights N(0,0.02), norms=1.0, seed=%d, %s; written by lisa gguf synth", o.Seed, o.Type))},
-		u("llama.context_length", s.NCtx),
-		u("llama.embedding_length", s.NEmbd),
-		u("llama.block_count", s.NLayer),
-		u("llama.feed_forward_length", s.NFF),
-		u("llama.attention.head_count", s.NHead),
-		u("llama.attention.head_count_kv", s.NHeadKV),
-		{Key: "llama.attention.layer_norm_rms_epsilon", Value: gguf.Float32Value(1e-5)},
-		u("llama.rope.dimension_count", s.NEmbd/s.NHead),
-		{Key: "llama.rope.freq_base", Value: gguf.Float32Value(s.RopeBase)},
-		u("llama.vocab_size", s.NVocab),
-	}
+	var kvs []gguf.KV
 	for _, kv := range o.Vocab.KV {
 		if strings.HasPrefix(kv.Key, "tokenizer.") {
 			kvs = append(kvs, kv)
 		}
 	}
-	if o.Type != F32 && o.Type != F16 {
-		kvs = append(kvs, u("general.quantization_version", 2))
+	return kvs, nil
+}
+
+// addMetadata adds the general.*, architecture and tokenizer.* keys, the
+// ones convert_hf_to_gguf.py writes for the family in its order.
+func addMetadata(gw *gguf.Writer, o Options) error {
+	s := o.Shape
+	tok, err := tokenizerKVs(o)
+	if err != nil {
+		return err
+	}
+	a := s.Arch
+	u := func(k string, v int) gguf.KV { return gguf.KV{Key: a + "." + k, Value: gguf.Uint32Value(uint32(v))} }
+	f := func(k string, v float32) gguf.KV { return gguf.KV{Key: a + "." + k, Value: gguf.Float32Value(v)} }
+	kvs := []gguf.KV{
+		{Key: "general.architecture", Value: gguf.StringValue(a)},
+		{Key: "general.type", Value: gguf.StringValue("model")},
+		{Key: "general.name", Value: gguf.StringValue(s.Name + "-random")},
+		{Key: "general.description", Value: gguf.StringValue(fmt.Sprintf(
+			"random weights N(0,0.02), norms=1.0, seed=%d, %s; written by lisa gguf synth", o.Seed, o.Type))},
+		u("block_count", s.NLayer),
+		u("context_length", s.NCtx),
+		u("embedding_length", s.NEmbd),
+		u("feed_forward_length", s.NFF),
+		u("attention.head_count", s.NHead),
+		u("attention.head_count_kv", s.NHeadKV),
+		f("rope.freq_base", s.RopeBase),
+		f("attention.layer_norm_rms_epsilon", s.normEps()),
+	}
+	if s.HeadDimKey {
+		kvs = append(kvs, u("attention.key_length", s.headDim()), u("attention.value_length", s.headDim()))
 	}
 	kvs = append(kvs, gguf.KV{Key: "general.file_type", Value: gguf.Uint32Value(fileTypes[o.Type].ftype)})
+	if a == ArchLlama || a == ArchGranite {
+		// LlamaModel (and GraniteModel, its subclass) add these two.
+		kvs = append(kvs, u("vocab_size", s.NVocab), u("rope.dimension_count", s.headDim()))
+	}
+	if s.Rope.Type == "yarn" {
+		kvs = append(kvs, gguf.KV{Key: a + ".rope.scaling.type", Value: gguf.StringValue("yarn")},
+			f("rope.scaling.factor", s.Rope.Factor), u("rope.scaling.original_context_length", s.Rope.OrigCtx))
+	}
+	if a == ArchGranite {
+		kvs = append(kvs, f("attention.scale", s.AttnScale), f("embedding_scale", s.EmbScale),
+			f("residual_scale", s.ResScale), f("logit_scale", s.LogitScale))
+	}
+	kvs = append(kvs, tok...)
+	if o.Type != F32 && o.Type != F16 {
+		kvs = append(kvs, gguf.KV{Key: "general.quantization_version", Value: gguf.Uint32Value(2)})
+	}
 	for _, kv := range kvs {
 		if err := gw.Add(kv.Key, kv.Value); err != nil {
 			return fmt.Errorf("synth: %w", err)
@@ -301,6 +613,31 @@ type tensorGen struct {
 	threads int
 }
 
+// fill sets vals, the chunk c of the tensor, from its generator.
+func (g *tensorGen) fill(vals []float32, c int) {
+	switch g.plan.init {
+	case initOnes:
+		for i := range vals {
+			vals[i] = 1
+		}
+		return
+	case initFixed:
+		copy(vals, g.plan.fixed)
+		return
+	}
+	r := rand.New(rand.NewPCG(g.seed, g.index<<32|uint64(c)))
+	scale, offset := 0.02, 0.0
+	switch g.plan.init {
+	case initQKNorm:
+		scale, offset = 0.1, 1
+	case initBias:
+		scale = 0.1
+	}
+	for i := range vals {
+		vals[i] = float32(offset + r.NormFloat64()*scale)
+	}
+}
+
 // write generates the tensor in waves of up to threads chunks, each
 // chunk in its own goroutine, and writes the chunks in order.
 func (g *tensorGen) write(w io.Writer) error {
@@ -309,7 +646,9 @@ func (g *tensorGen) write(w io.Writer) error {
 	for _, d := range g.plan.Dims[1:] {
 		rows *= int(d)
 	}
-	norm := len(g.plan.Dims) == 1
+	if g.plan.init == initFixed && len(g.plan.fixed) != cols*rows {
+		return fmt.Errorf("synth: %s: %d fixed values for %d", g.plan.Name, len(g.plan.fixed), cols*rows)
+	}
 	rowBytes, err := g.plan.Type.Bytes([]uint64{uint64(cols)})
 	if err != nil {
 		return err
@@ -338,16 +677,7 @@ func (g *tensorGen) write(w io.Writer) error {
 				defer wg.Done()
 				n := min(per, rows-c*per)
 				vals, out := b.vals[:n*cols], b.out[:n*int(rowBytes)]
-				if norm {
-					for i := range vals {
-						vals[i] = 1
-					}
-				} else {
-					r := rand.New(rand.NewPCG(g.seed, g.index<<32|uint64(c)))
-					for i := range vals {
-						vals[i] = float32(r.NormFloat64() * 0.02)
-					}
-				}
+				g.fill(vals, c)
 				b.n, b.err = len(out), quant.Quantize(g.plan.Type, vals, out)
 			}(&bufs[k], c)
 		}

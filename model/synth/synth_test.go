@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"errors"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -40,7 +41,10 @@ func TestPlanMatchesLlamaQuantize(t *testing.T) {
 			if !ok {
 				t.Fatalf("no shape %q", tc.shape)
 			}
-			plan := Plan(s, Q4_K_M)
+			plan, err := Plan(s, Q4_K_M)
+			if err != nil {
+				t.Fatal(err)
+			}
 			if len(plan) != len(f.Tensors) {
 				t.Fatalf("plan has %d tensors, llama.cpp's file %d", len(plan), len(f.Tensors))
 			}
@@ -54,8 +58,9 @@ func TestPlanMatchesLlamaQuantize(t *testing.T) {
 	}
 }
 
-// TestPlanTypes checks the type mix of each file type on the 22-layer
-// TinyLlama shape and the tied Llama 3.2 shape.
+// TestPlanTypes checks the type mix of each file type against counts
+// derived by hand from llama_tensor_get_type for each real shape (the
+// counts llama.cpp's loader prints as "type q4_K: N tensors").
 func TestPlanTypes(t *testing.T) {
 	count := func(p []TensorPlan) map[tensor.Type]int {
 		m := map[tensor.Type]int{}
@@ -64,23 +69,50 @@ func TestPlanTypes(t *testing.T) {
 		}
 		return m
 	}
-	tiny, _ := Lookup("tinyllama-1.1b")
-	l32, _ := Lookup("llama-3.2-1b")
-	// use_more_bits(i, 22): i < 2, i >= 19, (i-2)%3 == 2 → 0 1 4 7 10 13 16 19 20 21.
+	const (
+		f32, f16, q8, q5_0 = tensor.F32, tensor.F16, tensor.Q8_0, tensor.Q5_0
+		q4k, q6k           = tensor.Q4_K, tensor.Q6_K
+	)
 	tests := []struct {
-		name string
-		s    Shape
-		ft   FileType
-		want map[tensor.Type]int
+		shape string
+		ft    FileType
+		want  map[tensor.Type]int
 	}{
-		{"tinyllama q4_k_m", tiny, Q4_K_M, map[tensor.Type]int{tensor.F32: 45, tensor.Q6_K: 21, tensor.Q4_K: 22*7 - 20 + 1}},
-		{"tinyllama q8_0", tiny, Q8_0, map[tensor.Type]int{tensor.F32: 45, tensor.Q8_0: 22*7 + 2}},
-		{"tinyllama f16", tiny, F16, map[tensor.Type]int{tensor.F32: 45, tensor.F16: 22*7 + 2}},
-		{"llama-3.2 q4_k_m (tied: token_embd Q6_K)", l32, Q4_K_M, map[tensor.Type]int{tensor.F32: 33, tensor.Q6_K: 1 + 2*8, tensor.Q4_K: 16*7 - 16}},
+		// use_more_bits(i, 22): i < 2, i >= 19, (i-2)%3 == 2 → 0 1 4 7 10 13 16 19 20 21.
+		{"tinyllama-1.1b", Q4_K_M, map[tensor.Type]int{f32: 45, q6k: 21, q4k: 22*7 - 20 + 1}},
+		{"tinyllama-1.1b", Q8_0, map[tensor.Type]int{f32: 45, q8: 22*7 + 2}},
+		{"tinyllama-1.1b", F16, map[tensor.Type]int{f32: 45, f16: 22*7 + 2}},
+		// Tied: token_embd is the output, Q6_K. 8 layers get more bits.
+		{"llama-3.2-1b", Q4_K_M, map[tensor.Type]int{f32: 34, q6k: 17, q4k: 96}},
+		{"llama-3.2-1b", F16, map[tensor.Type]int{f32: 34, f16: 16*7 + 1}},
+		{"llama-3.1-8b", Q4_K_M, map[tensor.Type]int{f32: 66, q6k: 33, q4k: 193}},
+		{"mistral-nemo-12b", Q4_K_M, map[tensor.Type]int{f32: 81, q6k: 41, q4k: 241}},
+		// 896-wide rows are not whole K-quant blocks: Q4_K falls back to
+		// Q5_0, Q6_K to Q8_0, the tied output to Q8_0. ffn_down's rows of
+		// 4864 are whole blocks. 12 layers get more bits.
+		{"qwen2.5-0.5b", Q4_K_M, map[tensor.Type]int{f32: 121, q5_0: 132, q8: 13, q4k: 12, q6k: 12}},
+		{"qwen2.5-0.5b", Q8_0, map[tensor.Type]int{f32: 121, q8: 24*7 + 1}},
+		{"qwen2.5-1.5b", Q4_K_M, map[tensor.Type]int{f32: 1 + 28*5, q6k: 1 + 2*14, q4k: 28*7 - 28}},
+		{"qwen2.5-7b", Q4_K_M, map[tensor.Type]int{f32: 141, q6k: 29, q4k: 169}},
+		{"qwen3-0.6b", Q4_K_M, map[tensor.Type]int{f32: 1 + 28*4, q6k: 1 + 2*14, q4k: 28*7 - 28}},
+		{"qwen3-4b", Q4_K_M, map[tensor.Type]int{f32: 1 + 36*4, q6k: 1 + 2*18, q4k: 36*7 - 36}},
+		{"granite-3.1-2b", Q4_K_M, map[tensor.Type]int{f32: 81, q6k: 41, q4k: 240}},
+		// Two layers: use_more_bits(1, 2) only.
+		{"qwen2-tiny-odd", Q4_K_M, map[tensor.Type]int{f32: 1 + 2*5, q8: 2, q5_0: 5 + 6, q4k: 1, q6k: 1}},
+		{"qwen3-tiny", Q4_K_M, map[tensor.Type]int{f32: 1 + 2*4, q6k: 1 + 2, q4k: 2*7 - 2}},
+		{"llama3-tiny", F32, map[tensor.Type]int{f32: 3 + 2*9}}, // output_norm, rope_freqs, token_embd
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := count(Plan(tc.s, tc.ft)); !mapsEqual(got, tc.want) {
+		t.Run(tc.shape+" "+tc.ft.String(), func(t *testing.T) {
+			s, ok := Lookup(tc.shape)
+			if !ok {
+				t.Fatalf("no shape %q", tc.shape)
+			}
+			plan, err := Plan(s, tc.ft)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := count(plan); !mapsEqual(got, tc.want) {
 				t.Errorf("types %v, want %v", got, tc.want)
 			}
 		})
@@ -137,7 +169,10 @@ func TestWriteDeterministicAndLoads(t *testing.T) {
 			if m.Config.NVocab != 32000 || m.Config.NLayer != 2 || m.Config.NEmbd != 256 {
 				t.Errorf("config %+v", m.Config)
 			}
-			plan := Plan(mini, ft)
+			plan, err := Plan(mini, ft)
+			if err != nil {
+				t.Fatal(err)
+			}
 			for i, p := range plan {
 				if ti := f.Tensors[i]; ti.Name != p.Name || ti.Type != p.Type {
 					t.Errorf("tensor %d is %s %s, want %s %s", i, ti.Name, ti.Type, p.Name, p.Type)
@@ -181,6 +216,11 @@ func TestWriteFile(t *testing.T) {
 	defer f.Close()
 	if f.FileSize != n {
 		t.Errorf("file is %d bytes, WriteFile said %d", f.FileSize, n)
+	}
+	if st, err := os.Stat(path); err != nil {
+		t.Error(err)
+	} else if st.Mode().Perm() != 0o644 {
+		t.Errorf("file mode %v, want 0644", st.Mode().Perm())
 	}
 	if _, err := WriteFile(filepath.Join(dir, "bad.gguf"), Options{Shape: mini, Type: F16}); err == nil {
 		t.Error("WriteFile without a vocabulary succeeded")
