@@ -1,6 +1,9 @@
 package tokenizer
 
-import "unicode/utf8"
+import (
+	"strings"
+	"unicode/utf8"
+)
 
 // byteToRune is GPT-2's byte-level alphabet: printable bytes stand for
 // themselves, the others (controls, space, DEL, NBSP, soft hyphen) for
@@ -120,15 +123,23 @@ func (t *Tokenizer) encodeBPE(s string, out []int32) []int32 {
 	if !utf8.ValidString(s) {
 		s = string([]rune(s)) // each invalid byte becomes U+FFFD, as llama.cpp
 	}
+	if t.pre.raw {
+		s = strings.ReplaceAll(s, " ", "▁")
+	}
 	var word []byte
 	var syms []symbol
 	q := &queue{before: bpeBefore}
 	for _, sp := range t.pre.split(s) {
 		word = word[:0]
-		for i := sp.a; i < sp.b; i++ {
-			word = utf8.AppendRune(word, byteToRune[s[i]])
+		if t.pre.raw {
+			word = append(word, s[sp.a:sp.b]...)
+		} else {
+			for i := sp.a; i < sp.b; i++ {
+				word = utf8.AppendRune(word, byteToRune[s[i]])
+			}
 		}
-		if t.pre.ignoreMerges {
+		whole := t.pre.ignoreMerges || t.pre.newlineWord && strings.Trim(string(word), "\n") == ""
+		if whole {
 			if id, ok := t.mergeID[string(word)]; ok {
 				out = append(out, id)
 				continue
@@ -152,15 +163,25 @@ func (t *Tokenizer) encodeBPE(s string, out []int32) []int32 {
 	return out
 }
 
-// mergeWord runs BPE on the bytes of w: one symbol per byte, then the
-// lowest-ranked adjacent pair merged until none is left.
+// mergeWord runs BPE on the bytes of w: one symbol per byte (per UTF-8
+// character for a raw pre-tokenizer), then the lowest-ranked adjacent
+// pair merged until none is left.
 func (t *Tokenizer) mergeWord(w string, syms []symbol, q *queue) []symbol {
-	for i := 0; i < len(w); i++ {
-		next := i + 1
-		if next == len(w) {
+	for i := 0; i < len(w); {
+		n, id := 1, t.byteTok[w[i]]
+		if t.pre.raw {
+			_, n = utf8.DecodeRuneInString(w[i:])
+			var ok bool
+			if id, ok = t.mergeID[w[i:i+n]]; !ok {
+				id = None
+			}
+		}
+		next := len(syms) + 1
+		if i+n == len(w) {
 			next = -1
 		}
-		syms = append(syms, symbol{a: i, b: i + 1, id: t.byteTok[w[i]], prev: i - 1, next: next})
+		syms = append(syms, symbol{a: i, b: i + n, id: id, prev: len(syms) - 1, next: next})
+		i += n
 	}
 	push := func(l, r int) {
 		if l < 0 || r < 0 {

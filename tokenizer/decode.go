@@ -21,7 +21,7 @@ func (t *Tokenizer) makePiece(id int32) []byte {
 		}
 		return nil
 	case TypeNormal:
-		if t.kind == kindSPM {
+		if t.kind == kindSPM || t.pre.raw {
 			return []byte(strings.ReplaceAll(text, "▁", " "))
 		}
 		return decodeByteLevel(text)

@@ -9,17 +9,29 @@
 //     by pair (highest score first), and characters with no token fall
 //     back to byte tokens <0xNN>.
 //   - "gpt2": byte-level BPE with merge ranks. The text is first split by
-//     the pre-tokenizer named by tokenizer.ggml.pre (default/gpt-2,
-//     llama-bpe, qwen2, starcoder, falcon, deepseek-llm, deepseek-coder,
-//     smollm and their aliases), every byte is mapped to a printable
-//     character, and each word is merged by rank.
+//     the pre-tokenizer named by tokenizer.ggml.pre (every name current
+//     llama.cpp accepts for byte-level BPE but "whitespace", which belongs
+//     to another tokenizer model), every byte is mapped to a printable
+//     character, and each word is merged by rank. The gemma4-style names
+//     (gemma4, granite-embed-multi-311m, sarvam-moe) merge raw UTF-8
+//     instead, with spaces as "▁" and <0xNN> byte tokens.
 //
-// The pre-tokenizers are hand-written Unicode-aware splitters that behave
-// like llama.cpp's regular expressions (which need look-ahead that Go's
-// regexp lacks); the deepseek families, which need none, use Go's
-// linear-time regexp. Every algorithm is O(n log n) or better in the
-// input length, so hostile text (a megabyte of one character) cannot
-// blow up.
+// Each pre-tokenizer is a list of steps, as llama.cpp's list of regular
+// expressions. The expressions llama.cpp runs by hand (gpt-2, llama3,
+// kimi-k2, AFMoE's digits) are hand-written splitters here too. The
+// others run in Go's linear-time regexp on the text llama.cpp's std::regex
+// fallback sees: every non-ASCII character collapsed to a stand-in for
+// its Unicode category. Their look-ahead parts, which Go's regexp lacks,
+// are matched by hand: the whitespace alternatives \s+(?!\S) and the
+// digit-grouping look-aheads. Every step is linear in the input (a
+// regexp search resumes where the last match ended), so hostile text (a
+// megabyte of one character) cannot blow up.
+//
+// llama.cpp's per-name flags follow the name: space clean-up in Decode,
+// add BOS by default, whole-word tokens before merging (ignore_merges),
+// no default BOS (chatglm), and the strip attributes of special tokens
+// (in a model whose general.name says phi-3, special tokens eat the
+// whitespace after them; jina-v2's <mask> eats the whitespace before).
 //
 // Raw user text is encoded with special-token parsing off; templates are
 // encoded through the explicit parseSpecial path. As in llama.cpp,

@@ -71,17 +71,29 @@ func (t *Tokenizer) partition(text string, parseSpecial bool) []fragment {
 				next = append(next, f)
 				continue
 			}
+			strip := t.strip[id]
 			a := f.a
 			for a < f.b {
 				k := strings.Index(text[a:f.b], tok)
 				if k < 0 {
 					break
 				}
-				if k > 0 {
-					next = append(next, fragment{a: a, b: a + k, id: None})
+				left := a + k
+				if strip&lstrip != 0 {
+					for left > a && isCSpace(text[left-1]) {
+						left--
+					}
+				}
+				if left > a {
+					next = append(next, fragment{a: a, b: left, id: None})
 				}
 				next = append(next, fragment{a: a + k, b: a + k + len(tok), id: id})
 				a += k + len(tok)
+				if strip&rstrip != 0 {
+					for a < f.b && isCSpace(text[a]) {
+						a++
+					}
+				}
 			}
 			if a < f.b {
 				next = append(next, fragment{a: a, b: f.b, id: None})
@@ -91,3 +103,7 @@ func (t *Tokenizer) partition(text string, parseSpecial bool) []fragment {
 	}
 	return frags
 }
+
+// isCSpace is C's isspace in the "C" locale, which llama.cpp uses to
+// strip whitespace around special tokens.
+func isCSpace(c byte) bool { return c == ' ' || c >= '\t' && c <= '\r' }

@@ -34,6 +34,9 @@ func VocabFromGGUF(f *gguf.File) (Vocab, error) {
 		return Vocab{}, fmt.Errorf("read tokenizer: %w", err)
 	}
 	v := DefaultVocab(model, pre)
+	if v.Name, err = optional(f.String("general.name")); err != nil {
+		return Vocab{}, fmt.Errorf("read tokenizer: %w", err)
+	}
 	if v.Tokens, err = f.Strings(keyTokens); err != nil {
 		return Vocab{}, fmt.Errorf("read tokenizer: %w", err)
 	}
@@ -76,6 +79,10 @@ func VocabFromGGUF(f *gguf.File) (Vocab, error) {
 		case !errors.Is(err, gguf.ErrNotFound):
 			return Vocab{}, fmt.Errorf("read tokenizer: %w", err)
 		}
+	}
+	// llama.cpp adds BOS for gemma4 whatever the file says.
+	if p, ok := preNames[v.Pre]; ok && model == "gpt2" && p.forceBOS {
+		v.AddBOS = true
 	}
 	return v, nil
 }

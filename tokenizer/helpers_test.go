@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"fmt"
+	"sort"
 	"testing"
 )
 
@@ -74,4 +75,14 @@ func ids(t testing.TB, tok *Tokenizer, texts ...string) []int32 {
 		out[i] = id
 	}
 	return out
+}
+
+// sortedPreNames returns the supported pre-tokenizer names in order.
+func sortedPreNames() []string {
+	names := make([]string, 0, len(preNames))
+	for n := range preNames {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
 }

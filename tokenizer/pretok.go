@@ -1,7 +1,6 @@
 package tokenizer
 
 import (
-	"regexp"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -15,7 +14,8 @@ type span struct{ a, b int }
 // no match. It plays the part of one regular expression of llama.cpp's.
 type matcher func(s string, p, end int) int
 
-// preKind names a pre-tokenizer family.
+// preKind names a pre-tokenizer family: one list of llama.cpp's regular
+// expressions (LLAMA_VOCAB_PRE_TYPE_*), shared by several names.
 type preKind uint8
 
 const (
@@ -23,10 +23,32 @@ const (
 	preGPT2
 	preLlama3
 	preQwen2
+	preQwen35
 	preStarcoder
 	preFalcon
 	preDeepseekLLM
 	preDeepseekCoder
+	preDeepseek3
+	preSpark25
+	preYoutu
+	preJais2
+	prePoro
+	preViking
+	preTekken
+	preChameleon
+	preGPT4o
+	preGraniteEmbMulti
+	preTinyAya
+	preKimiK2
+	preSuperBPE
+	preBailingMoE
+	preSeedCoder
+	preUfakzeka
+	preAfmoe
+	preLaguna
+	preExaoneMoE
+	preMiniCPM5
+	preRawLines
 )
 
 // preTokenizer describes the pre-tokenizer named by tokenizer.ggml.pre
@@ -36,55 +58,128 @@ type preTokenizer struct {
 	clean        bool // clean up spaces in Decode
 	addBOS       bool // default for add_bos_token
 	ignoreMerges bool // take a whole word that is a token as is
-	regexps      []*regexp.Regexp
+	noBOS        bool // no default BOS id (chatglm): only the file's
+	maskLStrip   bool // <mask> eats the whitespace before it (jina-v2)
+	raw          bool // BPE over raw UTF-8 with spaces as "▁", <0xNN> byte tokens
+	newlineWord  bool // a word of newlines that is a token is taken as is (gemma4)
+	forceBOS     bool // BOS is added whatever add_bos_token says (gemma4)
+	steps        []splitter
 }
 
-// preNames maps tokenizer.ggml.pre values to families, with llama.cpp's
-// aliases.
+// preNames maps the tokenizer.ggml.pre values current llama.cpp accepts
+// for byte-level BPE vocabularies to their families and flags, as its
+// llama_vocab::impl::load sets them (clean_spaces is on unless the name
+// turns it off).
 var preNames = map[string]preTokenizer{
-	"default":          {kind: preDefault, clean: true},
-	"gpt-2":            {kind: preGPT2, clean: true},
-	"phi-2":            {kind: preGPT2, clean: true},
-	"mpt":              {kind: preGPT2, clean: true},
-	"olmo":             {kind: preGPT2, clean: true},
-	"jais":             {kind: preGPT2, clean: true},
-	"roberta-bpe":      {kind: preGPT2, clean: true},
-	"llama3":           {kind: preLlama3, clean: true, addBOS: true, ignoreMerges: true},
-	"llama-v3":         {kind: preLlama3, clean: true, addBOS: true, ignoreMerges: true},
-	"llama-bpe":        {kind: preLlama3, clean: true, addBOS: true, ignoreMerges: true},
-	"falcon3":          {kind: preLlama3, clean: true, addBOS: true, ignoreMerges: true},
-	"pixtral":          {kind: preLlama3, clean: true, addBOS: true, ignoreMerges: true},
-	"dbrx":             {kind: preLlama3, clean: true},
-	"smaug-bpe":        {kind: preLlama3, clean: true},
-	"qwen2":            {kind: preQwen2},
-	"deepseek-r1-qwen": {kind: preQwen2},
-	"megrez":           {kind: preQwen2, clean: true},
-	"stablelm2":        {kind: preQwen2, clean: true},
-	"starcoder":        {kind: preStarcoder, clean: true},
-	"refact":           {kind: preStarcoder, clean: true},
-	"command-r":        {kind: preStarcoder},
-	"smollm":           {kind: preStarcoder},
-	"codeshell":        {kind: preStarcoder, clean: true},
-	"exaone":           {kind: preStarcoder, clean: true},
-	"minerva-7b":       {kind: preStarcoder, clean: true},
-	"falcon":           {kind: preFalcon, clean: true},
-	"deepseek-llm":     {kind: preDeepseekLLM},
-	"deepseek-coder":   {kind: preDeepseekCoder},
+	"default":                 {kind: preDefault, clean: true},
+	"gpt-2":                   {kind: preGPT2, clean: true},
+	"phi-2":                   {kind: preGPT2, clean: true},
+	"jina-es":                 {kind: preGPT2, clean: true},
+	"jina-de":                 {kind: preGPT2, clean: true},
+	"gigachat":                {kind: preGPT2, clean: true},
+	"jina-v2-es":              {kind: preGPT2, clean: true, maskLStrip: true},
+	"jina-v2-de":              {kind: preGPT2, clean: true, maskLStrip: true},
+	"jina-v2-code":            {kind: preGPT2, clean: true, maskLStrip: true},
+	"jina-v1-en":              {kind: preGPT2, clean: true},
+	"roberta-bpe":             {kind: preGPT2, clean: true},
+	"a.x-4.0":                 {kind: preGPT2, clean: true},
+	"mellum":                  {kind: preGPT2, clean: true},
+	"modern-bert":             {kind: preGPT2, clean: true},
+	"mpt":                     {kind: preGPT2, clean: true},
+	"olmo":                    {kind: preGPT2, clean: true},
+	"jais":                    {kind: preGPT2, clean: true},
+	"exaone4":                 {kind: preGPT2, clean: true},
+	"trillion":                {kind: preGPT2},
+	"granite-docling":         {kind: preGPT2},
+	"llama3":                  {kind: preLlama3, clean: true, addBOS: true, ignoreMerges: true},
+	"llama-v3":                {kind: preLlama3, clean: true, addBOS: true, ignoreMerges: true},
+	"llama-bpe":               {kind: preLlama3, clean: true, addBOS: true, ignoreMerges: true},
+	"falcon3":                 {kind: preLlama3, clean: true, addBOS: true, ignoreMerges: true},
+	"falcon-h1":               {kind: preLlama3, clean: true, addBOS: true, ignoreMerges: true},
+	"pixtral":                 {kind: preLlama3, clean: true, addBOS: true, ignoreMerges: true},
+	"midm-2.0":                {kind: preLlama3, clean: true, addBOS: true, ignoreMerges: true},
+	"lfm2":                    {kind: preLlama3, clean: true, addBOS: true, ignoreMerges: true},
+	"jina-v5-nano":            {kind: preLlama3, clean: true, addBOS: true, ignoreMerges: true},
+	"dbrx":                    {kind: preLlama3, clean: true},
+	"smaug-bpe":               {kind: preLlama3, clean: true},
+	"glm4":                    {kind: preLlama3, clean: true, noBOS: true},
+	"chatglm-bpe":             {kind: preLlama3, clean: true, noBOS: true},
+	"jais-2":                  {kind: preJais2, clean: true},
+	"minicpm5":                {kind: preMiniCPM5, clean: true, ignoreMerges: true},
+	"qwen2":                   {kind: preQwen2},
+	"deepseek-r1-qwen":        {kind: preQwen2},
+	"kormo":                   {kind: preQwen2},
+	"f2llmv2":                 {kind: preQwen2},
+	"hunyuan":                 {kind: preQwen2},
+	"solar-open":              {kind: preQwen2},
+	"grok-2":                  {kind: preQwen2},
+	"megrez":                  {kind: preQwen2, clean: true},
+	"stablelm2":               {kind: preQwen2, clean: true},
+	"qwen35":                  {kind: preQwen35},
+	"starcoder":               {kind: preStarcoder, clean: true},
+	"refact":                  {kind: preStarcoder, clean: true},
+	"command-r":               {kind: preStarcoder},
+	"smollm":                  {kind: preStarcoder},
+	"codeshell":               {kind: preStarcoder, clean: true},
+	"exaone":                  {kind: preStarcoder, clean: true},
+	"minerva-7b":              {kind: preStarcoder, clean: true},
+	"mellum2":                 {kind: preStarcoder, clean: true},
+	"falcon":                  {kind: preFalcon, clean: true},
+	"deepseek-llm":            {kind: preDeepseekLLM},
+	"deepseek-coder":          {kind: preDeepseekCoder},
+	"deepseek-v3":             {kind: preDeepseek3},
+	"hunyuan-dense":           {kind: preDeepseek3},
+	"joyai-llm":               {kind: preDeepseek3},
+	"hy_v4":                   {kind: preDeepseek3},
+	"spark2_5":                {kind: preSpark25},
+	"youtu":                   {kind: preYoutu, ignoreMerges: true},
+	"poro-chat":               {kind: prePoro},
+	"bloom":                   {kind: prePoro, clean: true},
+	"gpt3-finnish":            {kind: prePoro, clean: true},
+	"viking":                  {kind: preViking},
+	"tekken":                  {kind: preTekken, addBOS: true, ignoreMerges: true},
+	"chameleon":               {kind: preChameleon, addBOS: true},
+	"gpt-4o":                  {kind: preGPT4o},
+	"llama4":                  {kind: preGPT4o},
+	"kanana2":                 {kind: preGPT4o},
+	"talkie":                  {kind: preGPT4o},
+	"minimax-m2":              {kind: preGPT4o},
+	"granite-embed-multi-97m": {kind: preGraniteEmbMulti, ignoreMerges: true},
+	"tiny_aya":                {kind: preTinyAya},
+	"cohere2moe":              {kind: preTinyAya},
+	"kimi-k2":                 {kind: preKimiK2},
+	"superbpe":                {kind: preSuperBPE},
+	"bailingmoe":              {kind: preBailingMoE},
+	"bailingmoe2":             {kind: preBailingMoE},
+	"llada-moe":               {kind: preBailingMoE},
+	"seed-coder":              {kind: preSeedCoder},
+	"ufakzeka":                {kind: preUfakzeka},
+	"afmoe":                   {kind: preAfmoe},
+	"laguna":                  {kind: preLaguna},
+	"exaone-moe":              {kind: preExaoneMoE, clean: true},
+	"gemma4": {kind: preRawLines, clean: true, raw: true, newlineWord: true, addBOS: true,
+		forceBOS: true},
+	"granite-embed-multi-311m": {kind: preRawLines, clean: true, raw: true, newlineWord: true,
+		addBOS: true, forceBOS: true},
+	"sarvam-moe": {kind: preRawLines, raw: true},
 }
 
-// lookupPre returns the pre-tokenizer named name, with its regular
-// expressions compiled when the family needs them.
+// unsupportedPre lists the names llama.cpp knows that lisa refuses, with
+// why: "whitespace" belongs to llama.cpp's whitespace tokenizer model
+// (llama.cpp aborts on it with a gpt2 vocabulary).
+var unsupportedPre = map[string]string{
+	"whitespace": "needs the whitespace tokenizer model",
+}
+
+// lookupPre returns the pre-tokenizer named name with its splitting steps
+// built (regular expressions compiled), or false when lisa does not know
+// the name.
 func lookupPre(name string) (preTokenizer, bool) {
 	p, ok := preNames[name]
 	if !ok {
 		return p, false
 	}
-	switch p.kind {
-	case preDeepseekLLM:
-		p.regexps = compileAll(deepseekLLMExprs)
-	case preDeepseekCoder:
-		p.regexps = compileAll(deepseekCoderExprs)
-	}
+	p.steps = p.kind.steps()
 	return p, true
 }
 
@@ -118,51 +213,23 @@ var deepseekLLMExprs = []string{
 	`[` + ws + `]?[!-/:-~\x{FF01}-\x{FF0F}\x{FF1A}-\x{FF5E}\x{2018}-\x{201F}\x{3000}-\x{3002}]+`,
 	`[` + ws + `]+$`,
 	cjk,
-	`\p{N}+`,
+	`\pN+`,
 }
 
 var deepseekCoderExprs = []string{
 	`[\r\n]`,
-	`[` + ws + `]?\p{L}+`,
-	`[` + ws + `]?\p{P}+`,
+	`[` + ws + `]?\pL+`,
+	`[` + ws + `]?\pP+`,
 	cjk,
-	`\p{N}`,
+	`\pN`,
 }
 
-func compileAll(exprs []string) []*regexp.Regexp {
-	out := make([]*regexp.Regexp, len(exprs))
-	for i, e := range exprs {
-		out[i] = regexp.MustCompile(e)
-	}
-	return out
-}
-
-// split cuts s (valid UTF-8) into the words BPE merges independently.
+// split cuts s (valid UTF-8) into the words BPE merges independently,
+// running the family's steps in order, each on the pieces of the last.
 func (p *preTokenizer) split(s string) []span {
 	spans := []span{{0, len(s)}}
-	switch p.kind {
-	case preDefault:
-		spans = splitBy(s, spans, matchPunctRun(false))
-		spans = splitBy(s, spans, matchGPT2)
-		spans = splitBy(s, spans, matchNumberRun)
-		spans = splitBy(s, spans, matchASCIIDigits3)
-	case preGPT2:
-		spans = splitBy(s, spans, matchGPT2)
-	case preLlama3:
-		spans = splitBy(s, spans, matchLlama3(3))
-	case preQwen2:
-		spans = splitBy(s, spans, matchLlama3(1))
-	case preStarcoder:
-		spans = splitBy(s, spans, matchOneNumber)
-		spans = splitBy(s, spans, matchGPT2)
-	case preFalcon:
-		spans = splitBy(s, spans, matchPunctRun(true))
-		spans = splitBy(s, spans, matchGPT2)
-		spans = splitBy(s, spans, matchASCIIDigits3)
-	case preDeepseekLLM, preDeepseekCoder:
-		for _, re := range p.regexps {
-			spans = splitRegexp(s, spans, re)
-		}
+	for _, st := range p.steps {
+		spans = st(s, spans)
 	}
 	return spans
 }
@@ -187,29 +254,6 @@ func splitBy(s string, in []span, m matcher) []span {
 			out = append(out, span{p, p + n})
 			p += n
 			loose = p
-		}
-		if loose < sp.b {
-			out = append(out, span{loose, sp.b})
-		}
-	}
-	return out
-}
-
-// splitRegexp is splitBy for an expression Go's regexp can run.
-func splitRegexp(s string, in []span, re *regexp.Regexp) []span {
-	out := make([]span, 0, len(in)+len(in)/2)
-	for _, sp := range in {
-		loose := sp.a
-		for _, m := range re.FindAllStringIndex(s[sp.a:sp.b], -1) {
-			a, b := sp.a+m[0], sp.a+m[1]
-			if a == b {
-				continue
-			}
-			if loose < a {
-				out = append(out, span{loose, a})
-			}
-			out = append(out, span{a, b})
-			loose = b
 		}
 		if loose < sp.b {
 			out = append(out, span{loose, sp.b})
@@ -347,35 +391,41 @@ func matchLlama3(digits int) matcher {
 			}
 			return q - p
 		}
-		q := p
-		if c0 == ' ' {
-			if c1, _ := at(s, p+1, end); isOther(c1) {
-				q = p + 1
-			}
-		}
-		if c, _ := at(s, q, end); isOther(c) {
-			q = run(s, q, end, isOther)
-			return run(s, q, end, isNL) - p
-		}
-		if !isSpace(c0) {
-			return 0
-		}
-		lastNL, q := -1, p
-		for q < end {
-			r, n := at(s, q, end)
-			if !isSpace(r) {
-				break
-			}
-			if isNL(r) {
-				lastNL = q
-			}
-			q += n
-		}
-		if lastNL >= 0 {
-			return lastNL + 1 - p
-		}
-		return matchTrailingSpace(s, p, end)
+		return matchLlama3Tail(s, p, end, c0)
 	}
+}
+
+// matchLlama3Tail is the end of Llama 3's expression, from p where c0
+// starts: ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+.
+func matchLlama3Tail(s string, p, end int, c0 rune) int {
+	q := p
+	if c0 == ' ' {
+		if c1, _ := at(s, p+1, end); isOther(c1) {
+			q = p + 1
+		}
+	}
+	if c, _ := at(s, q, end); isOther(c) {
+		q = run(s, q, end, isOther)
+		return run(s, q, end, isNL) - p
+	}
+	if !isSpace(c0) {
+		return 0
+	}
+	lastNL, q := -1, p
+	for q < end {
+		r, n := at(s, q, end)
+		if !isSpace(r) {
+			break
+		}
+		if isNL(r) {
+			lastNL = q
+		}
+		q += n
+	}
+	if lastNL >= 0 {
+		return lastNL + 1 - p
+	}
+	return matchTrailingSpace(s, p, end)
 }
 
 // matchPunctRun is [\p{P}\$\+<=>\^~\|]+, with ` added for falcon.

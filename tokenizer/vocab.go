@@ -70,6 +70,9 @@ type Vocab struct {
 	Model string
 	// Pre is tokenizer.ggml.pre ("default" when absent).
 	Pre string
+	// Name is general.name. llama.cpp keys one rule on it: in a model
+	// named phi-3/phi3, special tokens eat the whitespace after them.
+	Name string
 	// Tokens are the token texts, indexed by id.
 	Tokens []string
 	// Scores are the SentencePiece scores (nil: all zero).
@@ -106,8 +109,11 @@ func DefaultVocab(model, pre string) Vocab {
 		if v.Pre == "" {
 			v.Pre = "default"
 		}
-		if p, ok := lookupPre(v.Pre); ok && p.addBOS {
-			v.AddBOS = true
+		if p, ok := preNames[v.Pre]; ok {
+			v.AddBOS = p.addBOS
+			if p.noBOS {
+				v.BOS = None
+			}
 		}
 	}
 	return v
@@ -144,7 +150,18 @@ type Tokenizer struct {
 	addEOS   bool
 	addSpace bool
 	clean    bool // BPE clean-up of spaces before punctuation in Decode
+	strip    map[int32]stripAttr
 }
+
+// stripAttr says whether a special token eats the ASCII whitespace
+// before it (lstrip) or after it (rstrip) when it is cut out of the text,
+// as llama.cpp's LLAMA_TOKEN_ATTR_LSTRIP and _RSTRIP.
+type stripAttr uint8
+
+const (
+	lstrip stripAttr = 1 << iota
+	rstrip
+)
 
 // New validates v and builds its tokenizer. Errors are *VocabError
 // values naming the field at fault.
@@ -159,6 +176,9 @@ func New(v Vocab) (*Tokenizer, error) {
 		t.kind = kindBPE
 		p, ok := lookupPre(v.Pre)
 		if !ok {
+			if why, known := unsupportedPre[v.Pre]; known {
+				return nil, vocabErr("tokenizer.ggml.pre", -1, "unsupported pre-tokenizer %q: %s", v.Pre, why)
+			}
 			return nil, vocabErr("tokenizer.ggml.pre", -1, "unsupported pre-tokenizer %q", v.Pre)
 		}
 		t.pre = p
@@ -174,6 +194,7 @@ func New(v Vocab) (*Tokenizer, error) {
 		return nil, err
 	}
 	t.finish()
+	t.setStrip(v)
 	if t.kind == kindBPE {
 		if err := t.loadMerges(v.Merges); err != nil {
 			return nil, err
@@ -318,6 +339,13 @@ func (t *Tokenizer) finish() {
 			t.eog[id] = true
 		}
 	}
+	// llama.cpp always renders gpt-oss's structure tokens: they become
+	// user-defined, so they are matched even with parseSpecial off.
+	for _, s := range []string{"<|channel|>", "<|message|>", "<|start|>", "<|constrain|>"} {
+		if id, ok := t.toID[s]; ok {
+			t.types[id] = TypeUserDefined
+		}
+	}
 	t.mergeID = make(map[string]int32, len(t.tokens))
 	for i, s := range t.tokens {
 		if t.types[i] != TypeControl {
@@ -346,6 +374,12 @@ func (t *Tokenizer) finish() {
 // token <0xNN> (or the one-byte token), for byte-level BPE the token of
 // b's printable character.
 func (t *Tokenizer) findByteToken(b byte) int32 {
+	if t.kind == kindBPE && t.pre.raw {
+		if id, ok := t.toID[fmt.Sprintf("<0x%02X>", b)]; ok {
+			return id
+		}
+		return None
+	}
 	if t.kind == kindSPM {
 		if id, ok := t.toID[fmt.Sprintf("<0x%02X>", b)]; ok {
 			return id
@@ -416,4 +450,41 @@ func (t *Tokenizer) SpecialTexts() []string {
 		out = append(out, t.tokens[id])
 	}
 	return out
+}
+
+// setStrip sets the per-token strip attributes llama.cpp derives from the
+// model's name and pre-tokenizer (it has no metadata for them): in a
+// phi-3 model every special token but <unk>, <s> and <|endoftext|> eats
+// the whitespace after it (and </s> does); in jina-v2 vocabularies
+// <mask>, and in modern-bert models [MASK], eat the whitespace before.
+func (t *Tokenizer) setStrip(v Vocab) {
+	set := func(text string, a stripAttr, on bool) {
+		id, ok := t.toID[text]
+		if !ok {
+			return
+		}
+		if t.strip == nil {
+			t.strip = map[int32]stripAttr{}
+		}
+		if on {
+			t.strip[id] |= a
+		} else {
+			t.strip[id] &^= a
+		}
+	}
+	name := strings.ToLower(v.Name)
+	switch {
+	case t.kind == kindBPE && t.pre.maskLStrip:
+		set("<mask>", lstrip, true)
+	case strings.Contains(name, "phi-3") || strings.Contains(name, "phi3"):
+		for _, id := range t.special {
+			set(t.tokens[id], rstrip, true)
+		}
+		set("</s>", rstrip, true)
+		for _, s := range []string{"<unk>", "<s>", "<|endoftext|>"} {
+			set(s, rstrip, false)
+		}
+	case strings.Contains(name, "modern-bert"):
+		set("[MASK]", lstrip, true)
+	}
 }
