@@ -273,21 +273,21 @@ func (p *Pool) MatMul(out []float32, w Matrix, x []float32, n int) error {
 		return err
 	}
 	if n < 0 {
-		return &LengthError{Op: "matmul", Field: "n", Len: int64(n), Want: -1}
+		return &LengthError{Pkg: "kernels", Op: "matmul", Type: w.Type, Field: "n", Len: int64(n), Want: -1}
 	}
 	nx, err := tensor.MulInt64(int64(n), int64(w.Cols))
 	if err != nil {
 		return fmt.Errorf("kernels: matmul: x: %w", err)
 	}
 	if int64(len(x)) != nx {
-		return &LengthError{Op: "matmul", Field: "x", Len: int64(len(x)), Want: nx}
+		return &LengthError{Pkg: "kernels", Op: "matmul", Type: w.Type, Field: "x", Len: int64(len(x)), Want: nx}
 	}
 	no, err := tensor.MulInt64(int64(n), int64(w.Rows))
 	if err != nil {
 		return fmt.Errorf("kernels: matmul: out: %w", err)
 	}
 	if int64(len(out)) != no {
-		return &LengthError{Op: "matmul", Field: "out", Len: int64(len(out)), Want: no}
+		return &LengthError{Pkg: "kernels", Op: "matmul", Type: w.Type, Field: "out", Len: int64(len(out)), Want: no}
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
