@@ -30,15 +30,6 @@ type Matrix struct {
 	Data       []byte
 }
 
-// supported reports whether MatMul handles weights of type t.
-func supported(t tensor.Type) bool {
-	switch t {
-	case tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0, tensor.Q4_K, tensor.Q6_K:
-		return true
-	}
-	return false
-}
-
 // NewMatrix returns the matrix of rows×cols values of type t stored in
 // data. It returns ErrUnsupportedType (wrapped) for a type MatMul cannot
 // multiply and a *LengthError when cols is not a positive multiple of the

@@ -503,9 +503,9 @@ func TestKDotRows(t *testing.T) {
 	forEachPath(t, func(t *testing.T, tab *table) {
 		r := rand.New(rand.NewPCG(20, 21))
 		for _, q6 := range []bool{false, true} {
-			size, offs, dot, rowsDot := q4KBytes, []int{0, 2}, tab.dotQ4K, tab.dotQ4KRows
+			size, offs, dot, rowsDot := q4KBytes, []int{0, 2}, tab.dotQ4K, tab.q8k(tensor.Q4_K).rows
 			if q6 {
-				size, offs, dot, rowsDot = q6KBytes, []int{208}, tab.dotQ6K, tab.dotQ6KRows
+				size, offs, dot, rowsDot = q6KBytes, []int{208}, tab.dotQ6K, tab.q8k(tensor.Q6_K).rows
 			}
 			if rowsDot == nil {
 				continue
