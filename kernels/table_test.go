@@ -9,7 +9,7 @@ import (
 // predate the per-type rows of table.weights.
 
 func (t *table) q80(typ tensor.Type) *dots[quant.BlockQ8_0] { return &t.weights[typ].q80 }
-func (t *table) q8k(typ tensor.Type) *dots[quant.BlockQ8K] { return &t.weights[typ].q8k }
+func (t *table) q8k(typ tensor.Type) *dots[quant.BlockQ8K]  { return &t.weights[typ].q8k }
 
 func (t *table) dotQ8_0(w []byte, x []quant.BlockQ8_0) float32 { return t.q80(tensor.Q8_0).one(w, x) }
 func (t *table) dotQ4K(w []byte, x []quant.BlockQ8K) float32   { return t.q8k(tensor.Q4_K).one(w, x) }
