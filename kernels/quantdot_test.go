@@ -169,7 +169,11 @@ func absTermsQ8_0(w []byte, x []quant.BlockQ8_0) float64 {
 // quant_avx512_amd64.s) rather than in the generic twin's block order:
 // the avx512 path's Q8_0, Q4_K and Q6_K dots do.
 func reordered(tab *table, typ tensor.Type) bool {
-	return tab.path == AVX512 && (typ == tensor.Q8_0 || typ == tensor.Q4_K || typ == tensor.Q6_K)
+	switch typ {
+	case tensor.Q8_0, tensor.Q4_K, tensor.Q6_K, tensor.Q4_0, tensor.Q5_0, tensor.IQ4_NL, tensor.IQ4_XS, tensor.Q5_K:
+		return tab.path == AVX512
+	}
+	return false
 }
 
 // nearTwin reports whether got, a dot of type typ over nb blocks of tab,

@@ -1,0 +1,68 @@
+//go:build amd64 && !purego
+
+package kernels
+
+import (
+	"github.com/lisa-llm/lisa/quant"
+	"github.com/lisa-llm/lisa/tensor"
+)
+
+// setNewQAVX512 puts the AVX-512 row-run dots of Q4_0, Q5_0, IQ4_NL,
+// IQ4_XS and Q5_K (newq_avx512_amd64.s, quant_avx512_amd64.s) into t's
+// rows: the one-token dot is a run of one row.
+func setNewQAVX512(t *table) {
+	q80 := func(typ tensor.Type, bb int, f func(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32)) {
+		rows := func(w []byte, x []quant.BlockQ8_0, out []float32) {
+			w = w[:bb*len(x)*len(out)]
+			if len(x) == 0 || len(out) == 0 {
+				clear(out)
+				return
+			}
+			f(&w[0], &x[0], len(x), len(out), &out[0])
+		}
+		t.weights[typ].q80 = dots[quant.BlockQ8_0]{one: oneOfRows(rows), rows: rows}
+	}
+	q8k := func(typ tensor.Type, bb int, f func(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32)) {
+		rows := func(w []byte, x []quant.BlockQ8K, out []float32) {
+			w = w[:bb*len(x)*len(out)]
+			if len(x) == 0 || len(out) == 0 {
+				clear(out)
+				return
+			}
+			f(&w[0], &x[0], len(x), len(out), &out[0])
+		}
+		t.weights[typ].q8k = dots[quant.BlockQ8K]{one: oneOfRows(rows), rows: rows}
+	}
+	q80(tensor.Q4_0, quant.BlockQ4_0Bytes, dotQ4_0RowsAVX512)
+	q80(tensor.Q5_0, quant.BlockQ5_0Bytes, dotQ5_0RowsAVX512)
+	q80(tensor.IQ4_NL, quant.BlockIQ4_NLBytes, dotIQ4NLRowsAVX512)
+	q8k(tensor.IQ4_XS, quant.BlockIQ4_XSBytes, dotIQ4XSRowsAVX512)
+	q8k(tensor.Q5_K, quant.BlockQ5_KBytes, dotQ5KRowsAVX512)
+}
+
+// oneOfRows returns the one-token dot that is a run of one row of rows.
+func oneOfRows[X any](rows func(w []byte, x []X, out []float32)) func(w []byte, x []X) float32 {
+	return func(w []byte, x []X) float32 {
+		var out [1]float32
+		rows(w, x, out[:])
+		return out[0]
+	}
+}
+
+// The row-run dots: for each of rows weight rows of nb blocks at w,
+// out[r] is its dot with the nb blocks at x (nb, rows >= 1).
+
+//go:noescape
+func dotQ4_0RowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32)
+
+//go:noescape
+func dotQ5_0RowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32)
+
+//go:noescape
+func dotIQ4NLRowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32)
+
+//go:noescape
+func dotIQ4XSRowsAVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32)
+
+//go:noescape
+func dotQ5KRowsAVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32)

@@ -1,0 +1,238 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// Row-run dot products of the 4- and 5-bit weight types added after Q4_K,
+// Q6_K and Q8_0, AVX-512 path (F, BW, VL, VNNI): Q4_0, Q5_0 and IQ4_NL
+// against Q8_0 activations, IQ4_XS and Q5_K against Q8_K. For each of rows
+// consecutive weight rows of nb blocks at w, out[r] is the row's dot with
+// the nb activation blocks at x (nb, rows >= 1); each reads exactly those
+// blocks.
+//
+// Integer part, per 32 values: the weight codes are made unsigned bytes u
+// (Q4_0: the nibble, 0..15; Q5_0: the nibble and the fifth bit, 0..31;
+// IQ4_NL and IQ4_XS: the codebook value plus 128, 1..241, by a VPSHUFB
+// table lookup), VPDPBUSD sums u·x over each group of four values in a
+// dword lane, and a second VPDPBUSD with the offset o (8, 16 or 128) in
+// every byte gives o·Σx, which is subtracted: each lane holds the exact
+// Σ (u-o)·x of its four values, for every code and every activation byte
+// including -128. (Q5_K's row-run dot is in quant_avx512_amd64.s beside
+// the Q4_K one whose macros and tables it shares.)
+//
+// Float part: the exact integer lanes are converted to float32 and fused-
+// multiply-added with the block scale product (dw·dx as float32) into
+// float32 lanes, reduced once per row as ((v0+v4)+(v2+v6))+((v1+v5)+
+// (v3+v7)). So the results equal the generic twins (package quant's
+// dots, which follow ggml's generic C order) up to the rounding of the
+// summation order, as ggml's own SIMD kernels do.
+
+// iq4Shifted is IQ4_NL's codebook plus 128, twice (one copy per 128-bit
+// lane of a VPSHUFB).
+DATA iq4Shifted<>+0(SB)/8, $0x766a5d4f3f2d1801
+DATA iq4Shifted<>+8(SB)/8, $0xf1d9c5b5a6998d81
+DATA iq4Shifted<>+16(SB)/8, $0x766a5d4f3f2d1801
+DATA iq4Shifted<>+24(SB)/8, $0xf1d9c5b5a6998d81
+GLOBL iq4Shifted<>(SB), RODATA|NOPTR, $32
+
+// NIB32 leaves the 32 nibbles of the 16 bytes at qoff(SI) in Y2 as bytes:
+// the low nibbles (values 0..15) in the lower half, the high ones (values
+// 16..31) in the upper. Y15 holds 0x0f bytes.
+#define NIB32(qoff) \
+	VMOVDQU     qoff(SI), X2 \
+	VPSRLW      $4, X2, X3 \
+	VINSERTI128 $1, X3, Y2, Y2 \
+	VPAND       Y15, Y2, Y2
+
+// OFFDOT leaves in Y5 the exact Σ (u-o)·x of each lane's four values, u
+// the unsigned codes in Y2, x the 32 activation bytes at xa, o the offset
+// bytes in Y13.
+#define OFFDOT(xa) \
+	VPXOR    Y5, Y5, Y5 \
+	VPDPBUSD xa, Y2, Y5 \
+	VPXOR    Y6, Y6, Y6 \
+	VPDPBUSD xa, Y13, Y6 \
+	VPSUBD   Y6, Y5, Y5
+
+// Q80FIN converts the lanes in Y5 and accumulates them into Y0 with the
+// product of the f16 weight scale at 0(SI) and the f16 activation scale
+// at 0(DI). Clobbers AX, BX.
+#define Q80FIN \
+	VCVTDQ2PS     Y5, Y5 \
+	MOVWLZX       0(SI), AX \
+	MOVWLZX       0(DI), BX \
+	SHLL          $16, BX \
+	ORL           BX, AX \
+	VMOVD         AX, X6 \
+	VCVTPH2PS     X6, X6 \
+	VMOVSHDUP     X6, X7 \
+	VMULSS        X7, X6, X6 \
+	VBROADCASTSS  X6, Y6 \
+	VFMADD231PS   Y6, Y5, Y0
+
+// HSUM0 stores the sum of the eight float lanes of Y0 to (R14) and
+// advances R14.
+#define HSUM0 \
+	VEXTRACTF128 $1, Y0, X1 \
+	VADDPS       X1, X0, X0 \
+	VMOVHLPS     X0, X1, X1 \
+	VADDPS       X1, X0, X0 \
+	VMOVSHDUP    X0, X1 \
+	VADDSS       X1, X0, X0 \
+	VMOVSS       X0, (R14) \
+	ADDQ         $4, R14
+
+// ROWS_PROLOGUE loads the arguments (w SI, x R11, nb R12, rows R13, out
+// R14) and 0x0f bytes into Y15.
+#define ROWS_PROLOGUE \
+	MOVQ w+0(FP), SI \
+	MOVQ x+8(FP), R11 \
+	MOVQ nb+16(FP), R12 \
+	MOVQ rows+24(FP), R13 \
+	MOVQ out+32(FP), R14 \
+	MOVL $0x0f0f0f0f, AX \
+	VPBROADCASTD AX, Y15
+
+// func dotQ4_0RowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32)
+TEXT ·dotQ4_0RowsAVX512(SB), NOSPLIT, $0-40
+	ROWS_PROLOGUE
+	MOVL $0x08080808, AX
+	VPBROADCASTD AX, Y13
+
+q40row:
+	MOVQ R11, DI
+	MOVQ R12, CX
+	VXORPS Y0, Y0, Y0
+
+q40loop:
+	NIB32(2)
+	OFFDOT(2(DI))
+	Q80FIN
+	ADDQ $18, SI
+	ADDQ $34, DI
+	DECQ CX
+	JNZ  q40loop
+	HSUM0
+	DECQ R13
+	JNZ  q40row
+	VZEROUPPER
+	RET
+
+// func dotQ5_0RowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32)
+TEXT ·dotQ5_0RowsAVX512(SB), NOSPLIT, $0-40
+	ROWS_PROLOGUE
+	MOVL $0x10101010, AX
+	VPBROADCASTD AX, Y13
+	VMOVDQU Y13, Y12
+
+q50row:
+	MOVQ R11, DI
+	MOVQ R12, CX
+	VXORPS Y0, Y0, Y0
+
+q50loop:
+	NIB32(6)
+	MOVL      2(SI), AX
+	KMOVD     AX, K1
+	VPMOVM2B  K1, Y3
+	VPAND     Y12, Y3, Y3
+	VPOR      Y3, Y2, Y2
+	OFFDOT(2(DI))
+	Q80FIN
+	ADDQ $22, SI
+	ADDQ $34, DI
+	DECQ CX
+	JNZ  q50loop
+	HSUM0
+	DECQ R13
+	JNZ  q50row
+	VZEROUPPER
+	RET
+
+// func dotIQ4NLRowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32)
+TEXT ·dotIQ4NLRowsAVX512(SB), NOSPLIT, $0-40
+	ROWS_PROLOGUE
+	MOVL $0x80808080, AX
+	VPBROADCASTD AX, Y13
+	VMOVDQU iq4Shifted<>(SB), Y11
+
+iq4nlrow:
+	MOVQ R11, DI
+	MOVQ R12, CX
+	VXORPS Y0, Y0, Y0
+
+iq4nlloop:
+	NIB32(2)
+	VPSHUFB Y2, Y11, Y2
+	OFFDOT(2(DI))
+	Q80FIN
+	ADDQ $18, SI
+	ADDQ $34, DI
+	DECQ CX
+	JNZ  iq4nlloop
+	HSUM0
+	DECQ R13
+	JNZ  iq4nlrow
+	VZEROUPPER
+	RET
+
+// IQ4XS_SUB adds sub-block ib's exact (ls-32)·Σ value·x lanes to Y9: the
+// codes at 8+16*ib(SI), the activations at 4+32*ib(DI), the packed scale
+// bits in R9 (scales_l) and R8 (scales_h). Clobbers AX, BX.
+#define IQ4XS_SUB(ib) \
+	NIB32(8+16*ib) \
+	VPSHUFB      Y2, Y11, Y2 \
+	OFFDOT(4+32*ib(DI)) \
+	MOVL         R9, AX \
+	SHRL         $(4*ib), AX \
+	ANDL         $15, AX \
+	MOVL         R8, BX \
+	SHRL         $(2*ib), BX \
+	ANDL         $3, BX \
+	SHLL         $4, BX \
+	ORL          BX, AX \
+	SUBL         $32, AX \
+	VPBROADCASTD AX, Y7 \
+	VPMULLD      Y7, Y5, Y5 \
+	VPADDD       Y5, Y9, Y9
+
+// func dotIQ4XSRowsAVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32)
+TEXT ·dotIQ4XSRowsAVX512(SB), NOSPLIT, $0-40
+	ROWS_PROLOGUE
+	MOVL $0x80808080, AX
+	VPBROADCASTD AX, Y13
+	VMOVDQU iq4Shifted<>(SB), Y11
+
+iq4xsrow:
+	MOVQ R11, DI
+	MOVQ R12, CX
+	VXORPS Y0, Y0, Y0
+
+iq4xsloop:
+	MOVWLZX 2(SI), R8
+	MOVL    4(SI), R9
+	VPXOR   Y9, Y9, Y9
+	IQ4XS_SUB(0)
+	IQ4XS_SUB(1)
+	IQ4XS_SUB(2)
+	IQ4XS_SUB(3)
+	IQ4XS_SUB(4)
+	IQ4XS_SUB(5)
+	IQ4XS_SUB(6)
+	IQ4XS_SUB(7)
+	VCVTDQ2PS    Y9, Y9
+	MOVWLZX      0(SI), AX
+	VMOVD        AX, X6
+	VCVTPH2PS    X6, X6
+	VMULSS       0(DI), X6, X6
+	VBROADCASTSS X6, Y6
+	VFMADD231PS  Y6, Y9, Y0
+	ADDQ $136, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ  iq4xsloop
+	HSUM0
+	DECQ R13
+	JNZ  iq4xsrow
+	VZEROUPPER
+	RET
+
