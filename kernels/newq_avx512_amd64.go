@@ -8,7 +8,7 @@ import (
 )
 
 // setNewQAVX512 puts the AVX-512 row-run dots of Q4_0, Q5_0, IQ4_NL,
-// IQ4_XS and Q5_K (newq_avx512_amd64.s, quant_avx512_amd64.s) into t's
+// IQ4_XS, Q5_K and Q3_K (newq_avx512_amd64.s, quant_avx512_amd64.s) into t's
 // rows: the one-token dot is a run of one row.
 func setNewQAVX512(t *table) {
 	q80 := func(typ tensor.Type, bb int, f func(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32)) {
@@ -38,6 +38,7 @@ func setNewQAVX512(t *table) {
 	q80(tensor.IQ4_NL, quant.BlockIQ4_NLBytes, dotIQ4NLRowsAVX512)
 	q8k(tensor.IQ4_XS, quant.BlockIQ4_XSBytes, dotIQ4XSRowsAVX512)
 	q8k(tensor.Q5_K, quant.BlockQ5_KBytes, dotQ5KRowsAVX512)
+	q8k(tensor.Q3_K, quant.BlockQ3_KBytes, dotQ3KRowsAVX512)
 }
 
 // oneOfRows returns the one-token dot that is a run of one row of rows.
@@ -66,3 +67,6 @@ func dotIQ4XSRowsAVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32)
 
 //go:noescape
 func dotQ5KRowsAVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32)
+
+//go:noescape
+func dotQ3KRowsAVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32)

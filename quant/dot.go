@@ -276,16 +276,26 @@ func DotQ2KQ8K(w []byte, x []BlockQ8K) float32 {
 	var sum float32
 	for i := range x {
 		blk := w[BlockQ2_KBytes*i : BlockQ2_KBytes*(i+1)]
-		sc, qs := blk[0:16], blk[16:80]
+		sc, qs := blk[0:16:16], blk[16:80:80]
 		b := &x[i]
 		var mins, isum int32
 		for j, s := range sc {
 			mins += int32(b.Bsums[j]) * int32(s>>4)
 		}
-		for k := range QK_K {
-			h, r := k/128, k%128
-			q := int32(qs[32*h+r%32] >> (2 * (r / 32)) & 3)
-			isum += int32(sc[k/16]&0xf) * q * int32(b.Qs[k])
+		// Value 128*h + 32*s + l has its code at bits 2s of qs[32h+l] and
+		// belongs to sub-block 8h + 2s + l/16.
+		for h := range 2 {
+			q := qs[32*h : 32*h+32 : 32*h+32]
+			for s := range 4 {
+				a := b.Qs[128*h+32*s : 128*h+32*s+32 : 128*h+32*s+32]
+				shift := uint(2 * s)
+				var lo, hi int32
+				for l := range 16 {
+					lo += int32(q[l]>>shift&3) * int32(a[l])
+					hi += int32(q[l+16]>>shift&3) * int32(a[l+16])
+				}
+				isum += int32(sc[8*h+2*s]&0xf)*lo + int32(sc[8*h+2*s+1]&0xf)*hi
+			}
 		}
 		dall := float32(b.D * f16(blk[80:]))
 		dmin := float32(b.D * f16(blk[82:]))
@@ -303,19 +313,33 @@ func DotQ2KQ8K(w []byte, x []BlockQ8K) float32 {
 func DotQ3KQ8K(w []byte, x []BlockQ8K) float32 {
 	w = w[:BlockQ3_KBytes*len(x)]
 	var lanes [8]float32
+	var scales [16]int32
 	for i := range x {
 		blk := w[BlockQ3_KBytes*i : BlockQ3_KBytes*(i+1)]
-		hmask, qs, sc := blk[0:32], blk[32:96], blk[96:108]
+		hmask, qs, sc := blk[0:32:32], blk[32:96:96], blk[96:108:108]
+		for j := range scales {
+			scales[j] = q3KScale(sc, j) - 32
+		}
 		b := &x[i]
 		var acc [8]int32
-		for k := range QK_K {
-			h, r := k/128, k%128
-			l := r % 32
-			q := int32(qs[32*h+l] >> (2 * (r / 32)) & 3)
-			if hmask[l]>>(k/32)&1 == 0 {
-				q -= 4
+		// Value 128*h + 32*s + l: code bits 2s of qs[32h+l], high bit
+		// 4h+s of hmask[l], sub-block 8h + 2s + l/16, lane l%8.
+		for h := range 2 {
+			q := qs[32*h : 32*h+32 : 32*h+32]
+			for s := range 4 {
+				a := b.Qs[128*h+32*s : 128*h+32*s+32 : 128*h+32*s+32]
+				shift, hb := uint(2*s), uint(4*h+s)
+				for half := range 2 {
+					scale := scales[8*h+2*s+half]
+					for g := 16 * half; g < 16*half+16; g += 8 {
+						for l := range 8 {
+							k := g + l
+							c := int32(q[k]>>shift&3) - 4 + 4*int32(hmask[k]>>hb&1)
+							acc[l] += scale * c * int32(a[k])
+						}
+					}
+				}
 			}
-			acc[k%8] += (q3KScale(sc, k/16) - 32) * q * int32(b.Qs[k])
 		}
 		d := float32(f16(blk[108:]) * b.D)
 		for l := range lanes {
