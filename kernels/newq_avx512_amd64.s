@@ -175,61 +175,135 @@ iq4nlloop:
 	VZEROUPPER
 	RET
 
-// IQ4XS_SUB adds sub-block ib's exact (ls-32)·Σ value·x lanes to Y9: the
-// codes at 8+16*ib(SI), the activations at 4+32*ib(DI), the packed scale
-// bits in R9 (scales_l) and R8 (scales_h). Clobbers AX, BX.
-#define IQ4XS_SUB(ib) \
-	NIB32(8+16*ib) \
-	VPSHUFB      Y2, Y11, Y2 \
-	OFFDOT(4+32*ib(DI)) \
-	MOVL         R9, AX \
-	SHRL         $(4*ib), AX \
-	ANDL         $15, AX \
-	MOVL         R8, BX \
-	SHRL         $(2*ib), BX \
-	ANDL         $3, BX \
-	SHLL         $4, BX \
-	ORL          BX, AX \
-	SUBL         $32, AX \
-	VPBROADCASTD AX, Y7 \
-	VPMULLD      Y7, Y5, Y5 \
-	VPADDD       Y5, Y9, Y9
+// iq4xsShift holds the word shifts 0, 2, ..., 14 that bring sub-block
+// ib's two high scale bits of scales_h to bits 0-1.
+DATA iq4xsShift<>+0(SB)/8, $0x0006000400020000
+DATA iq4xsShift<>+8(SB)/8, $0x000e000c000a0008
+GLOBL iq4xsShift<>(SB), RODATA|NOPTR, $16
+
+// iq4xsIdx[p] spreads dword scales 2p and 2p+1 over lanes 0-7 and 8-15.
+DATA iq4xsIdx<>+0(SB)/8, $0x0000000000000000
+DATA iq4xsIdx<>+8(SB)/8, $0x0000000000000000
+DATA iq4xsIdx<>+16(SB)/8, $0x0000000000000000
+DATA iq4xsIdx<>+24(SB)/8, $0x0000000000000000
+DATA iq4xsIdx<>+32(SB)/8, $0x0000000100000001
+DATA iq4xsIdx<>+40(SB)/8, $0x0000000100000001
+DATA iq4xsIdx<>+48(SB)/8, $0x0000000100000001
+DATA iq4xsIdx<>+56(SB)/8, $0x0000000100000001
+DATA iq4xsIdx<>+64(SB)/8, $0x0000000200000002
+DATA iq4xsIdx<>+72(SB)/8, $0x0000000200000002
+DATA iq4xsIdx<>+80(SB)/8, $0x0000000200000002
+DATA iq4xsIdx<>+88(SB)/8, $0x0000000200000002
+DATA iq4xsIdx<>+96(SB)/8, $0x0000000300000003
+DATA iq4xsIdx<>+104(SB)/8, $0x0000000300000003
+DATA iq4xsIdx<>+112(SB)/8, $0x0000000300000003
+DATA iq4xsIdx<>+120(SB)/8, $0x0000000300000003
+DATA iq4xsIdx<>+128(SB)/8, $0x0000000400000004
+DATA iq4xsIdx<>+136(SB)/8, $0x0000000400000004
+DATA iq4xsIdx<>+144(SB)/8, $0x0000000400000004
+DATA iq4xsIdx<>+152(SB)/8, $0x0000000400000004
+DATA iq4xsIdx<>+160(SB)/8, $0x0000000500000005
+DATA iq4xsIdx<>+168(SB)/8, $0x0000000500000005
+DATA iq4xsIdx<>+176(SB)/8, $0x0000000500000005
+DATA iq4xsIdx<>+184(SB)/8, $0x0000000500000005
+DATA iq4xsIdx<>+192(SB)/8, $0x0000000600000006
+DATA iq4xsIdx<>+200(SB)/8, $0x0000000600000006
+DATA iq4xsIdx<>+208(SB)/8, $0x0000000600000006
+DATA iq4xsIdx<>+216(SB)/8, $0x0000000600000006
+DATA iq4xsIdx<>+224(SB)/8, $0x0000000700000007
+DATA iq4xsIdx<>+232(SB)/8, $0x0000000700000007
+DATA iq4xsIdx<>+240(SB)/8, $0x0000000700000007
+DATA iq4xsIdx<>+248(SB)/8, $0x0000000700000007
+GLOBL iq4xsIdx<>(SB), RODATA|NOPTR, $256
+
+// IQ4XS_PAIR adds the exact Σ s·u·x lanes of sub-blocks 2p and 2p+1 (u =
+// codebook value + 128) to Z9: codes at qoff(SI), activations at
+// xoff(DI), scales spread in sc. The nibbles of the two sub-blocks are
+// put in value order ([2p low, 2p high, 2p+1 low, 2p+1 high] by
+// VSHUFI64X2) and looked up in Z11.
+#define IQ4XS_PAIR(qoff, xoff, sc) \
+	VMOVDQU      qoff(SI), Y2 \
+	VPSRLW       $4, Y2, Y3 \
+	VPAND        Y15, Y2, Y2 \
+	VPAND        Y15, Y3, Y3 \
+	VINSERTI64X4 $1, Y3, Z2, Z2 \
+	VSHUFI64X2   $0xd8, Z2, Z2, Z2 \
+	VPSHUFB      Z2, Z11, Z2 \
+	VPXORD       Z5, Z5, Z5 \
+	VPDPBUSD     xoff(DI), Z2, Z5 \
+	VPMULLD      sc, Z5, Z5 \
+	VPADDD       Z5, Z9, Z9
 
 // func dotIQ4XSRowsAVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32)
+//
+// Per block the eight 6-bit scales (minus 32) are decoded as words in X0
+// (low nibbles of scales_l interleaved, high bits of scales_h shifted per
+// word), widened to dwords and spread per pair of sub-blocks for
+// VPMULLD; the offset 128·Σx of each sub-block comes from the bsums, one
+// VPMADDWD with the scales doubled, subtracted once per block.
 TEXT ·dotIQ4XSRowsAVX512(SB), NOSPLIT, $0-40
 	ROWS_PROLOGUE
-	MOVL $0x80808080, AX
-	VPBROADCASTD AX, Y13
-	VMOVDQU iq4Shifted<>(SB), Y11
+	VBROADCASTI32X4 iq4Shifted<>(SB), Z11
+	VMOVDQU iq4xsShift<>(SB), X12
+	MOVL $0x00030003, AX
+	VPBROADCASTD AX, X14
+	MOVL $0x00200020, AX
+	VPBROADCASTD AX, X13
+	VMOVDQU64 iq4xsIdx<>+0(SB), Z16
+	VMOVDQU64 iq4xsIdx<>+64(SB), Z17
+	VMOVDQU64 iq4xsIdx<>+128(SB), Z18
+	VMOVDQU64 iq4xsIdx<>+192(SB), Z19
 
 iq4xsrow:
 	MOVQ R11, DI
 	MOVQ R12, CX
-	VXORPS Y0, Y0, Y0
+	VXORPS Y8, Y8, Y8
 
 iq4xsloop:
-	MOVWLZX 2(SI), R8
-	MOVL    4(SI), R9
-	VPXOR   Y9, Y9, Y9
-	IQ4XS_SUB(0)
-	IQ4XS_SUB(1)
-	IQ4XS_SUB(2)
-	IQ4XS_SUB(3)
-	IQ4XS_SUB(4)
-	IQ4XS_SUB(5)
-	IQ4XS_SUB(6)
-	IQ4XS_SUB(7)
+	PREFETCHT0 2176(SI)
+	PREFETCHT0 2240(SI)
+	VMOVD        4(SI), X0
+	VPSRLW       $4, X0, X1
+	VPAND        X15, X0, X0
+	VPAND        X15, X1, X1
+	VPUNPCKLBW   X1, X0, X0
+	VPMOVZXBW    X0, X0
+	VPBROADCASTW 2(SI), X1
+	VPSRLVW      X12, X1, X1
+	VPAND        X14, X1, X1
+	VPSLLW       $4, X1, X1
+	VPOR         X1, X0, X0
+	VPSUBW       X13, X0, X0
+	VPMOVSXWD    X0, Y3
+	VPERMD       Z3, Z16, Z20
+	VPERMD       Z3, Z17, Z21
+	VPERMD       Z3, Z18, Z22
+	VPERMD       Z3, Z19, Z23
+	VPUNPCKLWD   X0, X0, X1
+	VPUNPCKHWD   X0, X0, X2
+	VINSERTI128  $1, X2, Y1, Y1
+	VPMADDWD     260(DI), Y1, Y10
+	VPSLLD       $7, Y10, Y10
+	VPXORD       Z9, Z9, Z9
+	IQ4XS_PAIR(8, 4, Z20)
+	IQ4XS_PAIR(40, 68, Z21)
+	IQ4XS_PAIR(72, 132, Z22)
+	IQ4XS_PAIR(104, 196, Z23)
+	VEXTRACTI64X4 $1, Z9, Y1
+	VPADDD       Y1, Y9, Y9
+	VPSUBD       Y10, Y9, Y9
 	VCVTDQ2PS    Y9, Y9
 	MOVWLZX      0(SI), AX
 	VMOVD        AX, X6
 	VCVTPH2PS    X6, X6
 	VMULSS       0(DI), X6, X6
 	VBROADCASTSS X6, Y6
-	VFMADD231PS  Y6, Y9, Y0
+	VFMADD231PS  Y6, Y9, Y8
 	ADDQ $136, SI
 	ADDQ $292, DI
 	DECQ CX
 	JNZ  iq4xsloop
+	VMOVAPS Y8, Y0
 	HSUM0
 	DECQ R13
 	JNZ  iq4xsrow
