@@ -21,8 +21,7 @@
 //
 // Float part: the exact integer lanes are converted to float32 and fused-
 // multiply-added with the block scale product (dw·dx as float32) into
-// float32 lanes, reduced once per row as ((v0+v4)+(v2+v6))+((v1+v5)+
-// (v3+v7)). So the results equal the generic twins (package quant's
+// float32 lanes, reduced once per row. So the results equal the generic twins (package quant's
 // dots, which follow ggml's generic C order) up to the rounding of the
 // summation order, as ggml's own SIMD kernels do.
 
@@ -92,17 +91,112 @@ GLOBL iq4Shifted<>(SB), RODATA|NOPTR, $32
 	MOVL $0x0f0f0f0f, AX \
 	VPBROADCASTD AX, Y15
 
+// PAIR2 puts the 64 nibbles of the 16 qs bytes of two blocks (at q0(SI)
+// and q1(SI)) in Z2 in value order: [block 0 low, block 0 high, block 1
+// low, block 1 high] (VSHUFI64X2 $0xd8 reorders the four 128-bit lanes).
+#define PAIR2(q0, q1) \
+	VMOVDQU      q0(SI), X2 \
+	VINSERTI128  $1, q1(SI), Y2, Y2 \
+	VPSRLW       $4, Y2, Y3 \
+	VINSERTI64X4 $1, Y3, Z2, Z2 \
+	VSHUFI64X2   $0xd8, Z2, Z2, Z2 \
+	VPANDD       Z15, Z2, Z2
+
+// PAIRDOT multiplies the codes u in Z2 with the activations of two
+// blocks (at x0(DI) and x1(DI)), subtracts the offset (Z13) times their
+// sums, and accumulates the lanes into Z0 with the blocks' scale
+// products, taken from Y1 by the permute idx.
+#define PAIRDOT(x0, x1, idx) \
+	VMOVDQU      x0(DI), Y4 \
+	VINSERTI64X4 $1, x1(DI), Z4, Z4 \
+	VPXORD       Z5, Z5, Z5 \
+	VPDPBUSD     Z4, Z2, Z5 \
+	VPXORD       Z6, Z6, Z6 \
+	VPDPBUSD     Z4, Z13, Z6 \
+	VPSUBD       Z6, Z5, Z5 \
+	VCVTDQ2PS    Z5, Z5 \
+	VPERMPS      Z1, idx, Z7 \
+	VFMADD231PS  Z7, Z5, Z0
+
+#define Q4_0_PAIR(q0, q1, x0, x1, idx) \
+	PAIR2(q0, q1) \
+	PAIRDOT(x0, x1, idx)
+
+#define IQ4NL_PAIR(q0, q1, x0, x1, idx) \
+	PAIR2(q0, q1) \
+	VPSHUFB Z2, Z11, Z2 \
+	PAIRDOT(x0, x1, idx)
+
+// Q5_0_PAIR adds the fifth bits (qh at h0(SI) and h1(SI), one bit per
+// value) as 16 under a mask.
+#define Q5_0_PAIR(q0, q1, h0, h1, x0, x1, idx) \
+	PAIR2(q0, q1) \
+	MOVL     h0(SI), AX \
+	MOVL     h1(SI), BX \
+	SHLQ     $32, BX \
+	ORQ      BX, AX \
+	KMOVQ    AX, K1 \
+	VPADDB   Z12, Z2, K1, Z2 \
+	PAIRDOT(x0, x1, idx)
+
+// The Q8_0-partner row-run dots take eight blocks per iteration, two per
+// 512-bit VPDPBUSD, with the eight blocks' scale products converted
+// together (VPINSRW, VCVTPH2PS) and spread per pair by VPERMPS; the last
+// nb%8 blocks go one at a time.
+
 // func dotQ4_0RowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32)
 TEXT ·dotQ4_0RowsAVX512(SB), NOSPLIT, $0-40
 	ROWS_PROLOGUE
 	MOVL $0x08080808, AX
-	VPBROADCASTD AX, Y13
-
+	VPBROADCASTD AX, Z13
+	VPBROADCASTD X15, Z15
+	VMOVDQU64 iq4xsIdx<>+0(SB), Z16
+	VMOVDQU64 iq4xsIdx<>+64(SB), Z17
+	VMOVDQU64 iq4xsIdx<>+128(SB), Z18
+	VMOVDQU64 iq4xsIdx<>+192(SB), Z19
 q40row:
 	MOVQ R11, DI
 	MOVQ R12, CX
-	VXORPS Y0, Y0, Y0
-
+	VPXORD Z0, Z0, Z0
+	CMPQ CX, $8
+	JLT  q40tail
+q40loop8:
+	PREFETCHT0 2304(SI)
+	PREFETCHT0 2368(SI)
+	PREFETCHT0 2432(SI)
+	VPBROADCASTW 0(SI), X2
+	VPINSRW $1, 18(SI), X2, X2
+	VPINSRW $2, 36(SI), X2, X2
+	VPINSRW $3, 54(SI), X2, X2
+	VPINSRW $4, 72(SI), X2, X2
+	VPINSRW $5, 90(SI), X2, X2
+	VPINSRW $6, 108(SI), X2, X2
+	VPINSRW $7, 126(SI), X2, X2
+	VPBROADCASTW 0(DI), X3
+	VPINSRW $1, 34(DI), X3, X3
+	VPINSRW $2, 68(DI), X3, X3
+	VPINSRW $3, 102(DI), X3, X3
+	VPINSRW $4, 136(DI), X3, X3
+	VPINSRW $5, 170(DI), X3, X3
+	VPINSRW $6, 204(DI), X3, X3
+	VPINSRW $7, 238(DI), X3, X3
+	VCVTPH2PS X2, Y2
+	VCVTPH2PS X3, Y3
+	VMULPS Y3, Y2, Y1
+	Q4_0_PAIR(2, 20, 2, 36, Z16)
+	Q4_0_PAIR(38, 56, 70, 104, Z17)
+	Q4_0_PAIR(74, 92, 138, 172, Z18)
+	Q4_0_PAIR(110, 128, 206, 240, Z19)
+	ADDQ $144, SI
+	ADDQ $272, DI
+	SUBQ $8, CX
+	CMPQ CX, $8
+	JGE  q40loop8
+	VEXTRACTF64X4 $1, Z0, Y1
+	VADDPS Y1, Y0, Y0
+q40tail:
+	TESTQ CX, CX
+	JZ   q40done
 q40loop:
 	NIB32(2)
 	OFFDOT(2(DI))
@@ -111,6 +205,7 @@ q40loop:
 	ADDQ $34, DI
 	DECQ CX
 	JNZ  q40loop
+q40done:
 	HSUM0
 	DECQ R13
 	JNZ  q40row
@@ -121,27 +216,68 @@ q40loop:
 TEXT ·dotQ5_0RowsAVX512(SB), NOSPLIT, $0-40
 	ROWS_PROLOGUE
 	MOVL $0x10101010, AX
-	VPBROADCASTD AX, Y13
-	VMOVDQU Y13, Y12
-
+	VPBROADCASTD AX, Z13
+	VPBROADCASTD AX, Z12
+	VPBROADCASTD X15, Z15
+	VMOVDQU64 iq4xsIdx<>+0(SB), Z16
+	VMOVDQU64 iq4xsIdx<>+64(SB), Z17
+	VMOVDQU64 iq4xsIdx<>+128(SB), Z18
+	VMOVDQU64 iq4xsIdx<>+192(SB), Z19
 q50row:
 	MOVQ R11, DI
 	MOVQ R12, CX
-	VXORPS Y0, Y0, Y0
-
+	VPXORD Z0, Z0, Z0
+	CMPQ CX, $8
+	JLT  q50tail
+q50loop8:
+	PREFETCHT0 2816(SI)
+	PREFETCHT0 2880(SI)
+	PREFETCHT0 2944(SI)
+	VPBROADCASTW 0(SI), X2
+	VPINSRW $1, 22(SI), X2, X2
+	VPINSRW $2, 44(SI), X2, X2
+	VPINSRW $3, 66(SI), X2, X2
+	VPINSRW $4, 88(SI), X2, X2
+	VPINSRW $5, 110(SI), X2, X2
+	VPINSRW $6, 132(SI), X2, X2
+	VPINSRW $7, 154(SI), X2, X2
+	VPBROADCASTW 0(DI), X3
+	VPINSRW $1, 34(DI), X3, X3
+	VPINSRW $2, 68(DI), X3, X3
+	VPINSRW $3, 102(DI), X3, X3
+	VPINSRW $4, 136(DI), X3, X3
+	VPINSRW $5, 170(DI), X3, X3
+	VPINSRW $6, 204(DI), X3, X3
+	VPINSRW $7, 238(DI), X3, X3
+	VCVTPH2PS X2, Y2
+	VCVTPH2PS X3, Y3
+	VMULPS Y3, Y2, Y1
+	Q5_0_PAIR(6, 28, 2, 24, 2, 36, Z16)
+	Q5_0_PAIR(50, 72, 46, 68, 70, 104, Z17)
+	Q5_0_PAIR(94, 116, 90, 112, 138, 172, Z18)
+	Q5_0_PAIR(138, 160, 134, 156, 206, 240, Z19)
+	ADDQ $176, SI
+	ADDQ $272, DI
+	SUBQ $8, CX
+	CMPQ CX, $8
+	JGE  q50loop8
+	VEXTRACTF64X4 $1, Z0, Y1
+	VADDPS Y1, Y0, Y0
+q50tail:
+	TESTQ CX, CX
+	JZ   q50done
 q50loop:
 	NIB32(6)
 	MOVL      2(SI), AX
 	KMOVD     AX, K1
-	VPMOVM2B  K1, Y3
-	VPAND     Y12, Y3, Y3
-	VPOR      Y3, Y2, Y2
+	VPADDB    Y12, Y2, K1, Y2
 	OFFDOT(2(DI))
 	Q80FIN
 	ADDQ $22, SI
 	ADDQ $34, DI
 	DECQ CX
 	JNZ  q50loop
+q50done:
 	HSUM0
 	DECQ R13
 	JNZ  q50row
@@ -152,14 +288,56 @@ q50loop:
 TEXT ·dotIQ4NLRowsAVX512(SB), NOSPLIT, $0-40
 	ROWS_PROLOGUE
 	MOVL $0x80808080, AX
-	VPBROADCASTD AX, Y13
-	VMOVDQU iq4Shifted<>(SB), Y11
-
+	VPBROADCASTD AX, Z13
+	VPBROADCASTD X15, Z15
+	VBROADCASTI32X4 iq4Shifted<>(SB), Z11
+	VMOVDQU64 iq4xsIdx<>+0(SB), Z16
+	VMOVDQU64 iq4xsIdx<>+64(SB), Z17
+	VMOVDQU64 iq4xsIdx<>+128(SB), Z18
+	VMOVDQU64 iq4xsIdx<>+192(SB), Z19
 iq4nlrow:
 	MOVQ R11, DI
 	MOVQ R12, CX
-	VXORPS Y0, Y0, Y0
-
+	VPXORD Z0, Z0, Z0
+	CMPQ CX, $8
+	JLT  iq4nltail
+iq4nlloop8:
+	PREFETCHT0 2304(SI)
+	PREFETCHT0 2368(SI)
+	PREFETCHT0 2432(SI)
+	VPBROADCASTW 0(SI), X2
+	VPINSRW $1, 18(SI), X2, X2
+	VPINSRW $2, 36(SI), X2, X2
+	VPINSRW $3, 54(SI), X2, X2
+	VPINSRW $4, 72(SI), X2, X2
+	VPINSRW $5, 90(SI), X2, X2
+	VPINSRW $6, 108(SI), X2, X2
+	VPINSRW $7, 126(SI), X2, X2
+	VPBROADCASTW 0(DI), X3
+	VPINSRW $1, 34(DI), X3, X3
+	VPINSRW $2, 68(DI), X3, X3
+	VPINSRW $3, 102(DI), X3, X3
+	VPINSRW $4, 136(DI), X3, X3
+	VPINSRW $5, 170(DI), X3, X3
+	VPINSRW $6, 204(DI), X3, X3
+	VPINSRW $7, 238(DI), X3, X3
+	VCVTPH2PS X2, Y2
+	VCVTPH2PS X3, Y3
+	VMULPS Y3, Y2, Y1
+	IQ4NL_PAIR(2, 20, 2, 36, Z16)
+	IQ4NL_PAIR(38, 56, 70, 104, Z17)
+	IQ4NL_PAIR(74, 92, 138, 172, Z18)
+	IQ4NL_PAIR(110, 128, 206, 240, Z19)
+	ADDQ $144, SI
+	ADDQ $272, DI
+	SUBQ $8, CX
+	CMPQ CX, $8
+	JGE  iq4nlloop8
+	VEXTRACTF64X4 $1, Z0, Y1
+	VADDPS Y1, Y0, Y0
+iq4nltail:
+	TESTQ CX, CX
+	JZ   iq4nldone
 iq4nlloop:
 	NIB32(2)
 	VPSHUFB Y2, Y11, Y2
@@ -169,6 +347,7 @@ iq4nlloop:
 	ADDQ $34, DI
 	DECQ CX
 	JNZ  iq4nlloop
+iq4nldone:
 	HSUM0
 	DECQ R13
 	JNZ  iq4nlrow

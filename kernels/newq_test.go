@@ -203,10 +203,7 @@ func TestNewTypeDots(t *testing.T) {
 	forEachPath(t, func(t *testing.T, tab *table) {
 		r := rand.New(rand.NewPCG(19, 1))
 		for _, c := range newqTypes() {
-			for _, nb := range []int{1, 2, 3, 7, 8, 9, 16, 17} {
-				if c.typ.BlockSize() == 32 {
-					nb *= 8 // whole Q8_K blocks for newqAbs's choice of partner
-				}
+			for _, nb := range []int{1, 2, 3, 7, 8, 9, 16, 17, 23, 67} {
 				for k, in := range newqInputs(r, c, nb) {
 					name := fmt.Sprintf("%s nb=%d input %d", c.typ, nb, k)
 					got, runs, want := newqDot(tab, c, in, 3)
@@ -234,7 +231,7 @@ func FuzzNewTypeDots(f *testing.F) {
 		c := cs[int(sel)%len(cs)]
 		nb := int(nbs)%5 + 1
 		if c.typ.BlockSize() == 32 {
-			nb *= 8
+			nb = int(nbs)%40 + 1
 		}
 		r := rand.New(rand.NewPCG(uint64(len(data)), 0))
 		in := newqInputs(r, c, nb)[1]
