@@ -70,3 +70,21 @@ func dotQ5KRowsAVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32)
 
 //go:noescape
 func dotQ3KRowsAVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32)
+
+// setNewQAVX2 puts the AVX2 dots of Q4_0, Q5_0 and IQ4_NL (generated into
+// avx2_amd64.s by _asm/legacy.go) into t's rows. They equal package
+// quant's dots, the generic rows, bit for bit.
+func setNewQAVX2(t *table) {
+	q80 := func(typ tensor.Type, bb int, f func(w *byte, x *uint16, nb int) float32) {
+		t.weights[typ].q80.one = func(w []byte, x []quant.BlockQ8_0) float32 {
+			if len(x) == 0 {
+				return 0
+			}
+			w = w[:bb*len(x)]
+			return f(&w[0], &x[0].D, len(x))
+		}
+	}
+	q80(tensor.Q4_0, quant.BlockQ4_0Bytes, dotQ4_0AVX2)
+	q80(tensor.Q5_0, quant.BlockQ5_0Bytes, dotQ5_0AVX2)
+	q80(tensor.IQ4_NL, quant.BlockIQ4_NLBytes, dotIQ4NLAVX2)
+}

@@ -197,7 +197,8 @@ func newqDot(tab *table, c newqType, in newqInput, rows int) (got float32, runs 
 // TestNewTypeDots checks every path's dots of the types added after Q4_K
 // against their generic twins (package quant's, which equal ggml's
 // generic C kernels) on random and edge-case inputs: within the rounding a
-// reordered float32 sum may make, and every row of a row-run dot bit for
+// reordered float32 sum may make (bit for bit on a path that keeps the
+// generic order, reordered false), and every row of a row-run dot bit for
 // bit equal to the path's one-token dot.
 func TestNewTypeDots(t *testing.T) {
 	forEachPath(t, func(t *testing.T, tab *table) {
@@ -210,6 +211,9 @@ func TestNewTypeDots(t *testing.T) {
 					abs := newqAbs(c, in)
 					if !near(got, want, float64(nb+16)*quantDotEps*abs+1e-37) {
 						t.Errorf("%s: %v, generic %v (abs terms %g)", name, got, want, abs)
+					}
+					if !reordered(tab, c.typ) && !sameFloat(got, want) {
+						t.Errorf("%s: %v, generic %v: not bit for bit", name, got, want)
 					}
 					for i, v := range runs {
 						if !sameFloat(v, got) {
