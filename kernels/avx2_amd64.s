@@ -1584,3 +1584,232 @@ q804_done:
 	VMOVUPS X0, (AX)
 	VZEROUPPER
 	RET
+
+DATA iq4nlValues<>+0(SB)/1, $0x81
+DATA iq4nlValues<>+1(SB)/1, $0x98
+DATA iq4nlValues<>+2(SB)/1, $0xad
+DATA iq4nlValues<>+3(SB)/1, $0xbf
+DATA iq4nlValues<>+4(SB)/1, $0xcf
+DATA iq4nlValues<>+5(SB)/1, $0xdd
+DATA iq4nlValues<>+6(SB)/1, $0xea
+DATA iq4nlValues<>+7(SB)/1, $0xf6
+DATA iq4nlValues<>+8(SB)/1, $0x01
+DATA iq4nlValues<>+9(SB)/1, $0x0d
+DATA iq4nlValues<>+10(SB)/1, $0x19
+DATA iq4nlValues<>+11(SB)/1, $0x26
+DATA iq4nlValues<>+12(SB)/1, $0x35
+DATA iq4nlValues<>+13(SB)/1, $0x45
+DATA iq4nlValues<>+14(SB)/1, $0x59
+DATA iq4nlValues<>+15(SB)/1, $0x71
+DATA iq4nlValues<>+16(SB)/1, $0x81
+DATA iq4nlValues<>+17(SB)/1, $0x98
+DATA iq4nlValues<>+18(SB)/1, $0xad
+DATA iq4nlValues<>+19(SB)/1, $0xbf
+DATA iq4nlValues<>+20(SB)/1, $0xcf
+DATA iq4nlValues<>+21(SB)/1, $0xdd
+DATA iq4nlValues<>+22(SB)/1, $0xea
+DATA iq4nlValues<>+23(SB)/1, $0xf6
+DATA iq4nlValues<>+24(SB)/1, $0x01
+DATA iq4nlValues<>+25(SB)/1, $0x0d
+DATA iq4nlValues<>+26(SB)/1, $0x19
+DATA iq4nlValues<>+27(SB)/1, $0x26
+DATA iq4nlValues<>+28(SB)/1, $0x35
+DATA iq4nlValues<>+29(SB)/1, $0x45
+DATA iq4nlValues<>+30(SB)/1, $0x59
+DATA iq4nlValues<>+31(SB)/1, $0x71
+GLOBL iq4nlValues<>(SB), RODATA|NOPTR, $32
+
+// func dotQ4_0AVX2(w *byte, x *uint16, nb int) float32
+// Requires: AVX, AVX2, F16C, MMX+, SSE
+TEXT ·dotQ4_0AVX2(SB), NOSPLIT, $0-28
+	MOVQ         w+0(FP), AX
+	MOVQ         x+8(FP), CX
+	MOVQ         nb+16(FP), DX
+	MOVL         $0x0f0f0f0f, BX
+	VMOVD        BX, X0
+	VPBROADCASTD X0, Y0
+	VXORPS       X1, X1, X1
+	TESTQ        DX, DX
+	JE           dotQ4_0AVX2_done
+
+dotQ4_0AVX2_loop:
+	PREFETCHT0   2304(AX)
+	VMOVDQU      2(AX), X2
+	VPSRLW       $0x04, X2, X3
+	VINSERTI128  $0x01, X3, Y2, Y2
+	VPAND        Y0, Y2, Y2
+	MOVL         $0x08080808, BX
+	VMOVD        BX, X3
+	VPBROADCASTD X3, Y3
+	VPSUBB       Y3, Y2, Y2
+	VPMOVSXBW    X2, Y4
+	VEXTRACTI128 $0x01, Y2, X3
+	VPMOVSXBW    X3, Y3
+	VPMOVSXBW    2(CX), Y5
+	VPMOVSXBW    18(CX), Y6
+	VPMADDWD     Y5, Y4, Y5
+	VPMADDWD     Y6, Y3, Y6
+	VPADDD       Y6, Y5, Y5
+	VEXTRACTI128 $0x01, Y5, X2
+	VPADDD       X5, X2, X2
+	VPSHUFD      $0x4e, X2, X3
+	VPADDD       X3, X2, X2
+	VPSHUFD      $0xb1, X2, X3
+	VPADDD       X3, X2, X2
+	VCVTDQ2PS    X2, X2
+	MOVWLZX      (AX), BX
+	MOVWLZX      (CX), SI
+	SHLL         $0x10, SI
+	ORL          SI, BX
+	VMOVD        BX, X3
+	VCVTPH2PS    X3, X3
+	VMOVSHDUP    X3, X4
+	VMULSS       X3, X2, X2
+	VMULSS       X4, X2, X2
+	VADDSS       X2, X1, X1
+	ADDQ         $0x00000012, AX
+	ADDQ         $0x00000022, CX
+	DECQ         DX
+	JNZ          dotQ4_0AVX2_loop
+
+dotQ4_0AVX2_done:
+	VZEROUPPER
+	MOVSS X1, ret+24(FP)
+	RET
+
+// func dotQ5_0AVX2(w *byte, x *uint16, nb int) float32
+// Requires: AVX, AVX2, F16C, MMX+, SSE
+TEXT ·dotQ5_0AVX2(SB), NOSPLIT, $0-28
+	MOVQ         w+0(FP), AX
+	MOVQ         x+8(FP), CX
+	MOVQ         nb+16(FP), DX
+	MOVL         $0x0f0f0f0f, BX
+	VMOVD        BX, X0
+	VPBROADCASTD X0, Y0
+	VXORPS       X1, X1, X1
+	TESTQ        DX, DX
+	JE           dotQ5_0AVX2_done
+
+dotQ5_0AVX2_loop:
+	PREFETCHT0   2304(AX)
+	VMOVDQU      6(AX), X2
+	VPSRLW       $0x04, X2, X3
+	VINSERTI128  $0x01, X3, Y2, Y2
+	VPAND        Y0, Y2, Y2
+	VPBROADCASTD 2(AX), Y4
+	MOVQ         $0x0000000000000000, BX
+	VMOVQ        BX, X3
+	MOVQ         $0x0101010101010101, BX
+	VMOVQ        BX, X5
+	VPUNPCKLQDQ  X5, X3, X3
+	MOVQ         $0x0202020202020202, BX
+	VMOVQ        BX, X5
+	MOVQ         $0x0303030303030303, BX
+	VMOVQ        BX, X6
+	VPUNPCKLQDQ  X6, X5, X5
+	VINSERTI128  $0x01, X5, Y3, Y3
+	VPSHUFB      Y3, Y4, Y4
+	MOVQ         $0x8040201008040201, BX
+	VMOVQ        BX, X5
+	VPBROADCASTQ X5, Y5
+	VPAND        Y5, Y4, Y4
+	VPCMPEQB     Y5, Y4, Y4
+	MOVL         $0x10101010, BX
+	VMOVD        BX, X5
+	VPBROADCASTD X5, Y5
+	VPAND        Y5, Y4, Y4
+	VPOR         Y4, Y2, Y2
+	MOVL         $0x10101010, BX
+	VMOVD        BX, X4
+	VPBROADCASTD X4, Y4
+	VPSUBB       Y4, Y2, Y2
+	VPMOVSXBW    X2, Y4
+	VEXTRACTI128 $0x01, Y2, X3
+	VPMOVSXBW    X3, Y5
+	VPMOVSXBW    2(CX), Y6
+	VPMOVSXBW    18(CX), Y7
+	VPMADDWD     Y6, Y4, Y6
+	VPMADDWD     Y7, Y5, Y7
+	VPADDD       Y7, Y6, Y6
+	VEXTRACTI128 $0x01, Y6, X2
+	VPADDD       X6, X2, X2
+	VPSHUFD      $0x4e, X2, X3
+	VPADDD       X3, X2, X2
+	VPSHUFD      $0xb1, X2, X3
+	VPADDD       X3, X2, X2
+	VCVTDQ2PS    X2, X2
+	MOVWLZX      (AX), BX
+	MOVWLZX      (CX), SI
+	SHLL         $0x10, SI
+	ORL          SI, BX
+	VMOVD        BX, X3
+	VCVTPH2PS    X3, X3
+	VMOVSHDUP    X3, X4
+	VMULSS       X4, X3, X3
+	VMULSS       X3, X2, X2
+	VADDSS       X2, X1, X1
+	ADDQ         $0x00000016, AX
+	ADDQ         $0x00000022, CX
+	DECQ         DX
+	JNZ          dotQ5_0AVX2_loop
+
+dotQ5_0AVX2_done:
+	VZEROUPPER
+	MOVSS X1, ret+24(FP)
+	RET
+
+// func dotIQ4NLAVX2(w *byte, x *uint16, nb int) float32
+// Requires: AVX, AVX2, F16C, MMX+, SSE
+TEXT ·dotIQ4NLAVX2(SB), NOSPLIT, $0-28
+	MOVQ         w+0(FP), AX
+	MOVQ         x+8(FP), CX
+	MOVQ         nb+16(FP), DX
+	MOVL         $0x0f0f0f0f, BX
+	VMOVD        BX, X0
+	VPBROADCASTD X0, Y0
+	VXORPS       X1, X1, X1
+	TESTQ        DX, DX
+	JE           dotIQ4NLAVX2_done
+
+dotIQ4NLAVX2_loop:
+	PREFETCHT0   2304(AX)
+	VMOVDQU      2(AX), X2
+	VPSRLW       $0x04, X2, X3
+	VINSERTI128  $0x01, X3, Y2, Y2
+	VPAND        Y0, Y2, Y2
+	VMOVDQU      iq4nlValues<>+0(SB), Y3
+	VPSHUFB      Y2, Y3, Y2
+	VPMOVSXBW    X2, Y4
+	VEXTRACTI128 $0x01, Y2, X3
+	VPMOVSXBW    X3, Y3
+	VPMOVSXBW    2(CX), Y5
+	VPMOVSXBW    18(CX), Y6
+	VPMADDWD     Y5, Y4, Y5
+	VPMADDWD     Y6, Y3, Y6
+	VPADDD       Y6, Y5, Y5
+	VEXTRACTI128 $0x01, Y5, X2
+	VPADDD       X5, X2, X2
+	VPSHUFD      $0x4e, X2, X3
+	VPADDD       X3, X2, X2
+	VPSHUFD      $0xb1, X2, X3
+	VPADDD       X3, X2, X2
+	VCVTDQ2PS    X2, X2
+	MOVWLZX      (AX), BX
+	MOVWLZX      (CX), SI
+	SHLL         $0x10, SI
+	ORL          SI, BX
+	VMOVD        BX, X3
+	VCVTPH2PS    X3, X3
+	VMOVSHDUP    X3, X4
+	VMULSS       X4, X3, X3
+	VMULSS       X3, X2, X2
+	VADDSS       X2, X1, X1
+	ADDQ         $0x00000012, AX
+	ADDQ         $0x00000022, CX
+	DECQ         DX
+	JNZ          dotIQ4NLAVX2_loop
+
+dotIQ4NLAVX2_done:
+	VZEROUPPER
+	MOVSS X1, ret+24(FP)
+	RET

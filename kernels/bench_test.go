@@ -15,7 +15,11 @@ import (
 var benchShapes = [][2]int{{2048, 2048}, {2048, 256}, {2048, 5632}, {5632, 2048}, {2048, 32000}}
 
 // benchTypes are the weight types benchmarked.
-var benchTypes = []tensor.Type{tensor.Q4_K, tensor.Q6_K, tensor.Q8_0, tensor.F16, tensor.BF16, tensor.F32}
+var benchTypes = append([]tensor.Type{tensor.Q4_K, tensor.Q6_K, tensor.Q8_0, tensor.F16, tensor.BF16, tensor.F32}, newTypes...)
+
+// newTypes are the weight types added after Q4_K, Q6_K and Q8_0.
+var newTypes = []tensor.Type{tensor.Q5_K, tensor.Q4_0, tensor.Q5_0, tensor.IQ4_XS, tensor.Q3_K,
+	tensor.IQ4_NL, tensor.Q4_1, tensor.Q5_1, tensor.Q2_K}
 
 // benchMatrix returns a random matrix of type t, [cols, rows], with finite
 // scales.
@@ -33,6 +37,15 @@ func benchMatrix(b *testing.B, t tensor.Type, cols, rows int) Matrix {
 		data = randBlocks(r, nb, q8_0Bytes, []int{0}, 0.01)
 	case tensor.F16, tensor.BF16:
 		data = randBlocks(r, nb/2, 4, []int{0, 2}, 1)
+	default:
+		// The other quantized types: every f16 scale finite.
+		var offs []int
+		for _, c := range newqTypes() {
+			if c.typ == t {
+				offs = c.scales
+			}
+		}
+		data = randBlocks(r, nb, t.BlockBytes(), offs, 0.01)
 	case tensor.F32:
 		data = make([]byte, 4*nb)
 		for i, v := range randF32(r, nb, 1) {
@@ -264,7 +277,7 @@ func BenchmarkOps(b *testing.B) {
 // from DRAM. GB/s of weights, one and two threads.
 func BenchmarkMatVecStream(b *testing.B) {
 	const total = 1 << 30
-	for _, t := range []tensor.Type{tensor.Q4_K, tensor.Q6_K, tensor.Q8_0, tensor.F16, tensor.F32} {
+	for _, t := range append([]tensor.Type{tensor.Q4_K, tensor.Q6_K, tensor.Q8_0, tensor.F16, tensor.F32}, newTypes...) {
 		for _, s := range [][2]int{{2048, 5632}, {5632, 2048}} {
 			for _, threads := range []int{1, 2} {
 				name := fmt.Sprintf("%s/%dx%d/t%d", t, s[0], s[1], threads)

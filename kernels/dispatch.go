@@ -4,6 +4,7 @@ import (
 	"os"
 
 	"github.com/lisa-llm/lisa/quant"
+	"github.com/lisa-llm/lisa/tensor"
 )
 
 // Path names one set of kernel implementations.
@@ -33,34 +34,11 @@ type table struct {
 	dotF16Rows func(out []float32, m []uint16, stride int, q []uint16)
 	dotF16W    func(w []byte, x []uint16) float32
 	dotBF16    func(w []byte, x []uint16) float32
-	dotQ8_0    func(w []byte, x []quant.BlockQ8_0) float32
-	dotQ4K     func(w []byte, x []quant.BlockQ8K) float32
-	dotQ6K     func(w []byte, x []quant.BlockQ8K) float32
 
-	// Row-run dots, nil on a path without them: out[r] is exactly the
-	// one-token dot of weight row r (the r-th len(x) blocks of w) with x,
-	// for len(out) rows in one call.
-	dotQ4KRows func(w []byte, x []quant.BlockQ8K, out []float32)
-	dotQ6KRows func(w []byte, x []quant.BlockQ8K, out []float32)
-
-	// Four- and eight-token dots: x holds four (eight) tokens' nb blocks
-	// one after the other; out[t] is exactly a one-token dot with token
-	// t: for Q4_K and Q6_K the generic twin's, for Q8_0 the path's own
-	// (the avx512 one-token K-quant dots sum in vector lanes and round
-	// differently). Every eight-token dot also takes dx, the tokens'
-	// block scales as float32 (q80Scales's layout) for the formats that
-	// have them in their activation blocks (Q8_0), nil for the others;
-	// a kernel that reads the scales from x ignores it.
-	dotQ4Kx4 func(w []byte, x []quant.BlockQ8K, nb int, out *[4]float32)
-	dotQ6Kx4 func(w []byte, x []quant.BlockQ8K, nb int, out *[4]float32)
-	dotQ80x4 func(w []byte, x []quant.BlockQ8_0, nb int, out *[4]float32)
-	dotQ80x8 func(w []byte, x []quant.BlockQ8_0, dx []float32, nb int, out *[8]float32)
-
-	// Eight-token K-quant dots, nil on a path without them: x holds eight
-	// tokens' nb blocks; out[t] is the one-token dot with token t up to
-	// float32 rounding (they sum in vector lanes, in their own order).
-	dotQ4Kx8 func(w []byte, x []quant.BlockQ8K, dx []float32, nb int, out *[8]float32)
-	dotQ6Kx8 func(w []byte, x []quant.BlockQ8K, dx []float32, nb int, out *[8]float32)
+	// weights holds one row per weight type MatMul multiplies, indexed
+	// by type: its activation partner format and its dots on this path
+	// (the float types' dots are the fields above).
+	weights [tensor.TypeCount]weightKernels
 
 	// The blocked matrix product of F32, F16 and BF16 weights (gemm.go);
 	// gemm is nil on a path that keeps the one-row dots for every token
@@ -95,13 +73,7 @@ func genericTable() *table {
 		dotF16Rows: dotF16RowsGeneric,
 		dotF16W:    dotF16WGeneric,
 		dotBF16:    dotBF16Generic,
-		dotQ8_0:    dotQ8_0Generic,
-		dotQ4K:     dotQ4KGeneric,
-		dotQ6K:     dotQ6KGeneric,
-		dotQ4Kx4:   dotQ4Kx4Generic,
-		dotQ6Kx4:   dotQ6Kx4Generic,
-		dotQ80x4:   dotQ8_0x4Generic,
-		dotQ80x8:   dotQ8_0x8Generic,
+		weights:    genericWeights(),
 		quantQ8K:   quant.QuantizeRowQ8K,
 		f16ToF32:   f16ToF32Generic,
 		f32ToF16:   f32ToF16Generic,

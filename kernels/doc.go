@@ -1,6 +1,7 @@
 // Package kernels holds the numeric kernels of the forward pass: dot
 // products and matrix products for the weight formats GGUF models use
-// (F32, F16, BF16, Q8_0, Q4_K, Q6_K), the activation conversions they need,
+// (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K, Q3_K, Q4_K,
+// Q5_K, Q6_K, IQ4_XS; SupportedTypes), the activation conversions they need,
 // and the small vector ops around them (RMSNorm, softmax, SiLU×mul, RoPE,
 // add, scale, F16 conversion, axpy over an F16 cache).
 //
@@ -21,8 +22,9 @@
 //
 // A Matrix is a weight tensor in its raw GGUF bytes. Pool.MatMul multiplies
 // it by n activation rows: the activations are converted once per call to
-// the weight type's partner format (F16 weights: F16; BF16: BF16; Q8_0:
-// Q8_0 blocks; Q4_K and Q6_K: Q8_K blocks), then the weight rows are split
+// the weight type's partner format (F16 weights: F16; BF16: BF16; Q8_0,
+// Q4_0, Q5_0 and IQ4_NL: Q8_0 blocks; Q4_1 and Q5_1: Q8_1 blocks; the
+// 256-value types: Q8_K blocks), then the weight rows are split
 // across a fixed set of worker goroutines, which claim them in pieces
 // so that one slowed by another process takes fewer: about eight per
 // goroutine for several tokens, and for one token pieces that shrink as
@@ -58,6 +60,19 @@
 // by a micro-kernel: AVX-512 (gemm_avx512_amd64.s), AVX2+FMA
 // (gemm_avx2_amd64.s) or its pure-Go twin, which sums in index order like
 // the generic dots and so matches them bit for bit.
+//
+// # One row per weight type
+//
+// What a path knows about a weight type is one row of its table
+// (weightKernels, in the spirit of ggml's type_traits_cpu): the partner
+// format and the one-token, row-run, four- and eight-token dots against
+// it, any of which but the one-token dot may be missing (MatMul then
+// takes the tokens one at a time). Block sizes and names come from
+// package tensor's table, the conversions from package quant's. Adding a
+// type is adding its rows and kernels; nothing else switches on the
+// weight type. The generic rows of the types other than Q8_0, Q4_K and
+// Q6_K are package quant's dots, which reproduce ggml's generic C kernels
+// bit for bit.
 //
 // # Other ops
 //

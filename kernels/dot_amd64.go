@@ -2,7 +2,10 @@
 
 package kernels
 
-import "github.com/lisa-llm/lisa/quant"
+import (
+	"github.com/lisa-llm/lisa/quant"
+	"github.com/lisa-llm/lisa/tensor"
+)
 
 // nativeTable returns the table of an assembly path, or nil if p has none.
 // The avx512 path has its own Q4_K and Q6_K dots (one, four and eight tokens)
@@ -15,20 +18,21 @@ func nativeTable(p Path) *table {
 		t := genericTable()
 		t.path = AVX2
 		setVecAVX2(t)
-		t.dotQ4K, t.dotQ6K, t.dotQ8_0 = dotQ4KAVX2Go, dotQ6KAVX2Go, dotQ8_0AVX2Go
-		t.dotQ4Kx4, t.dotQ6Kx4, t.dotQ80x4 = dotQ4Kx4AVX2Go, dotQ6Kx4AVX2Go, dotQ8_0x4AVX2Go
-		t.dotQ80x8 = dotQ8_0x8AVX2Go
+		t.weights[tensor.Q4_K].q8k = dots[quant.BlockQ8K]{one: dotQ4KAVX2Go, x4: dotQ4Kx4AVX2Go}
+		t.weights[tensor.Q6_K].q8k = dots[quant.BlockQ8K]{one: dotQ6KAVX2Go, x4: dotQ6Kx4AVX2Go}
+		t.weights[tensor.Q8_0].q80 = dots[quant.BlockQ8_0]{one: dotQ8_0AVX2Go, x4: dotQ8_0x4AVX2Go, x8: dotQ8_0x8AVX2Go}
+		setNewQAVX2(t)
 		setGEMMAVX2(t)
 		return t
 	case AVX512:
 		t := genericTable()
 		t.path = AVX512
 		setVecAVX2(t)
-		t.dotQ4K, t.dotQ6K, t.dotQ8_0 = dotQ4KAVX512Go, dotQ6KAVX512Go, dotQ8_0AVX512Go
-		t.dotQ4KRows, t.dotQ6KRows = dotQ4KRowsAVX512Go, dotQ6KRowsAVX512Go
+		t.weights[tensor.Q4_K].q8k = dots[quant.BlockQ8K]{one: dotQ4KAVX512Go, rows: dotQ4KRowsAVX512Go, x4: dotQ4Kx4AVX512Go, x8: dotQ4Kx8AVX512Go}
+		t.weights[tensor.Q6_K].q8k = dots[quant.BlockQ8K]{one: dotQ6KAVX512Go, rows: dotQ6KRowsAVX512Go, x4: dotQ6Kx4AVX512Go, x8: dotQ6Kx8AVX512Go}
+		t.weights[tensor.Q8_0].q80 = dots[quant.BlockQ8_0]{one: dotQ8_0AVX512Go, x4: dotQ8_0x4AVX512Go, x8: dotQ8_0x8AVX512Go}
+		setNewQAVX512(t)
 		t.quantQ8K = quantizeQ8KAVX512Go
-		t.dotQ4Kx4, t.dotQ6Kx4, t.dotQ80x4 = dotQ4Kx4AVX512Go, dotQ6Kx4AVX512Go, dotQ8_0x4AVX512Go
-		t.dotQ4Kx8, t.dotQ6Kx8, t.dotQ80x8 = dotQ4Kx8AVX512Go, dotQ6Kx8AVX512Go, dotQ8_0x8AVX512Go
 		setGEMMAVX512(t)
 		return t
 	}

@@ -5,7 +5,6 @@ import (
 	"math"
 
 	"github.com/lisa-llm/lisa/quant"
-	"github.com/lisa-llm/lisa/tensor"
 )
 
 // The register tile of the blocked matrix product: one micro-kernel call
@@ -57,8 +56,8 @@ func gemmTileRows(ld, rows, threads int) int {
 
 // useGEMM reports whether the job multiplies with the blocked product.
 func (j *job) useGEMM(tab *table) bool {
-	switch j.w.Type {
-	case tensor.F32, tensor.F16, tensor.BF16:
+	switch tab.weights[j.w.Type].partner {
+	case partnerF32, partnerF16, partnerBF16:
 		return tab.gemm != nil && j.n >= j.gemmMin
 	}
 	return false
@@ -83,20 +82,20 @@ func (j *job) growGEMM() {
 func (j *job) convertGEMM(tab *table, t0, t1 int) {
 	c, ld := j.w.Cols, gemmLd(j.w.Cols)
 	x := j.x[t0*c : t1*c]
-	switch j.w.Type {
-	case tensor.F16:
+	switch tab.weights[j.w.Type].partner {
+	case partnerF16:
 		tab.f32ToF16(j.xh[t0*c:t1*c], x)
 		for t := t0; t < t1; t++ {
 			tab.f16ToF32(j.xf[t*ld:t*ld+c], j.xh[t*c:(t+1)*c])
 		}
-	case tensor.BF16:
+	case partnerBF16:
 		for t := t0; t < t1; t++ {
 			dst, src := j.xf[t*ld:t*ld+c], j.x[t*c:(t+1)*c]
 			for i, v := range src {
 				dst[i] = quant.BF16ToF32(quant.F32ToBF16(v))
 			}
 		}
-	case tensor.F32:
+	case partnerF32:
 		for t := t0; t < t1; t++ {
 			copy(j.xf[t*ld:t*ld+c], j.x[t*c:(t+1)*c])
 		}
@@ -113,10 +112,10 @@ func (j *job) gemmRows(tab *table, part, r0, r1 int) {
 	gp := &j.gemm[part]
 	c, ld, rows, n, rb := j.w.Cols, gemmLd(j.w.Cols), j.w.Rows, j.n, j.rb
 	widen := tab.widenF32
-	switch j.w.Type {
-	case tensor.F16:
+	switch tab.weights[j.w.Type].partner {
+	case partnerF16:
 		widen = tab.widenF16
-	case tensor.BF16:
+	case partnerBF16:
 		widen = tab.widenBF16
 	}
 	chunks := (c + gemmChunk - 1) / gemmChunk

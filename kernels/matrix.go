@@ -12,27 +12,13 @@ import (
 var ErrUnsupportedType = errors.New("unsupported weight type")
 
 // ErrLength is the sentinel every *LengthError wraps.
-var ErrLength = errors.New("bad length")
+var ErrLength = tensor.ErrLength
 
 // LengthError reports a slice or dimension that does not fit a matrix
-// product. Field names it ("data", "cols", "rows", "x", "out", "n").
-type LengthError struct {
-	Op    string // "matrix" or "matmul"
-	Field string
-	Len   int64 // the length or value given
-	Want  int64 // the one required, or -1 when Len is simply invalid
-}
-
-// Error describes the bad length.
-func (e *LengthError) Error() string {
-	if e.Want < 0 {
-		return fmt.Sprintf("kernels: %s: invalid %s %d", e.Op, e.Field, e.Len)
-	}
-	return fmt.Sprintf("kernels: %s: %s holds %d, want %d", e.Op, e.Field, e.Len, e.Want)
-}
-
-// Unwrap returns ErrLength.
-func (e *LengthError) Unwrap() error { return ErrLength }
+// product; it is tensor.LengthError, shared with package quant. Field
+// names it ("data", "cols", "rows", "x", "out", "n"), Op is
+// "kernels: matrix" or "kernels: matmul".
+type LengthError = tensor.LengthError
 
 // Matrix is a weight tensor of Rows rows of Cols values (GGUF dimensions
 // [Cols, Rows]) of type Type, in its raw little-endian GGUF bytes: row r is
@@ -42,15 +28,6 @@ type Matrix struct {
 	Type       tensor.Type
 	Rows, Cols int
 	Data       []byte
-}
-
-// supported reports whether MatMul handles weights of type t.
-func supported(t tensor.Type) bool {
-	switch t {
-	case tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0, tensor.Q4_K, tensor.Q6_K:
-		return true
-	}
-	return false
 }
 
 // NewMatrix returns the matrix of rows×cols values of type t stored in
@@ -75,10 +52,10 @@ func (m Matrix) check(op string) error {
 	}
 	bs := m.Type.BlockSize()
 	if m.Cols <= 0 || m.Cols%bs != 0 {
-		return &LengthError{Op: op, Field: "cols", Len: int64(m.Cols), Want: -1}
+		return &LengthError{Pkg: "kernels", Op: op, Type: m.Type, Field: "cols", Len: int64(m.Cols), Want: -1}
 	}
 	if m.Rows < 0 {
-		return &LengthError{Op: op, Field: "rows", Len: int64(m.Rows), Want: -1}
+		return &LengthError{Pkg: "kernels", Op: op, Type: m.Type, Field: "rows", Len: int64(m.Rows), Want: -1}
 	}
 	rb, err := m.Type.RowBytes(int64(m.Cols))
 	if err != nil {
@@ -89,7 +66,7 @@ func (m Matrix) check(op string) error {
 		return fmt.Errorf("kernels: %s: %w", op, err)
 	}
 	if int64(len(m.Data)) != want {
-		return &LengthError{Op: op, Field: "data", Len: int64(len(m.Data)), Want: want}
+		return &LengthError{Pkg: "kernels", Op: op, Type: m.Type, Field: "data", Len: int64(len(m.Data)), Want: want}
 	}
 	return nil
 }

@@ -99,6 +99,7 @@ type job struct {
 	// kept between calls.
 	xh  []uint16
 	q80 []quant.BlockQ8_0
+	q81 []quant.BlockQ8_1
 	q8k []quant.BlockQ8K
 
 	// q80dx holds the Q8_0 block scales of every whole group of eight
@@ -273,21 +274,21 @@ func (p *Pool) MatMul(out []float32, w Matrix, x []float32, n int) error {
 		return err
 	}
 	if n < 0 {
-		return &LengthError{Op: "matmul", Field: "n", Len: int64(n), Want: -1}
+		return &LengthError{Pkg: "kernels", Op: "matmul", Type: w.Type, Field: "n", Len: int64(n), Want: -1}
 	}
 	nx, err := tensor.MulInt64(int64(n), int64(w.Cols))
 	if err != nil {
 		return fmt.Errorf("kernels: matmul: x: %w", err)
 	}
 	if int64(len(x)) != nx {
-		return &LengthError{Op: "matmul", Field: "x", Len: int64(len(x)), Want: nx}
+		return &LengthError{Pkg: "kernels", Op: "matmul", Type: w.Type, Field: "x", Len: int64(len(x)), Want: nx}
 	}
 	no, err := tensor.MulInt64(int64(n), int64(w.Rows))
 	if err != nil {
 		return fmt.Errorf("kernels: matmul: out: %w", err)
 	}
 	if int64(len(out)) != no {
-		return &LengthError{Op: "matmul", Field: "out", Len: int64(len(out)), Want: no}
+		return &LengthError{Pkg: "kernels", Op: "matmul", Type: w.Type, Field: "out", Len: int64(len(out)), Want: no}
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -414,13 +415,15 @@ func (j *job) grow(tab *table) {
 		j.growGEMM()
 	}
 	nv := j.n * j.w.Cols
-	switch j.w.Type {
-	case tensor.F16, tensor.BF16:
+	switch tab.weights[j.w.Type].partner {
+	case partnerF16, partnerBF16:
 		j.xh = growSlice(j.xh, nv)
-	case tensor.Q8_0:
+	case partnerQ8_0:
 		j.q80 = growSlice(j.q80, nv/quant.QK8_0)
 		j.q80dx = growSlice(j.q80dx, j.n/8*8*(j.w.Cols/quant.QK8_0))
-	case tensor.Q4_K, tensor.Q6_K:
+	case partnerQ8_1:
+		j.q81 = growSlice(j.q81, nv/quant.QK8_1)
+	case partnerQ8K:
 		j.q8k = growSlice(j.q8k, nv/quant.QK_K)
 	}
 }
@@ -442,21 +445,28 @@ func (j *job) convert(tab *table, t0, t1 int) {
 	}
 	c := j.w.Cols
 	x := j.x[t0*c : t1*c]
-	switch j.w.Type {
-	case tensor.F16:
+	wk := &tab.weights[j.w.Type]
+	switch wk.partner {
+	case partnerF16:
 		tab.f32ToF16(j.xh[t0*c:t1*c], x)
-	case tensor.BF16:
+	case partnerBF16:
 		for i, v := range x {
 			j.xh[t0*c+i] = quant.F32ToBF16(v)
 		}
-	case tensor.Q8_0:
+	case partnerQ8_0:
 		nb := c / quant.QK8_0
 		quant.QuantizeRowQ8_0(x, j.q80[t0*nb:t1*nb])
+		if wk.q80.x8 == nil {
+			break
+		}
 		for t := t0; t < min(t1, j.n/8*8); t++ {
 			g := t / 8
 			q80Scales(j.q80dx[g*8*nb:(g+1)*8*nb], j.q80[t*nb:(t+1)*nb], t%8)
 		}
-	case tensor.Q4_K, tensor.Q6_K:
+	case partnerQ8_1:
+		nb := c / quant.QK8_1
+		quant.QuantizeRowQ8_1(x, j.q81[t0*nb:t1*nb])
+	case partnerQ8K:
 		nb := c / quant.QK_K
 		tab.quantQ8K(x, j.q8k[t0*nb:t1*nb])
 	}
@@ -471,27 +481,28 @@ func (j *job) rows(tab *table, part, r0, r1 int) {
 		j.gemmRows(tab, part, r0, r1)
 		return
 	}
-	switch j.w.Type {
-	case tensor.F32:
+	wk := &tab.weights[j.w.Type]
+	switch wk.partner {
+	case partnerF32:
 		tiled(j, r0, r1, j.x, j.w.Cols, tab.dotF32W)
-	case tensor.F16:
+	case partnerF16:
 		tiled(j, r0, r1, j.xh, j.w.Cols, tab.dotF16W)
-	case tensor.BF16:
+	case partnerBF16:
 		tiled(j, r0, r1, j.xh, j.w.Cols, tab.dotBF16)
-	case tensor.Q8_0:
-		tiledQ(j, r0, r1, &j.res[part].v, j.q80, j.q80dx, j.w.Cols/quant.QK8_0, quant.BlockQ8_0Bytes, tab.dotQ8_0, nil, tab.dotQ80x4, tab.dotQ80x8)
-	case tensor.Q4_K:
-		tiledQ(j, r0, r1, &j.res[part].v, j.q8k, nil, j.w.Cols/quant.QK_K, quant.BlockQ8_KBytes, tab.dotQ4K, tab.dotQ4KRows, tab.dotQ4Kx4, tab.dotQ4Kx8)
-	case tensor.Q6_K:
-		tiledQ(j, r0, r1, &j.res[part].v, j.q8k, nil, j.w.Cols/quant.QK_K, quant.BlockQ8_KBytes, tab.dotQ6K, tab.dotQ6KRows, tab.dotQ6Kx4, tab.dotQ6Kx8)
+	case partnerQ8_0:
+		tiledQ(j, r0, r1, &j.res[part].v, j.q80, j.q80dx, j.w.Cols/quant.QK8_0, quant.BlockQ8_0Bytes, &wk.q80)
+	case partnerQ8_1:
+		tiledQ(j, r0, r1, &j.res[part].v, j.q81, nil, j.w.Cols/quant.QK8_1, quant.BlockQ8_1Bytes, &wk.q81)
+	case partnerQ8K:
+		tiledQ(j, r0, r1, &j.res[part].v, j.q8k, nil, j.w.Cols/quant.QK_K, quant.BlockQ8_KBytes, &wk.q8k)
 	}
 }
 
 // tiledQ works like tiled for the quantized types, taking eight tokens
-// at a time with dot8 (when the path has one), then four with dot4 (whose
-// results equal four one-token dots, see the table) and the rest with
-// dot. A one-token product on a path with a row-run dot (dotRows, equal
-// to dot row by row) takes all its rows in one call. res is the calling
+// at a time with d.x8 (when the path has one), then four with d.x4 (when
+// it has one; its results equal four one-token dots, see dots) and the
+// rest with d.one. A one-token product on a path with a row-run dot
+// (d.rows, equal to d.one row by row) takes all its rows in one call. res is the calling
 // goroutine's own result buffer; blockBytes is the size of one X; dx is
 // the eight-token groups' block scales for dot8 (job.q80dx), or nil.
 //
@@ -499,10 +510,9 @@ func (j *job) rows(tab *table, part, r0, r1 int) {
 // bytes of activations): every row tile of r0..r1 is multiplied by one block
 // before the next block starts. A token is multiplied by the same kernel
 // whatever the blocking, so the results do not depend on it.
-func tiledQ[X any](j *job, r0, r1 int, res *[8]float32, xs []X, dx []float32, nb, blockBytes int,
-	dot func([]byte, []X) float32, dotRows func([]byte, []X, []float32),
-	dot4 func([]byte, []X, int, *[4]float32), dot8 func([]byte, []X, []float32, int, *[8]float32)) {
+func tiledQ[X any](j *job, r0, r1 int, res *[8]float32, xs []X, dx []float32, nb, blockBytes int, d *dots[X]) {
 	rb, rows, data, out := j.rb, j.w.Rows, j.w.Data, j.out
+	dot, dotRows, dot4, dot8 := d.one, d.rows, d.x4, d.x8
 	if j.n == 1 && dotRows != nil {
 		dotRows(data[r0*rb:r1*rb], xs[:nb], out[r0:r1])
 		return
@@ -529,7 +539,7 @@ func tiledQ[X any](j *job, r0, r1 int, res *[8]float32, xs []X, dx []float32, nb
 					o[4*rows+rr], o[5*rows+rr], o[6*rows+rr], o[7*rows+rr] = v[4], v[5], v[6], v[7]
 				}
 			}
-			for ; t+4 <= t1; t += 4 {
+			for ; dot4 != nil && t+4 <= t1; t += 4 {
 				xa := xs[t*nb : (t+4)*nb]
 				o := out[t*rows : (t+4)*rows]
 				for rr := r; rr < re; rr++ {

@@ -13,7 +13,8 @@ import (
 )
 
 // poolTypes are the weight types MatMul supports.
-var poolTypes = []tensor.Type{tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0, tensor.Q4_K, tensor.Q6_K}
+var poolTypes = []tensor.Type{tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0, tensor.Q4_K, tensor.Q6_K,
+	tensor.Q4_0, tensor.Q4_1, tensor.Q5_0, tensor.Q5_1, tensor.IQ4_NL, tensor.Q2_K, tensor.Q3_K, tensor.Q5_K, tensor.IQ4_XS}
 
 // testMatrix returns a random rows×cols matrix of type t.
 func testMatrix(t *testing.T, r *rand.Rand, typ tensor.Type, rows, cols int) Matrix {
@@ -78,6 +79,25 @@ func refDot(t tensor.Type, row []byte, x []float32) float32 {
 			return dotQ4KGeneric(row, q)
 		}
 		return dotQ6KGeneric(row, q)
+	case tensor.Q4_0, tensor.Q5_0, tensor.IQ4_NL:
+		q := make([]quant.BlockQ8_0, len(x)/32)
+		quant.QuantizeRowQ8_0(x, q)
+		return map[tensor.Type]func([]byte, []quant.BlockQ8_0) float32{
+			tensor.Q4_0: quant.DotQ4_0Q8_0, tensor.Q5_0: quant.DotQ5_0Q8_0, tensor.IQ4_NL: quant.DotIQ4NLQ8_0,
+		}[t](row, q)
+	case tensor.Q4_1, tensor.Q5_1:
+		q := make([]quant.BlockQ8_1, len(x)/32)
+		quant.QuantizeRowQ8_1(x, q)
+		if t == tensor.Q4_1 {
+			return quant.DotQ4_1Q8_1(row, q)
+		}
+		return quant.DotQ5_1Q8_1(row, q)
+	case tensor.Q2_K, tensor.Q3_K, tensor.Q5_K, tensor.IQ4_XS:
+		q := make([]quant.BlockQ8K, len(x)/256)
+		quant.QuantizeRowQ8K(x, q)
+		return map[tensor.Type]func([]byte, []quant.BlockQ8K) float32{
+			tensor.Q2_K: quant.DotQ2KQ8K, tensor.Q3_K: quant.DotQ3KQ8K, tensor.Q5_K: quant.DotQ5KQ8K, tensor.IQ4_XS: quant.DotIQ4XSQ8K,
+		}[t](row, q)
 	}
 	panic("unsupported type")
 }
@@ -105,7 +125,7 @@ func batchTokens(tab *table, typ tensor.Type, n int) int {
 	switch {
 	case k && reordered(tab, typ):
 		return n / 4 * 4
-	case n >= 8 && (typ == tensor.Q4_K && tab.dotQ4Kx8 != nil || typ == tensor.Q6_K && tab.dotQ6Kx8 != nil):
+	case n >= 8 && (typ == tensor.Q4_K && tab.q8k(tensor.Q4_K).x8 != nil || typ == tensor.Q6_K && tab.q8k(tensor.Q6_K).x8 != nil):
 		return n / 8 * 8
 	}
 	return 0
@@ -118,7 +138,7 @@ func TestMatMul(t *testing.T) {
 		r := rand.New(rand.NewPCG(8, 9))
 		for _, typ := range poolTypes {
 			cols := 512
-			if typ.BlockSize() == 1 || typ == tensor.Q8_0 {
+			if typ.BlockSize() < 256 {
 				cols = 96
 			}
 			for _, rows := range []int{1, 7, 13, 33} {
@@ -211,7 +231,7 @@ func TestMatMulErrors(t *testing.T) {
 		n    int
 		want error
 	}{
-		{"type", Matrix{Type: tensor.Q5_K, Rows: 4, Cols: 256, Data: make([]byte, 4*176)}, make([]float32, 256), make([]float32, 4), 1, ErrUnsupportedType},
+		{"type", Matrix{Type: tensor.IQ2_XS, Rows: 4, Cols: 256, Data: make([]byte, 4*74)}, make([]float32, 256), make([]float32, 4), 1, ErrUnsupportedType},
 		{"data", Matrix{Type: tensor.Q4_K, Rows: 4, Cols: 256, Data: make([]byte, 100)}, make([]float32, 256), make([]float32, 4), 1, ErrLength},
 		{"cols", Matrix{Type: tensor.Q4_K, Rows: 4, Cols: 100, Data: nil}, make([]float32, 100), make([]float32, 4), 1, ErrLength},
 		{"x", good, make([]float32, 255), make([]float32, 4), 1, ErrLength},
@@ -366,4 +386,42 @@ func TestClaimGuided(t *testing.T) {
 			t.Fatalf("%+v: pieces end at %d", tc, next)
 		}
 	}
+}
+
+// TestSupportedTypes checks that every type MatMul multiplies has a row
+// on every path and a partner format the conversion handles, and that
+// the set is what the tests multiply.
+func TestSupportedTypes(t *testing.T) {
+	want := map[tensor.Type]bool{}
+	for _, typ := range poolTypes {
+		want[typ] = true
+	}
+	got := SupportedTypes()
+	if len(got) != len(want) {
+		t.Errorf("SupportedTypes() = %v, want %v", got, poolTypes)
+	}
+	for _, typ := range got {
+		if !want[typ] {
+			t.Errorf("SupportedTypes() has %s, which the tests do not multiply", typ)
+		}
+	}
+	forEachPath(t, func(t *testing.T, tab *table) {
+		for _, typ := range poolTypes {
+			wk := tab.weights[typ]
+			ok := false
+			switch wk.partner {
+			case partnerF32, partnerF16, partnerBF16:
+				ok = true
+			case partnerQ8_0:
+				ok = wk.q80.one != nil
+			case partnerQ8_1:
+				ok = wk.q81.one != nil
+			case partnerQ8K:
+				ok = wk.q8k.one != nil
+			}
+			if !ok {
+				t.Errorf("%s: partner %d without a one-token dot", typ, wk.partner)
+			}
+		}
+	})
 }

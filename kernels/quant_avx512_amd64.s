@@ -871,3 +871,299 @@ q6k58done:
 	HSUM8(Z31, Y31, X31, 28(AX))
 	VZEROUPPER
 	RET
+
+// Q5_K row-run dot: the Q4_K one with the fifth bits added to the codes
+// under a mask (VPTESTMB, then a masked VPADDB of 16).
+
+// q5kBit selects the fifth bits of Q5_K chunk c (sub-blocks 2c and 2c+1):
+// bit 2c of every qh byte in the lower 32 bytes, bit 2c+1 in the upper.
+DATA q5kBit<>+0(SB)/8, $0x0101010101010101
+DATA q5kBit<>+8(SB)/8, $0x0101010101010101
+DATA q5kBit<>+16(SB)/8, $0x0101010101010101
+DATA q5kBit<>+24(SB)/8, $0x0101010101010101
+DATA q5kBit<>+32(SB)/8, $0x0202020202020202
+DATA q5kBit<>+40(SB)/8, $0x0202020202020202
+DATA q5kBit<>+48(SB)/8, $0x0202020202020202
+DATA q5kBit<>+56(SB)/8, $0x0202020202020202
+DATA q5kBit<>+64(SB)/8, $0x0404040404040404
+DATA q5kBit<>+72(SB)/8, $0x0404040404040404
+DATA q5kBit<>+80(SB)/8, $0x0404040404040404
+DATA q5kBit<>+88(SB)/8, $0x0404040404040404
+DATA q5kBit<>+96(SB)/8, $0x0808080808080808
+DATA q5kBit<>+104(SB)/8, $0x0808080808080808
+DATA q5kBit<>+112(SB)/8, $0x0808080808080808
+DATA q5kBit<>+120(SB)/8, $0x0808080808080808
+DATA q5kBit<>+128(SB)/8, $0x1010101010101010
+DATA q5kBit<>+136(SB)/8, $0x1010101010101010
+DATA q5kBit<>+144(SB)/8, $0x1010101010101010
+DATA q5kBit<>+152(SB)/8, $0x1010101010101010
+DATA q5kBit<>+160(SB)/8, $0x2020202020202020
+DATA q5kBit<>+168(SB)/8, $0x2020202020202020
+DATA q5kBit<>+176(SB)/8, $0x2020202020202020
+DATA q5kBit<>+184(SB)/8, $0x2020202020202020
+DATA q5kBit<>+192(SB)/8, $0x4040404040404040
+DATA q5kBit<>+200(SB)/8, $0x4040404040404040
+DATA q5kBit<>+208(SB)/8, $0x4040404040404040
+DATA q5kBit<>+216(SB)/8, $0x4040404040404040
+DATA q5kBit<>+224(SB)/8, $0x8080808080808080
+DATA q5kBit<>+232(SB)/8, $0x8080808080808080
+DATA q5kBit<>+240(SB)/8, $0x8080808080808080
+DATA q5kBit<>+248(SB)/8, $0x8080808080808080
+GLOBL q5kBit<>(SB), RODATA|NOPTR, $256
+
+// Q5K_CHUNK works like Q4K_CHUNK512 for the qs bytes of Q5_K chunk c (at
+// 48+32c(SI)), adding 16 to the codes whose fifth bit (qh, broadcast in
+// Z4; the chunk's bit selector in bit) is set. Z14 holds 16 in every byte.
+#define Q5K_CHUNK(qoff, xoff, bit, sc, acc) \
+	VBROADCASTI64X4 qoff(SI), Z2 \
+	VPSRLVW         Z24, Z2, Z2 \
+	VPANDD          Z15, Z2, Z2 \
+	VPTESTMB        bit, Z4, K1 \
+	VPADDB          Z14, Z2, K1, Z2 \
+	VPMADDUBSW      xoff(DI), Z2, Z2 \
+	VPDPWSSD        sc, Z2, acc
+
+// func dotQ5KRowsAVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32)
+//
+// As dotQ4KRowsAVX512 (same scale layout, lanes and float steps), with
+// the codes at 48(SI) and their fifth bits at 16(SI).
+TEXT ·dotQ5KRowsAVX512(SB), NOSPLIT, $8-40
+	MOVQ w+0(FP), SI
+	MOVQ x+8(FP), R11
+	MOVQ nb+16(FP), R12
+	MOVQ rows+24(FP), R13
+	MOVQ out+32(FP), R14
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z15
+	MOVL $0x10101010, AX
+	VPBROADCASTD AX, Z14
+	VMOVDQU64 q4kIdx<>+0(SB), Z16
+	VMOVDQU64 q4kIdx<>+64(SB), Z17
+	VMOVDQU64 q4kIdx<>+128(SB), Z18
+	VMOVDQU64 q4kIdx<>+192(SB), Z19
+	VMOVDQU64 q4kShift<>+0(SB), Z24
+	VMOVDQU64 q5kBit<>+0(SB), Z25
+	VMOVDQU64 q5kBit<>+64(SB), Z26
+	VMOVDQU64 q5kBit<>+128(SB), Z27
+	VMOVDQU64 q5kBit<>+192(SB), Z28
+
+q5krow:
+	MOVQ R11, DI
+	MOVQ R12, CX
+	VXORPS X8, X8, X8
+	VXORPS X12, X12, X12
+
+q5kloop:
+	PREFETCHT0 2816(SI)
+	PREFETCHT0 2880(SI)
+	PREFETCHT0 2944(SI)
+	Q4K_SCALES512
+	VPERMW Z0, Z16, Z20
+	VPERMW Z0, Z17, Z21
+	VPERMW Z0, Z18, Z22
+	VPERMW Z0, Z19, Z23
+	VPUNPCKLWD X1, X1, X2
+	VPUNPCKHWD X1, X1, X3
+	VINSERTI128 $1, X3, Y2, Y2
+	VPMADDWD 260(DI), Y2, Y10
+	VBROADCASTI64X4 16(SI), Z4
+	VPXORD Z9, Z9, Z9
+	VPXORD Z11, Z11, Z11
+	Q5K_CHUNK(48, 4, Z25, Z20, Z9)
+	Q5K_CHUNK(80, 68, Z26, Z21, Z11)
+	Q5K_CHUNK(112, 132, Z27, Z22, Z9)
+	Q5K_CHUNK(144, 196, Z28, Z23, Z11)
+	VPADDD Z11, Z9, Z9
+	VCVTDQ2PS Z9, Z9
+	VCVTDQ2PS Y10, Y10
+	VCVTPH2PS (SI), X6
+	VBROADCASTSS (DI), X7
+	VMULPS X7, X6, X6
+	VMOVQ X6, tmp-8(SP)
+	VFMADD231PS.BCST tmp-8(SP), Z9, Z8
+	VFMADD231PS.BCST tmp-4(SP), Y10, Y12
+	ADDQ $176, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ q5kloop
+
+	VEXTRACTF64X4 $1, Z8, Y0
+	VADDPS Y0, Y8, Y8
+	VSUBPS Y12, Y8, Y8
+	VEXTRACTF128 $1, Y8, X0
+	VADDPS X0, X8, X8
+	VMOVHLPS X8, X0, X0
+	VADDPS X0, X8, X8
+	VMOVSHDUP X8, X0
+	VADDSS X0, X8, X8
+	VMOVSS X8, (R14)
+	ADDQ $4, R14
+	DECQ R13
+	JNZ q5krow
+	VZEROUPPER
+	RET
+
+// Q3_K row-run dot. A value's code is c = u - 4 with u = its two low bits
+// plus 4 when its hmask bit is set (0..7): u is unpacked like Q5_K's
+// codes (a broadcast qs chunk shifted by 2s and 2s+2 bits in its two
+// halves, masked to two bits, 4 added under a VPTESTMB mask of hmask) and
+// multiplied with the activations by VPMADDUBSW; the scales (6 bits minus
+// 32, spread over the words by q6kIdx as in Q6_K) are applied by
+// VPDPWSSD; the offset term 4·Σ_j scale_j·bsums_j is one VPMADDWD of the
+// scales with the activations' bsums, subtracted once per block. The
+// integer lanes are exact; they are converted and accumulated with
+// f16(d)·x.D into float lanes, reduced once per row.
+
+// q3kShift holds the word shifts that bring the two-bit codes of values
+// 32s.. (lower 32 bytes) and 32(s+1).. (upper) to bits 0-1: s = 0, then
+// s = 2.
+DATA q3kShift<>+0(SB)/8, $0x0000000000000000
+DATA q3kShift<>+8(SB)/8, $0x0000000000000000
+DATA q3kShift<>+16(SB)/8, $0x0000000000000000
+DATA q3kShift<>+24(SB)/8, $0x0000000000000000
+DATA q3kShift<>+32(SB)/8, $0x0002000200020002
+DATA q3kShift<>+40(SB)/8, $0x0002000200020002
+DATA q3kShift<>+48(SB)/8, $0x0002000200020002
+DATA q3kShift<>+56(SB)/8, $0x0002000200020002
+DATA q3kShift<>+64(SB)/8, $0x0004000400040004
+DATA q3kShift<>+72(SB)/8, $0x0004000400040004
+DATA q3kShift<>+80(SB)/8, $0x0004000400040004
+DATA q3kShift<>+88(SB)/8, $0x0004000400040004
+DATA q3kShift<>+96(SB)/8, $0x0006000600060006
+DATA q3kShift<>+104(SB)/8, $0x0006000600060006
+DATA q3kShift<>+112(SB)/8, $0x0006000600060006
+DATA q3kShift<>+120(SB)/8, $0x0006000600060006
+GLOBL q3kShift<>(SB), RODATA|NOPTR, $128
+
+// Q3K_CHUNK multiplies the 64 values of qs chunk qoff (shifted by shift)
+// with their activations at xoff(DI); hmask is broadcast in Z4, bit
+// selects the chunk's hmask bits, sc holds the scales.
+#define Q3K_CHUNK(qoff, xoff, shift, bit, sc, acc) \
+	VBROADCASTI64X4 qoff(SI), Z2 \
+	VPSRLVW         shift, Z2, Z2 \
+	VPANDD          Z15, Z2, Z2 \
+	VPTESTMB        bit, Z4, K1 \
+	VPADDB          Z14, Z2, K1, Z2 \
+	VPMADDUBSW      xoff(DI), Z2, Z2 \
+	VPDPWSSD        sc, Z2, acc
+
+// Q3K_SCALES leaves the 16 scales of the block at SI, minus 32, as words
+// in Y0 (upper half of Z0 zero). Y13 holds 32 in every word. Clobbers AX,
+// BX, DX, R8-R10.
+#define Q3K_SCALES \
+	MOVL 96(SI), AX \
+	MOVL 100(SI), BX \
+	MOVL 104(SI), DX \
+	MOVL AX, R8 \
+	ANDL $0x0f0f0f0f, R8 \
+	MOVL DX, R9 \
+	ANDL $0x03030303, R9 \
+	SHLL $4, R9 \
+	ORL  R9, R8 \
+	MOVL BX, R10 \
+	ANDL $0x0f0f0f0f, R10 \
+	MOVL DX, R9 \
+	SHRL $2, R9 \
+	ANDL $0x03030303, R9 \
+	SHLL $4, R9 \
+	ORL  R9, R10 \
+	SHLQ $32, R10 \
+	ORQ  R10, R8 \
+	VMOVQ R8, X0 \
+	MOVL AX, R8 \
+	SHRL $4, R8 \
+	ANDL $0x0f0f0f0f, R8 \
+	MOVL DX, R9 \
+	SHRL $4, R9 \
+	ANDL $0x03030303, R9 \
+	SHLL $4, R9 \
+	ORL  R9, R8 \
+	MOVL BX, R10 \
+	SHRL $4, R10 \
+	ANDL $0x0f0f0f0f, R10 \
+	MOVL DX, R9 \
+	SHRL $6, R9 \
+	ANDL $0x03030303, R9 \
+	SHLL $4, R9 \
+	ORL  R9, R10 \
+	SHLQ $32, R10 \
+	ORQ  R10, R8 \
+	VMOVQ R8, X1 \
+	VPUNPCKLQDQ X1, X0, X0 \
+	VPMOVZXBW X0, Y0 \
+	VPSUBW Y13, Y0, Y0
+
+// func dotQ3KRowsAVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32)
+TEXT ·dotQ3KRowsAVX512(SB), NOSPLIT, $0-40
+	MOVQ w+0(FP), SI
+	MOVQ x+8(FP), R11
+	MOVQ nb+16(FP), R12
+	MOVQ rows+24(FP), R13
+	MOVQ out+32(FP), R14
+	MOVL $0x03030303, AX
+	VPBROADCASTD AX, Z15
+	MOVL $0x04040404, AX
+	VPBROADCASTD AX, Z14
+	MOVL $0x00200020, AX
+	VPBROADCASTD AX, Y13
+	VMOVDQU64 q6kIdx<>+0(SB), Z16
+	VMOVDQU64 q6kIdx<>+64(SB), Z17
+	VMOVDQU64 q6kIdx<>+128(SB), Z18
+	VMOVDQU64 q6kIdx<>+192(SB), Z19
+	VMOVDQU64 q5kBit<>+0(SB), Z25
+	VMOVDQU64 q5kBit<>+64(SB), Z26
+	VMOVDQU64 q5kBit<>+128(SB), Z27
+	VMOVDQU64 q5kBit<>+192(SB), Z28
+	VMOVDQU64 q3kShift<>+0(SB), Z29
+	VMOVDQU64 q3kShift<>+64(SB), Z30
+
+q3krow:
+	MOVQ R11, DI
+	MOVQ R12, CX
+	VXORPS Y8, Y8, Y8
+
+q3kloop:
+	PREFETCHT0 1760(SI)
+	PREFETCHT0 1824(SI)
+	Q3K_SCALES
+	VPERMW Z0, Z16, Z20
+	VPERMW Z0, Z17, Z21
+	VPERMW Z0, Z18, Z22
+	VPERMW Z0, Z19, Z23
+	VPMADDWD 260(DI), Y0, Y10
+	VPSLLD $2, Y10, Y10
+	VBROADCASTI64X4 0(SI), Z4
+	VPXORD Z9, Z9, Z9
+	VPXORD Z11, Z11, Z11
+	Q3K_CHUNK(32, 4, Z29, Z25, Z20, Z9)
+	Q3K_CHUNK(32, 68, Z30, Z26, Z21, Z11)
+	Q3K_CHUNK(64, 132, Z29, Z27, Z22, Z9)
+	Q3K_CHUNK(64, 196, Z30, Z28, Z23, Z11)
+	VPADDD Z11, Z9, Z9
+	VEXTRACTI64X4 $1, Z9, Y1
+	VPADDD Y1, Y9, Y9
+	VPSUBD Y10, Y9, Y9
+	VCVTDQ2PS Y9, Y9
+	MOVWLZX 108(SI), AX
+	VMOVD AX, X6
+	VCVTPH2PS X6, X6
+	VMULSS 0(DI), X6, X6
+	VBROADCASTSS X6, Y6
+	VFMADD231PS Y6, Y9, Y8
+	ADDQ $110, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ q3kloop
+
+	VEXTRACTF128 $1, Y8, X0
+	VADDPS X0, X8, X8
+	VMOVHLPS X8, X0, X0
+	VADDPS X0, X8, X8
+	VMOVSHDUP X8, X0
+	VADDSS X0, X8, X8
+	VMOVSS X8, (R14)
+	ADDQ $4, R14
+	DECQ R13
+	JNZ q3krow
+	VZEROUPPER
+	RET

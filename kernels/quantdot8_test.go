@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"encoding/binary"
+	"github.com/lisa-llm/lisa/tensor"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -22,8 +23,8 @@ type eightDot struct {
 // eightDots returns the eight-token dots of tab.
 func eightDots(tab *table) []eightDot {
 	return []eightDot{
-		{"Q4_K", false, q4KBytes, []int{0, 2}, tab.dotQ4Kx8},
-		{"Q6_K", true, q6KBytes, []int{208}, tab.dotQ6Kx8},
+		{"Q4_K", false, q4KBytes, []int{0, 2}, tab.q8k(tensor.Q4_K).x8},
+		{"Q6_K", true, q6KBytes, []int{208}, tab.q8k(tensor.Q6_K).x8},
 	}
 }
 

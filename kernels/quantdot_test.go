@@ -169,7 +169,11 @@ func absTermsQ8_0(w []byte, x []quant.BlockQ8_0) float64 {
 // quant_avx512_amd64.s) rather than in the generic twin's block order:
 // the avx512 path's Q8_0, Q4_K and Q6_K dots do.
 func reordered(tab *table, typ tensor.Type) bool {
-	return tab.path == AVX512 && (typ == tensor.Q8_0 || typ == tensor.Q4_K || typ == tensor.Q6_K)
+	switch typ {
+	case tensor.Q8_0, tensor.Q4_K, tensor.Q6_K, tensor.Q4_0, tensor.Q5_0, tensor.IQ4_NL, tensor.IQ4_XS, tensor.Q5_K, tensor.Q3_K:
+		return tab.path == AVX512
+	}
+	return false
 }
 
 // nearTwin reports whether got, a dot of type typ over nb blocks of tab,
@@ -503,9 +507,9 @@ func TestKDotRows(t *testing.T) {
 	forEachPath(t, func(t *testing.T, tab *table) {
 		r := rand.New(rand.NewPCG(20, 21))
 		for _, q6 := range []bool{false, true} {
-			size, offs, dot, rowsDot := q4KBytes, []int{0, 2}, tab.dotQ4K, tab.dotQ4KRows
+			size, offs, dot, rowsDot := q4KBytes, []int{0, 2}, tab.dotQ4K, tab.q8k(tensor.Q4_K).rows
 			if q6 {
-				size, offs, dot, rowsDot = q6KBytes, []int{208}, tab.dotQ6K, tab.dotQ6KRows
+				size, offs, dot, rowsDot = q6KBytes, []int{208}, tab.dotQ6K, tab.q8k(tensor.Q6_K).rows
 			}
 			if rowsDot == nil {
 				continue

@@ -2,6 +2,7 @@ package model
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/lisa-llm/lisa/gguf"
@@ -53,7 +54,7 @@ func TestLoadErrors(t *testing.T) {
 		}, "", "blk.0.attn_norm.weight", ErrInvalid},
 		{"wrong matrix type", func(s *synth) {
 			s.dropTensor("blk.1.attn_q.weight")
-			s.tensors = append(s.tensors, encode(t, "blk.1.attn_q.weight", tensor.Q4_0, []uint64{32, 32}, make([]float32, 32*32)))
+			s.tensors = append(s.tensors, &synthTensor{name: "blk.1.attn_q.weight", typ: tensor.MXFP4, dims: []uint64{32, 32}, data: make([]byte, 32*17)})
 		}, "", "blk.1.attn_q.weight", ErrUnsupported},
 		{"wrong norm type", func(s *synth) {
 			s.dropTensor("blk.0.ffn_norm.weight")
@@ -103,6 +104,12 @@ func TestLoadErrors(t *testing.T) {
 			var te *TensorError
 			if !errors.As(err, &te) || te.Name != tc.tensor {
 				t.Errorf("error %v, want a TensorError for %s", err, tc.tensor)
+			}
+			if strings.HasPrefix(tc.name, "wrong matrix") || strings.HasPrefix(tc.name, "wrong embedding") {
+				// Name the type and what would have been accepted.
+				if msg := err.Error(); !strings.Contains(msg, "MXFP4") && !strings.Contains(msg, "I8") || !strings.Contains(msg, "Q4_K") {
+					t.Errorf("error %q names neither the type nor the supported ones", msg)
+				}
 			}
 		})
 	}

@@ -133,7 +133,7 @@ func (b *binder) matrix(name string, cols, rows int) (kernels.Matrix, error) {
 	}
 	m, err := kernels.NewMatrix(ti.Type, rows, cols, data)
 	if errors.Is(err, kernels.ErrUnsupportedType) {
-		return kernels.Matrix{}, &TensorError{Name: name, Reason: fmt.Sprintf("type %s is not supported for a weight matrix", ti.Type), Err: ErrUnsupported}
+		return kernels.Matrix{}, &TensorError{Name: name, Reason: fmt.Sprintf("type %s is not supported for a weight matrix (supported: %v)", ti.Type, kernels.SupportedTypes()), Err: ErrUnsupported}
 	}
 	if err != nil {
 		return kernels.Matrix{}, &TensorError{Name: name, Reason: err.Error(), Err: ErrInvalid}
@@ -174,7 +174,7 @@ func (b *binder) embedding(name string, c Config) (Embedding, error) {
 		return Embedding{}, err
 	}
 	if !quant.Supported(ti.Type) {
-		return Embedding{}, &TensorError{Name: name, Reason: fmt.Sprintf("type %s is not supported for embeddings", ti.Type), Err: ErrUnsupported}
+		return Embedding{}, &TensorError{Name: name, Reason: fmt.Sprintf("type %s is not supported for embeddings (supported: %v)", ti.Type, quant.SupportedTypes()), Err: ErrUnsupported}
 	}
 	rb, err := ti.Type.RowBytes(int64(c.NEmbd))
 	if err != nil || rb*int64(c.NVocab) != int64(len(data)) {

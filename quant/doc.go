@@ -1,6 +1,8 @@
 // Package quant implements ggml's tensor storage formats: the scalar
-// conversions F16 and BF16, the 32-value block formats Q4_0, Q5_0, Q8_0 and
-// Q8_1, and the 256-value K-quant formats Q4_K, Q5_K, Q6_K and Q8_K.
+// conversions F16 and BF16, the 32-value block formats Q4_0, Q4_1, Q5_0,
+// Q5_1, Q8_0, Q8_1 and IQ4_NL, and the 256-value formats Q2_K, Q3_K, Q4_K,
+// Q5_K, Q6_K, Q8_K and IQ4_XS. Each type is one row of a conversion table
+// (format); SupportedTypes lists them.
 //
 // For each format it provides dequantization (bit-exact with llama.cpp's
 // dequantize_row_* functions; ggml has none for Q8_1), a reference quantizer that writes the bytes
@@ -16,6 +18,12 @@
 // padding. Byte offsets inside one block:
 //
 //	Q4_0  18 B / 32 values:  d f16 @0, qs [16] @2 (value j in the low nibble of qs[j], j+16 in the high)
+//	Q4_1  20 B / 32 values:  d f16 @0, m f16 @2, qs [16] @4 (value = code*d + m)
+//	Q5_1  24 B / 32 values:  d f16 @0, m f16 @2, qh [4] @4, qs [16] @8
+//	IQ4_NL 18 B / 32 values: d f16 @0, qs [16] @2 (value = d * codebook[code], nibbles as Q4_0)
+//	Q2_K  84 B / 256 values: scales [16] @0 (low nibble scale, high min), qs [64] @16, d f16 @80, dmin f16 @82
+//	Q3_K 110 B / 256 values: hmask [32] @0, qs [64] @32, scales [12] @96 (sixteen 6-bit), d f16 @108
+//	IQ4_XS 136 B / 256 values: d f16 @0, scales_h u16 @2, scales_l [4] @4, qs [128] @8
 //	Q5_0  22 B / 32 values:  d f16 @0, qh [4] @2 (bit j = fifth bit of value j), qs [16] @6
 //	Q8_0  34 B / 32 values:  d f16 @0, qs int8[32] @2
 //	Q8_1  36 B / 32 values:  d f16 @0, s f16 @2 (d times the sum of qs), qs int8[32] @4
@@ -39,7 +47,11 @@
 // BlockQ8K, whose memory layouts equal the byte layouts above (their sizes
 // are asserted in the tests). The kernels quantize a row of activations once
 // per matrix product (QuantizeRowQ8_0, QuantizeRowQ8K) and then take integer
-// dot products block by block (DotQ8_0Q8_0, DotQ4KQ8K, DotQ6KQ8K).
+// dot products block by block (DotQ8_0Q8_0, DotQ4KQ8K, DotQ6KQ8K, and one
+// Dot function per weight type: Q4_0, Q5_0 and IQ4_NL pair with Q8_0,
+// Q4_1 and Q5_1 with Q8_1 (BlockQ8_1, QuantizeRowQ8_1), the 256-value
+// types with Q8_K), each with ggml's generic C kernel's integer sums and
+// float order, so that the results equal ggml's bit for bit.
 // QuantizeRowQ8_0 is llama.cpp's reference Q8_0 quantizer (ties away from
 // zero); QuantizeRowQ8_0Act is the variant llama.cpp's x86 build applies to
 // activations at inference time (ties to even).
@@ -67,10 +79,15 @@
 // math.MinInt32 before the truncation to 8 bits. NaN bit patterns produced
 // by arithmetic are the hardware's (0xFFC00000 on amd64), as in llama.cpp.
 //
-// The tests check Q8_0, Q4_K and Q6_K byte for byte and bit for bit
-// against llama.cpp's output (shared/ref/quant and every tensor of the
-// shared test models), and the F16 and BF16 conversions against IEEE 754
-// rounding over every half value and a million random float32s. Q4_0, Q5_0, Q5_K and Q8_1 follow the same ggml
-// algorithms but have no llama.cpp reference data to compare with here;
-// they are checked by round-trip and property tests only.
+// The tests check every block type byte for byte and bit for bit against
+// llama.cpp's ggml library: its reference quantizers, its dequantizers (of
+// their output and of random hostile bytes) and its generic dot products,
+// on adversarial and random rows (testdata/ref, written by
+// testdata/gen/gen.sh through ggml's type traits); Q8_0, Q4_K and Q6_K also
+// against shared/ref/quant and every tensor of the shared test models, and
+// the F16 and BF16 conversions against IEEE 754 rounding over every half
+// value and a million random float32s. Two ggml behaviours are undefined
+// and not reproduced: an all-zero IQ4_NL block keeps whatever codes
+// ggml's stack held (here the previous block's, or zeros), and an
+// all-zero Q8_K block's bsums are left unwritten (here zero).
 package quant

@@ -43,6 +43,12 @@ type kqScratch struct {
 // nmax)/(max-min), each refined by the closed-form fit and kept when its
 // weighted squared error is lower. It writes the codes to L.
 func makeQKX2(x []float32, s *kqScratch, L []uint8, nmax int32, rmin, rdelta float32, nstep int) (scale, theMin float32) {
+	return makeQKX2Err(x, s, L, nmax, rmin, rdelta, nstep, false)
+}
+
+// makeQKX2Err is makeQKX2 comparing the fits by weighted absolute error
+// when mad is set (make_qkx2_quants' use_mad), squared error otherwise.
+func makeQKX2Err(x []float32, s *kqScratch, L []uint8, nmax int32, rmin, rdelta float32, nstep int, mad bool) (scale, theMin float32) {
 	n := len(x)
 	w := s.weights[:n]
 	L = L[:n]
@@ -75,7 +81,11 @@ func makeQKX2(x []float32, s *kqScratch, L []uint8, nmax int32, rmin, rdelta flo
 		l := nearestInt(float32(iscale * (v - vmin)))
 		L[i] = uint8(clamp(l, 0, nmax))
 		diff := float32(scale*float32(L[i])) + vmin - v
-		diff = diff * diff
+		if mad {
+			diff = absf(diff)
+		} else {
+			diff = diff * diff
+		}
 		bestMad += float32(w[i] * diff)
 	}
 	for is := 0; is <= nstep; is++ {
@@ -100,15 +110,19 @@ func makeQKX2(x []float32, s *kqScratch, L []uint8, nmax int32, rmin, rdelta flo
 			thisMin = 0
 			thisScale = sumXL / sumL2
 		}
-		var mad float32
+		var e float32
 		for i, v := range x {
 			diff := float32(thisScale*float32(laux[i])) + thisMin - v
-			diff = diff * diff
-			mad += float32(w[i] * diff)
+			if mad {
+				diff = absf(diff)
+			} else {
+				diff = diff * diff
+			}
+			e += float32(w[i] * diff)
 		}
-		if mad < bestMad {
+		if e < bestMad {
 			copy(L, laux)
-			bestMad = mad
+			bestMad = e
 			scale, vmin = thisScale, thisMin
 		}
 	}

@@ -259,3 +259,30 @@ func DequantizeQ8K(src []byte, dst []float32) {
 		}
 	}
 }
+
+// BlockQ8_1 is one Q8_1 block in Go form, the activation format of the
+// Q4_1 and Q5_1 dot products: 32 int8 values, their f16 scale D and S, the
+// f16 of D times the sum of the values. Its memory layout equals the
+// 36-byte GGUF layout on little-endian machines.
+type BlockQ8_1 struct {
+	D  uint16 // scale, IEEE half-precision bits
+	S  uint16 // D times the sum of Qs, IEEE half-precision bits
+	Qs [QK8_1]int8
+}
+
+// QuantizeRowQ8_1 quantizes src (32*len(dst) values) into Q8_1 blocks as
+// quantize_row_q8_1_ref does (the codes and D of QuantizeRowQ8_0, S =
+// f16(sum of the codes * d) with d before its rounding to f16).
+func QuantizeRowQ8_1(src []float32, dst []BlockQ8_1) {
+	src = src[:QK8_1*len(dst)]
+	for i := range dst {
+		b := &dst[i]
+		d := quantizeBlockQ8(src[QK8_1*i:], &b.Qs)
+		var sum int32
+		for _, q := range b.Qs {
+			sum += int32(q)
+		}
+		b.D = F32ToF16(d)
+		b.S = F32ToF16(float32(sum) * d)
+	}
+}

@@ -9,91 +9,94 @@ import (
 
 // Block sizes (values per block) and block byte sizes of the formats.
 const (
-	QK4_0 = 32  // QK4_0 is the number of values in a Q4_0 block.
-	QK5_0 = 32  // QK5_0 is the number of values in a Q5_0 block.
-	QK8_0 = 32  // QK8_0 is the number of values in a Q8_0 block.
-	QK8_1 = 32  // QK8_1 is the number of values in a Q8_1 block.
-	QK_K  = 256 // QK_K is the number of values in a K-quant block.
+	QK4_0  = 32  // QK4_0 is the number of values in a Q4_0 block.
+	QK4_1  = 32  // QK4_1 is the number of values in a Q4_1 block.
+	QK5_0  = 32  // QK5_0 is the number of values in a Q5_0 block.
+	QK5_1  = 32  // QK5_1 is the number of values in a Q5_1 block.
+	QK8_0  = 32  // QK8_0 is the number of values in a Q8_0 block.
+	QK8_1  = 32  // QK8_1 is the number of values in a Q8_1 block.
+	QK4_NL = 32  // QK4_NL is the number of values in an IQ4_NL block.
+	QK_K   = 256 // QK_K is the number of values in a K-quant (and IQ4_XS) block.
 
-	BlockQ4_0Bytes = 18  // BlockQ4_0Bytes is the size of a Q4_0 block.
-	BlockQ5_0Bytes = 22  // BlockQ5_0Bytes is the size of a Q5_0 block.
-	BlockQ8_0Bytes = 34  // BlockQ8_0Bytes is the size of a Q8_0 block.
-	BlockQ8_1Bytes = 36  // BlockQ8_1Bytes is the size of a Q8_1 block.
-	BlockQ4_KBytes = 144 // BlockQ4_KBytes is the size of a Q4_K block.
-	BlockQ5_KBytes = 176 // BlockQ5_KBytes is the size of a Q5_K block.
-	BlockQ6_KBytes = 210 // BlockQ6_KBytes is the size of a Q6_K block.
-	BlockQ8_KBytes = 292 // BlockQ8_KBytes is the size of a Q8_K block.
+	BlockQ4_0Bytes   = 18  // BlockQ4_0Bytes is the size of a Q4_0 block.
+	BlockQ4_1Bytes   = 20  // BlockQ4_1Bytes is the size of a Q4_1 block.
+	BlockQ5_0Bytes   = 22  // BlockQ5_0Bytes is the size of a Q5_0 block.
+	BlockQ5_1Bytes   = 24  // BlockQ5_1Bytes is the size of a Q5_1 block.
+	BlockQ8_0Bytes   = 34  // BlockQ8_0Bytes is the size of a Q8_0 block.
+	BlockQ8_1Bytes   = 36  // BlockQ8_1Bytes is the size of a Q8_1 block.
+	BlockQ2_KBytes   = 84  // BlockQ2_KBytes is the size of a Q2_K block.
+	BlockQ3_KBytes   = 110 // BlockQ3_KBytes is the size of a Q3_K block.
+	BlockQ4_KBytes   = 144 // BlockQ4_KBytes is the size of a Q4_K block.
+	BlockQ5_KBytes   = 176 // BlockQ5_KBytes is the size of a Q5_K block.
+	BlockQ6_KBytes   = 210 // BlockQ6_KBytes is the size of a Q6_K block.
+	BlockQ8_KBytes   = 292 // BlockQ8_KBytes is the size of a Q8_K block.
+	BlockIQ4_NLBytes = 18  // BlockIQ4_NLBytes is the size of an IQ4_NL block.
+	BlockIQ4_XSBytes = 136 // BlockIQ4_XSBytes is the size of an IQ4_XS block.
 )
 
 // ErrUnsupported is returned for a tensor type this package cannot convert.
 var ErrUnsupported = errors.New("unsupported tensor type")
 
 // ErrLength is the sentinel wrapped by every LengthError.
-var ErrLength = errors.New("bad length")
+var ErrLength = tensor.ErrLength
 
-// LengthError reports a slice whose length does not fit the tensor type.
-type LengthError struct {
-	Op    string      // "dequantize" or "quantize"
-	Type  tensor.Type // the tensor type
-	Field string      // "src" or "dst"
-	Unit  string      // "values" or "bytes"
-	Len   int64       // the length given
-	Want  int64       // the length required, or 0 when Block applies
-	Block int         // when non-zero, Len must be a multiple of Block
-}
+// LengthError reports a slice whose length does not fit the tensor type;
+// it is tensor.LengthError, shared with package kernels.
+type LengthError = tensor.LengthError
 
-// Error describes the bad length.
-func (e *LengthError) Error() string {
-	if e.Block > 0 {
-		return fmt.Sprintf("quant: %s %s: %s holds %d %s, not a multiple of the block size %d",
-			e.Op, e.Type, e.Field, e.Len, e.Unit, e.Block)
-	}
-	return fmt.Sprintf("quant: %s %s: %s holds %d %s, want %d", e.Op, e.Type, e.Field, e.Len, e.Unit, e.Want)
-}
-
-// Unwrap returns ErrLength.
-func (e *LengthError) Unwrap() error { return ErrLength }
-
-// codec holds one format's row converters. Both assume the lengths were
-// checked: dst (or src) holds whole blocks and the byte side matches.
-type codec struct {
+// format is one type's row of the conversion table: its row converters,
+// both assuming the lengths were checked (dst or src holds whole blocks
+// and the byte side matches). Adding a type is adding its row.
+type format struct {
 	dequant func(src []byte, dst []float32)
 	quant   func(src []float32, dst []byte)
 }
 
-// codecOf returns the converters of t.
-func codecOf(t tensor.Type) (codec, bool) {
-	switch t {
-	case tensor.F32:
-		return codec{DequantizeF32, QuantizeF32}, true
-	case tensor.F16:
-		return codec{DequantizeF16, QuantizeF16}, true
-	case tensor.BF16:
-		return codec{DequantizeBF16, QuantizeBF16}, true
-	case tensor.Q4_0:
-		return codec{DequantizeQ4_0, QuantizeQ4_0}, true
-	case tensor.Q5_0:
-		return codec{DequantizeQ5_0, QuantizeQ5_0}, true
-	case tensor.Q8_0:
-		return codec{DequantizeQ8_0, QuantizeQ8_0}, true
-	case tensor.Q8_1:
-		return codec{DequantizeQ8_1, QuantizeQ8_1}, true
-	case tensor.Q4_K:
-		return codec{DequantizeQ4K, QuantizeQ4K}, true
-	case tensor.Q5_K:
-		return codec{DequantizeQ5K, QuantizeQ5K}, true
-	case tensor.Q6_K:
-		return codec{DequantizeQ6K, QuantizeQ6K}, true
-	case tensor.Q8_K:
-		return codec{DequantizeQ8K, QuantizeQ8K}, true
+// formats is the conversion table, indexed by type.
+var formats = [tensor.TypeCount]format{
+	tensor.F32:    {DequantizeF32, QuantizeF32},
+	tensor.F16:    {DequantizeF16, QuantizeF16},
+	tensor.BF16:   {DequantizeBF16, QuantizeBF16},
+	tensor.Q4_0:   {DequantizeQ4_0, QuantizeQ4_0},
+	tensor.Q4_1:   {DequantizeQ4_1, QuantizeQ4_1},
+	tensor.Q5_0:   {DequantizeQ5_0, QuantizeQ5_0},
+	tensor.Q5_1:   {DequantizeQ5_1, QuantizeQ5_1},
+	tensor.Q8_0:   {DequantizeQ8_0, QuantizeQ8_0},
+	tensor.Q8_1:   {DequantizeQ8_1, QuantizeQ8_1},
+	tensor.Q2_K:   {DequantizeQ2K, QuantizeQ2K},
+	tensor.Q3_K:   {DequantizeQ3K, QuantizeQ3K},
+	tensor.Q4_K:   {DequantizeQ4K, QuantizeQ4K},
+	tensor.Q5_K:   {DequantizeQ5K, QuantizeQ5K},
+	tensor.Q6_K:   {DequantizeQ6K, QuantizeQ6K},
+	tensor.Q8_K:   {DequantizeQ8K, QuantizeQ8K},
+	tensor.IQ4_NL: {DequantizeIQ4NL, QuantizeIQ4NL},
+	tensor.IQ4_XS: {DequantizeIQ4XS, QuantizeIQ4XS},
+}
+
+// formatOf returns the row of t, if t has one.
+func formatOf(t tensor.Type) (format, bool) {
+	if int(t) >= len(formats) || formats[t].dequant == nil {
+		return format{}, false
 	}
-	return codec{}, false
+	return formats[t], true
 }
 
 // Supported reports whether Dequantize and Quantize handle t.
 func Supported(t tensor.Type) bool {
-	_, ok := codecOf(t)
+	_, ok := formatOf(t)
 	return ok
+}
+
+// SupportedTypes returns the types Dequantize and Quantize handle, in
+// type-number order.
+func SupportedTypes() []tensor.Type {
+	var ts []tensor.Type
+	for t := range tensor.TypeCount {
+		if Supported(t) {
+			ts = append(ts, t)
+		}
+	}
+	return ts
 }
 
 // checkLengths validates n values against nbytes bytes of type t. vals and
@@ -101,12 +104,12 @@ func Supported(t tensor.Type) bool {
 func checkLengths(op string, t tensor.Type, n, nbytes int, vals, bytes string) error {
 	bs := t.BlockSize()
 	if n%bs != 0 {
-		return &LengthError{Op: op, Type: t, Field: vals, Unit: "values", Len: int64(n), Block: bs}
+		return &LengthError{Pkg: "quant", Op: op, Type: t, Field: vals, Unit: "values", Len: int64(n), Block: bs}
 	}
 	// In int64, so that no slice length can overflow it on 32-bit machines.
 	want := int64(n/bs) * int64(t.BlockBytes())
 	if int64(nbytes) != want {
-		return &LengthError{Op: op, Type: t, Field: bytes, Unit: "bytes", Len: int64(nbytes), Want: want}
+		return &LengthError{Pkg: "quant", Op: op, Type: t, Field: bytes, Unit: "bytes", Len: int64(nbytes), Want: want}
 	}
 	return nil
 }
@@ -116,7 +119,7 @@ func checkLengths(op string, t tensor.Type, n, nbytes int, vals, bytes string) e
 // exactly the bytes those values take; otherwise it returns a *LengthError.
 // It returns ErrUnsupported (wrapped) for a type it does not handle.
 func Dequantize(t tensor.Type, src []byte, dst []float32) error {
-	c, ok := codecOf(t)
+	c, ok := formatOf(t)
 	if !ok {
 		return fmt.Errorf("quant: dequantize %s: %w", t, ErrUnsupported)
 	}
@@ -133,7 +136,7 @@ func Dequantize(t tensor.Type, src []byte, dst []float32) error {
 // exactly the bytes those values take; otherwise it returns a *LengthError.
 // It returns ErrUnsupported (wrapped) for a type it does not handle.
 func Quantize(t tensor.Type, src []float32, dst []byte) error {
-	c, ok := codecOf(t)
+	c, ok := formatOf(t)
 	if !ok {
 		return fmt.Errorf("quant: quantize %s: %w", t, ErrUnsupported)
 	}

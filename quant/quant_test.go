@@ -13,8 +13,9 @@ import (
 // supportedTypes lists every type Dequantize and Quantize handle.
 func supportedTypes() []tensor.Type {
 	return []tensor.Type{
-		tensor.F32, tensor.F16, tensor.BF16, tensor.Q4_0, tensor.Q5_0, tensor.Q8_0,
-		tensor.Q8_1, tensor.Q4_K, tensor.Q5_K, tensor.Q6_K, tensor.Q8_K,
+		tensor.F32, tensor.F16, tensor.BF16, tensor.Q4_0, tensor.Q4_1, tensor.Q5_0, tensor.Q5_1,
+		tensor.Q8_0, tensor.Q8_1, tensor.Q2_K, tensor.Q3_K, tensor.Q4_K, tensor.Q5_K, tensor.Q6_K,
+		tensor.Q8_K, tensor.IQ4_NL, tensor.IQ4_XS,
 	}
 }
 
@@ -27,12 +28,19 @@ func TestBlockSizes(t *testing.T) {
 		checkTable bool
 	}{
 		{"BlockQ8_0 struct", int(reflect.TypeFor[BlockQ8_0]().Size()), 34, tensor.Q8_0, QK8_0, true},
+		{"BlockQ8_1 struct", int(reflect.TypeFor[BlockQ8_1]().Size()), 36, tensor.Q8_1, QK8_1, true},
 		{"BlockQ8K struct", int(reflect.TypeFor[BlockQ8K]().Size()), 292, tensor.Q8_K, QK_K, true},
 		{"F32", acceptedBytes(tensor.F32), 4, tensor.F32, 1, true},
 		{"F16", acceptedBytes(tensor.F16), 2, tensor.F16, 1, true},
 		{"BF16", acceptedBytes(tensor.BF16), 2, tensor.BF16, 1, true},
 		{"Q4_0", BlockQ4_0Bytes, 18, tensor.Q4_0, QK4_0, true},
 		{"Q5_0", BlockQ5_0Bytes, 22, tensor.Q5_0, QK5_0, true},
+		{"Q4_1", BlockQ4_1Bytes, 20, tensor.Q4_1, QK4_1, true},
+		{"Q5_1", BlockQ5_1Bytes, 24, tensor.Q5_1, QK5_1, true},
+		{"Q2_K", BlockQ2_KBytes, 84, tensor.Q2_K, QK_K, true},
+		{"Q3_K", BlockQ3_KBytes, 110, tensor.Q3_K, QK_K, true},
+		{"IQ4_NL", BlockIQ4_NLBytes, 18, tensor.IQ4_NL, QK4_NL, true},
+		{"IQ4_XS", BlockIQ4_XSBytes, 136, tensor.IQ4_XS, QK_K, true},
 		{"Q8_0", BlockQ8_0Bytes, 34, tensor.Q8_0, QK8_0, true},
 		{"Q8_1", BlockQ8_1Bytes, 36, tensor.Q8_1, QK8_1, true},
 		{"Q4_K", BlockQ4_KBytes, 144, tensor.Q4_K, QK_K, true},
@@ -106,7 +114,7 @@ func TestLengthErrors(t *testing.T) {
 		{"short bytes", tensor.Q4_K, 256, 143, "src", ErrLength},
 		{"long bytes", tensor.Q6_K, 256, 211, "src", ErrLength},
 		{"f16 odd", tensor.F16, 3, 5, "src", ErrLength},
-		{"unsupported", tensor.Q2_K, 256, 84, "", ErrUnsupported},
+		{"unsupported", tensor.IQ2_XS, 256, 74, "", ErrUnsupported},
 		{"unknown", tensor.Type(1000), 1, 1, "", ErrUnsupported},
 		{"zero is fine", tensor.Q4_K, 0, 0, "", nil},
 	}
@@ -147,6 +155,8 @@ func roundTripBound() map[tensor.Type]float64 {
 		tensor.Q8_0: 1.0 / 127, tensor.Q8_1: 1.0 / 127, tensor.Q8_K: 1.0 / 127,
 		tensor.Q4_0: 1.0 / 8, tensor.Q5_0: 1.0 / 16,
 		tensor.Q4_K: 0.15, tensor.Q5_K: 0.08, tensor.Q6_K: 0.04,
+		tensor.Q4_1: 1.0 / 15, tensor.Q5_1: 1.0 / 31, tensor.Q2_K: 0.5, tensor.Q3_K: 0.3,
+		tensor.IQ4_NL: 0.15, tensor.IQ4_XS: 0.2,
 	}
 }
 

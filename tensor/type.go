@@ -60,6 +60,10 @@ const (
 	Q2_0      Type = 42
 )
 
+// TypeCount is one more than the largest type number ggml defines: the
+// length of tables indexed by Type.
+const TypeCount Type = Q2_0 + 1
+
 // QK_K is the number of values in one block of the K-quant formats.
 const QK_K = 256
 
@@ -128,6 +132,41 @@ var ErrShape = errors.New("bad shape for tensor type")
 
 // ErrOverflow is returned when a size does not fit in an int64.
 var ErrOverflow = errors.New("size overflows")
+
+// ErrLength is the sentinel every *LengthError wraps.
+var ErrLength = errors.New("bad length")
+
+// LengthError reports a slice or dimension whose length does not fit a
+// tensor type or an operation on it. Packages quant and kernels return it.
+type LengthError struct {
+	Pkg   string // the package reporting it: "quant" or "kernels"
+	Op    string // the operation: "dequantize", "quantize", "matrix", "matmul"
+	Type  Type   // the tensor type concerned
+	Field string // the slice or dimension, e.g. "src", "dst", "cols", "x"
+	Unit  string // "values" or "bytes", or empty
+	Len   int64  // the length or value given
+	Want  int64  // the one required; -1 when Len is simply invalid, 0 when Block applies
+	Block int    // when non-zero, Len must be a multiple of Block
+}
+
+// Error describes the bad length.
+func (e *LengthError) Error() string {
+	op := e.Pkg + ": " + e.Op + " " + e.Type.String()
+	unit := ""
+	if e.Unit != "" {
+		unit = " " + e.Unit
+	}
+	switch {
+	case e.Block > 0:
+		return fmt.Sprintf("%s: %s holds %d%s, not a multiple of the block size %d", op, e.Field, e.Len, unit, e.Block)
+	case e.Want < 0:
+		return fmt.Sprintf("%s: invalid %s %d", op, e.Field, e.Len)
+	}
+	return fmt.Sprintf("%s: %s holds %d%s, want %d", op, e.Field, e.Len, unit, e.Want)
+}
+
+// Unwrap returns ErrLength.
+func (e *LengthError) Unwrap() error { return ErrLength }
 
 // Known reports whether t is a type ggml defines (removed ones included).
 func (t Type) Known() bool { return int(t) < len(typeTraits) }

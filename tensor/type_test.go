@@ -76,3 +76,32 @@ func TestBytes(t *testing.T) {
 		}
 	}
 }
+
+func TestTypeCount(t *testing.T) {
+	if int(TypeCount) != len(typeTraits) {
+		t.Fatalf("TypeCount = %d, but the traits table has %d rows", TypeCount, len(typeTraits))
+	}
+	if TypeCount.Known() || !(TypeCount - 1).Known() {
+		t.Fatalf("TypeCount %d is not one past the last known type", TypeCount)
+	}
+}
+
+func TestLengthError(t *testing.T) {
+	cases := []struct {
+		e    LengthError
+		want string
+	}{
+		{LengthError{Pkg: "quant", Op: "dequantize", Type: Q4_K, Field: "src", Unit: "bytes", Len: 143, Want: 144}, "quant: dequantize Q4_K: src holds 143 bytes, want 144"},
+		{LengthError{Pkg: "quant", Op: "quantize", Type: Q8_0, Field: "src", Unit: "values", Len: 33, Block: 32}, "quant: quantize Q8_0: src holds 33 values, not a multiple of the block size 32"},
+		{LengthError{Pkg: "kernels", Op: "matmul", Type: Q4_K, Field: "n", Len: -1, Want: -1}, "kernels: matmul Q4_K: invalid n -1"},
+		{LengthError{Pkg: "kernels", Op: "matmul", Type: F16, Field: "x", Len: 3, Want: 4}, "kernels: matmul F16: x holds 3, want 4"},
+	}
+	for _, c := range cases {
+		if got := c.e.Error(); got != c.want {
+			t.Errorf("Error() = %q, want %q", got, c.want)
+		}
+		if !errors.Is(&c.e, ErrLength) {
+			t.Errorf("%q does not wrap ErrLength", c.want)
+		}
+	}
+}

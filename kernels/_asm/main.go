@@ -30,6 +30,7 @@ func main() {
 	expSubSum(c)
 	siluMul(c)
 	quantKernels()
+	legacyKernels()
 	Generate()
 }
 

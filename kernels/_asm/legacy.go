@@ -1,0 +1,113 @@
+package main
+
+import (
+	. "github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	. "github.com/mmcloughlin/avo/reg"
+)
+
+// Block sizes of the 32-value weight formats that pair with Q8_0.
+const (
+	q40Size  = 18 // Q4_0: d f16 @0, qs @2
+	q50Size  = 22 // Q5_0: d f16 @0, qh @2, qs @6
+	iq4Size  = 18 // IQ4_NL: d f16 @0, qs @2
+	iq4Table = "iq4nlValues"
+)
+
+// legacyKernels emits the AVX2 one-token dots of Q4_0, Q5_0 and IQ4_NL
+// with Q8_0 activations. Each takes the exact integer sum of a block (the
+// signed codes widened to words, VPMADDWD with the activations, a
+// horizontal sum) and then the scalar float steps of its generic twin in
+// package quant, so it equals the twin (and ggml's generic C kernel) bit
+// for bit.
+func legacyKernels() {
+	GLOBL(iq4Table, RODATA|NOPTR)
+	// The codebook twice, one copy per 128-bit lane of a VPSHUFB, in
+	// increasing offsets (the assembler takes DATA in order).
+	vals := []int8{-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113}
+	for i := range 32 {
+		DATA(i, U8(uint8(vals[i%16])))
+	}
+	legacyDot("dotQ4_0AVX2", "quant.DotQ4_0Q8_0", q40Size, 2, func(w Register, u VecVirtual) {
+		VPSUBB(bcast32(0x08080808), u, u)
+	}, true)
+	legacyDot("dotQ5_0AVX2", "quant.DotQ5_0Q8_0", q50Size, 6, func(w Register, u VecVirtual) {
+		// Byte k takes bit k of qh: qh byte k/8 spread by VPSHUFB, its bit
+		// k%8 tested by VPAND and VPCMPEQB, 16 where set.
+		h, ctl, bits := YMM(), YMM(), YMM()
+		VPBROADCASTD(Mem{Base: w, Disp: 2}, h)
+		r := GP64()
+		MOVQ(U64(0x0000000000000000), r)
+		VMOVQ(r, ctl.AsX())
+		MOVQ(U64(0x0101010101010101), r)
+		t := XMM()
+		VMOVQ(r, t)
+		VPUNPCKLQDQ(t, ctl.AsX(), ctl.AsX())
+		MOVQ(U64(0x0202020202020202), r)
+		VMOVQ(r, t)
+		t2 := XMM()
+		MOVQ(U64(0x0303030303030303), r)
+		VMOVQ(r, t2)
+		VPUNPCKLQDQ(t2, t, t)
+		VINSERTI128(Imm(1), t, ctl, ctl)
+		VPSHUFB(ctl, h, h)
+		MOVQ(U64(0x8040201008040201), r)
+		VMOVQ(r, bits.AsX())
+		VPBROADCASTQ(bits.AsX(), bits)
+		VPAND(bits, h, h)
+		VPCMPEQB(bits, h, h)
+		VPAND(bcast32(0x10101010), h, h)
+		VPOR(h, u, u)
+		VPSUBB(bcast32(0x10101010), u, u)
+	}, false)
+	legacyDot("dotIQ4NLAVX2", "quant.DotIQ4NLQ8_0", iq4Size, 2, func(w Register, u VecVirtual) {
+		tab := YMM()
+		VMOVDQU(NewDataAddr(Symbol{Name: iq4Table, Static: true}, 0), tab)
+		VPSHUFB(u, tab, u)
+	}, false)
+}
+
+// legacyDot emits one dot: codes turns the 32 unsigned nibble codes in u
+// (value order) into signed weights; scaleFirst selects Q4_0's float
+// order ((isum*dw)*dx) over the others' (dw*dx)*isum.
+func legacyDot(name, twin string, size, qoff int, codes func(w Register, u VecVirtual), scaleFirst bool) {
+	quantHeader(name, "func(w *byte, x *uint16, nb int) float32", twin)
+	w, x, nb := Load(Param("w"), GP64()), Load(Param("x"), GP64()), Load(Param("nb"), GP64())
+	mask := bcast32(0x0f0f0f0f)
+	sum := XMM()
+	VXORPS(sum, sum, sum)
+	blockLoop(name, w, x, nb, size, q80Size, func() {
+		prefetch(w, 1)
+		u, hi := YMM(), XMM()
+		VMOVDQU(Mem{Base: w, Disp: qoff}, u.AsX())
+		VPSRLW(Imm(4), u.AsX(), hi)
+		VINSERTI128(Imm(1), hi, u, u)
+		VPAND(mask, u, u)
+		codes(w, u)
+		w0, w1 := YMM(), YMM()
+		VPMOVSXBW(u.AsX(), w0)
+		VEXTRACTI128(Imm(1), u, hi)
+		VPMOVSXBW(hi, w1)
+		v := hsum8(q80Prod(w0, w1, func(o int) Mem { return Mem{Base: x, Disp: o} }))
+		VCVTDQ2PS(v, v)
+		a, b, d, e := GP32(), GP32(), XMM(), XMM()
+		MOVWLZX(Mem{Base: w}, a)
+		MOVWLZX(Mem{Base: x}, b)
+		SHLL(Imm(16), b)
+		ORL(b, a)
+		VMOVD(a, d)
+		VCVTPH2PS(d, d)
+		VMOVSHDUP(d, e)
+		if scaleFirst {
+			VMULSS(d, v, v)
+			VMULSS(e, v, v)
+		} else {
+			VMULSS(e, d, d)
+			VMULSS(d, v, v)
+		}
+		VADDSS(v, sum, sum)
+	})
+	VZEROUPPER()
+	Store(sum, ReturnIndex(0))
+	RET()
+}

@@ -1,0 +1,90 @@
+//go:build amd64 && !purego
+
+package kernels
+
+import (
+	"github.com/lisa-llm/lisa/quant"
+	"github.com/lisa-llm/lisa/tensor"
+)
+
+// setNewQAVX512 puts the AVX-512 row-run dots of Q4_0, Q5_0, IQ4_NL,
+// IQ4_XS, Q5_K and Q3_K (newq_avx512_amd64.s, quant_avx512_amd64.s) into t's
+// rows: the one-token dot is a run of one row.
+func setNewQAVX512(t *table) {
+	q80 := func(typ tensor.Type, bb int, f func(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32)) {
+		rows := func(w []byte, x []quant.BlockQ8_0, out []float32) {
+			w = w[:bb*len(x)*len(out)]
+			if len(x) == 0 || len(out) == 0 {
+				clear(out)
+				return
+			}
+			f(&w[0], &x[0], len(x), len(out), &out[0])
+		}
+		t.weights[typ].q80 = dots[quant.BlockQ8_0]{one: oneOfRows(rows), rows: rows}
+	}
+	q8k := func(typ tensor.Type, bb int, f func(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32)) {
+		rows := func(w []byte, x []quant.BlockQ8K, out []float32) {
+			w = w[:bb*len(x)*len(out)]
+			if len(x) == 0 || len(out) == 0 {
+				clear(out)
+				return
+			}
+			f(&w[0], &x[0], len(x), len(out), &out[0])
+		}
+		t.weights[typ].q8k = dots[quant.BlockQ8K]{one: oneOfRows(rows), rows: rows}
+	}
+	q80(tensor.Q4_0, quant.BlockQ4_0Bytes, dotQ4_0RowsAVX512)
+	q80(tensor.Q5_0, quant.BlockQ5_0Bytes, dotQ5_0RowsAVX512)
+	q80(tensor.IQ4_NL, quant.BlockIQ4_NLBytes, dotIQ4NLRowsAVX512)
+	q8k(tensor.IQ4_XS, quant.BlockIQ4_XSBytes, dotIQ4XSRowsAVX512)
+	q8k(tensor.Q5_K, quant.BlockQ5_KBytes, dotQ5KRowsAVX512)
+	q8k(tensor.Q3_K, quant.BlockQ3_KBytes, dotQ3KRowsAVX512)
+}
+
+// oneOfRows returns the one-token dot that is a run of one row of rows.
+func oneOfRows[X any](rows func(w []byte, x []X, out []float32)) func(w []byte, x []X) float32 {
+	return func(w []byte, x []X) float32 {
+		var out [1]float32
+		rows(w, x, out[:])
+		return out[0]
+	}
+}
+
+// The row-run dots: for each of rows weight rows of nb blocks at w,
+// out[r] is its dot with the nb blocks at x (nb, rows >= 1).
+
+//go:noescape
+func dotQ4_0RowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32)
+
+//go:noescape
+func dotQ5_0RowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32)
+
+//go:noescape
+func dotIQ4NLRowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32)
+
+//go:noescape
+func dotIQ4XSRowsAVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32)
+
+//go:noescape
+func dotQ5KRowsAVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32)
+
+//go:noescape
+func dotQ3KRowsAVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32)
+
+// setNewQAVX2 puts the AVX2 dots of Q4_0, Q5_0 and IQ4_NL (generated into
+// avx2_amd64.s by _asm/legacy.go) into t's rows. They equal package
+// quant's dots, the generic rows, bit for bit.
+func setNewQAVX2(t *table) {
+	q80 := func(typ tensor.Type, bb int, f func(w *byte, x *uint16, nb int) float32) {
+		t.weights[typ].q80.one = func(w []byte, x []quant.BlockQ8_0) float32 {
+			if len(x) == 0 {
+				return 0
+			}
+			w = w[:bb*len(x)]
+			return f(&w[0], &x[0].D, len(x))
+		}
+	}
+	q80(tensor.Q4_0, quant.BlockQ4_0Bytes, dotQ4_0AVX2)
+	q80(tensor.Q5_0, quant.BlockQ5_0Bytes, dotQ5_0AVX2)
+	q80(tensor.IQ4_NL, quant.BlockIQ4_NLBytes, dotIQ4NLAVX2)
+}

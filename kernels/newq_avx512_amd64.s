@@ -1,0 +1,491 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// Row-run dot products of the 4- and 5-bit weight types added after Q4_K,
+// Q6_K and Q8_0, AVX-512 path (F, BW, VL, VNNI): Q4_0, Q5_0 and IQ4_NL
+// against Q8_0 activations, IQ4_XS and Q5_K against Q8_K. For each of rows
+// consecutive weight rows of nb blocks at w, out[r] is the row's dot with
+// the nb activation blocks at x (nb, rows >= 1); each reads exactly those
+// blocks.
+//
+// Integer part, per 32 values: the weight codes are made unsigned bytes u
+// (Q4_0: the nibble, 0..15; Q5_0: the nibble and the fifth bit, 0..31;
+// IQ4_NL and IQ4_XS: the codebook value plus 128, 1..241, by a VPSHUFB
+// table lookup), VPDPBUSD sums u·x over each group of four values in a
+// dword lane, and a second VPDPBUSD with the offset o (8, 16 or 128) in
+// every byte gives o·Σx, which is subtracted: each lane holds the exact
+// Σ (u-o)·x of its four values, for every code and every activation byte
+// including -128. (Q5_K's row-run dot is in quant_avx512_amd64.s beside
+// the Q4_K one whose macros and tables it shares.)
+//
+// Float part: the exact integer lanes are converted to float32 and fused-
+// multiply-added with the block scale product (dw·dx as float32) into
+// float32 lanes, reduced once per row. So the results equal the generic twins (package quant's
+// dots, which follow ggml's generic C order) up to the rounding of the
+// summation order, as ggml's own SIMD kernels do.
+
+// iq4Shifted is IQ4_NL's codebook plus 128, twice (one copy per 128-bit
+// lane of a VPSHUFB).
+DATA iq4Shifted<>+0(SB)/8, $0x766a5d4f3f2d1801
+DATA iq4Shifted<>+8(SB)/8, $0xf1d9c5b5a6998d81
+DATA iq4Shifted<>+16(SB)/8, $0x766a5d4f3f2d1801
+DATA iq4Shifted<>+24(SB)/8, $0xf1d9c5b5a6998d81
+GLOBL iq4Shifted<>(SB), RODATA|NOPTR, $32
+
+// NIB32 leaves the 32 nibbles of the 16 bytes at qoff(SI) in Y2 as bytes:
+// the low nibbles (values 0..15) in the lower half, the high ones (values
+// 16..31) in the upper. Y15 holds 0x0f bytes.
+#define NIB32(qoff) \
+	VMOVDQU     qoff(SI), X2 \
+	VPSRLW      $4, X2, X3 \
+	VINSERTI128 $1, X3, Y2, Y2 \
+	VPAND       Y15, Y2, Y2
+
+// OFFDOT leaves in Y5 the exact Σ (u-o)·x of each lane's four values, u
+// the unsigned codes in Y2, x the 32 activation bytes at xa, o the offset
+// bytes in Y13.
+#define OFFDOT(xa) \
+	VPXOR    Y5, Y5, Y5 \
+	VPDPBUSD xa, Y2, Y5 \
+	VPXOR    Y6, Y6, Y6 \
+	VPDPBUSD xa, Y13, Y6 \
+	VPSUBD   Y6, Y5, Y5
+
+// Q80FIN converts the lanes in Y5 and accumulates them into Y0 with the
+// product of the f16 weight scale at 0(SI) and the f16 activation scale
+// at 0(DI). Clobbers AX, BX.
+#define Q80FIN \
+	VCVTDQ2PS     Y5, Y5 \
+	MOVWLZX       0(SI), AX \
+	MOVWLZX       0(DI), BX \
+	SHLL          $16, BX \
+	ORL           BX, AX \
+	VMOVD         AX, X6 \
+	VCVTPH2PS     X6, X6 \
+	VMOVSHDUP     X6, X7 \
+	VMULSS        X7, X6, X6 \
+	VBROADCASTSS  X6, Y6 \
+	VFMADD231PS   Y6, Y5, Y0
+
+// HSUM0 stores the sum of the eight float lanes of Y0 to (R14) and
+// advances R14.
+#define HSUM0 \
+	VEXTRACTF128 $1, Y0, X1 \
+	VADDPS       X1, X0, X0 \
+	VMOVHLPS     X0, X1, X1 \
+	VADDPS       X1, X0, X0 \
+	VMOVSHDUP    X0, X1 \
+	VADDSS       X1, X0, X0 \
+	VMOVSS       X0, (R14) \
+	ADDQ         $4, R14
+
+// ROWS_PROLOGUE loads the arguments (w SI, x R11, nb R12, rows R13, out
+// R14) and 0x0f bytes into Y15.
+#define ROWS_PROLOGUE \
+	MOVQ w+0(FP), SI \
+	MOVQ x+8(FP), R11 \
+	MOVQ nb+16(FP), R12 \
+	MOVQ rows+24(FP), R13 \
+	MOVQ out+32(FP), R14 \
+	MOVL $0x0f0f0f0f, AX \
+	VPBROADCASTD AX, Y15
+
+// PAIR2 puts the 64 nibbles of the 16 qs bytes of two blocks (at q0(SI)
+// and q1(SI)) in Z2 in value order: [block 0 low, block 0 high, block 1
+// low, block 1 high] (VSHUFI64X2 $0xd8 reorders the four 128-bit lanes).
+#define PAIR2(q0, q1) \
+	VMOVDQU      q0(SI), X2 \
+	VINSERTI128  $1, q1(SI), Y2, Y2 \
+	VPSRLW       $4, Y2, Y3 \
+	VINSERTI64X4 $1, Y3, Z2, Z2 \
+	VSHUFI64X2   $0xd8, Z2, Z2, Z2 \
+	VPANDD       Z15, Z2, Z2
+
+// PAIRDOT multiplies the codes u in Z2 with the activations of two
+// blocks (at x0(DI) and x1(DI)), subtracts the offset (Z13) times their
+// sums, and accumulates the lanes into Z0 with the blocks' scale
+// products, taken from Y1 by the permute idx.
+#define PAIRDOT(x0, x1, idx) \
+	VMOVDQU      x0(DI), Y4 \
+	VINSERTI64X4 $1, x1(DI), Z4, Z4 \
+	VPXORD       Z5, Z5, Z5 \
+	VPDPBUSD     Z4, Z2, Z5 \
+	VPXORD       Z6, Z6, Z6 \
+	VPDPBUSD     Z4, Z13, Z6 \
+	VPSUBD       Z6, Z5, Z5 \
+	VCVTDQ2PS    Z5, Z5 \
+	VPERMPS      Z1, idx, Z7 \
+	VFMADD231PS  Z7, Z5, Z0
+
+#define Q4_0_PAIR(q0, q1, x0, x1, idx) \
+	PAIR2(q0, q1) \
+	PAIRDOT(x0, x1, idx)
+
+#define IQ4NL_PAIR(q0, q1, x0, x1, idx) \
+	PAIR2(q0, q1) \
+	VPSHUFB Z2, Z11, Z2 \
+	PAIRDOT(x0, x1, idx)
+
+// Q5_0_PAIR adds the fifth bits (qh at h0(SI) and h1(SI), one bit per
+// value) as 16 under a mask.
+#define Q5_0_PAIR(q0, q1, h0, h1, x0, x1, idx) \
+	PAIR2(q0, q1) \
+	MOVL     h0(SI), AX \
+	MOVL     h1(SI), BX \
+	SHLQ     $32, BX \
+	ORQ      BX, AX \
+	KMOVQ    AX, K1 \
+	VPADDB   Z12, Z2, K1, Z2 \
+	PAIRDOT(x0, x1, idx)
+
+// The Q8_0-partner row-run dots take eight blocks per iteration, two per
+// 512-bit VPDPBUSD, with the eight blocks' scale products converted
+// together (VPINSRW, VCVTPH2PS) and spread per pair by VPERMPS; the last
+// nb%8 blocks go one at a time.
+
+// func dotQ4_0RowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32)
+TEXT ·dotQ4_0RowsAVX512(SB), NOSPLIT, $0-40
+	ROWS_PROLOGUE
+	MOVL $0x08080808, AX
+	VPBROADCASTD AX, Z13
+	VPBROADCASTD X15, Z15
+	VMOVDQU64 iq4xsIdx<>+0(SB), Z16
+	VMOVDQU64 iq4xsIdx<>+64(SB), Z17
+	VMOVDQU64 iq4xsIdx<>+128(SB), Z18
+	VMOVDQU64 iq4xsIdx<>+192(SB), Z19
+q40row:
+	MOVQ R11, DI
+	MOVQ R12, CX
+	VPXORD Z0, Z0, Z0
+	CMPQ CX, $8
+	JLT  q40tail
+q40loop8:
+	PREFETCHT0 2304(SI)
+	PREFETCHT0 2368(SI)
+	PREFETCHT0 2432(SI)
+	VPBROADCASTW 0(SI), X2
+	VPINSRW $1, 18(SI), X2, X2
+	VPINSRW $2, 36(SI), X2, X2
+	VPINSRW $3, 54(SI), X2, X2
+	VPINSRW $4, 72(SI), X2, X2
+	VPINSRW $5, 90(SI), X2, X2
+	VPINSRW $6, 108(SI), X2, X2
+	VPINSRW $7, 126(SI), X2, X2
+	VPBROADCASTW 0(DI), X3
+	VPINSRW $1, 34(DI), X3, X3
+	VPINSRW $2, 68(DI), X3, X3
+	VPINSRW $3, 102(DI), X3, X3
+	VPINSRW $4, 136(DI), X3, X3
+	VPINSRW $5, 170(DI), X3, X3
+	VPINSRW $6, 204(DI), X3, X3
+	VPINSRW $7, 238(DI), X3, X3
+	VCVTPH2PS X2, Y2
+	VCVTPH2PS X3, Y3
+	VMULPS Y3, Y2, Y1
+	Q4_0_PAIR(2, 20, 2, 36, Z16)
+	Q4_0_PAIR(38, 56, 70, 104, Z17)
+	Q4_0_PAIR(74, 92, 138, 172, Z18)
+	Q4_0_PAIR(110, 128, 206, 240, Z19)
+	ADDQ $144, SI
+	ADDQ $272, DI
+	SUBQ $8, CX
+	CMPQ CX, $8
+	JGE  q40loop8
+	VEXTRACTF64X4 $1, Z0, Y1
+	VADDPS Y1, Y0, Y0
+q40tail:
+	TESTQ CX, CX
+	JZ   q40done
+q40loop:
+	NIB32(2)
+	OFFDOT(2(DI))
+	Q80FIN
+	ADDQ $18, SI
+	ADDQ $34, DI
+	DECQ CX
+	JNZ  q40loop
+q40done:
+	HSUM0
+	DECQ R13
+	JNZ  q40row
+	VZEROUPPER
+	RET
+
+// func dotQ5_0RowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32)
+TEXT ·dotQ5_0RowsAVX512(SB), NOSPLIT, $0-40
+	ROWS_PROLOGUE
+	MOVL $0x10101010, AX
+	VPBROADCASTD AX, Z13
+	VPBROADCASTD AX, Z12
+	VPBROADCASTD X15, Z15
+	VMOVDQU64 iq4xsIdx<>+0(SB), Z16
+	VMOVDQU64 iq4xsIdx<>+64(SB), Z17
+	VMOVDQU64 iq4xsIdx<>+128(SB), Z18
+	VMOVDQU64 iq4xsIdx<>+192(SB), Z19
+q50row:
+	MOVQ R11, DI
+	MOVQ R12, CX
+	VPXORD Z0, Z0, Z0
+	CMPQ CX, $8
+	JLT  q50tail
+q50loop8:
+	PREFETCHT0 2816(SI)
+	PREFETCHT0 2880(SI)
+	PREFETCHT0 2944(SI)
+	VPBROADCASTW 0(SI), X2
+	VPINSRW $1, 22(SI), X2, X2
+	VPINSRW $2, 44(SI), X2, X2
+	VPINSRW $3, 66(SI), X2, X2
+	VPINSRW $4, 88(SI), X2, X2
+	VPINSRW $5, 110(SI), X2, X2
+	VPINSRW $6, 132(SI), X2, X2
+	VPINSRW $7, 154(SI), X2, X2
+	VPBROADCASTW 0(DI), X3
+	VPINSRW $1, 34(DI), X3, X3
+	VPINSRW $2, 68(DI), X3, X3
+	VPINSRW $3, 102(DI), X3, X3
+	VPINSRW $4, 136(DI), X3, X3
+	VPINSRW $5, 170(DI), X3, X3
+	VPINSRW $6, 204(DI), X3, X3
+	VPINSRW $7, 238(DI), X3, X3
+	VCVTPH2PS X2, Y2
+	VCVTPH2PS X3, Y3
+	VMULPS Y3, Y2, Y1
+	Q5_0_PAIR(6, 28, 2, 24, 2, 36, Z16)
+	Q5_0_PAIR(50, 72, 46, 68, 70, 104, Z17)
+	Q5_0_PAIR(94, 116, 90, 112, 138, 172, Z18)
+	Q5_0_PAIR(138, 160, 134, 156, 206, 240, Z19)
+	ADDQ $176, SI
+	ADDQ $272, DI
+	SUBQ $8, CX
+	CMPQ CX, $8
+	JGE  q50loop8
+	VEXTRACTF64X4 $1, Z0, Y1
+	VADDPS Y1, Y0, Y0
+q50tail:
+	TESTQ CX, CX
+	JZ   q50done
+q50loop:
+	NIB32(6)
+	MOVL      2(SI), AX
+	KMOVD     AX, K1
+	VPADDB    Y12, Y2, K1, Y2
+	OFFDOT(2(DI))
+	Q80FIN
+	ADDQ $22, SI
+	ADDQ $34, DI
+	DECQ CX
+	JNZ  q50loop
+q50done:
+	HSUM0
+	DECQ R13
+	JNZ  q50row
+	VZEROUPPER
+	RET
+
+// func dotIQ4NLRowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32)
+TEXT ·dotIQ4NLRowsAVX512(SB), NOSPLIT, $0-40
+	ROWS_PROLOGUE
+	MOVL $0x80808080, AX
+	VPBROADCASTD AX, Z13
+	VPBROADCASTD X15, Z15
+	VBROADCASTI32X4 iq4Shifted<>(SB), Z11
+	VMOVDQU64 iq4xsIdx<>+0(SB), Z16
+	VMOVDQU64 iq4xsIdx<>+64(SB), Z17
+	VMOVDQU64 iq4xsIdx<>+128(SB), Z18
+	VMOVDQU64 iq4xsIdx<>+192(SB), Z19
+iq4nlrow:
+	MOVQ R11, DI
+	MOVQ R12, CX
+	VPXORD Z0, Z0, Z0
+	CMPQ CX, $8
+	JLT  iq4nltail
+iq4nlloop8:
+	PREFETCHT0 2304(SI)
+	PREFETCHT0 2368(SI)
+	PREFETCHT0 2432(SI)
+	VPBROADCASTW 0(SI), X2
+	VPINSRW $1, 18(SI), X2, X2
+	VPINSRW $2, 36(SI), X2, X2
+	VPINSRW $3, 54(SI), X2, X2
+	VPINSRW $4, 72(SI), X2, X2
+	VPINSRW $5, 90(SI), X2, X2
+	VPINSRW $6, 108(SI), X2, X2
+	VPINSRW $7, 126(SI), X2, X2
+	VPBROADCASTW 0(DI), X3
+	VPINSRW $1, 34(DI), X3, X3
+	VPINSRW $2, 68(DI), X3, X3
+	VPINSRW $3, 102(DI), X3, X3
+	VPINSRW $4, 136(DI), X3, X3
+	VPINSRW $5, 170(DI), X3, X3
+	VPINSRW $6, 204(DI), X3, X3
+	VPINSRW $7, 238(DI), X3, X3
+	VCVTPH2PS X2, Y2
+	VCVTPH2PS X3, Y3
+	VMULPS Y3, Y2, Y1
+	IQ4NL_PAIR(2, 20, 2, 36, Z16)
+	IQ4NL_PAIR(38, 56, 70, 104, Z17)
+	IQ4NL_PAIR(74, 92, 138, 172, Z18)
+	IQ4NL_PAIR(110, 128, 206, 240, Z19)
+	ADDQ $144, SI
+	ADDQ $272, DI
+	SUBQ $8, CX
+	CMPQ CX, $8
+	JGE  iq4nlloop8
+	VEXTRACTF64X4 $1, Z0, Y1
+	VADDPS Y1, Y0, Y0
+iq4nltail:
+	TESTQ CX, CX
+	JZ   iq4nldone
+iq4nlloop:
+	NIB32(2)
+	VPSHUFB Y2, Y11, Y2
+	OFFDOT(2(DI))
+	Q80FIN
+	ADDQ $18, SI
+	ADDQ $34, DI
+	DECQ CX
+	JNZ  iq4nlloop
+iq4nldone:
+	HSUM0
+	DECQ R13
+	JNZ  iq4nlrow
+	VZEROUPPER
+	RET
+
+// iq4xsShift holds the word shifts 0, 2, ..., 14 that bring sub-block
+// ib's two high scale bits of scales_h to bits 0-1.
+DATA iq4xsShift<>+0(SB)/8, $0x0006000400020000
+DATA iq4xsShift<>+8(SB)/8, $0x000e000c000a0008
+GLOBL iq4xsShift<>(SB), RODATA|NOPTR, $16
+
+// iq4xsIdx[p] spreads dword scales 2p and 2p+1 over lanes 0-7 and 8-15.
+DATA iq4xsIdx<>+0(SB)/8, $0x0000000000000000
+DATA iq4xsIdx<>+8(SB)/8, $0x0000000000000000
+DATA iq4xsIdx<>+16(SB)/8, $0x0000000000000000
+DATA iq4xsIdx<>+24(SB)/8, $0x0000000000000000
+DATA iq4xsIdx<>+32(SB)/8, $0x0000000100000001
+DATA iq4xsIdx<>+40(SB)/8, $0x0000000100000001
+DATA iq4xsIdx<>+48(SB)/8, $0x0000000100000001
+DATA iq4xsIdx<>+56(SB)/8, $0x0000000100000001
+DATA iq4xsIdx<>+64(SB)/8, $0x0000000200000002
+DATA iq4xsIdx<>+72(SB)/8, $0x0000000200000002
+DATA iq4xsIdx<>+80(SB)/8, $0x0000000200000002
+DATA iq4xsIdx<>+88(SB)/8, $0x0000000200000002
+DATA iq4xsIdx<>+96(SB)/8, $0x0000000300000003
+DATA iq4xsIdx<>+104(SB)/8, $0x0000000300000003
+DATA iq4xsIdx<>+112(SB)/8, $0x0000000300000003
+DATA iq4xsIdx<>+120(SB)/8, $0x0000000300000003
+DATA iq4xsIdx<>+128(SB)/8, $0x0000000400000004
+DATA iq4xsIdx<>+136(SB)/8, $0x0000000400000004
+DATA iq4xsIdx<>+144(SB)/8, $0x0000000400000004
+DATA iq4xsIdx<>+152(SB)/8, $0x0000000400000004
+DATA iq4xsIdx<>+160(SB)/8, $0x0000000500000005
+DATA iq4xsIdx<>+168(SB)/8, $0x0000000500000005
+DATA iq4xsIdx<>+176(SB)/8, $0x0000000500000005
+DATA iq4xsIdx<>+184(SB)/8, $0x0000000500000005
+DATA iq4xsIdx<>+192(SB)/8, $0x0000000600000006
+DATA iq4xsIdx<>+200(SB)/8, $0x0000000600000006
+DATA iq4xsIdx<>+208(SB)/8, $0x0000000600000006
+DATA iq4xsIdx<>+216(SB)/8, $0x0000000600000006
+DATA iq4xsIdx<>+224(SB)/8, $0x0000000700000007
+DATA iq4xsIdx<>+232(SB)/8, $0x0000000700000007
+DATA iq4xsIdx<>+240(SB)/8, $0x0000000700000007
+DATA iq4xsIdx<>+248(SB)/8, $0x0000000700000007
+GLOBL iq4xsIdx<>(SB), RODATA|NOPTR, $256
+
+// IQ4XS_PAIR adds the exact Σ s·u·x lanes of sub-blocks 2p and 2p+1 (u =
+// codebook value + 128) to Z9: codes at qoff(SI), activations at
+// xoff(DI), scales spread in sc. The nibbles of the two sub-blocks are
+// put in value order ([2p low, 2p high, 2p+1 low, 2p+1 high] by
+// VSHUFI64X2) and looked up in Z11.
+#define IQ4XS_PAIR(qoff, xoff, sc) \
+	VMOVDQU      qoff(SI), Y2 \
+	VPSRLW       $4, Y2, Y3 \
+	VPAND        Y15, Y2, Y2 \
+	VPAND        Y15, Y3, Y3 \
+	VINSERTI64X4 $1, Y3, Z2, Z2 \
+	VSHUFI64X2   $0xd8, Z2, Z2, Z2 \
+	VPSHUFB      Z2, Z11, Z2 \
+	VPXORD       Z5, Z5, Z5 \
+	VPDPBUSD     xoff(DI), Z2, Z5 \
+	VPMULLD      sc, Z5, Z5 \
+	VPADDD       Z5, Z9, Z9
+
+// func dotIQ4XSRowsAVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32)
+//
+// Per block the eight 6-bit scales (minus 32) are decoded as words in X0
+// (low nibbles of scales_l interleaved, high bits of scales_h shifted per
+// word), widened to dwords and spread per pair of sub-blocks for
+// VPMULLD; the offset 128·Σx of each sub-block comes from the bsums, one
+// VPMADDWD with the scales doubled, subtracted once per block.
+TEXT ·dotIQ4XSRowsAVX512(SB), NOSPLIT, $0-40
+	ROWS_PROLOGUE
+	VBROADCASTI32X4 iq4Shifted<>(SB), Z11
+	VMOVDQU iq4xsShift<>(SB), X12
+	MOVL $0x00030003, AX
+	VPBROADCASTD AX, X14
+	MOVL $0x00200020, AX
+	VPBROADCASTD AX, X13
+	VMOVDQU64 iq4xsIdx<>+0(SB), Z16
+	VMOVDQU64 iq4xsIdx<>+64(SB), Z17
+	VMOVDQU64 iq4xsIdx<>+128(SB), Z18
+	VMOVDQU64 iq4xsIdx<>+192(SB), Z19
+
+iq4xsrow:
+	MOVQ R11, DI
+	MOVQ R12, CX
+	VXORPS Y8, Y8, Y8
+
+iq4xsloop:
+	PREFETCHT0 2176(SI)
+	PREFETCHT0 2240(SI)
+	VMOVD        4(SI), X0
+	VPSRLW       $4, X0, X1
+	VPAND        X15, X0, X0
+	VPAND        X15, X1, X1
+	VPUNPCKLBW   X1, X0, X0
+	VPMOVZXBW    X0, X0
+	VPBROADCASTW 2(SI), X1
+	VPSRLVW      X12, X1, X1
+	VPAND        X14, X1, X1
+	VPSLLW       $4, X1, X1
+	VPOR         X1, X0, X0
+	VPSUBW       X13, X0, X0
+	VPMOVSXWD    X0, Y3
+	VPERMD       Z3, Z16, Z20
+	VPERMD       Z3, Z17, Z21
+	VPERMD       Z3, Z18, Z22
+	VPERMD       Z3, Z19, Z23
+	VPUNPCKLWD   X0, X0, X1
+	VPUNPCKHWD   X0, X0, X2
+	VINSERTI128  $1, X2, Y1, Y1
+	VPMADDWD     260(DI), Y1, Y10
+	VPSLLD       $7, Y10, Y10
+	VPXORD       Z9, Z9, Z9
+	IQ4XS_PAIR(8, 4, Z20)
+	IQ4XS_PAIR(40, 68, Z21)
+	IQ4XS_PAIR(72, 132, Z22)
+	IQ4XS_PAIR(104, 196, Z23)
+	VEXTRACTI64X4 $1, Z9, Y1
+	VPADDD       Y1, Y9, Y9
+	VPSUBD       Y10, Y9, Y9
+	VCVTDQ2PS    Y9, Y9
+	MOVWLZX      0(SI), AX
+	VMOVD        AX, X6
+	VCVTPH2PS    X6, X6
+	VMULSS       0(DI), X6, X6
+	VBROADCASTSS X6, Y6
+	VFMADD231PS  Y6, Y9, Y8
+	ADDQ $136, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ  iq4xsloop
+	VMOVAPS Y8, Y0
+	HSUM0
+	DECQ R13
+	JNZ  iq4xsrow
+	VZEROUPPER
+	RET
+

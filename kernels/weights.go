@@ -1,0 +1,93 @@
+package kernels
+
+import (
+	"github.com/lisa-llm/lisa/quant"
+	"github.com/lisa-llm/lisa/tensor"
+)
+
+// partner is the format a weight type's activations are converted to
+// before its dots, as ggml's vec_dot_type.
+type partner uint8
+
+// The partner formats; partnerNone marks a type MatMul cannot multiply.
+const (
+	partnerNone partner = iota
+	partnerF32          // float32 as given
+	partnerF16          // IEEE half
+	partnerBF16         // bfloat16
+	partnerQ8_0         // quant.BlockQ8_0
+	partnerQ8_1         // quant.BlockQ8_1
+	partnerQ8K          // quant.BlockQ8K
+)
+
+// dots holds one weight type's dot kernels against activation blocks X on
+// one path. one is always set; the others may be nil.
+type dots[X any] struct {
+	// one returns the dot of one weight row (len(x) blocks of w) with x.
+	one func(w []byte, x []X) float32
+	// rows sets out[r] to exactly one's dot of weight row r (the r-th
+	// len(x) blocks of w) with x, for len(out) rows in one call.
+	rows func(w []byte, x []X, out []float32)
+	// x4 sets out[t] to a one-token dot of w with token t's nb blocks
+	// x[t*nb:(t+1)*nb], for four tokens: exactly the path's one (Q8_0)
+	// or the generic twin's (Q4_K, Q6_K: the avx512 one-token K-quant
+	// dots sum in vector lanes and round differently).
+	x4 func(w []byte, x []X, nb int, out *[4]float32)
+	// x8 does so for eight tokens, up to float32 rounding when the
+	// kernel sums in vector lanes. dx holds the tokens' block scales as
+	// float32 (q80Scales's layout) for Q8_0 activations, nil otherwise; a
+	// kernel that reads the scales from x ignores it.
+	x8 func(w []byte, x []X, dx []float32, nb int, out *[8]float32)
+}
+
+// weightKernels is one weight type's row of a path's table: its partner
+// format and its dots against that format (only the matching field is
+// set; the float types' dots are table fields of their own). Adding a
+// weight type is adding its row here and its kernels.
+type weightKernels struct {
+	partner partner
+	q80     dots[quant.BlockQ8_0]
+	q81     dots[quant.BlockQ8_1]
+	q8k     dots[quant.BlockQ8K]
+}
+
+// genericWeights returns the pure-Go rows. The types added after Q4_K,
+// Q6_K and Q8_0 use package quant's dots, which follow ggml's generic C
+// kernels' float order.
+func genericWeights() [tensor.TypeCount]weightKernels {
+	var w [tensor.TypeCount]weightKernels
+	w[tensor.F32].partner = partnerF32
+	w[tensor.F16].partner = partnerF16
+	w[tensor.BF16].partner = partnerBF16
+	w[tensor.Q8_0] = weightKernels{partner: partnerQ8_0, q80: dots[quant.BlockQ8_0]{one: dotQ8_0Generic, x4: dotQ8_0x4Generic, x8: dotQ8_0x8Generic}}
+	w[tensor.Q4_0] = weightKernels{partner: partnerQ8_0, q80: dots[quant.BlockQ8_0]{one: quant.DotQ4_0Q8_0}}
+	w[tensor.Q5_0] = weightKernels{partner: partnerQ8_0, q80: dots[quant.BlockQ8_0]{one: quant.DotQ5_0Q8_0}}
+	w[tensor.IQ4_NL] = weightKernels{partner: partnerQ8_0, q80: dots[quant.BlockQ8_0]{one: quant.DotIQ4NLQ8_0}}
+	w[tensor.Q4_1] = weightKernels{partner: partnerQ8_1, q81: dots[quant.BlockQ8_1]{one: quant.DotQ4_1Q8_1}}
+	w[tensor.Q5_1] = weightKernels{partner: partnerQ8_1, q81: dots[quant.BlockQ8_1]{one: quant.DotQ5_1Q8_1}}
+	w[tensor.Q4_K] = weightKernels{partner: partnerQ8K, q8k: dots[quant.BlockQ8K]{one: dotQ4KGeneric, x4: dotQ4Kx4Generic}}
+	w[tensor.Q6_K] = weightKernels{partner: partnerQ8K, q8k: dots[quant.BlockQ8K]{one: dotQ6KGeneric, x4: dotQ6Kx4Generic}}
+	w[tensor.Q2_K] = weightKernels{partner: partnerQ8K, q8k: dots[quant.BlockQ8K]{one: quant.DotQ2KQ8K}}
+	w[tensor.Q3_K] = weightKernels{partner: partnerQ8K, q8k: dots[quant.BlockQ8K]{one: quant.DotQ3KQ8K}}
+	w[tensor.Q5_K] = weightKernels{partner: partnerQ8K, q8k: dots[quant.BlockQ8K]{one: quant.DotQ5KQ8K}}
+	w[tensor.IQ4_XS] = weightKernels{partner: partnerQ8K, q8k: dots[quant.BlockQ8K]{one: quant.DotIQ4XSQ8K}}
+	return w
+}
+
+// SupportedTypes returns the weight types MatMul multiplies, in
+// type-number order.
+func SupportedTypes() []tensor.Type {
+	var ts []tensor.Type
+	for t := range tensor.TypeCount {
+		if supported(t) {
+			ts = append(ts, t)
+		}
+	}
+	return ts
+}
+
+// supported reports whether MatMul handles weights of type t (every path
+// has the same rows).
+func supported(t tensor.Type) bool {
+	return t < tensor.TypeCount && dispatch.tab.weights[t].partner != partnerNone
+}
