@@ -84,6 +84,7 @@ type Run struct {
 type Settings struct {
 	NCtx         int    `json:"n_ctx"`
 	NBatch       int    `json:"n_batch"`
+	GenBatch     int    `json:"gen_batch"` // teacher-forced ids per decode after the prompt (0: 1)
 	NUbatch      int    `json:"n_ubatch"`
 	NThreads     int    `json:"n_threads"`
 	KVCacheType  string `json:"kv_cache_type"`
@@ -274,7 +275,7 @@ func Compare(got, want Run, tol Tolerance) Report {
 	for _, gp := range got.Positions {
 		wp, ok := byPos[gp.Position]
 		if !ok {
-			if want.reports(gp.Position) {
+			if want.Reports(gp.Position) {
 				add(gp.Position, "not in the reference")
 			}
 			continue
@@ -285,8 +286,8 @@ func Compare(got, want Run, tol Tolerance) Report {
 	return r
 }
 
-// reports says whether the reference was asked for position p.
-func (r *Run) reports(p int) bool {
+// Reports says whether the reference was asked for position p.
+func (r *Run) Reports(p int) bool {
 	if r.Report == nil {
 		return true
 	}

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Regenerates this folder: synthesizes each tiny family file with
+# `lisa gguf synth` (seed 1), has llama.cpp (bench/llamacpp/ref.sh)
+# evaluate it, and writes the MANIFEST that pins each file's SHA-256.
+#
+#   model/familyref/testdata/regen.sh    (from the repository root)
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../../.." && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+(cd "$root" && CGO_ENABLED=0 go build -o "$tmp/lisa" ./cmd/lisa)
+rm -f "$here"/*.json
+manifest=$here/MANIFEST
+printf '# shape type seed sha256 reference (written by regen.sh)\n' > "$manifest"
+entry() { # shape type reference
+	echo "$1 $2 1 $(sha256sum "$tmp/$1-$2.gguf" | cut -d' ' -f1) $3" >> "$manifest"
+}
+for shape in llama3-tiny qwen2-tiny qwen2-tiny-yarn qwen2-tiny-odd qwen3-tiny granite-tiny mistral-tiny; do
+	for type in f16 q8_0 q4_k_m; do
+		"$tmp/lisa" gguf synth --shape "$shape" --type "$type" --seed 1 -o "$tmp/$shape-$type.gguf" > /dev/null
+		printf 'n_gen 16\nprompt Once upon a time, there was a little\nprompt The capital of France is\n' |
+			"$root/bench/llamacpp/ref.sh" logits "$tmp/$shape-$type.gguf" - > "$here/$shape-$type.json"
+		entry "$shape" "$type" "$shape-$type.json"
+	done
+done
+# RoPE scaling far from position 0: 9000 teacher-forced ids, rows 8180-8200.
+ids=$(awk 'BEGIN { for (i = 0; i < 9000; i++) printf "%s%d", (i ? "," : ""), (i * 7919) % 4000 + 10 }')
+for shape in llama3-tiny qwen2-tiny-yarn; do
+	for type in f16 q8_0; do
+		printf 'n_ctx 9216\ngen_batch 512\nprompt_ids 1\nteacher %s\nreport 8180-8200\n' "$ids" |
+			"$root/bench/llamacpp/ref.sh" logits "$tmp/$shape-$type.gguf" - > "$here/$shape-$type-long.json"
+		entry "$shape" "$type" "$shape-$type-long.json"
+	done
+done
