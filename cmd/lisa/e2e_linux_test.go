@@ -65,8 +65,13 @@ func freePort(t *testing.T) int {
 // until /health says ok.
 func startServe(t *testing.T, extra ...string) *server {
 	t.Helper()
+	return startServeModel(t, shared.Path(t, "models/stories260K.gguf"), extra...)
+}
+
+// startServeModel starts lisa serve on the model at path (sandbox on).
+func startServeModel(t *testing.T, model string, extra ...string) *server {
+	t.Helper()
 	bin := e2eBinary(t)
-	model := shared.Path(t, "models/stories260K.gguf")
 	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
 	// A relative model path, as a user types it, resolved from the
 	// server's working directory.
