@@ -59,8 +59,9 @@ func (e *UnsupportedError) Unwrap() error { return ErrUnsupported }
 // are the texts of the model's BOS and EOS tokens, used by the families
 // that write them inside the conversation, and bos_token and eos_token of
 // Jinja templates ("<s>" and "</s>" when empty).
-// The result is meant to be tokenized with special-token parsing on and
-// BOS added by the tokenizer, as llama.cpp does.
+// The result is meant to go through TrimAdded and be tokenized with
+// special-token parsing on and BOS added by the tokenizer, as llama.cpp
+// does.
 func Apply(tmpl string, msgs []Message, addGenerationPrompt bool, bosText, eosText string) (string, error) {
 	if err := check(tmpl, msgs); err != nil {
 		return "", err
@@ -178,4 +179,20 @@ func applyJinja(tmpl, fam string, msgs []Message, addAss bool, bosText, eosText 
 		return "", err
 	}
 	return out, nil
+}
+
+// TrimAdded removes from a rendered prompt the BOS text it starts with
+// when the tokenizer adds BOS itself (addBOS), and the EOS text it ends
+// with when the tokenizer adds EOS (addEOS), so that a template writing
+// {{ bos_token }} first does not give BOS twice. llama.cpp does the same
+// after rendering a chat template (common_chat_template_direct_apply).
+// An empty bosText or eosText removes nothing.
+func TrimAdded(text, bosText, eosText string, addBOS, addEOS bool) string {
+	if addBOS && bosText != "" {
+		text = strings.TrimPrefix(text, bosText)
+	}
+	if addEOS && eosText != "" {
+		text = strings.TrimSuffix(text, eosText)
+	}
+	return text
 }

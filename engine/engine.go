@@ -288,7 +288,8 @@ func (e *Engine) checkIDs(ids []int32) error {
 }
 
 // promptIDs turns the request's input into the prompt's token ids: chat
-// messages through the model's template (special tokens parsed), raw text
+// messages through the model's template (special tokens parsed, a BOS or
+// EOS text the tokenizer adds itself trimmed off as llama.cpp does), raw text
 // with special-token parsing off, BOS added as the vocabulary asks; an
 // empty prompt is BOS alone.
 func (e *Engine) promptIDs(p worker.GenerateParams) ([]int32, error) {
@@ -302,11 +303,12 @@ func (e *Engine) promptIDs(p worker.GenerateParams) ([]int32, error) {
 		for i, m := range p.Messages {
 			msgs[i] = chat.Message{Role: m.Role, Content: m.Content}
 		}
-		text, err := chat.Apply(e.tmpl, msgs, true, e.tok.TokenText(e.tok.BOS()), e.tok.TokenText(e.tok.EOS()))
+		bos, eos := e.tok.TokenText(e.tok.BOS()), e.tok.TokenText(e.tok.EOS())
+		text, err := chat.Apply(e.tmpl, msgs, true, bos, eos)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrPrompt, err)
 		}
-		ids = e.tok.Encode(text, true, true)
+		ids = e.tok.Encode(chat.TrimAdded(text, bos, eos, e.tok.AddBOS(), e.tok.AddEOS()), true, true)
 	case p.PromptIDs != nil:
 		if err := e.checkIDs(p.PromptIDs); err != nil {
 			return nil, err

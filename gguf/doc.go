@@ -16,6 +16,15 @@
 // read-only and TensorData returns windows of the mapping. Where memory
 // mapping is unavailable the reader falls back to bounded reads.
 //
+// A split model (llama.cpp's gguf-split: shards "<prefix>-00001-of-00003.gguf"
+// and so on, with split.no, split.count and split.tensors.count) is
+// read shard by shard, each checked as a single file, and JoinSplit
+// presents the shards as one File whose tensors come from all of them.
+// Open and Load find the shards beside the first; OpenSplit and
+// LoadSplit take them as open files (SplitPaths names them). OpenFile
+// and LoadFile, given one shard of several, refuse it with a *SplitError
+// naming the shard that is missing.
+//
 // Writer produces version 3 files with any metadata and tensors, with the
 // alignment and padding llama.cpp expects, and refuses whatever a reader
 // with DefaultLimits would refuse, so every file it writes reads back.

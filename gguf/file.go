@@ -11,32 +11,33 @@ import (
 // Open opens the GGUF file at path and parses it. The file is mapped
 // read-only into memory when the platform allows (tensor data is then
 // used in place); otherwise tensor data is read on demand. Close
-// releases the mapping and the file.
+// releases the mapping and the file. When path is the first shard of a
+// split file ("<prefix>-00001-of-00003.gguf"), Open opens every shard
+// beside it and joins them (see JoinSplit), as llama.cpp does.
 func Open(path string, lim Limits) (*File, error) {
-	fh, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("gguf: %w", err)
-	}
-	f, err := OpenFile(fh, lim)
-	if err != nil {
-		fh.Close()
-		return nil, err
-	}
-	if f.data != nil {
-		// The mapping outlives the descriptor.
-		fh.Close()
-		f.r = nil
-	} else {
-		f.owned = fh
-	}
-	return f, nil
+	return openPathSplit(path, lim, openFile)
 }
 
 // OpenFile parses an already-open GGUF file, mapping it read-only when
 // the platform allows. It does not close fh; in fallback mode (no
 // mapping) fh must stay open while f is used. The file must not shrink
-// while mapped.
+// while mapped. A shard of a split file is refused with a *SplitError
+// naming the first shard missing: the shards are opened together with
+// OpenSplit.
 func OpenFile(fh *os.File, lim Limits) (*File, error) {
+	f, err := openFile(fh, lim)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkWhole(f, fh.Name()); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// openFile is OpenFile for one file or one shard.
+func openFile(fh *os.File, lim Limits) (*File, error) {
 	st, err := fh.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("gguf: stat: %w", err)
@@ -61,6 +62,11 @@ func OpenFile(fh *os.File, lim Limits) (*File, error) {
 // fallback mode, the file. Slices from TensorData must not be used after.
 func (f *File) Close() error {
 	var err error
+	for _, s := range f.shards {
+		if cerr := s.Close(); err == nil {
+			err = cerr
+		}
+	}
 	if f.unmap != nil {
 		err = f.unmap()
 		f.unmap = nil
@@ -78,7 +84,17 @@ func (f *File) Close() error {
 
 // Mapped reports whether tensor data is served from memory (a mapping or
 // ParseBytes) rather than read on demand.
-func (f *File) Mapped() bool { return f.data != nil }
+func (f *File) Mapped() bool {
+	if f.shards != nil {
+		for _, s := range f.shards {
+			if !s.Mapped() {
+				return false
+			}
+		}
+		return true
+	}
+	return f.data != nil
+}
 
 // Tensor returns the tensor table entry named name.
 func (f *File) Tensor(name string) (*TensorInfo, bool) {
@@ -97,6 +113,13 @@ func (f *File) Tensor(name string) (*TensorInfo, bool) {
 func (f *File) TensorData(t *TensorInfo) ([]byte, error) {
 	if t == nil {
 		return nil, &FormatError{Offset: -1, Msg: "nil tensor", Err: ErrNotFound}
+	}
+	if f.shards != nil {
+		i, ok := f.tensorIndex[t.Name]
+		if !ok {
+			return nil, &FormatError{Offset: -1, Msg: "tensor " + strconv.Quote(t.Name) + " not found", Err: ErrNotFound}
+		}
+		return f.shards[f.shardOf[i]].TensorData(t)
 	}
 	if t.Offset > math.MaxInt64 || t.Size < 0 {
 		return nil, formatErr(-1, ErrLayout, "tensor %q: bad offset %d or size %d", t.Name, t.Offset, t.Size)

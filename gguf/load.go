@@ -26,7 +26,19 @@ const loadChunk = 8 << 20
 // The header is parsed from fh first, so a file that is not a valid GGUF
 // is refused before any of it is copied. It does not close fh. Off Linux
 // the copy lives on the Go heap, without huge-page advice.
+//
+// A shard of a split file is refused, as by OpenFile; LoadSplit loads the
+// shards together.
 func LoadFile(fh *os.File, lim Limits) (*File, error) {
+	return loadShard(fh, lim, true)
+}
+
+// loadFile is LoadFile for one file or one shard.
+func loadFile(fh *os.File, lim Limits) (*File, error) { return loadShard(fh, lim, false) }
+
+// loadShard is LoadFile; whole refuses a shard of a split file before
+// anything is copied.
+func loadShard(fh *os.File, lim Limits, whole bool) (*File, error) {
 	st, err := fh.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("gguf: stat: %w", err)
@@ -35,8 +47,14 @@ func LoadFile(fh *os.File, lim Limits) (*File, error) {
 		return nil, fmt.Errorf("gguf: %s is not a regular file", fh.Name())
 	}
 	size := st.Size()
-	if _, err := Parse(fh, size, lim); err != nil {
+	head, err := Parse(fh, size, lim)
+	if err != nil {
 		return nil, err
+	}
+	if whole {
+		if err := checkWhole(head, fh.Name()); err != nil {
+			return nil, err
+		}
 	}
 	data, free, err := readModel(fh, size)
 	if err != nil {
@@ -52,14 +70,10 @@ func LoadFile(fh *os.File, lim Limits) (*File, error) {
 }
 
 // Load opens the GGUF file at path and reads it into memory with
-// LoadFile; the file is closed before it returns.
+// LoadFile; the file is closed before it returns. The first shard of a
+// split file is loaded with all its shards, as Open opens them.
 func Load(path string, lim Limits) (*File, error) {
-	fh, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("gguf: %w", err)
-	}
-	defer fh.Close()
-	return LoadFile(fh, lim)
+	return openPathSplit(path, lim, loadFile)
 }
 
 // readModel copies the first size bytes of fh into memory from allocModel

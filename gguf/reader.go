@@ -66,6 +66,8 @@ type File struct {
 	data        []byte      // the whole file when mapped or in memory
 	unmap       func() error
 	owned       io.Closer // the file Open opened, closed by Close
+	shards      []*File   // a joined split file's shards (JoinSplit), nil otherwise
+	shardOf     []int32   // the shard of each tensor of a joined file
 }
 
 // Parse reads the header, metadata and tensor table of the GGUF file of

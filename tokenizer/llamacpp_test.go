@@ -170,7 +170,7 @@ func readExpected(t *testing.T, inputs []string) (blocks []llamaBlock, refused [
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 1<<20)
-	var first []string
+	var lines [][]string // each block's lines, "^k" resolved
 	var raw []string
 	flush := func() {
 		if len(blocks) == 0 {
@@ -180,15 +180,18 @@ func readExpected(t *testing.T, inputs []string) (blocks []llamaBlock, refused [
 		if len(raw) != len(inputs) {
 			t.Fatalf("block %v: %d lines for %d inputs", b.names, len(raw), len(inputs))
 		}
-		if first == nil {
-			first = raw
-		}
 		for i, l := range raw {
-			if l == "^" {
-				l = first[i]
+			if ref, ok := strings.CutPrefix(l, "^"); ok {
+				k, err := strconv.Atoi(ref)
+				if err != nil || k < 1 || k > len(lines) {
+					t.Fatalf("block %v line %d: bad reference %q", b.names, i, l)
+				}
+				l = lines[k-1][i]
+				raw[i] = l
 			}
 			b.cases = append(b.cases, parseCase(t, l, inputs[i]))
 		}
+		lines = append(lines, raw)
 	}
 	for sc.Scan() {
 		l := sc.Text()
@@ -242,11 +245,14 @@ func parseIDs(t *testing.T, s string) []int32 {
 }
 
 // llamaInputs returns the test strings of expected.txt: llama.cpp's
-// vocabulary test strings, then chat.inp's.
+// vocabulary test strings, then chat.inp's, then random.inp's (mixes of
+// the characters, words and special tokens the pre-tokenizers treat
+// differently, and the strings that found bugs).
 func llamaInputs(t *testing.T) []string {
 	t.Helper()
 	var all []string
-	for _, p := range []string{shared.Path(t, derivedBase+".inp"), "testdata/llamacpp/chat.inp"} {
+	for _, p := range []string{shared.Path(t, derivedBase+".inp"), "testdata/llamacpp/chat.inp",
+		"testdata/llamacpp/random.inp"} {
 		data, err := os.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)

@@ -73,11 +73,22 @@ func collapsedRune(r rune) rune {
 	return colOther
 }
 
-// collapse returns the collapsed text of t and, for each of its bytes
-// (and its end), the offset in t of the character it comes from.
-func collapse(t string, buf []byte, off []int) ([]byte, []int) {
+// rawRune is the code point r stands for in the text llama.cpp gives
+// std::wregex for an expression without \p{..}: whitespace outside ASCII
+// becomes \v, the rest stays.
+func rawRune(r rune) rune {
+	if r >= utf8.RuneSelf && unicode.IsSpace(r) {
+		return '\v'
+	}
+	return r
+}
+
+// collapse returns t with each character mapped by f and, for each byte
+// of the result (and its end), the offset in t of the character it
+// comes from.
+func collapse(t string, f func(rune) rune, buf []byte, off []int) ([]byte, []int) {
 	for i, r := range t {
-		c := collapsedRune(r)
+		c := f(r)
 		for range utf8.RuneLen(c) {
 			off = append(off, i)
 		}
@@ -100,7 +111,8 @@ const (
 
 // rx returns the step of one of llama.cpp's expressions: expr (with the
 // placeholders of classes) is run on the collapsed text when collapsed is
-// set, else on the text itself, with tail matched by hand. Matches are
+// set, else on the text as std::wregex sees it (rawRune), with tail
+// matched by hand. Matches are
 // leftmost-first, as std::regex finds them; the text between matches
 // stays a piece of its own.
 func rx(expr string, collapsed bool, tail tailKind) splitter {
@@ -110,17 +122,13 @@ func rx(expr string, collapsed bool, tail tailKind) splitter {
 		var buf []byte
 		var off []int
 		for _, sp := range in {
-			t := s[sp.a:sp.b]
+			f := rawRune
 			if collapsed {
-				buf, off = collapse(t, buf[:0], off[:0])
-				t = string(buf)
+				f = collapsedRune
 			}
-			at := func(i int) int {
-				if collapsed {
-					return sp.a + off[i]
-				}
-				return sp.a + i
-			}
+			buf, off = collapse(s[sp.a:sp.b], f, buf[:0], off[:0])
+			t := string(buf)
+			at := func(i int) int { return sp.a + off[i] }
 			loose := 0
 			emit := func(a, b int) {
 				if loose < a {
@@ -412,8 +420,8 @@ func splitAfmoeDigits(s string, in []span) []span {
 }
 
 // splitSuperBPEDigits is (?=(\d{3})+(?!\d)): a cut before every ASCII
-// digit followed by a multiple of three digits up to the piece's end or a
-// non-digit.
+// digit followed by a multiple of three ASCII digits up to the piece's
+// end or another character (\d of llama.cpp's std::wregex, measured).
 func splitSuperBPEDigits(s string, in []span) []span {
 	out := make([]span, 0, len(in))
 	for _, sp := range in {
@@ -443,43 +451,43 @@ func splitSuperBPEDigits(s string, in []span) []span {
 	return out
 }
 
-// isWordChar is what ends a run of digits without a word boundary in
-// llama.cpp's std::wregex: an ASCII letter or digit (measured: '_' and
-// letters outside ASCII do not).
-func isWordChar(r rune) bool { return r < utf8.RuneSelf && (isASCIILetter(r) || isDigit(byte(r))) }
+// digitRun appends to starts the offset of each \p{N} character of the
+// run at p and its end, which it also returns.
+func digitRun(s string, p, end int, starts []int) ([]int, int) {
+	for p < end {
+		r, n := at(s, p, end)
+		if !isN(r) {
+			break
+		}
+		starts = append(starts, p)
+		p += n
+	}
+	return append(starts, p), p
+}
 
-// splitTinyAyaDigits is \d{1,3}(?=(?:\d{3})*\b): a run of ASCII digits
-// that ends at a word boundary is cut into its leading 1-3 digits and
-// groups of three; a run followed by a word character is not cut.
+// splitTinyAyaDigits is \d{1,3}(?=(?:\d{3})*\b): a run of digits that
+// ends at a word boundary is cut into its leading 1-3 digits and groups
+// of three. What llama.cpp does is measured, not derived: every run of
+// \p{N} characters is cut so (whatever follows it: letters, '_', spaces,
+// the end), and a run's \p{N} characters outside ASCII count as digits.
 func splitTinyAyaDigits(s string, in []span) []span {
 	out := make([]span, 0, len(in))
+	var starts []int
 	for _, sp := range in {
 		loose := sp.a
 		for p := sp.a; p < sp.b; {
-			if !isDigit(s[p]) {
-				_, n := at(s, p, sp.b)
+			if r, n := at(s, p, sp.b); !isN(r) {
 				p += n
 				continue
 			}
-			q := p
-			for q < sp.b && isDigit(s[q]) {
-				q++
-			}
-			if r, _ := at(s, q, sp.b); r >= 0 && isWordChar(r) {
-				p = q
-				continue
-			}
+			var q int
+			starts, q = digitRun(s, p, sp.b, starts[:0])
 			if loose < p {
 				out = append(out, span{loose, p})
 			}
-			first := (q-p-1)%3 + 1
-			for c := p; c < q; {
-				n := 3
-				if c == p {
-					n = first
-				}
-				out = append(out, span{c, c + n})
-				c += n
+			n := len(starts) - 1
+			for i, next := 0, (n-1)%3+1; i < n; i, next = next, next+3 {
+				out = append(out, span{starts[i], starts[next]})
 			}
 			loose, p = q, q
 		}

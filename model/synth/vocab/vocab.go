@@ -48,12 +48,19 @@ const (
 	Tekken
 )
 
-var familyNames = map[Family]string{Llama3: "llama3", Qwen2: "qwen2", Qwen3: "qwen3", Granite: "granite", Tekken: "tekken"}
-
 // String returns the family's name.
 func (f Family) String() string {
-	if s, ok := familyNames[f]; ok {
-		return s
+	switch f {
+	case Llama3:
+		return "llama3"
+	case Qwen2:
+		return "qwen2"
+	case Qwen3:
+		return "qwen3"
+	case Granite:
+		return "granite"
+	case Tekken:
+		return "tekken"
 	}
 	return fmt.Sprintf("Family(%d)", int(f))
 }
@@ -101,17 +108,18 @@ const MaxVocab = 1 << 22
 
 // layout is what differs between the families.
 type layout struct {
-	pre        string
-	lead       []special // control tokens from id 0
-	trail      []special // tokens from Spec.SpecialAt
-	byteOrder  bool      // bytes in byte-value order (Tekken), not GPT-2's
-	padUnused  bool      // ids after the trailing block are [PADn], UNUSED
-	bos, eos   int32     // relative: >= 0 absolute id; see resolve
-	unk, pad   int32
-	addBOS     *bool
-	addEOS     *bool
-	addSpace   *bool
-	trailedIDs bool // bos/eos/pad count from SpecialAt, not from 0
+	pre       string
+	lead      []special // control tokens from id 0
+	trail     []special // tokens from Spec.SpecialAt
+	byteOrder bool      // bytes in byte-value order (Tekken), not GPT-2's
+	padUnused bool      // ids after the trailing block are [PADn], UNUSED
+	// The special ids, -1 for none; counted from Spec.SpecialAt when
+	// trailedIDs, else from 0.
+	bos, eos, unk, pad int32
+	trailedIDs         bool
+	addBOS             *bool
+	addEOS             *bool
+	addSpace           *bool
 }
 
 type special struct {

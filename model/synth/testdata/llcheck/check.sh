@@ -6,7 +6,10 @@
 # greedy next token). Fails when llama.cpp refuses a file. Optional: needs
 # cc and the library (LLAMACPP_DIR, default ~/.cache/lisa-llamacpp).
 #
-#   model/synth/testdata/llcheck/check.sh [SHAPE...]
+#   model/synth/testdata/llcheck/check.sh [SHAPE...] > model/synth/testdata/llcheck/reference.jsonl
+#
+# reference.jsonl, written so with no SHAPE, is what llcheck_test.go
+# compares package tokenizer and the files against.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../../../.." && pwd)
@@ -32,4 +35,4 @@ for s in "${shapes[@]}"; do
 		files+=("$work/$s-$t.gguf")
 	done
 done
-"$work/llcheck" "$lib" "${files[@]}" 2> >(grep -E '^llcheck|error|failed' >&2)
+"$work/llcheck" "$lib" "${files[@]}" 2> >(grep -E "^llcheck|error|failed" >&2) | sed "s|$work/||"

@@ -2,7 +2,8 @@
 // per file, what llama.cpp made of it: its description, vocabulary size,
 // special ids, the ids of a prompt with special tokens, the rendering of
 // the file's chat template through llama.cpp's built-in template
-// detection, and the greedy next token after the prompt. It exits non-zero
+// detection, the ids of that rendering (special tokens parsed) and of a
+// plain text (not parsed), and the greedy next token after the rendering. It exits non-zero
 // when llama.cpp refuses a file. See check.sh, which builds and runs it.
 //
 // usage: llcheck LIBDIR MODEL...
@@ -90,6 +91,16 @@ static int check(const char *path) {
 	printf(", \"ids\": [");
 	for (int i = 0; i < nt; i++)
 		printf("%s%d", i ? ", " : "", toks[i]);
+	printf("]");
+	// Plain text, special parsing off: the pre-tokenizer and merges alone.
+	const char *plain = "Hello, world! The quick brown fox jumps over the lazy dog. 12345 h\xc3\xa9llo \xf0\x9f\xa6\x99\n\tcode(); <|im_end|> [INST]";
+	int32_t pt[512];
+	int32_t np = llama_tokenize(vocab, plain, (int32_t)strlen(plain), pt, 512, true, false);
+	printf(", \"plain\": ");
+	quoted(plain);
+	printf(", \"plain_ids\": [");
+	for (int i = 0; i < np; i++)
+		printf("%s%d", i ? ", " : "", pt[i]);
 	printf("]");
 	params_t cp = llama_context_default_params();
 	uint32_t n_ctx = 512;
