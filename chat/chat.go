@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Limits on what Apply accepts and produces.
@@ -152,6 +153,12 @@ func RenderJinja(tmpl string, msgs []Message, addGenerationPrompt bool, bosText,
 // add_generation_prompt, tools (none) and the functions raise_exception,
 // range and namespace.
 func applyJinja(tmpl, fam string, msgs []Message, addAss bool, bosText, eosText string) (string, error) {
+	return applyJinjaAt(tmpl, fam, msgs, addAss, bosText, eosText, time.Time{})
+}
+
+// applyJinjaAt is applyJinja with strftime_now defined to read now
+// (undefined for the zero time).
+func applyJinjaAt(tmpl, fam string, msgs []Message, addAss bool, bosText, eosText string, now time.Time) (string, error) {
 	tree, err := parseTemplate(tmpl)
 	if err != nil {
 		var ue *UnsupportedError
@@ -170,6 +177,18 @@ func applyJinja(tmpl, fam string, msgs []Message, addAss bool, bosText, eosText 
 	vars["eos_token"] = eosText
 	vars["add_generation_prompt"] = addAss
 	vars["tools"] = nil // as Hugging Face passes when there are none
+	if !now.IsZero() {
+		vars["strftime_now"] = builtin(func(args []any, _ map[string]any) (any, error) {
+			if len(args) != 1 {
+				return nil, fmt.Errorf("%w: strftime_now wants one format", ErrTemplate)
+			}
+			f, ok := args[0].(string)
+			if !ok {
+				return nil, fmt.Errorf("%w: strftime_now's format is %T", ErrTemplate, args[0])
+			}
+			return strftime(f, now)
+		})
+	}
 	out, err := renderJinja(tree, vars)
 	if err != nil {
 		var ue *UnsupportedError

@@ -53,6 +53,8 @@ type Options struct {
 	// Progress, when set, is called as the model's tensors are validated
 	// (model.LoadWithProgress).
 	Progress func(model.LoadProgress)
+	// Now is the clock chat templates read (strftime_now); nil: time.Now.
+	Now func() time.Time
 }
 
 // progressEvery is how often Load passes intermediate progress on.
@@ -66,7 +68,8 @@ type Engine struct {
 	tok     *tokenizer.Tokenizer
 	model   *model.Model
 	tmpl    string
-	tmplErr error // why the model's chat template cannot be used
+	tmplErr error            // why the model's chat template cannot be used
+	clock   func() time.Time // Options.Now
 	info    worker.Info
 	pool    *kernels.Pool
 	sched   *scheduler
@@ -182,7 +185,7 @@ func New(f *gguf.File, o Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{file: f, tok: tok, model: m, tmpl: tmpl, tmplErr: chat.Validate(tmpl),
+	e := &Engine{file: f, tok: tok, model: m, tmpl: tmpl, tmplErr: chat.Validate(tmpl), clock: o.Now,
 		pool: kernels.NewPool(o.Threads)}
 	e.info = worker.Info{Name: modelName(f), Architecture: cfg.Arch, ContextSize: o.CtxSize,
 		VocabSize: cfg.NVocab, SpecialTokens: tok.SpecialTexts(), Kernels: kernels.Describe()}
@@ -260,6 +263,14 @@ func modelName(f *gguf.File) string {
 	return s
 }
 
+// now is the time chat templates see.
+func (e *Engine) now() time.Time {
+	if e.clock != nil {
+		return e.clock()
+	}
+	return time.Now()
+}
+
 // Info describes the model and the slots.
 func (e *Engine) Info() worker.Info { return e.info }
 
@@ -293,6 +304,13 @@ func (e *Engine) checkIDs(ids []int32) error {
 // with special-token parsing off, BOS added as the vocabulary asks; an
 // empty prompt is BOS alone.
 func (e *Engine) promptIDs(p worker.GenerateParams) ([]int32, error) {
+	return e.PromptIDs(p)
+}
+
+// PromptIDs is the prompt the engine would evaluate for p: the token ids
+// of its input as promptIDs makes them, or the error a generation of p
+// would end with before it starts.
+func (e *Engine) PromptIDs(p worker.GenerateParams) ([]int32, error) {
 	var ids []int32
 	switch {
 	case p.Messages != nil:
@@ -304,7 +322,7 @@ func (e *Engine) promptIDs(p worker.GenerateParams) ([]int32, error) {
 			msgs[i] = chat.Message{Role: m.Role, Content: m.Content}
 		}
 		bos, eos := e.tok.TokenText(e.tok.BOS()), e.tok.TokenText(e.tok.EOS())
-		text, err := chat.Apply(e.tmpl, msgs, true, bos, eos)
+		text, err := chat.Render(e.tmpl, msgs, chat.Options{AddGenerationPrompt: true, BOS: bos, EOS: eos, Now: e.now()})
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrPrompt, err)
 		}

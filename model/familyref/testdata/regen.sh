@@ -33,3 +33,9 @@ for shape in llama3-tiny qwen2-tiny-yarn; do
 		entry "$shape" "$type" "$shape-$type-long.json"
 	done
 done
+# Chat prompts as llama-server renders them by default (the template's
+# Jinja, a fixed clock), for each family's real template.
+for shape in llama3-tiny qwen2-tiny qwen3-tiny granite-tiny mistral-tiny; do
+	printf 'chat\nmsg system Be brief.\nmsg user Hi!\nmsg assistant Hello. How can I help?\nmsg user What is 2+2?\nchat\nmsg user Tell me a story about <s> tags and </s> tags.\n' |
+		"$root/bench/llamacpp/ref.sh" chat-jinja "$tmp/$shape-f16.gguf" - > "$here/$shape.chat.json"
+done

@@ -1,0 +1,110 @@
+package chat
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Options are what a model's chat template sees besides the messages.
+type Options struct {
+	// AddGenerationPrompt ends the prompt with the opening of an
+	// assistant turn.
+	AddGenerationPrompt bool
+	// BOS and EOS are the texts of the model's BOS and EOS tokens
+	// ("<s>" and "</s>" when empty).
+	BOS, EOS string
+	// Now is the time the template's strftime_now reads (Llama 3.x
+	// templates print the day); llama-server passes the current time.
+	// The zero time leaves strftime_now undefined, so such templates
+	// fall back to the date they carry.
+	Now time.Time
+}
+
+// Render renders msgs with a model's chat template as llama-server does
+// by default: the template's own Jinja, run by this package's
+// interpreter, with strftime_now reading o.Now. A template the
+// interpreter does not support (ErrUnsupported: macros, block
+// assignments, …) is rendered as its family when Detect recognises one,
+// as llama.cpp's built-in renderer (Apply) does; a family name or ""
+// given as tmpl is rendered by Apply directly.
+func Render(tmpl string, msgs []Message, o Options) (string, error) {
+	fam := Detect(tmpl)
+	if _, ok := renderers[fam]; ok && (tmpl == fam || fam == Plain) {
+		return Apply(tmpl, msgs, o.AddGenerationPrompt, o.BOS, o.EOS)
+	}
+	if err := check(tmpl, msgs); err != nil {
+		return "", err
+	}
+	bos, eos := defaults(o.BOS, o.EOS)
+	out, err := applyJinjaAt(tmpl, fam, msgs, o.AddGenerationPrompt, bos, eos, o.Now)
+	if err != nil && errors.Is(err, ErrUnsupported) {
+		if _, ok := renderers[fam]; ok {
+			return Apply(tmpl, msgs, o.AddGenerationPrompt, o.BOS, o.EOS)
+		}
+	}
+	return out, err
+}
+
+// strftime formats t as C's strftime does for the conversions chat
+// templates use; any other conversion is an error (a template is
+// untrusted input, and a silently wrong date would change the prompt).
+func strftime(format string, t time.Time) (string, error) {
+	if len(format) > 256 {
+		return "", fmt.Errorf("%w: strftime format of %d bytes", ErrTooLarge, len(format))
+	}
+	var b strings.Builder
+	for i := 0; i < len(format); i++ {
+		c := format[i]
+		if c != '%' {
+			b.WriteByte(c)
+			continue
+		}
+		i++
+		if i == len(format) {
+			return "", fmt.Errorf("%w: strftime format %q ends in %%", ErrTemplate, format)
+		}
+		switch format[i] {
+		case 'd':
+			fmt.Fprintf(&b, "%02d", t.Day())
+		case 'e':
+			fmt.Fprintf(&b, "%2d", t.Day())
+		case 'm':
+			fmt.Fprintf(&b, "%02d", int(t.Month()))
+		case 'Y':
+			fmt.Fprintf(&b, "%d", t.Year())
+		case 'y':
+			fmt.Fprintf(&b, "%02d", t.Year()%100)
+		case 'b', 'h':
+			b.WriteString(t.Month().String()[:3])
+		case 'B':
+			b.WriteString(t.Month().String())
+		case 'a':
+			b.WriteString(t.Weekday().String()[:3])
+		case 'A':
+			b.WriteString(t.Weekday().String())
+		case 'H':
+			fmt.Fprintf(&b, "%02d", t.Hour())
+		case 'I':
+			fmt.Fprintf(&b, "%02d", (t.Hour()+11)%12+1)
+		case 'p':
+			b.WriteString(map[bool]string{true: "PM", false: "AM"}[t.Hour() >= 12])
+		case 'M':
+			fmt.Fprintf(&b, "%02d", t.Minute())
+		case 'S':
+			fmt.Fprintf(&b, "%02d", t.Second())
+		case 'j':
+			fmt.Fprintf(&b, "%03d", t.YearDay())
+		case 'F':
+			b.WriteString(t.Format("2006-01-02"))
+		case 'T':
+			b.WriteString(t.Format("15:04:05"))
+		case '%':
+			b.WriteByte('%')
+		default:
+			return "", fmt.Errorf("%w: strftime conversion %%%c", ErrUnsupported, format[i])
+		}
+	}
+	return b.String(), nil
+}

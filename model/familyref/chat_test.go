@@ -1,0 +1,70 @@
+package familyref
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lisa-llm/lisa/engine"
+	"github.com/lisa-llm/lisa/gguf"
+	"github.com/lisa-llm/lisa/internal/llref"
+	"github.com/lisa-llm/lisa/ipc"
+	"github.com/lisa-llm/lisa/worker"
+)
+
+// TestChatPromptsMatchLlamaCpp renders conversations with each family's
+// real chat template through the engine and compares the prompt ids with
+// llama-server's default rendering (the template's Jinja at the same
+// clock, a leading BOS text stripped, special tokens parsed).
+func TestChatPromptsMatchLlamaCpp(t *testing.T) {
+	manifest := map[string]entry{}
+	for _, e := range readManifest(t) {
+		if e.ftype == "f16" && !strings.HasSuffix(e.ref, "-long.json") {
+			manifest[e.shape] = e
+		}
+	}
+	for _, shape := range []string{"llama3-tiny", "qwen2-tiny", "qwen3-tiny", "granite-tiny", "mistral-tiny"} {
+		t.Run(shape, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join("testdata", shape+".chat.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ref, err := llref.ParseChat(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e, ok := manifest[shape]
+			if !ok {
+				t.Fatalf("no f16 %s in the manifest", shape)
+			}
+			f, err := gguf.Open(writeModel(t, e), gguf.DefaultLimits())
+			if err != nil {
+				t.Fatal(err)
+			}
+			now := time.Unix(ref.Now, 0).UTC()
+			eng, err := engine.New(f, engine.Options{Threads: 1, CtxSize: 512, Now: func() time.Time { return now }})
+			if err != nil {
+				f.Close()
+				t.Fatal(err)
+			}
+			defer eng.Close()
+			// The first conversation holds no special-token text in its
+			// messages; the engine's ids must be llama.cpp's exactly.
+			c := ref.Results[0]
+			msgs := make([]ipc.ChatMessage, len(c.Messages))
+			for i, m := range c.Messages {
+				msgs[i] = ipc.ChatMessage{Role: m.Role, Content: string(m.Content)}
+			}
+			got, err := eng.PromptIDs(worker.GenerateParams{Messages: msgs, MaxTokens: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, c.IDs) {
+				t.Errorf("prompt ids\n%v\nllama.cpp (rendered %q)\n%v", got, c.Rendered, c.IDs)
+			}
+		})
+	}
+}
