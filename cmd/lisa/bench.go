@@ -16,7 +16,7 @@ import (
 	"github.com/lisa-llm/lisa/model/synth"
 )
 
-const benchUsage = `usage: lisa bench (-m MODEL | --synthetic SHAPE:TYPE --vocab FILE) [-p 512] [-n 128] [-r 3]
+const benchUsage = `usage: lisa bench (-m MODEL | --synthetic SHAPE:TYPE [--vocab FILE]) [-p 512] [-n 128] [-r 3]
                   [-t 1,2] [--kernels auto|generic|avx2|avx512] [-o md|csv|json|svg] [--no-sandbox]
        lisa bench chart [--title TEXT] [-o FILE] LABEL=RESULTS.json ...`
 
@@ -52,7 +52,7 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchOptions, int, bool) 
 	fs.StringVar(&o.kernels, "kernels", "auto", "kernel path: auto|generic|avx2|avx512")
 	fs.StringVar(&o.format, "o", "md", "output format: md|csv|json|svg")
 	fs.StringVar(&o.synthetic, "synthetic", "", "benchmark a synthetic model `SHAPE:TYPE` (e.g. tinyllama-1.1b:q4_k_m) written to a temporary folder")
-	fs.StringVar(&o.vocab, "vocab", "", "vocabulary GGUF `file` for --synthetic")
+	fs.StringVar(&o.vocab, "vocab", "", "vocabulary GGUF `file` for --synthetic (needed by the Llama-2-style shapes; the others carry a synthetic one)")
 	fs.BoolVar(&o.noSandbox, "no-sandbox", false, "measure in this process instead of a sandboxed worker")
 	fs.Usage = func() { fmt.Fprintln(stderr, benchUsage); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
@@ -169,14 +169,18 @@ func writeSynthetic(spec, vocab string, progress io.Writer) (string, func(), err
 	if err != nil {
 		return "", nil, fmt.Errorf("--synthetic: %w", err)
 	}
-	if vocab == "" {
-		return "", nil, fmt.Errorf("--synthetic needs --vocab FILE with %d tokens (e.g. ggml-vocab-llama-spm.gguf)", s.NVocab)
+	// The shapes of the modern families carry a synthetic vocabulary of
+	// their own; the Llama-2-style ones need a vocabulary file.
+	var v *gguf.File
+	switch {
+	case vocab != "":
+		if v, err = gguf.Open(vocab, gguf.DefaultLimits()); err != nil {
+			return "", nil, err
+		}
+		defer v.Close()
+	case s.Vocab.Family == 0:
+		return "", nil, fmt.Errorf("--synthetic %s needs --vocab FILE with %d tokens (e.g. ggml-vocab-llama-spm.gguf)", s.Name, s.NVocab)
 	}
-	v, err := gguf.Open(vocab, gguf.DefaultLimits())
-	if err != nil {
-		return "", nil, err
-	}
-	defer v.Close()
 	dir, err := os.MkdirTemp("", "lisa-bench-")
 	if err != nil {
 		return "", nil, err
