@@ -249,6 +249,10 @@ func BenchmarkOps(b *testing.B) {
 	r := rand.New(rand.NewPCG(7, 8))
 	x, w := randF32(r, 5632, 1), randF32(r, 5632, 1)
 	dst := make([]float32, 5632)
+	rope, err := NewRope(RopeParams{Dim: 64, Base: 10000})
+	if err != nil {
+		b.Fatal(err)
+	}
 	cases := []struct {
 		name  string
 		bytes int
@@ -257,7 +261,7 @@ func BenchmarkOps(b *testing.B) {
 		{"RMSNorm/2048", 8192, func() { RMSNorm(dst[:2048], x[:2048], w[:2048], 1e-5) }},
 		{"Softmax/2048", 8192, func() { copy(dst, x[:2048]); Softmax(dst[:2048]) }},
 		{"SiLUMul/5632", 2 * 22528, func() { SiLUMul(dst, x, w) }},
-		{"RoPE/32x64", 8192, func() { RoPE(dst[:2048], 32, 64, 64, 100, 10000, 1, false) }},
+		{"RoPE/32x64", 8192, func() { rope.Apply(dst[:2048], 32, 64, 100) }},
 		{"Add/2048", 16384, func() { Add(dst[:2048], x[:2048], w[:2048]) }},
 	}
 	for _, k := range cases {

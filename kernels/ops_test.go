@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"errors"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -109,7 +110,11 @@ func TestRoPE(t *testing.T) {
 	for _, c := range cases {
 		x := randF32(r, c.heads*c.headDim, 1)
 		orig := append([]float32(nil), x...)
-		RoPE(x, c.heads, c.headDim, c.ropeDim, c.pos, c.base, c.scale, c.neox)
+		rope, err := NewRope(RopeParams{Dim: c.ropeDim, NeoX: c.neox, Base: c.base, FreqScale: c.scale})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rope.Apply(x, c.heads, c.headDim, c.pos)
 		half := c.ropeDim / 2
 		for h := range c.heads {
 			o, y := orig[h*c.headDim:], x[h*c.headDim:]
@@ -322,8 +327,8 @@ func TestExportedOps(t *testing.T) {
 	for name, fn := range map[string]func(){
 		"DotF32":  func() { DotF32(a, a[:2]) },
 		"Add":     func() { Add(a, a, a[:1]) },
-		"RoPE":    func() { RoPE(a, 2, 3, 2, 0, 1e4, 1, false) },
-		"RoPEdim": func() { RoPE(a[:2], 1, 2, 3, 0, 1e4, 1, false) },
+		"RoPE":    func() { ropeFor(t, 2).Apply(a, 2, 3, 0) },
+		"RoPEdim": func() { ropeFor(t, 4).Apply(a[:2], 1, 2, 0) },
 	} {
 		func() {
 			defer func() {
@@ -356,4 +361,28 @@ func TestDotBF16(t *testing.T) {
 			}
 		}
 	})
+}
+
+// ropeFor is a plain RoPE of dim rotated values.
+func ropeFor(t *testing.T, dim int) *Rope {
+	t.Helper()
+	r, err := NewRope(RopeParams{Dim: dim, Base: 1e4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestNewRopeRefuses(t *testing.T) {
+	for _, p := range []RopeParams{
+		{Dim: 3, Base: 1e4},
+		{Dim: -2, Base: 1e4},
+		{Dim: 8, Base: 0},
+		{Dim: 8, Base: 1e4, FreqScale: -1},
+		{Dim: 8, Base: 1e4, Factors: []float32{1, 2}},
+	} {
+		if _, err := NewRope(p); !errors.Is(err, ErrRope) {
+			t.Errorf("%+v: %v, want ErrRope", p, err)
+		}
+	}
 }

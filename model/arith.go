@@ -15,7 +15,7 @@ type arith struct {
 	// sharing the batch).
 	matmul func(out []float32, w kernels.Matrix, x []float32, n int, group []int32) error
 	// rope rotates the heads of one token's query or key row.
-	rope func(x []float32, nHeads, headDim, pos int, p *ropeParams)
+	rope func(x []float32, nHeads, headDim, pos int, r *kernels.Rope)
 	// softmax normalises one row of attention scores in place.
 	softmax func(x []float32)
 	// siluMul computes silu(gate)*up for one row.

@@ -164,95 +164,6 @@ func ggmlSiLUMul(dst, gate, up []float32) {
 	}
 }
 
-// ropeParams is a model's rotary embedding, with what ggml derives from
-// it once per graph: the per-pair angle ratio and YaRN's correction
-// dimensions.
-type ropeParams struct {
-	dim        int        // rotated values per head (even)
-	neox       bool       // pairs (i, i+dim/2) instead of (2i, 2i+1)
-	thetaScale float32    // base^(-2/dim), the angle ratio of consecutive pairs
-	freqScale  float32    // position multiplier (1/factor)
-	extFactor  float32    // YaRN's extrapolation mix (0: plain interpolation)
-	attnFactor float32    // multiplies cos and sin
-	corr       [2]float32 // YaRN's ramp from corr[0] to corr[1] (pair indices)
-	factors    []float32  // per-pair frequency divisors (rope_freqs.weight), or nil
-
-	// What the fields above were derived from, for tests that derive
-	// them independently.
-	base, betaFast, betaSlow float32
-	origCtx                  int
-}
-
-// newRopeParams returns the rotary embedding of c with the frequency
-// factors of rope_freqs.weight (nil when the file has none).
-func newRopeParams(c Config, factors []float32) *ropeParams {
-	p := &ropeParams{dim: c.RopeDim, neox: c.RopeNeoX, freqScale: c.RopeScale, extFactor: c.RopeExtFactor,
-		attnFactor: c.RopeAttnFactor, factors: factors,
-		base: c.RopeBase, betaFast: c.RopeBetaFast, betaSlow: c.RopeBetaSlow, origCtx: c.RopeOrigCtx}
-	if p.attnFactor == 0 {
-		p.attnFactor = 1
-	}
-	if c.RopeOff {
-		p.dim = 0
-	}
-	if p.dim == 0 {
-		return p
-	}
-	p.thetaScale = float32(math.Pow(float64(c.RopeBase), float64(float32(-2)/float32(p.dim))))
-	// ggml_rope_yarn_corr_dims, in float32 as ggml computes it.
-	corrDim := func(nRot float32) float32 {
-		return float32(p.dim) * logf(float32(c.RopeOrigCtx)/(nRot*2*float32(math.Pi))) / (2 * logf(c.RopeBase))
-	}
-	start := float32(math.Floor(float64(corrDim(c.RopeBetaFast))))
-	end := float32(math.Ceil(float64(corrDim(c.RopeBetaSlow))))
-	p.corr = [2]float32{max(0, start), min(float32(p.dim-1), end)}
-	return p
-}
-
-// logf is the float32 natural logarithm.
-func logf(x float32) float32 { return float32(math.Log(float64(x))) }
-
-// cosSin returns the scaled cosine and sine of pair i's angle at
-// position angle theta (before frequency factors), as ggml's rope_yarn.
-func (p *ropeParams) cosSin(theta float32, i int) (float32, float32) {
-	extrap := theta
-	if p.factors != nil {
-		extrap = theta / p.factors[i]
-	}
-	interp := p.freqScale * extrap
-	t, mscale := interp, p.attnFactor
-	if p.extFactor != 0 {
-		y := (float32(i) - p.corr[0]) / max(0.001, p.corr[1]-p.corr[0])
-		ramp := (1 - min(1, max(0, y))) * p.extFactor
-		t = interp*(1-ramp) + extrap*ramp
-		mscale *= 1 + 0.1*logf(1/p.freqScale)
-	}
-	return float32(math.Cos(float64(t))) * mscale, float32(math.Sin(float64(t))) * mscale
-}
-
-// ggmlRoPE is ggml's rope of one token's nHeads heads at position pos,
-// normal or NeoX, with its fused rotation.
-func ggmlRoPE(x []float32, nHeads, headDim, pos int, p *ropeParams) {
-	if len(x) != nHeads*headDim || p.dim < 0 || p.dim > headDim || p.dim%2 != 0 || (p.factors != nil && len(p.factors) < p.dim/2) {
-		panic("model: rope: bad shape")
-	}
-	half := p.dim / 2
-	theta := float32(pos)
-	for i := range half {
-		c, s := p.cosSin(theta, i)
-		for h := range nHeads {
-			a, b := h*headDim+2*i, h*headDim+2*i+1
-			if p.neox {
-				a, b = h*headDim+i, h*headDim+i+half
-			}
-			x0, x1 := x[a], x[b]
-			x[a] = fma32(x0, c, -(x1 * s))
-			x[b] = fma32(x0, s, x1*c)
-		}
-		theta *= p.thetaScale
-	}
-}
-
 // ggmlScratch holds the widened rows the ggml-order products need, so
 // that a step allocates nothing. One per Runner (not safe for concurrent
 // use, like the Runner).
@@ -358,7 +269,7 @@ func ggmlArith(pool *kernels.Pool, cols int, exactAttn bool) arith {
 			g.matmulF32(out, w, x, n, group)
 			return nil
 		},
-		rope:    ggmlRoPE,
+		rope:    func(x []float32, nHeads, headDim, pos int, r *kernels.Rope) { r.Apply(x, nHeads, headDim, pos) },
 		softmax: softmax,
 		siluMul: siluMul,
 		dotKQ: func(out []float32, k []uint16, stride int, q []uint16) {

@@ -170,30 +170,31 @@ func emuSiLUMul(dst, gate, up []float32) {
 // emuRoPE is ggml's rope (normal or NeoX, frequency factors, YaRN) with
 // its fused rotation, derived from the raw parameters in float64 where
 // ggml's float32 steps do not matter to the angle's rounding.
-func emuRoPE(x []float32, nHeads, headDim, pos int, p *ropeParams) {
-	thetaScale := float32(math.Pow(float64(p.base), float64(float32(-2)/float32(p.dim))))
+func emuRoPE(x []float32, nHeads, headDim, pos int, r *kernels.Rope) {
+	p := r.Params()
+	thetaScale := float32(math.Pow(float64(p.Base), float64(float32(-2)/float32(p.Dim))))
 	corr := func(beta float32) float64 {
-		return float64(float32(float64(p.dim) * math.Log(float64(float32(p.origCtx)/(beta*2*float32(math.Pi)))) / (2 * math.Log(float64(p.base)))))
+		return float64(float32(float64(p.Dim) * math.Log(float64(float32(p.OrigCtx)/(beta*2*float32(math.Pi)))) / (2 * math.Log(float64(p.Base)))))
 	}
-	low := math.Max(0, math.Floor(corr(p.betaFast)))
-	high := math.Min(float64(p.dim-1), math.Ceil(corr(p.betaSlow)))
+	low := math.Max(0, math.Floor(corr(p.BetaFast)))
+	high := math.Min(float64(p.Dim-1), math.Ceil(corr(p.BetaSlow)))
 	theta := float32(pos)
-	for i := 0; i < p.dim/2; i++ {
+	for i := 0; i < p.Dim/2; i++ {
 		ext := theta
-		if p.factors != nil {
-			ext = theta / p.factors[i]
+		if p.Factors != nil {
+			ext = theta / p.Factors[i]
 		}
-		t, m := p.freqScale*ext, p.attnFactor
-		if p.extFactor != 0 {
-			ramp := float32(1-math.Min(1, math.Max(0, (float64(i)-low)/math.Max(0.001, high-low)))) * p.extFactor
+		t, m := p.FreqScale*ext, p.AttnFactor
+		if p.ExtFactor != 0 {
+			ramp := float32(1-math.Min(1, math.Max(0, (float64(i)-low)/math.Max(0.001, high-low)))) * p.ExtFactor
 			t = t*(1-ramp) + ext*ramp
-			m *= float32(1 + 0.1*math.Log(float64(1/p.freqScale)))
+			m *= float32(1 + 0.1*math.Log(float64(1/p.FreqScale)))
 		}
 		c, s := float32(math.Cos(float64(t)))*m, float32(math.Sin(float64(t)))*m
 		for h := range nHeads {
 			a, b := h*headDim+2*i, h*headDim+2*i+1
-			if p.neox {
-				a, b = h*headDim+i, h*headDim+i+p.dim/2
+			if p.NeoX {
+				a, b = h*headDim+i, h*headDim+i+p.Dim/2
 			}
 			x0, x1 := x[a], x[b]
 			x[a] = emuFMA32(x0, c, -(x1 * s))

@@ -57,6 +57,19 @@ type Model struct {
 	OutputNorm []float32      // output_norm.weight [NEmbd]
 	Output     kernels.Matrix // output.weight, or token_embd.weight when tied
 	RopeFreqs  []float32      // rope_freqs.weight [RopeDim/2], per-pair frequency divisors, or nil
+	Rope       *kernels.Rope  // the rotary embedding of Config and RopeFreqs
+}
+
+// ropeParams returns the rotary embedding of c with the frequency factors
+// of rope_freqs.weight (nil when the file has none).
+func ropeParams(c Config, factors []float32) kernels.RopeParams {
+	p := kernels.RopeParams{Dim: c.RopeDim, NeoX: c.RopeNeoX, Base: c.RopeBase, FreqScale: c.RopeScale,
+		ExtFactor: c.RopeExtFactor, AttnFactor: c.RopeAttnFactor, OrigCtx: c.RopeOrigCtx,
+		BetaFast: c.RopeBetaFast, BetaSlow: c.RopeBetaSlow, Factors: factors}
+	if c.RopeOff {
+		p.Dim, p.Factors = 0, nil
+	}
+	return p
 }
 
 // ConfigFromGGUF reads and validates the model configuration from f's
@@ -240,6 +253,9 @@ func LoadWithProgress(f *gguf.File, progress func(LoadProgress)) (*Model, error)
 		if !b.used[ti.Name] {
 			return nil, &TensorError{Name: ti.Name, Reason: fmt.Sprintf("unexpected tensor: the %s architecture as implemented does not use it", c.Arch), Err: ErrUnsupported}
 		}
+	}
+	if m.Rope, err = kernels.NewRope(ropeParams(c, m.RopeFreqs)); err != nil {
+		return nil, &KeyError{Key: c.Arch + ".rope", Reason: err.Error(), Err: ErrInvalid}
 	}
 	m.Config = c
 	return m, nil

@@ -43,7 +43,7 @@ type Runner struct {
 	attnL   int           // the layer the attention workers are on
 	attnB   Batch         // the batch the attention workers are on
 	attnSc  float32       // the attention scores' scale (Config.AttnScale)
-	rope    *ropeParams   // the model's rotary embedding
+	rope    *kernels.Rope // the model's rotary embedding
 	attnNW  int           // how many workers share the heads
 	attnFn  func(w int)   // runs worker w's heads on the pool (made once: no allocation per layer)
 	next    []int         // per sequence: the next position a batch may write
@@ -84,7 +84,7 @@ func NewRunner(m *Model, c *Cache, pool *kernels.Pool, maxBatch int) *Runner {
 		outIdx:  make([]int, 0, maxBatch),
 		rows:    make([][]float32, 0, maxBatch),
 	}
-	r.rope = newRopeParams(cfg, m.RopeFreqs)
+	r.rope = m.Rope
 	r.attnFn = func(w int) {
 		if w < r.attnNW {
 			r.headsPart(w, r.attnNW)
