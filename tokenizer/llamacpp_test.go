@@ -53,23 +53,58 @@ var derivedExtra = []struct {
 	{"</s>", TypeControl}, {"<unk>", TypeUnknown}, {"[INST]", TypeControl}, {"[/INST]", TypeControl},
 	{"<|user|>", TypeUserDefined}, {"<mask>", TypeUserDefined}, {"<|channel|>", TypeControl},
 	{"<|message|>", TypeControl}, {"<|start|>", TypeControl}, {"<|end|>", TypeControl},
+	{"<|endoftext|>", TypeControl},
 }
 
 // derivedVariants names the derived vocabularies: one per pre-tokenizer
-// name, plus "phi-3", a gpt-2 vocabulary whose general.name turns on
-// llama.cpp's phi-3 rule (whitespace after special tokens is dropped).
-func derivedVariants() []string { return append(append([]string{}, llamaCppPreNames...), "phi-3") }
+// name, plus "phi-3" and "phi-3-spm", the gpt-2 and the SentencePiece
+// vocabulary with a general.name that turns on llama.cpp's phi-3 rule
+// (whitespace after special tokens is dropped).
+func derivedVariants() []string {
+	return append(append([]string{}, llamaCppPreNames...), "phi-3", "phi-3-spm")
+}
 
-// deriveVocab rewrites the shared gpt-2 vocabulary file base for variant:
-// tokenizer.ggml.pre set to the variant's name, the derivedExtra tokens
-// appended, general.name set (to "Phi-3 derived" for the phi-3 variant)
-// and a separator id added (llama.cpp insists on one for the pre names
-// that add a separator). The tokenization then depends only on the
-// pre-tokenizer and its flags.
-func deriveVocab(base *gguf.File, variant string) ([]byte, error) {
-	pre, name := variant, "derived "+variant
-	if variant == "phi-3" {
+// derivedBases are the shared vocabularies the variants are derived
+// from: gpt-2's for all but phi-3-spm, llama-spm's for it.
+type derivedBases struct{ gpt2, spm *gguf.File }
+
+const (
+	derivedBase    = "ref/vocab/ggml-vocab-gpt-2.gguf"
+	derivedBaseSPM = "ref/vocab/ggml-vocab-llama-spm.gguf"
+)
+
+// openDerivedBases opens the base vocabularies, closed when t ends.
+func openDerivedBases(t *testing.T) derivedBases {
+	t.Helper()
+	var b derivedBases
+	for _, x := range []struct {
+		rel string
+		dst **gguf.File
+	}{{derivedBase, &b.gpt2}, {derivedBaseSPM, &b.spm}} {
+		f, err := gguf.Open(shared.Path(t, x.rel), gguf.DefaultLimits())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		*x.dst = f
+	}
+	return b
+}
+
+// derive rewrites a base vocabulary for variant: tokenizer.ggml.pre set
+// to the variant's name (kept for the phi-3 variants), the derivedExtra
+// tokens the base lacks appended (with score 0 where it has scores),
+// general.name set ("Phi-3 …" for the phi-3 variants) and a separator id
+// added (llama.cpp insists on one for the pre names that add a
+// separator). The tokenization then depends only on the pre-tokenizer
+// and the flags its name sets.
+func (b derivedBases) derive(variant string) ([]byte, error) {
+	base, pre, name := b.gpt2, variant, "derived "+variant
+	switch variant {
+	case "phi-3":
 		pre, name = "gpt-2", "Phi-3 derived"
+	case "phi-3-spm":
+		base, pre, name = b.spm, "", "Phi-3 SPM derived"
 	}
 	tokens, err := base.Strings(keyTokens)
 	if err != nil {
@@ -79,11 +114,26 @@ func deriveVocab(base *gguf.File, variant string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	scores, err := optional(base.Float32s(keyScores))
+	if err != nil {
+		return nil, err
+	}
+	have := map[string]bool{}
+	for _, s := range tokens {
+		have[s] = true
+	}
 	tokens = append([]string{}, tokens...)
 	types = append([]int32{}, types...)
+	scores = append([]float32(nil), scores...)
 	for _, x := range derivedExtra {
+		if have[x.text] {
+			continue
+		}
 		tokens = append(tokens, x.text)
 		types = append(types, int32(x.ty))
+		if scores != nil {
+			scores = append(scores, 0)
+		}
 	}
 	w := gguf.NewWriter()
 	for _, kv := range base.KV {
@@ -92,11 +142,15 @@ func deriveVocab(base *gguf.File, variant string) ([]byte, error) {
 		case "general.name":
 			v = gguf.StringValue(name)
 		case keyPre:
-			v = gguf.StringValue(pre)
+			if pre != "" {
+				v = gguf.StringValue(pre)
+			}
 		case keyTokens:
 			v = gguf.StringsValue(tokens)
 		case keyTypes:
 			v = gguf.Int32sValue(types)
+		case keyScores:
+			v = gguf.Float32sValue(scores)
 		}
 		if err := w.Add(kv.Key, v); err != nil {
 			return nil, err
@@ -116,18 +170,12 @@ func deriveVocab(base *gguf.File, variant string) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-const derivedBase = "ref/vocab/ggml-vocab-gpt-2.gguf"
-
 // TestDeriveVocabs writes the derived vocabularies when -lltok.derive is
 // given, and otherwise checks that every variant derives and parses.
 func TestDeriveVocabs(t *testing.T) {
-	base, err := gguf.Open(shared.Path(t, derivedBase), gguf.DefaultLimits())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer base.Close()
+	bases := openDerivedBases(t)
 	for _, v := range derivedVariants() {
-		data, err := deriveVocab(base, v)
+		data, err := bases.derive(v)
 		if err != nil {
 			t.Fatalf("%s: %v", v, err)
 		}
@@ -141,7 +189,7 @@ func TestDeriveVocabs(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", v, err)
 		}
-		if got, _ := f.String(keyPre); v != "phi-3" && got != v {
+		if got, _ := f.String(keyPre); !strings.HasPrefix(v, "phi-3") && got != v {
 			t.Errorf("%s: pre %q", v, got)
 		}
 	}
@@ -267,12 +315,12 @@ func llamaInputs(t *testing.T) []string {
 }
 
 // llamaTokenizer builds lisa's tokenizer for a name of expected.txt.
-func llamaTokenizer(t *testing.T, base *gguf.File, name string) (*Tokenizer, error) {
+func llamaTokenizer(t *testing.T, bases derivedBases, name string) (*Tokenizer, error) {
 	t.Helper()
 	if v, ok := strings.CutPrefix(name, "vocab:"); ok {
 		return loadShared(t, "ref/vocab/ggml-vocab-"+v+".gguf"), nil
 	}
-	data, err := deriveVocab(base, name)
+	data, err := bases.derive(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,17 +337,13 @@ func llamaTokenizer(t *testing.T, base *gguf.File, name string) (*Tokenizer, err
 func TestLlamaCppVectors(t *testing.T) {
 	inputs := llamaInputs(t)
 	blocks, refused := readExpected(t, inputs)
-	base, err := gguf.Open(shared.Path(t, derivedBase), gguf.DefaultLimits())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer base.Close()
+	bases := openDerivedBases(t)
 	seen := map[string]bool{}
 	for _, b := range blocks {
 		for _, name := range b.names {
 			seen[name] = true
 			t.Run(name, func(t *testing.T) {
-				tok, err := llamaTokenizer(t, base, name)
+				tok, err := llamaTokenizer(t, bases, name)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -321,7 +365,7 @@ func TestLlamaCppVectors(t *testing.T) {
 	for _, name := range refused {
 		seen[name] = true
 		t.Run(name, func(t *testing.T) {
-			if _, err := llamaTokenizer(t, base, name); err == nil {
+			if _, err := llamaTokenizer(t, bases, name); err == nil {
 				t.Errorf("llama.cpp refuses %q, lisa accepts it", name)
 			}
 		})
