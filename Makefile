@@ -49,11 +49,14 @@ asm-check:
 	go generate ./kernels/...
 	git diff --exit-code -- kernels
 
-# fuzz-smoke runs every fuzz target for FUZZTIME executions.
+# fuzz-smoke runs every fuzz target of both modules for FUZZTIME
+# executions.
 fuzz-smoke:
-	@set -e; for pkg in $$(go list ./...); do \
-	  for f in $$(go test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz' || true); do \
-	    echo "fuzz $$pkg $$f"; go test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) -timeout 20m $$pkg; \
+	@set -e; for dir in . $(GOMLXREF); do \
+	  for pkg in $$(cd $$dir && go list ./...); do \
+	    for f in $$(cd $$dir && go test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz' || true); do \
+	      echo "fuzz $$pkg $$f"; (cd $$dir && go test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) -timeout 20m $$pkg); \
+	    done; \
 	  done; \
 	done
 
