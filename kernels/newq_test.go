@@ -41,7 +41,6 @@ type newqInput struct {
 	q80 []quant.BlockQ8_0
 	q81 []quant.BlockQ8_1
 	q8k []quant.BlockQ8K
-	x   []float32 // the activations as the partner blocks hold them (Q8_K's)
 }
 
 // newqInputs returns random and edge-case inputs of nb blocks of type c.
