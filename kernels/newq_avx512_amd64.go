@@ -39,6 +39,15 @@ func setNewQAVX512(t *table) {
 	q8k(tensor.IQ4_XS, quant.BlockIQ4_XSBytes, dotIQ4XSRowsAVX512)
 	q8k(tensor.Q5_K, quant.BlockQ5_KBytes, dotQ5KRowsAVX512)
 	q8k(tensor.Q3_K, quant.BlockQ3_KBytes, dotQ3KRowsAVX512)
+	t.weights[tensor.Q5_K].q8k.x8 = func(w []byte, x []quant.BlockQ8K, _ []float32, nb int, out *[8]float32) {
+		x = x[:8*nb]
+		w = w[:quant.BlockQ5_KBytes*nb]
+		if nb == 0 {
+			*out = [8]float32{}
+			return
+		}
+		dotQ5Kx8AVX512(&w[0], &x[0], nb, out)
+	}
 }
 
 // oneOfRows returns the one-token dot that is a run of one row of rows.
@@ -88,3 +97,10 @@ func setNewQAVX2(t *table) {
 	q80(tensor.Q5_0, quant.BlockQ5_0Bytes, dotQ5_0AVX2)
 	q80(tensor.IQ4_NL, quant.BlockIQ4_NLBytes, dotIQ4NLAVX2)
 }
+
+// dotQ5Kx8AVX512 sets out[t] to the dot of the nb Q5_K blocks at w with
+// token t's nb blocks at x[t*nb:], for eight tokens (nb >= 1), summing in
+// vector lanes like dotQ4Kx8AVX512.
+//
+//go:noescape
+func dotQ5Kx8AVX512(w *byte, x *quant.BlockQ8K, nb int, out *[8]float32)

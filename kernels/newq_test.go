@@ -264,3 +264,51 @@ func FuzzNewTypeDots(f *testing.F) {
 		}
 	})
 }
+
+// TestNewTypeDotsX8 checks the eight-token dots of the types added after
+// Q4_K, where a path has them, against the generic one-token twin for
+// every token, within the summation-order tolerance.
+func TestNewTypeDotsX8(t *testing.T) {
+	forEachPath(t, func(t *testing.T, tab *table) {
+		r := rand.New(rand.NewPCG(19, 8))
+		for _, c := range newqTypes() {
+			x8 := tab.weights[c.typ].q8k.x8
+			if x8 == nil {
+				continue
+			}
+			gen := genericWeights()[c.typ].q8k.one
+			for _, nb := range []int{1, 2, 3, 5, 8} {
+				for k, in := range newqInputs(r, c, nb) {
+					// Eight tokens: the input's and seven others made from
+					// it with other codes and scales.
+					xs := make([]quant.BlockQ8K, 0, 8*nb)
+					toks := make([][]quant.BlockQ8K, 8)
+					for tok := range 8 {
+						b := append([]quant.BlockQ8K(nil), in.q8k...)
+						for i := range b {
+							b[i].D *= float32(tok + 1)
+							b[i].Bsums = [16]int16{}
+							for j := range b[i].Qs {
+								if tok > 0 {
+									b[i].Qs[j] = int8(r.Uint32())
+								}
+								b[i].Bsums[j/16] += int16(b[i].Qs[j])
+							}
+						}
+						toks[tok] = b
+						xs = append(xs, b...)
+					}
+					var out [8]float32
+					x8(in.w, xs, nil, nb, &out)
+					for tok, b := range toks {
+						one := newqInput{w: in.w, q8k: b}
+						want := gen(in.w, b)
+						if tol := float64(nb+16)*quantDotEps*newqAbs(c, one) + 1e-37; !near(out[tok], want, tol) {
+							t.Errorf("%s nb=%d input %d token %d: %v, generic %v", c.typ, nb, k, tok, out[tok], want)
+						}
+					}
+				}
+			}
+		}
+	})
+}
