@@ -36,6 +36,20 @@ func setNewQAVX512(t *table) {
 	q80(tensor.Q4_0, quant.BlockQ4_0Bytes, dotQ4_0RowsAVX512)
 	q80(tensor.Q5_0, quant.BlockQ5_0Bytes, dotQ5_0RowsAVX512)
 	q80(tensor.IQ4_NL, quant.BlockIQ4_NLBytes, dotIQ4NLRowsAVX512)
+	q80x8 := func(typ tensor.Type, bb int, f func(w *byte, x *quant.BlockQ8_0, dx *float32, nb int, out *[8]float32)) {
+		t.weights[typ].q80.x8 = func(w []byte, x []quant.BlockQ8_0, dx []float32, nb int, out *[8]float32) {
+			x, dx = x[:8*nb], dx[:8*nb]
+			w = w[:bb*nb]
+			if nb == 0 {
+				*out = [8]float32{}
+				return
+			}
+			f(&w[0], &x[0], &dx[0], nb, out)
+		}
+	}
+	q80x8(tensor.Q4_0, quant.BlockQ4_0Bytes, dotQ4_0x8AVX512)
+	q80x8(tensor.Q5_0, quant.BlockQ5_0Bytes, dotQ5_0x8AVX512)
+	q80x8(tensor.IQ4_NL, quant.BlockIQ4_NLBytes, dotIQ4NLx8AVX512)
 	q8k(tensor.IQ4_XS, quant.BlockIQ4_XSBytes, dotIQ4XSRowsAVX512)
 	q8k(tensor.Q5_K, quant.BlockQ5_KBytes, dotQ5KRowsAVX512)
 	q8k(tensor.Q3_K, quant.BlockQ3_KBytes, dotQ3KRowsAVX512)
@@ -104,3 +118,16 @@ func setNewQAVX2(t *table) {
 //
 //go:noescape
 func dotQ5Kx8AVX512(w *byte, x *quant.BlockQ8K, nb int, out *[8]float32)
+
+// The eight-token dots of the Q8_0-partner types: out[t] is the dot of
+// the nb blocks at w with token t's nb blocks at x[t*nb:], dx the
+// tokens' block scales as float32 (q80Scales's layout), nb >= 1.
+
+//go:noescape
+func dotQ4_0x8AVX512(w *byte, x *quant.BlockQ8_0, dx *float32, nb int, out *[8]float32)
+
+//go:noescape
+func dotQ5_0x8AVX512(w *byte, x *quant.BlockQ8_0, dx *float32, nb int, out *[8]float32)
+
+//go:noescape
+func dotIQ4NLx8AVX512(w *byte, x *quant.BlockQ8_0, dx *float32, nb int, out *[8]float32)

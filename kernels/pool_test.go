@@ -125,7 +125,7 @@ func batchTokens(tab *table, typ tensor.Type, n int) int {
 	switch {
 	case k && reordered(tab, typ):
 		return n / 4 * 4
-	case n >= 8 && tab.q8k(typ).x8 != nil:
+	case n >= 8 && (tab.q8k(typ).x8 != nil || typ != tensor.Q8_0 && tab.q80(typ).x8 != nil):
 		return n / 8 * 8
 	}
 	return 0
