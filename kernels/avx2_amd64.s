@@ -1813,3 +1813,159 @@ dotIQ4NLAVX2_done:
 	VZEROUPPER
 	MOVSS X1, ret+24(FP)
 	RET
+
+// func dotQ5KAVX2(w *byte, x *float32, nb int) float32
+// Requires: AVX, AVX2, F16C, MMX+, SSE
+TEXT ·dotQ5KAVX2(SB), NOSPLIT, $16-28
+	MOVQ         w+0(FP), AX
+	MOVQ         x+8(FP), CX
+	MOVQ         nb+16(FP), DX
+	MOVL         $0x0f0f0f0f, BX
+	VMOVD        BX, X0
+	VPBROADCASTD X0, Y0
+	MOVL         $0x01010101, BX
+	VMOVD        BX, X1
+	VPBROADCASTD X1, Y1
+	VXORPS       X2, X2, X2
+	TESTQ        DX, DX
+	JE           q5k_done
+
+q5k_loop:
+	PREFETCHT0   2304(AX)
+	PREFETCHT0   2368(AX)
+	PREFETCHT0   2432(AX)
+	MOVL         4(AX), BX
+	MOVL         8(AX), SI
+	MOVL         12(AX), DI
+	MOVL         DI, R8
+	SHRL         $0x04, R8
+	ANDL         $0x0f0f0f0f, R8
+	MOVL         SI, R9
+	SHRL         $0x06, R9
+	ANDL         $0x03030303, R9
+	SHLL         $0x04, R9
+	ORL          R9, R8
+	ANDL         $0x3f3f3f3f, SI
+	ANDL         $0x0f0f0f0f, DI
+	MOVL         BX, R9
+	SHRL         $0x06, R9
+	ANDL         $0x03030303, R9
+	SHLL         $0x04, R9
+	ORL          R9, DI
+	ANDL         $0x3f3f3f3f, BX
+	VMOVD        BX, X3
+	VPINSRD      $0x01, DI, X3, X3
+	VPMOVZXBW    X3, X3
+	VMOVD        SI, X4
+	VPINSRD      $0x01, R8, X4, X4
+	VPMOVZXBW    X4, X4
+	VMOVDQU      X3, (SP)
+	VPUNPCKLWD   X4, X4, X3
+	VPUNPCKHWD   X4, X4, X4
+	VINSERTI128  $0x01, X4, Y3, Y3
+	VPXOR        Y4, Y4, Y4
+	VMOVDQU      16(AX), Y5
+	VMOVDQU      48(AX), Y6
+	VPSRLW       $0x04, Y6, Y7
+	VPAND        Y0, Y6, Y6
+	VPAND        Y0, Y7, Y7
+	VPSRLW       $0x00, Y5, Y8
+	VPAND        Y1, Y8, Y8
+	VPSLLW       $0x04, Y8, Y8
+	VPOR         Y8, Y6, Y6
+	VPSRLW       $0x01, Y5, Y8
+	VPAND        Y1, Y8, Y8
+	VPSLLW       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPBROADCASTW (SP), Y8
+	VPBROADCASTW 2(SP), Y9
+	VPMADDUBSW   4(CX), Y6, Y6
+	VPMADDUBSW   36(CX), Y7, Y7
+	VPMADDWD     Y8, Y6, Y6
+	VPMADDWD     Y9, Y7, Y7
+	VPADDD       Y6, Y4, Y4
+	VPADDD       Y7, Y4, Y4
+	VMOVDQU      80(AX), Y6
+	VPSRLW       $0x04, Y6, Y7
+	VPAND        Y0, Y6, Y6
+	VPAND        Y0, Y7, Y7
+	VPSRLW       $0x02, Y5, Y8
+	VPAND        Y1, Y8, Y8
+	VPSLLW       $0x04, Y8, Y8
+	VPOR         Y8, Y6, Y6
+	VPSRLW       $0x03, Y5, Y8
+	VPAND        Y1, Y8, Y8
+	VPSLLW       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPBROADCASTW 4(SP), Y8
+	VPBROADCASTW 6(SP), Y9
+	VPMADDUBSW   68(CX), Y6, Y6
+	VPMADDUBSW   100(CX), Y7, Y7
+	VPMADDWD     Y8, Y6, Y6
+	VPMADDWD     Y9, Y7, Y7
+	VPADDD       Y6, Y4, Y4
+	VPADDD       Y7, Y4, Y4
+	VMOVDQU      112(AX), Y6
+	VPSRLW       $0x04, Y6, Y7
+	VPAND        Y0, Y6, Y6
+	VPAND        Y0, Y7, Y7
+	VPSRLW       $0x04, Y5, Y8
+	VPAND        Y1, Y8, Y8
+	VPSLLW       $0x04, Y8, Y8
+	VPOR         Y8, Y6, Y6
+	VPSRLW       $0x05, Y5, Y8
+	VPAND        Y1, Y8, Y8
+	VPSLLW       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPBROADCASTW 8(SP), Y8
+	VPBROADCASTW 10(SP), Y9
+	VPMADDUBSW   132(CX), Y6, Y6
+	VPMADDUBSW   164(CX), Y7, Y7
+	VPMADDWD     Y8, Y6, Y6
+	VPMADDWD     Y9, Y7, Y7
+	VPADDD       Y6, Y4, Y4
+	VPADDD       Y7, Y4, Y4
+	VMOVDQU      144(AX), Y6
+	VPSRLW       $0x04, Y6, Y7
+	VPAND        Y0, Y6, Y6
+	VPAND        Y0, Y7, Y7
+	VPSRLW       $0x06, Y5, Y8
+	VPAND        Y1, Y8, Y8
+	VPSLLW       $0x04, Y8, Y8
+	VPOR         Y8, Y6, Y6
+	VPSRLW       $0x07, Y5, Y8
+	VPAND        Y1, Y8, Y8
+	VPSLLW       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPBROADCASTW 12(SP), Y5
+	VPBROADCASTW 14(SP), Y8
+	VPMADDUBSW   196(CX), Y6, Y6
+	VPMADDUBSW   228(CX), Y7, Y7
+	VPMADDWD     Y5, Y6, Y6
+	VPMADDWD     Y8, Y7, Y7
+	VPADDD       Y6, Y4, Y4
+	VPADDD       Y7, Y4, Y4
+	VPMADDWD     260(CX), Y3, Y5
+	VPHADDD      Y5, Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X3
+	VPADDD       X3, X4, X3
+	VPHADDD      X3, X3, X3
+	VCVTDQ2PS    X3, X3
+	MOVL         (AX), BX
+	VMOVD        BX, X4
+	VCVTPH2PS    X4, X4
+	VBROADCASTSS (CX), X5
+	VMULPS       X5, X4, X4
+	VMULPS       X4, X3, X3
+	VADDSS       X3, X2, X2
+	VMOVSHDUP    X3, X4
+	VSUBSS       X4, X2, X2
+	ADDQ         $0x000000b0, AX
+	ADDQ         $0x00000124, CX
+	DECQ         DX
+	JNZ          q5k_loop
+
+q5k_done:
+	VZEROUPPER
+	MOVSS X2, ret+24(FP)
+	RET

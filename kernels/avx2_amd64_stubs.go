@@ -133,3 +133,10 @@ func dotQ5_0AVX2(w *byte, x *uint16, nb int) float32
 //
 //go:noescape
 func dotIQ4NLAVX2(w *byte, x *uint16, nb int) float32
+
+// dotQ5KAVX2 works like quant.DotQ5KQ8K up to the rounding of its summation order.
+// It reads exactly nb blocks of weights at w and of activations at x (the
+// address of the first block).
+//
+//go:noescape
+func dotQ5KAVX2(w *byte, x *float32, nb int) float32

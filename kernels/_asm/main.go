@@ -31,6 +31,7 @@ func main() {
 	siluMul(c)
 	quantKernels()
 	legacyKernels()
+	dotQ5K()
 	Generate()
 }
 
