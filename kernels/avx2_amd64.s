@@ -1969,3 +1969,78 @@ q5k_done:
 	VZEROUPPER
 	MOVSS X2, ret+24(FP)
 	RET
+
+// func dotIQ4XSAVX2(w *byte, x *float32, nb int) float32
+// Requires: AVX, AVX2, F16C, MMX+, SSE
+TEXT ·dotIQ4XSAVX2(SB), NOSPLIT, $0-28
+	MOVQ         w+0(FP), AX
+	MOVQ         x+8(FP), CX
+	MOVQ         nb+16(FP), DX
+	MOVL         $0x0f0f0f0f, BX
+	VMOVD        BX, X0
+	VPBROADCASTD X0, Y0
+	VMOVDQU      iq4nlValues<>+0(SB), Y1
+	VXORPS       X2, X2, X2
+	TESTQ        DX, DX
+	JE           iq4xs_done
+
+iq4xs_loop:
+	PREFETCHT0 2304(AX)
+	PREFETCHT0 2368(AX)
+	MOVWLZX    (AX), BX
+	VMOVD      BX, X3
+	VCVTPH2PS  X3, X3
+	VMULSS     (CX), X3, X3
+	MOVWLZX    2(AX), BX
+	MOVL       4(AX), SI
+	LEAQ       8(AX), DI
+	LEAQ       4(CX), R8
+	MOVQ       $0x0000000000000008, R9
+
+iq4xs_sub:
+	VMOVDQU      (DI), X4
+	VPSRLW       $0x04, X4, X5
+	VINSERTI128  $0x01, X5, Y4, Y4
+	VPAND        Y0, Y4, Y4
+	VPSHUFB      Y4, Y1, Y4
+	VPMOVSXBW    X4, Y6
+	VEXTRACTI128 $0x01, Y4, X5
+	VPMOVSXBW    X5, Y5
+	VPMOVSXBW    (R8), Y8
+	VPMOVSXBW    16(R8), Y9
+	VPMADDWD     Y8, Y6, Y8
+	VPMADDWD     Y9, Y5, Y9
+	VPADDD       Y9, Y8, Y8
+	VEXTRACTI128 $0x01, Y8, X4
+	VPADDD       X8, X4, X4
+	VPSHUFD      $0x4e, X4, X5
+	VPADDD       X5, X4, X4
+	VPSHUFD      $0xb1, X4, X5
+	VPADDD       X5, X4, X4
+	VCVTDQ2PS    X4, X4
+	MOVL         SI, R10
+	ANDL         $0x0000000f, R10
+	MOVL         BX, R11
+	ANDL         $0x00000003, R11
+	SHLL         $0x04, R11
+	ORL          R11, R10
+	SUBL         $0x00000020, R10
+	VCVTSI2SSL   R10, X7, X7
+	VMULSS       X7, X3, X7
+	VMULSS       X7, X4, X4
+	VADDSS       X4, X2, X2
+	SHRL         $0x04, SI
+	SHRL         $0x02, BX
+	ADDQ         $0x00000010, DI
+	ADDQ         $0x00000020, R8
+	DECQ         R9
+	JNZ          iq4xs_sub
+	ADDQ         $0x00000088, AX
+	ADDQ         $0x00000124, CX
+	DECQ         DX
+	JNZ          iq4xs_loop
+
+iq4xs_done:
+	VZEROUPPER
+	MOVSS X2, ret+24(FP)
+	RET

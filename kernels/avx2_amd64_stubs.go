@@ -140,3 +140,10 @@ func dotIQ4NLAVX2(w *byte, x *uint16, nb int) float32
 //
 //go:noescape
 func dotQ5KAVX2(w *byte, x *float32, nb int) float32
+
+// dotIQ4XSAVX2 works like quant.DotIQ4XSQ8K.
+// It reads exactly nb blocks of weights at w and of activations at x (the
+// address of the first block).
+//
+//go:noescape
+func dotIQ4XSAVX2(w *byte, x *float32, nb int) float32

@@ -32,6 +32,7 @@ func main() {
 	quantKernels()
 	legacyKernels()
 	dotQ5K()
+	dotIQ4XS()
 	Generate()
 }
 
