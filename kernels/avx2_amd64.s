@@ -2044,3 +2044,191 @@ iq4xs_done:
 	VZEROUPPER
 	MOVSS X2, ret+24(FP)
 	RET
+
+DATA q3kBias<>+0(SB)/2, $0x0020
+GLOBL q3kBias<>(SB), RODATA|NOPTR, $2
+
+// func dotQ3KAVX2(w *byte, x *float32, nb int) float32
+// Requires: AVX, AVX2, F16C, MMX+, SSE
+TEXT ·dotQ3KAVX2(SB), NOSPLIT, $32-28
+	MOVQ         w+0(FP), AX
+	MOVQ         x+8(FP), CX
+	MOVQ         nb+16(FP), DX
+	MOVL         $0x03030303, BX
+	VMOVD        BX, X0
+	VPBROADCASTD X0, Y0
+	MOVL         $0x01010101, BX
+	VMOVD        BX, X1
+	VPBROADCASTD X1, Y1
+	VXORPS       X2, X2, X2
+	TESTQ        DX, DX
+	JE           q3k_done
+
+q3k_loop:
+	PREFETCHT0   2304(AX)
+	PREFETCHT0   2368(AX)
+	MOVL         96(AX), BX
+	MOVL         100(AX), SI
+	MOVL         104(AX), DI
+	MOVL         BX, R8
+	ANDL         $0x0f0f0f0f, R8
+	MOVL         DI, R9
+	ANDL         $0x03030303, R9
+	SHLL         $0x04, R9
+	ORL          R9, R8
+	VMOVD        R8, X3
+	MOVL         SI, R8
+	ANDL         $0x0f0f0f0f, R8
+	MOVL         DI, R9
+	SHRL         $0x02, R9
+	ANDL         $0x03030303, R9
+	SHLL         $0x04, R9
+	ORL          R9, R8
+	VPINSRD      $0x01, R8, X3, X3
+	SHRL         $0x04, BX
+	ANDL         $0x0f0f0f0f, BX
+	MOVL         DI, R8
+	SHRL         $0x04, R8
+	ANDL         $0x03030303, R8
+	SHLL         $0x04, R8
+	ORL          R8, BX
+	VPINSRD      $0x02, BX, X3, X3
+	MOVL         SI, BX
+	SHRL         $0x04, BX
+	ANDL         $0x0f0f0f0f, BX
+	MOVL         DI, SI
+	SHRL         $0x06, SI
+	ANDL         $0x03030303, SI
+	SHLL         $0x04, SI
+	ORL          SI, BX
+	VPINSRD      $0x03, BX, X3, X3
+	VPMOVZXBW    X3, Y4
+	VPBROADCASTW q3kBias<>+0(SB), Y3
+	VPSUBW       Y3, Y4, Y4
+	VMOVDQU      Y4, (SP)
+	VMOVDQU      (SP), Y3
+	VPMADDWD     260(CX), Y3, Y3
+	VPSLLD       $0x02, Y3, Y3
+	VPXOR        Y4, Y4, Y4
+	VMOVDQU      (AX), Y6
+	VMOVDQU      32(AX), Y7
+	VPSRLW       $0x00, Y7, Y8
+	VPAND        Y0, Y8, Y8
+	VPSRLW       $0x00, Y6, Y9
+	VPAND        Y1, Y9, Y9
+	VPSLLW       $0x02, Y9, Y9
+	VPOR         Y9, Y8, Y8
+	VPMADDUBSW   4(CX), Y8, Y8
+	VPBROADCASTW (SP), X5
+	VPBROADCASTW 2(SP), X9
+	VINSERTI128  $0x01, X9, Y5, Y9
+	VPMADDWD     Y9, Y8, Y8
+	VPADDD       Y8, Y4, Y4
+	VPSRLW       $0x02, Y7, Y8
+	VPAND        Y0, Y8, Y8
+	VPSRLW       $0x01, Y6, Y9
+	VPAND        Y1, Y9, Y9
+	VPSLLW       $0x02, Y9, Y9
+	VPOR         Y9, Y8, Y8
+	VPMADDUBSW   36(CX), Y8, Y8
+	VPBROADCASTW 4(SP), X5
+	VPBROADCASTW 6(SP), X9
+	VINSERTI128  $0x01, X9, Y5, Y9
+	VPMADDWD     Y9, Y8, Y8
+	VPADDD       Y8, Y4, Y4
+	VPSRLW       $0x04, Y7, Y8
+	VPAND        Y0, Y8, Y8
+	VPSRLW       $0x02, Y6, Y9
+	VPAND        Y1, Y9, Y9
+	VPSLLW       $0x02, Y9, Y9
+	VPOR         Y9, Y8, Y8
+	VPMADDUBSW   68(CX), Y8, Y8
+	VPBROADCASTW 8(SP), X5
+	VPBROADCASTW 10(SP), X9
+	VINSERTI128  $0x01, X9, Y5, Y9
+	VPMADDWD     Y9, Y8, Y8
+	VPADDD       Y8, Y4, Y4
+	VPSRLW       $0x06, Y7, Y7
+	VPAND        Y0, Y7, Y7
+	VPSRLW       $0x03, Y6, Y8
+	VPAND        Y1, Y8, Y8
+	VPSLLW       $0x02, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPMADDUBSW   100(CX), Y7, Y7
+	VPBROADCASTW 12(SP), X5
+	VPBROADCASTW 14(SP), X8
+	VINSERTI128  $0x01, X8, Y5, Y8
+	VPMADDWD     Y8, Y7, Y7
+	VPADDD       Y7, Y4, Y4
+	VMOVDQU      64(AX), Y7
+	VPSRLW       $0x00, Y7, Y8
+	VPAND        Y0, Y8, Y8
+	VPSRLW       $0x04, Y6, Y9
+	VPAND        Y1, Y9, Y9
+	VPSLLW       $0x02, Y9, Y9
+	VPOR         Y9, Y8, Y8
+	VPMADDUBSW   132(CX), Y8, Y8
+	VPBROADCASTW 16(SP), X5
+	VPBROADCASTW 18(SP), X9
+	VINSERTI128  $0x01, X9, Y5, Y9
+	VPMADDWD     Y9, Y8, Y8
+	VPADDD       Y8, Y4, Y4
+	VPSRLW       $0x02, Y7, Y8
+	VPAND        Y0, Y8, Y8
+	VPSRLW       $0x05, Y6, Y9
+	VPAND        Y1, Y9, Y9
+	VPSLLW       $0x02, Y9, Y9
+	VPOR         Y9, Y8, Y8
+	VPMADDUBSW   164(CX), Y8, Y8
+	VPBROADCASTW 20(SP), X5
+	VPBROADCASTW 22(SP), X9
+	VINSERTI128  $0x01, X9, Y5, Y9
+	VPMADDWD     Y9, Y8, Y8
+	VPADDD       Y8, Y4, Y4
+	VPSRLW       $0x04, Y7, Y8
+	VPAND        Y0, Y8, Y8
+	VPSRLW       $0x06, Y6, Y9
+	VPAND        Y1, Y9, Y9
+	VPSLLW       $0x02, Y9, Y9
+	VPOR         Y9, Y8, Y8
+	VPMADDUBSW   196(CX), Y8, Y8
+	VPBROADCASTW 24(SP), X5
+	VPBROADCASTW 26(SP), X9
+	VINSERTI128  $0x01, X9, Y5, Y9
+	VPMADDWD     Y9, Y8, Y8
+	VPADDD       Y8, Y4, Y4
+	VPSRLW       $0x06, Y7, Y7
+	VPAND        Y0, Y7, Y7
+	VPSRLW       $0x07, Y6, Y6
+	VPAND        Y1, Y6, Y6
+	VPSLLW       $0x02, Y6, Y6
+	VPOR         Y6, Y7, Y7
+	VPMADDUBSW   228(CX), Y7, Y6
+	VPBROADCASTW 28(SP), X5
+	VPBROADCASTW 30(SP), X7
+	VINSERTI128  $0x01, X7, Y5, Y7
+	VPMADDWD     Y7, Y6, Y6
+	VPADDD       Y6, Y4, Y4
+	VPSUBD       Y3, Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X3
+	VPADDD       X4, X3, X3
+	VPSHUFD      $0x4e, X3, X4
+	VPADDD       X4, X3, X3
+	VPSHUFD      $0xb1, X3, X4
+	VPADDD       X4, X3, X3
+	VCVTDQ2PS    X3, X3
+	MOVWLZX      108(AX), BX
+	VMOVD        BX, X4
+	VCVTPH2PS    X4, X4
+	VMULSS       (CX), X4, X4
+	VMULSS       X4, X3, X3
+	VADDSS       X3, X2, X2
+	ADDQ         $0x0000006e, AX
+	ADDQ         $0x00000124, CX
+	DECQ         DX
+	JNZ          q3k_loop
+
+q3k_done:
+	VZEROUPPER
+	MOVSS X2, ret+24(FP)
+	RET

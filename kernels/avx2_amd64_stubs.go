@@ -147,3 +147,10 @@ func dotQ5KAVX2(w *byte, x *float32, nb int) float32
 //
 //go:noescape
 func dotIQ4XSAVX2(w *byte, x *float32, nb int) float32
+
+// dotQ3KAVX2 works like quant.DotQ3KQ8K up to the rounding of its summation order.
+// It reads exactly nb blocks of weights at w and of activations at x (the
+// address of the first block).
+//
+//go:noescape
+func dotQ3KAVX2(w *byte, x *float32, nb int) float32

@@ -94,10 +94,10 @@ func dotQ5KRowsAVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32)
 //go:noescape
 func dotQ3KRowsAVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32)
 
-// setNewQAVX2 puts the AVX2 dots of Q4_0, Q5_0, IQ4_NL, IQ4_XS and Q5_K
-// (generated into avx2_amd64.s by _asm/legacy.go, iq4xs.go and q5k.go)
-// into t's rows. All but Q5_K's equal package quant's dots, the generic
-// rows, bit for bit.
+// setNewQAVX2 puts the AVX2 dots of Q4_0, Q5_0, IQ4_NL, IQ4_XS, Q3_K and
+// Q5_K (generated into avx2_amd64.s by _asm/legacy.go, iq4xs.go, q3k.go
+// and q5k.go) into t's rows. All but Q3_K's and Q5_K's equal package
+// quant's dots, the generic rows, bit for bit.
 func setNewQAVX2(t *table) {
 	q80 := func(typ tensor.Type, bb int, f func(w *byte, x *uint16, nb int) float32) {
 		t.weights[typ].q80.one = func(w []byte, x []quant.BlockQ8_0) float32 {
@@ -118,7 +118,15 @@ func setNewQAVX2(t *table) {
 		w = w[:quant.BlockIQ4_XSBytes*len(x)]
 		return dotIQ4XSAVX2(&w[0], &x[0].D, len(x))
 	}
-	// Q5_K sums like the AVX2 Q4_K dot: up to rounding, not bit for bit.
+	// Q3_K and Q5_K sum like the AVX2 Q4_K dot: up to rounding, not bit
+	// for bit.
+	t.weights[tensor.Q3_K].q8k.one = func(w []byte, x []quant.BlockQ8K) float32 {
+		if len(x) == 0 {
+			return 0
+		}
+		w = w[:quant.BlockQ3_KBytes*len(x)]
+		return dotQ3KAVX2(&w[0], &x[0].D, len(x))
+	}
 	t.weights[tensor.Q5_K].q8k.one = func(w []byte, x []quant.BlockQ8K) float32 {
 		if len(x) == 0 {
 			return 0

@@ -33,6 +33,7 @@ func main() {
 	legacyKernels()
 	dotQ5K()
 	dotIQ4XS()
+	dotQ3K()
 	Generate()
 }
 
