@@ -53,6 +53,15 @@ func setNewQAVX512(t *table) {
 	q8k(tensor.IQ4_XS, quant.BlockIQ4_XSBytes, dotIQ4XSRowsAVX512)
 	q8k(tensor.Q5_K, quant.BlockQ5_KBytes, dotQ5KRowsAVX512)
 	q8k(tensor.Q3_K, quant.BlockQ3_KBytes, dotQ3KRowsAVX512)
+	t.weights[tensor.Q3_K].q8k.x8 = func(w []byte, x []quant.BlockQ8K, _ []float32, nb int, out *[8]float32) {
+		x = x[:8*nb]
+		w = w[:quant.BlockQ3_KBytes*nb]
+		if nb == 0 {
+			*out = [8]float32{}
+			return
+		}
+		dotQ3Kx8AVX512(&w[0], &x[0], nb, out)
+	}
 	t.weights[tensor.IQ4_XS].q8k.x8 = func(w []byte, x []quant.BlockQ8K, _ []float32, nb int, out *[8]float32) {
 		x = x[:8*nb]
 		w = w[:quant.BlockIQ4_XSBytes*nb]
@@ -170,3 +179,9 @@ func dotIQ4NLx8AVX512(w *byte, x *quant.BlockQ8_0, dx *float32, nb int, out *[8]
 //
 //go:noescape
 func dotIQ4XSx8AVX512(w *byte, x *quant.BlockQ8K, nb int, out *[8]float32)
+
+// dotQ3Kx8AVX512 sets out[t] to the dot of the nb Q3_K blocks at w with
+// token t's nb blocks at x[t*nb:], for eight tokens (nb >= 1).
+//
+//go:noescape
+func dotQ3Kx8AVX512(w *byte, x *quant.BlockQ8K, nb int, out *[8]float32)
