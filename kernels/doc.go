@@ -30,8 +30,8 @@
 // goroutine for several tokens, and for one token pieces that shrink as
 // the rows run out (each a share of the rows left), so the goroutines
 // finish together. On the avx512 path a one-token product of Q4_K, Q6_K,
-// Q5_K, Q3_K, IQ4_XS, Q4_0, Q5_0 or IQ4_NL weights takes each claimed
-// piece in one call of a row-run dot. Quantized dot products
+// Q5_K, Q3_K, Q2_K, IQ4_XS, Q4_0, Q5_0 or IQ4_NL weights takes each
+// claimed piece in one call of a row-run dot. Quantized dot products
 // multiply 8-bit codes with integer arithmetic and apply one float scale
 // per block; the integer sums are exact on every path. The Q4_K and
 // Q6_K dots of the generic and avx2 paths and the avx512 four-token ones
@@ -92,12 +92,13 @@
 //
 // # Which types have which kernels
 //
-// avx512: one-token (row-run) dots for every quantized type but Q4_1,
-// Q5_1 and Q2_K; four- and eight-token dots for Q4_K, Q6_K and Q8_0 only
-// (the other types multiply a prompt token by token, each weight tile
-// staying in cache). avx2: one- and four-token dots for Q4_K, Q6_K and
-// Q8_0, one-token dots for Q4_0, Q5_0 and IQ4_NL that equal the generic
-// ones bit for bit. Every other pair runs the generic row: package
+// avx512: one-token (row-run) dots for every quantized type but Q4_1 and
+// Q5_1; eight-token dots for all of those but Q2_K (four-token ones for
+// Q4_K, Q6_K and Q8_0 too); the rest multiply a prompt token by token,
+// each weight tile staying in cache. avx2: one- and four-token dots for
+// Q4_K, Q6_K and Q8_0; one-token dots for Q4_0, Q5_0, IQ4_NL and IQ4_XS
+// that equal the generic ones bit for bit, and for Q3_K and Q5_K in the
+// AVX2 Q4_K dot's order. Every other pair runs the generic row: package
 // quant's dot, ggml's generic C kernel's arithmetic. The blocked-product kernels
 // (gemm_avx512_amd64.s, gemm_avx2_amd64.s) are hand-written too.
 package kernels

@@ -8,7 +8,7 @@ import (
 )
 
 // setNewQAVX512 puts the AVX-512 row-run dots of Q4_0, Q5_0, IQ4_NL,
-// IQ4_XS, Q5_K and Q3_K (newq_avx512_amd64.s, quant_avx512_amd64.s) into t's
+// IQ4_XS, Q5_K, Q3_K and Q2_K (newq_avx512_amd64.s, quant_avx512_amd64.s) into t's
 // rows: the one-token dot is a run of one row.
 func setNewQAVX512(t *table) {
 	q80 := func(typ tensor.Type, bb int, f func(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32)) {
@@ -53,6 +53,7 @@ func setNewQAVX512(t *table) {
 	q8k(tensor.IQ4_XS, quant.BlockIQ4_XSBytes, dotIQ4XSRowsAVX512)
 	q8k(tensor.Q5_K, quant.BlockQ5_KBytes, dotQ5KRowsAVX512)
 	q8k(tensor.Q3_K, quant.BlockQ3_KBytes, dotQ3KRowsAVX512)
+	q8k(tensor.Q2_K, quant.BlockQ2_KBytes, dotQ2KRowsAVX512)
 	t.weights[tensor.Q3_K].q8k.x8 = func(w []byte, x []quant.BlockQ8K, _ []float32, nb int, out *[8]float32) {
 		x = x[:8*nb]
 		w = w[:quant.BlockQ3_KBytes*nb]
@@ -185,3 +186,6 @@ func dotIQ4XSx8AVX512(w *byte, x *quant.BlockQ8K, nb int, out *[8]float32)
 //
 //go:noescape
 func dotQ3Kx8AVX512(w *byte, x *quant.BlockQ8K, nb int, out *[8]float32)
+
+//go:noescape
+func dotQ2KRowsAVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32)

@@ -1456,3 +1456,93 @@ q3k8done:
 	HSUM8(Z31, Y31, X31, 28(AX))
 	VZEROUPPER
 	RET
+
+// Q2_K row-run dot: Q3_K's code unpacking without the hmask bits (codes
+// 0..3 at 16(SI)) and Q4_K's float steps: the 4-bit scales (low nibbles
+// of the 16 scale bytes) spread over the words by q6kIdx and applied by
+// VPDPWSSD, the 4-bit mins (high nibbles) times the bsums by one
+// VPMADDWD, each accumulated with f16(d)·x.D or f16(dmin)·x.D into float
+// lanes and reduced once per row.
+
+#define Q2K_CHUNK(qoff, xoff, shift, sc, acc) \
+	VBROADCASTI64X4 qoff(SI), Z2 \
+	VPSRLVW         shift, Z2, Z2 \
+	VPANDD          Z15, Z2, Z2 \
+	VPMADDUBSW      xoff(DI), Z2, Z2 \
+	VPDPWSSD        sc, Z2, acc
+
+// func dotQ2KRowsAVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32)
+TEXT ·dotQ2KRowsAVX512(SB), NOSPLIT, $8-40
+	MOVQ w+0(FP), SI
+	MOVQ x+8(FP), R11
+	MOVQ nb+16(FP), R12
+	MOVQ rows+24(FP), R13
+	MOVQ out+32(FP), R14
+	MOVL $0x03030303, AX
+	VPBROADCASTD AX, Z15
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, X14
+	VMOVDQU64 q6kIdx<>+0(SB), Z16
+	VMOVDQU64 q6kIdx<>+64(SB), Z17
+	VMOVDQU64 q6kIdx<>+128(SB), Z18
+	VMOVDQU64 q6kIdx<>+192(SB), Z19
+	VMOVDQU64 q3kShift<>+0(SB), Z29
+	VMOVDQU64 q3kShift<>+64(SB), Z30
+
+q2krow:
+	MOVQ R11, DI
+	MOVQ R12, CX
+	VXORPS X8, X8, X8
+	VXORPS X12, X12, X12
+
+q2kloop:
+	PREFETCHT0 1344(SI)
+	PREFETCHT0 1408(SI)
+	VMOVDQU   0(SI), X0
+	VPSRLW    $4, X0, X1
+	VPAND     X14, X0, X0
+	VPAND     X14, X1, X1
+	VPMOVZXBW X0, Y0
+	VPMOVZXBW X1, Y1
+	VPERMW Z0, Z16, Z20
+	VPERMW Z0, Z17, Z21
+	VPERMW Z0, Z18, Z22
+	VPERMW Z0, Z19, Z23
+	VPMADDWD 260(DI), Y1, Y10
+	VPXORD Z9, Z9, Z9
+	VPXORD Z11, Z11, Z11
+	Q2K_CHUNK(16, 4, Z29, Z20, Z9)
+	Q2K_CHUNK(16, 68, Z30, Z21, Z11)
+	Q2K_CHUNK(48, 132, Z29, Z22, Z9)
+	Q2K_CHUNK(48, 196, Z30, Z23, Z11)
+	VPADDD Z11, Z9, Z9
+	VCVTDQ2PS Z9, Z9
+	VCVTDQ2PS Y10, Y10
+	MOVL 80(SI), AX
+	VMOVD AX, X6
+	VCVTPH2PS X6, X6
+	VBROADCASTSS (DI), X7
+	VMULPS X7, X6, X6
+	VMOVQ X6, tmp-8(SP)
+	VFMADD231PS.BCST tmp-8(SP), Z9, Z8
+	VFMADD231PS.BCST tmp-4(SP), Y10, Y12
+	ADDQ $84, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ q2kloop
+
+	VEXTRACTF64X4 $1, Z8, Y0
+	VADDPS Y0, Y8, Y8
+	VSUBPS Y12, Y8, Y8
+	VEXTRACTF128 $1, Y8, X0
+	VADDPS X0, X8, X8
+	VMOVHLPS X8, X0, X0
+	VADDPS X0, X8, X8
+	VMOVSHDUP X8, X0
+	VADDSS X0, X8, X8
+	VMOVSS X8, (R14)
+	ADDQ $4, R14
+	DECQ R13
+	JNZ q2krow
+	VZEROUPPER
+	RET
