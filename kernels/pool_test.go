@@ -269,7 +269,7 @@ func TestMatMulNoAllocs(t *testing.T) {
 	defer p.Close()
 	for _, typ := range poolTypes {
 		w := testMatrix(t, r, typ, 64, 512)
-		for _, n := range []int{1, 80} {
+		for _, n := range []int{1, 5, 80} {
 			x := randF32(r, n*512, 1)
 			out := make([]float32, n*64)
 			allocs := testing.AllocsPerRun(20, func() {
