@@ -2232,3 +2232,250 @@ q3k_done:
 	VZEROUPPER
 	MOVSS X2, ret+24(FP)
 	RET
+
+// func dotQ4_1AVX2(w *byte, x *uint16, nb int) float32
+// Requires: AVX, AVX2, F16C, SSE
+TEXT ·dotQ4_1AVX2(SB), NOSPLIT, $0-28
+	MOVQ         w+0(FP), AX
+	MOVQ         x+8(FP), CX
+	MOVQ         nb+16(FP), DX
+	MOVL         $0x0f0f0f0f, BX
+	VMOVD        BX, X0
+	VPBROADCASTD X0, Y0
+	VXORPS       X1, X1, X1
+	TESTQ        DX, DX
+	JE           dotQ4_1AVX2_done
+
+dotQ4_1AVX2_loop:
+	VMOVDQU      4(AX), X2
+	VPSRLW       $0x04, X2, X3
+	VINSERTI128  $0x01, X3, Y2, Y2
+	VPAND        Y0, Y2, Y2
+	VPMOVZXBW    X2, Y4
+	VEXTRACTI128 $0x01, Y2, X3
+	VPMOVZXBW    X3, Y3
+	VPMOVSXBW    4(CX), Y6
+	VPMOVSXBW    20(CX), Y7
+	VPMADDWD     Y6, Y4, Y6
+	VPMADDWD     Y7, Y3, Y7
+	VPADDD       Y7, Y6, Y6
+	VEXTRACTI128 $0x01, Y6, X2
+	VPADDD       X6, X2, X2
+	VPSHUFD      $0x4e, X2, X3
+	VPADDD       X3, X2, X2
+	VPSHUFD      $0xb1, X2, X3
+	VPADDD       X3, X2, X2
+	VCVTDQ2PS    X2, X2
+	MOVL         (AX), BX
+	VMOVD        BX, X3
+	VPINSRD      $0x01, (CX), X3, X3
+	VCVTPH2PS    X3, X3
+	VMOVHLPS     X3, X5, X5
+	VMULPS       X5, X3, X3
+	VMULSS       X3, X2, X2
+	VMOVSHDUP    X3, X5
+	VADDSS       X5, X2, X2
+	VADDSS       X2, X1, X1
+	ADDQ         $0x00000014, AX
+	ADDQ         $0x00000024, CX
+	DECQ         DX
+	JNZ          dotQ4_1AVX2_loop
+
+dotQ4_1AVX2_done:
+	VZEROUPPER
+	MOVSS X1, ret+24(FP)
+	RET
+
+// func dotQ5_1AVX2(w *byte, x *uint16, nb int) float32
+// Requires: AVX, AVX2, F16C, SSE
+TEXT ·dotQ5_1AVX2(SB), NOSPLIT, $0-28
+	MOVQ         w+0(FP), AX
+	MOVQ         x+8(FP), CX
+	MOVQ         nb+16(FP), DX
+	MOVL         $0x0f0f0f0f, BX
+	VMOVD        BX, X0
+	VPBROADCASTD X0, Y0
+	VXORPS       X1, X1, X1
+	TESTQ        DX, DX
+	JE           dotQ5_1AVX2_done
+
+dotQ5_1AVX2_loop:
+	VMOVDQU      8(AX), X2
+	VPSRLW       $0x04, X2, X3
+	VINSERTI128  $0x01, X3, Y2, Y2
+	VPAND        Y0, Y2, Y2
+	VPBROADCASTD 4(AX), Y4
+	MOVQ         $0x0000000000000000, BX
+	VMOVQ        BX, X3
+	MOVQ         $0x0101010101010101, BX
+	VMOVQ        BX, X6
+	VPUNPCKLQDQ  X6, X3, X3
+	MOVQ         $0x0202020202020202, BX
+	VMOVQ        BX, X6
+	MOVQ         $0x0303030303030303, BX
+	VMOVQ        BX, X7
+	VPUNPCKLQDQ  X7, X6, X6
+	VINSERTI128  $0x01, X6, Y3, Y3
+	VPSHUFB      Y3, Y4, Y4
+	MOVQ         $0x8040201008040201, BX
+	VMOVQ        BX, X6
+	VPBROADCASTQ X6, Y6
+	VPAND        Y6, Y4, Y4
+	VPCMPEQB     Y6, Y4, Y4
+	MOVL         $0x10101010, BX
+	VMOVD        BX, X6
+	VPBROADCASTD X6, Y6
+	VPAND        Y6, Y4, Y4
+	VPOR         Y4, Y2, Y2
+	VPMOVZXBW    X2, Y4
+	VEXTRACTI128 $0x01, Y2, X3
+	VPMOVZXBW    X3, Y6
+	VPMOVSXBW    4(CX), Y7
+	VPMOVSXBW    20(CX), Y8
+	VPMADDWD     Y7, Y4, Y7
+	VPMADDWD     Y8, Y6, Y8
+	VPADDD       Y8, Y7, Y7
+	VEXTRACTI128 $0x01, Y7, X2
+	VPADDD       X7, X2, X2
+	VPSHUFD      $0x4e, X2, X3
+	VPADDD       X3, X2, X2
+	VPSHUFD      $0xb1, X2, X3
+	VPADDD       X3, X2, X2
+	VCVTDQ2PS    X2, X2
+	MOVL         (AX), BX
+	VMOVD        BX, X3
+	VPINSRD      $0x01, (CX), X3, X3
+	VCVTPH2PS    X3, X3
+	VMOVHLPS     X3, X5, X5
+	VMULPS       X5, X3, X3
+	VMULSS       X3, X2, X2
+	VMOVSHDUP    X3, X5
+	VADDSS       X5, X2, X2
+	VADDSS       X2, X1, X1
+	ADDQ         $0x00000018, AX
+	ADDQ         $0x00000024, CX
+	DECQ         DX
+	JNZ          dotQ5_1AVX2_loop
+
+dotQ5_1AVX2_done:
+	VZEROUPPER
+	MOVSS X1, ret+24(FP)
+	RET
+
+// func dotQ2KAVX2(w *byte, x *float32, nb int) float32
+// Requires: AVX, AVX2, F16C, MMX+, SSE
+TEXT ·dotQ2KAVX2(SB), NOSPLIT, $32-28
+	MOVQ         w+0(FP), AX
+	MOVQ         x+8(FP), CX
+	MOVQ         nb+16(FP), DX
+	MOVL         $0x03030303, BX
+	VMOVD        BX, X0
+	VPBROADCASTD X0, Y0
+	MOVL         $0x0f0f0f0f, BX
+	VMOVD        BX, X1
+	VPBROADCASTD X1, Y1
+	VXORPS       X2, X2, X2
+	TESTQ        DX, DX
+	JE           q2k_done
+
+q2k_loop:
+	PREFETCHT0   2304(AX)
+	PREFETCHT0   2368(AX)
+	VMOVDQU      (AX), X3
+	VPAND        X1, X3, X4
+	VPMOVZXBW    X4, Y4
+	VMOVDQU      Y4, (SP)
+	VPSRLW       $0x04, X3, X4
+	VPAND        X1, X4, X4
+	VPMOVZXBW    X4, Y4
+	VPXOR        Y5, Y5, Y5
+	VMOVDQU      16(AX), Y6
+	VPSRLW       $0x00, Y6, Y7
+	VPAND        Y0, Y7, Y7
+	VPMADDUBSW   4(CX), Y7, Y7
+	VPBROADCASTW (SP), X3
+	VPBROADCASTW 2(SP), X8
+	VINSERTI128  $0x01, X8, Y3, Y8
+	VPMADDWD     Y8, Y7, Y7
+	VPADDD       Y7, Y5, Y5
+	VPSRLW       $0x02, Y6, Y7
+	VPAND        Y0, Y7, Y7
+	VPMADDUBSW   36(CX), Y7, Y7
+	VPBROADCASTW 4(SP), X3
+	VPBROADCASTW 6(SP), X8
+	VINSERTI128  $0x01, X8, Y3, Y8
+	VPMADDWD     Y8, Y7, Y7
+	VPADDD       Y7, Y5, Y5
+	VPSRLW       $0x04, Y6, Y7
+	VPAND        Y0, Y7, Y7
+	VPMADDUBSW   68(CX), Y7, Y7
+	VPBROADCASTW 8(SP), X3
+	VPBROADCASTW 10(SP), X8
+	VINSERTI128  $0x01, X8, Y3, Y8
+	VPMADDWD     Y8, Y7, Y7
+	VPADDD       Y7, Y5, Y5
+	VPSRLW       $0x06, Y6, Y6
+	VPAND        Y0, Y6, Y6
+	VPMADDUBSW   100(CX), Y6, Y6
+	VPBROADCASTW 12(SP), X3
+	VPBROADCASTW 14(SP), X7
+	VINSERTI128  $0x01, X7, Y3, Y7
+	VPMADDWD     Y7, Y6, Y6
+	VPADDD       Y6, Y5, Y5
+	VMOVDQU      48(AX), Y6
+	VPSRLW       $0x00, Y6, Y7
+	VPAND        Y0, Y7, Y7
+	VPMADDUBSW   132(CX), Y7, Y7
+	VPBROADCASTW 16(SP), X3
+	VPBROADCASTW 18(SP), X8
+	VINSERTI128  $0x01, X8, Y3, Y8
+	VPMADDWD     Y8, Y7, Y7
+	VPADDD       Y7, Y5, Y5
+	VPSRLW       $0x02, Y6, Y7
+	VPAND        Y0, Y7, Y7
+	VPMADDUBSW   164(CX), Y7, Y7
+	VPBROADCASTW 20(SP), X3
+	VPBROADCASTW 22(SP), X8
+	VINSERTI128  $0x01, X8, Y3, Y8
+	VPMADDWD     Y8, Y7, Y7
+	VPADDD       Y7, Y5, Y5
+	VPSRLW       $0x04, Y6, Y7
+	VPAND        Y0, Y7, Y7
+	VPMADDUBSW   196(CX), Y7, Y7
+	VPBROADCASTW 24(SP), X3
+	VPBROADCASTW 26(SP), X8
+	VINSERTI128  $0x01, X8, Y3, Y8
+	VPMADDWD     Y8, Y7, Y7
+	VPADDD       Y7, Y5, Y5
+	VPSRLW       $0x06, Y6, Y6
+	VPAND        Y0, Y6, Y6
+	VPMADDUBSW   228(CX), Y6, Y6
+	VPBROADCASTW 28(SP), X3
+	VPBROADCASTW 30(SP), X7
+	VINSERTI128  $0x01, X7, Y3, Y7
+	VPMADDWD     Y7, Y6, Y6
+	VPADDD       Y6, Y5, Y5
+	VPMADDWD     260(CX), Y4, Y4
+	VPHADDD      Y4, Y5, Y4
+	VEXTRACTI128 $0x01, Y4, X3
+	VPADDD       X3, X4, X3
+	VPHADDD      X3, X3, X3
+	VCVTDQ2PS    X3, X3
+	MOVL         80(AX), BX
+	VMOVD        BX, X4
+	VCVTPH2PS    X4, X4
+	VBROADCASTSS (CX), X5
+	VMULPS       X5, X4, X4
+	VMULPS       X4, X3, X3
+	VADDSS       X3, X2, X2
+	VMOVSHDUP    X3, X4
+	VSUBSS       X4, X2, X2
+	ADDQ         $0x00000054, AX
+	ADDQ         $0x00000124, CX
+	DECQ         DX
+	JNZ          q2k_loop
+
+q2k_done:
+	VZEROUPPER
+	MOVSS X2, ret+24(FP)
+	RET

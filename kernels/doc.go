@@ -96,9 +96,9 @@
 // Q5_1; eight-token dots for all of those but Q2_K (four-token ones for
 // Q4_K, Q6_K and Q8_0 too); the rest multiply a prompt token by token,
 // each weight tile staying in cache. avx2: one- and four-token dots for
-// Q4_K, Q6_K and Q8_0; one-token dots for Q4_0, Q5_0, IQ4_NL and IQ4_XS
-// that equal the generic ones bit for bit, and for Q3_K and Q5_K in the
-// AVX2 Q4_K dot's order. Every other pair runs the generic row: package
+// Q4_K, Q6_K and Q8_0; one-token dots for Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL
+// and IQ4_XS that equal the generic ones bit for bit, and for Q2_K, Q3_K
+// and Q5_K in the AVX2 Q4_K dot's order. Every other pair runs the generic row: package
 // quant's dot, ggml's generic C kernel's arithmetic. The blocked-product kernels
 // (gemm_avx512_amd64.s, gemm_avx2_amd64.s) are hand-written too.
 package kernels

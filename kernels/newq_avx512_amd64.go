@@ -113,10 +113,10 @@ func dotQ5KRowsAVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32)
 //go:noescape
 func dotQ3KRowsAVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32)
 
-// setNewQAVX2 puts the AVX2 dots of Q4_0, Q5_0, IQ4_NL, IQ4_XS, Q3_K and
-// Q5_K (generated into avx2_amd64.s by _asm/legacy.go, iq4xs.go, q3k.go
-// and q5k.go) into t's rows. All but Q3_K's and Q5_K's equal package
-// quant's dots, the generic rows, bit for bit.
+// setNewQAVX2 puts the AVX2 dots of the types added after Q4_K, Q6_K and
+// Q8_0 (generated into avx2_amd64.s by _asm/legacy.go, iq4xs.go, q3k.go,
+// q5k.go and more.go) into t's rows. All but Q2_K's, Q3_K's and Q5_K's
+// equal package quant's dots, the generic rows, bit for bit.
 func setNewQAVX2(t *table) {
 	q80 := func(typ tensor.Type, bb int, f func(w *byte, x *uint16, nb int) float32) {
 		t.weights[typ].q80.one = func(w []byte, x []quant.BlockQ8_0) float32 {
@@ -137,8 +137,26 @@ func setNewQAVX2(t *table) {
 		w = w[:quant.BlockIQ4_XSBytes*len(x)]
 		return dotIQ4XSAVX2(&w[0], &x[0].D, len(x))
 	}
-	// Q3_K and Q5_K sum like the AVX2 Q4_K dot: up to rounding, not bit
-	// for bit.
+	q81 := func(typ tensor.Type, bb int, f func(w *byte, x *uint16, nb int) float32) {
+		t.weights[typ].q81.one = func(w []byte, x []quant.BlockQ8_1) float32 {
+			if len(x) == 0 {
+				return 0
+			}
+			w = w[:bb*len(x)]
+			return f(&w[0], &x[0].D, len(x))
+		}
+	}
+	q81(tensor.Q4_1, quant.BlockQ4_1Bytes, dotQ4_1AVX2)
+	q81(tensor.Q5_1, quant.BlockQ5_1Bytes, dotQ5_1AVX2)
+	// Q2_K, Q3_K and Q5_K sum like the AVX2 Q4_K dot: up to rounding, not
+	// bit for bit.
+	t.weights[tensor.Q2_K].q8k.one = func(w []byte, x []quant.BlockQ8K) float32 {
+		if len(x) == 0 {
+			return 0
+		}
+		w = w[:quant.BlockQ2_KBytes*len(x)]
+		return dotQ2KAVX2(&w[0], &x[0].D, len(x))
+	}
 	t.weights[tensor.Q3_K].q8k.one = func(w []byte, x []quant.BlockQ8K) float32 {
 		if len(x) == 0 {
 			return 0

@@ -34,6 +34,7 @@ func main() {
 	dotQ5K()
 	dotIQ4XS()
 	dotQ3K()
+	moreKernels()
 	Generate()
 }
 
