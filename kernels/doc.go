@@ -93,7 +93,7 @@
 // # Which types have which kernels
 //
 // avx512: one-token (row-run) dots for every quantized type but Q4_1 and
-// Q5_1; eight-token dots for all of those but Q2_K (four-token ones for
+// Q5_1, which take the AVX2 ones; eight-token dots for all of those but Q2_K (four-token ones for
 // Q4_K, Q6_K and Q8_0 too); the rest multiply a prompt token by token,
 // each weight tile staying in cache. avx2: one- and four-token dots for
 // Q4_K, Q6_K and Q8_0; one-token dots for Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL
