@@ -1813,3 +1813,669 @@ dotIQ4NLAVX2_done:
 	VZEROUPPER
 	MOVSS X1, ret+24(FP)
 	RET
+
+// func dotQ5KAVX2(w *byte, x *float32, nb int) float32
+// Requires: AVX, AVX2, F16C, MMX+, SSE
+TEXT ·dotQ5KAVX2(SB), NOSPLIT, $16-28
+	MOVQ         w+0(FP), AX
+	MOVQ         x+8(FP), CX
+	MOVQ         nb+16(FP), DX
+	MOVL         $0x0f0f0f0f, BX
+	VMOVD        BX, X0
+	VPBROADCASTD X0, Y0
+	MOVL         $0x01010101, BX
+	VMOVD        BX, X1
+	VPBROADCASTD X1, Y1
+	VXORPS       X2, X2, X2
+	TESTQ        DX, DX
+	JE           q5k_done
+
+q5k_loop:
+	PREFETCHT0   2304(AX)
+	PREFETCHT0   2368(AX)
+	PREFETCHT0   2432(AX)
+	MOVL         4(AX), BX
+	MOVL         8(AX), SI
+	MOVL         12(AX), DI
+	MOVL         DI, R8
+	SHRL         $0x04, R8
+	ANDL         $0x0f0f0f0f, R8
+	MOVL         SI, R9
+	SHRL         $0x06, R9
+	ANDL         $0x03030303, R9
+	SHLL         $0x04, R9
+	ORL          R9, R8
+	ANDL         $0x3f3f3f3f, SI
+	ANDL         $0x0f0f0f0f, DI
+	MOVL         BX, R9
+	SHRL         $0x06, R9
+	ANDL         $0x03030303, R9
+	SHLL         $0x04, R9
+	ORL          R9, DI
+	ANDL         $0x3f3f3f3f, BX
+	VMOVD        BX, X3
+	VPINSRD      $0x01, DI, X3, X3
+	VPMOVZXBW    X3, X3
+	VMOVD        SI, X4
+	VPINSRD      $0x01, R8, X4, X4
+	VPMOVZXBW    X4, X4
+	VMOVDQU      X3, (SP)
+	VPUNPCKLWD   X4, X4, X3
+	VPUNPCKHWD   X4, X4, X4
+	VINSERTI128  $0x01, X4, Y3, Y3
+	VPXOR        Y4, Y4, Y4
+	VMOVDQU      16(AX), Y5
+	VMOVDQU      48(AX), Y6
+	VPSRLW       $0x04, Y6, Y7
+	VPAND        Y0, Y6, Y6
+	VPAND        Y0, Y7, Y7
+	VPSRLW       $0x00, Y5, Y8
+	VPAND        Y1, Y8, Y8
+	VPSLLW       $0x04, Y8, Y8
+	VPOR         Y8, Y6, Y6
+	VPSRLW       $0x01, Y5, Y8
+	VPAND        Y1, Y8, Y8
+	VPSLLW       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPBROADCASTW (SP), Y8
+	VPBROADCASTW 2(SP), Y9
+	VPMADDUBSW   4(CX), Y6, Y6
+	VPMADDUBSW   36(CX), Y7, Y7
+	VPMADDWD     Y8, Y6, Y6
+	VPMADDWD     Y9, Y7, Y7
+	VPADDD       Y6, Y4, Y4
+	VPADDD       Y7, Y4, Y4
+	VMOVDQU      80(AX), Y6
+	VPSRLW       $0x04, Y6, Y7
+	VPAND        Y0, Y6, Y6
+	VPAND        Y0, Y7, Y7
+	VPSRLW       $0x02, Y5, Y8
+	VPAND        Y1, Y8, Y8
+	VPSLLW       $0x04, Y8, Y8
+	VPOR         Y8, Y6, Y6
+	VPSRLW       $0x03, Y5, Y8
+	VPAND        Y1, Y8, Y8
+	VPSLLW       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPBROADCASTW 4(SP), Y8
+	VPBROADCASTW 6(SP), Y9
+	VPMADDUBSW   68(CX), Y6, Y6
+	VPMADDUBSW   100(CX), Y7, Y7
+	VPMADDWD     Y8, Y6, Y6
+	VPMADDWD     Y9, Y7, Y7
+	VPADDD       Y6, Y4, Y4
+	VPADDD       Y7, Y4, Y4
+	VMOVDQU      112(AX), Y6
+	VPSRLW       $0x04, Y6, Y7
+	VPAND        Y0, Y6, Y6
+	VPAND        Y0, Y7, Y7
+	VPSRLW       $0x04, Y5, Y8
+	VPAND        Y1, Y8, Y8
+	VPSLLW       $0x04, Y8, Y8
+	VPOR         Y8, Y6, Y6
+	VPSRLW       $0x05, Y5, Y8
+	VPAND        Y1, Y8, Y8
+	VPSLLW       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPBROADCASTW 8(SP), Y8
+	VPBROADCASTW 10(SP), Y9
+	VPMADDUBSW   132(CX), Y6, Y6
+	VPMADDUBSW   164(CX), Y7, Y7
+	VPMADDWD     Y8, Y6, Y6
+	VPMADDWD     Y9, Y7, Y7
+	VPADDD       Y6, Y4, Y4
+	VPADDD       Y7, Y4, Y4
+	VMOVDQU      144(AX), Y6
+	VPSRLW       $0x04, Y6, Y7
+	VPAND        Y0, Y6, Y6
+	VPAND        Y0, Y7, Y7
+	VPSRLW       $0x06, Y5, Y8
+	VPAND        Y1, Y8, Y8
+	VPSLLW       $0x04, Y8, Y8
+	VPOR         Y8, Y6, Y6
+	VPSRLW       $0x07, Y5, Y8
+	VPAND        Y1, Y8, Y8
+	VPSLLW       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPBROADCASTW 12(SP), Y5
+	VPBROADCASTW 14(SP), Y8
+	VPMADDUBSW   196(CX), Y6, Y6
+	VPMADDUBSW   228(CX), Y7, Y7
+	VPMADDWD     Y5, Y6, Y6
+	VPMADDWD     Y8, Y7, Y7
+	VPADDD       Y6, Y4, Y4
+	VPADDD       Y7, Y4, Y4
+	VPMADDWD     260(CX), Y3, Y5
+	VPHADDD      Y5, Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X3
+	VPADDD       X3, X4, X3
+	VPHADDD      X3, X3, X3
+	VCVTDQ2PS    X3, X3
+	MOVL         (AX), BX
+	VMOVD        BX, X4
+	VCVTPH2PS    X4, X4
+	VBROADCASTSS (CX), X5
+	VMULPS       X5, X4, X4
+	VMULPS       X4, X3, X3
+	VADDSS       X3, X2, X2
+	VMOVSHDUP    X3, X4
+	VSUBSS       X4, X2, X2
+	ADDQ         $0x000000b0, AX
+	ADDQ         $0x00000124, CX
+	DECQ         DX
+	JNZ          q5k_loop
+
+q5k_done:
+	VZEROUPPER
+	MOVSS X2, ret+24(FP)
+	RET
+
+// func dotIQ4XSAVX2(w *byte, x *float32, nb int) float32
+// Requires: AVX, AVX2, F16C, MMX+, SSE
+TEXT ·dotIQ4XSAVX2(SB), NOSPLIT, $0-28
+	MOVQ         w+0(FP), AX
+	MOVQ         x+8(FP), CX
+	MOVQ         nb+16(FP), DX
+	MOVL         $0x0f0f0f0f, BX
+	VMOVD        BX, X0
+	VPBROADCASTD X0, Y0
+	VMOVDQU      iq4nlValues<>+0(SB), Y1
+	VXORPS       X2, X2, X2
+	TESTQ        DX, DX
+	JE           iq4xs_done
+
+iq4xs_loop:
+	PREFETCHT0 2304(AX)
+	PREFETCHT0 2368(AX)
+	MOVWLZX    (AX), BX
+	VMOVD      BX, X3
+	VCVTPH2PS  X3, X3
+	VMULSS     (CX), X3, X3
+	MOVWLZX    2(AX), BX
+	MOVL       4(AX), SI
+	LEAQ       8(AX), DI
+	LEAQ       4(CX), R8
+	MOVQ       $0x0000000000000008, R9
+
+iq4xs_sub:
+	VMOVDQU      (DI), X4
+	VPSRLW       $0x04, X4, X5
+	VINSERTI128  $0x01, X5, Y4, Y4
+	VPAND        Y0, Y4, Y4
+	VPSHUFB      Y4, Y1, Y4
+	VPMOVSXBW    X4, Y6
+	VEXTRACTI128 $0x01, Y4, X5
+	VPMOVSXBW    X5, Y5
+	VPMOVSXBW    (R8), Y8
+	VPMOVSXBW    16(R8), Y9
+	VPMADDWD     Y8, Y6, Y8
+	VPMADDWD     Y9, Y5, Y9
+	VPADDD       Y9, Y8, Y8
+	VEXTRACTI128 $0x01, Y8, X4
+	VPADDD       X8, X4, X4
+	VPSHUFD      $0x4e, X4, X5
+	VPADDD       X5, X4, X4
+	VPSHUFD      $0xb1, X4, X5
+	VPADDD       X5, X4, X4
+	VCVTDQ2PS    X4, X4
+	MOVL         SI, R10
+	ANDL         $0x0000000f, R10
+	MOVL         BX, R11
+	ANDL         $0x00000003, R11
+	SHLL         $0x04, R11
+	ORL          R11, R10
+	SUBL         $0x00000020, R10
+	VCVTSI2SSL   R10, X7, X7
+	VMULSS       X7, X3, X7
+	VMULSS       X7, X4, X4
+	VADDSS       X4, X2, X2
+	SHRL         $0x04, SI
+	SHRL         $0x02, BX
+	ADDQ         $0x00000010, DI
+	ADDQ         $0x00000020, R8
+	DECQ         R9
+	JNZ          iq4xs_sub
+	ADDQ         $0x00000088, AX
+	ADDQ         $0x00000124, CX
+	DECQ         DX
+	JNZ          iq4xs_loop
+
+iq4xs_done:
+	VZEROUPPER
+	MOVSS X2, ret+24(FP)
+	RET
+
+DATA q3kBias<>+0(SB)/2, $0x0020
+GLOBL q3kBias<>(SB), RODATA|NOPTR, $2
+
+// func dotQ3KAVX2(w *byte, x *float32, nb int) float32
+// Requires: AVX, AVX2, F16C, MMX+, SSE
+TEXT ·dotQ3KAVX2(SB), NOSPLIT, $32-28
+	MOVQ         w+0(FP), AX
+	MOVQ         x+8(FP), CX
+	MOVQ         nb+16(FP), DX
+	MOVL         $0x03030303, BX
+	VMOVD        BX, X0
+	VPBROADCASTD X0, Y0
+	MOVL         $0x01010101, BX
+	VMOVD        BX, X1
+	VPBROADCASTD X1, Y1
+	VXORPS       X2, X2, X2
+	TESTQ        DX, DX
+	JE           q3k_done
+
+q3k_loop:
+	PREFETCHT0   2304(AX)
+	PREFETCHT0   2368(AX)
+	MOVL         96(AX), BX
+	MOVL         100(AX), SI
+	MOVL         104(AX), DI
+	MOVL         BX, R8
+	ANDL         $0x0f0f0f0f, R8
+	MOVL         DI, R9
+	ANDL         $0x03030303, R9
+	SHLL         $0x04, R9
+	ORL          R9, R8
+	VMOVD        R8, X3
+	MOVL         SI, R8
+	ANDL         $0x0f0f0f0f, R8
+	MOVL         DI, R9
+	SHRL         $0x02, R9
+	ANDL         $0x03030303, R9
+	SHLL         $0x04, R9
+	ORL          R9, R8
+	VPINSRD      $0x01, R8, X3, X3
+	SHRL         $0x04, BX
+	ANDL         $0x0f0f0f0f, BX
+	MOVL         DI, R8
+	SHRL         $0x04, R8
+	ANDL         $0x03030303, R8
+	SHLL         $0x04, R8
+	ORL          R8, BX
+	VPINSRD      $0x02, BX, X3, X3
+	MOVL         SI, BX
+	SHRL         $0x04, BX
+	ANDL         $0x0f0f0f0f, BX
+	MOVL         DI, SI
+	SHRL         $0x06, SI
+	ANDL         $0x03030303, SI
+	SHLL         $0x04, SI
+	ORL          SI, BX
+	VPINSRD      $0x03, BX, X3, X3
+	VPMOVZXBW    X3, Y4
+	VPBROADCASTW q3kBias<>+0(SB), Y3
+	VPSUBW       Y3, Y4, Y4
+	VMOVDQU      Y4, (SP)
+	VMOVDQU      (SP), Y3
+	VPMADDWD     260(CX), Y3, Y3
+	VPSLLD       $0x02, Y3, Y3
+	VPXOR        Y4, Y4, Y4
+	VMOVDQU      (AX), Y6
+	VMOVDQU      32(AX), Y7
+	VPSRLW       $0x00, Y7, Y8
+	VPAND        Y0, Y8, Y8
+	VPSRLW       $0x00, Y6, Y9
+	VPAND        Y1, Y9, Y9
+	VPSLLW       $0x02, Y9, Y9
+	VPOR         Y9, Y8, Y8
+	VPMADDUBSW   4(CX), Y8, Y8
+	VPBROADCASTW (SP), X5
+	VPBROADCASTW 2(SP), X9
+	VINSERTI128  $0x01, X9, Y5, Y9
+	VPMADDWD     Y9, Y8, Y8
+	VPADDD       Y8, Y4, Y4
+	VPSRLW       $0x02, Y7, Y8
+	VPAND        Y0, Y8, Y8
+	VPSRLW       $0x01, Y6, Y9
+	VPAND        Y1, Y9, Y9
+	VPSLLW       $0x02, Y9, Y9
+	VPOR         Y9, Y8, Y8
+	VPMADDUBSW   36(CX), Y8, Y8
+	VPBROADCASTW 4(SP), X5
+	VPBROADCASTW 6(SP), X9
+	VINSERTI128  $0x01, X9, Y5, Y9
+	VPMADDWD     Y9, Y8, Y8
+	VPADDD       Y8, Y4, Y4
+	VPSRLW       $0x04, Y7, Y8
+	VPAND        Y0, Y8, Y8
+	VPSRLW       $0x02, Y6, Y9
+	VPAND        Y1, Y9, Y9
+	VPSLLW       $0x02, Y9, Y9
+	VPOR         Y9, Y8, Y8
+	VPMADDUBSW   68(CX), Y8, Y8
+	VPBROADCASTW 8(SP), X5
+	VPBROADCASTW 10(SP), X9
+	VINSERTI128  $0x01, X9, Y5, Y9
+	VPMADDWD     Y9, Y8, Y8
+	VPADDD       Y8, Y4, Y4
+	VPSRLW       $0x06, Y7, Y7
+	VPAND        Y0, Y7, Y7
+	VPSRLW       $0x03, Y6, Y8
+	VPAND        Y1, Y8, Y8
+	VPSLLW       $0x02, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPMADDUBSW   100(CX), Y7, Y7
+	VPBROADCASTW 12(SP), X5
+	VPBROADCASTW 14(SP), X8
+	VINSERTI128  $0x01, X8, Y5, Y8
+	VPMADDWD     Y8, Y7, Y7
+	VPADDD       Y7, Y4, Y4
+	VMOVDQU      64(AX), Y7
+	VPSRLW       $0x00, Y7, Y8
+	VPAND        Y0, Y8, Y8
+	VPSRLW       $0x04, Y6, Y9
+	VPAND        Y1, Y9, Y9
+	VPSLLW       $0x02, Y9, Y9
+	VPOR         Y9, Y8, Y8
+	VPMADDUBSW   132(CX), Y8, Y8
+	VPBROADCASTW 16(SP), X5
+	VPBROADCASTW 18(SP), X9
+	VINSERTI128  $0x01, X9, Y5, Y9
+	VPMADDWD     Y9, Y8, Y8
+	VPADDD       Y8, Y4, Y4
+	VPSRLW       $0x02, Y7, Y8
+	VPAND        Y0, Y8, Y8
+	VPSRLW       $0x05, Y6, Y9
+	VPAND        Y1, Y9, Y9
+	VPSLLW       $0x02, Y9, Y9
+	VPOR         Y9, Y8, Y8
+	VPMADDUBSW   164(CX), Y8, Y8
+	VPBROADCASTW 20(SP), X5
+	VPBROADCASTW 22(SP), X9
+	VINSERTI128  $0x01, X9, Y5, Y9
+	VPMADDWD     Y9, Y8, Y8
+	VPADDD       Y8, Y4, Y4
+	VPSRLW       $0x04, Y7, Y8
+	VPAND        Y0, Y8, Y8
+	VPSRLW       $0x06, Y6, Y9
+	VPAND        Y1, Y9, Y9
+	VPSLLW       $0x02, Y9, Y9
+	VPOR         Y9, Y8, Y8
+	VPMADDUBSW   196(CX), Y8, Y8
+	VPBROADCASTW 24(SP), X5
+	VPBROADCASTW 26(SP), X9
+	VINSERTI128  $0x01, X9, Y5, Y9
+	VPMADDWD     Y9, Y8, Y8
+	VPADDD       Y8, Y4, Y4
+	VPSRLW       $0x06, Y7, Y7
+	VPAND        Y0, Y7, Y7
+	VPSRLW       $0x07, Y6, Y6
+	VPAND        Y1, Y6, Y6
+	VPSLLW       $0x02, Y6, Y6
+	VPOR         Y6, Y7, Y7
+	VPMADDUBSW   228(CX), Y7, Y6
+	VPBROADCASTW 28(SP), X5
+	VPBROADCASTW 30(SP), X7
+	VINSERTI128  $0x01, X7, Y5, Y7
+	VPMADDWD     Y7, Y6, Y6
+	VPADDD       Y6, Y4, Y4
+	VPSUBD       Y3, Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X3
+	VPADDD       X4, X3, X3
+	VPSHUFD      $0x4e, X3, X4
+	VPADDD       X4, X3, X3
+	VPSHUFD      $0xb1, X3, X4
+	VPADDD       X4, X3, X3
+	VCVTDQ2PS    X3, X3
+	MOVWLZX      108(AX), BX
+	VMOVD        BX, X4
+	VCVTPH2PS    X4, X4
+	VMULSS       (CX), X4, X4
+	VMULSS       X4, X3, X3
+	VADDSS       X3, X2, X2
+	ADDQ         $0x0000006e, AX
+	ADDQ         $0x00000124, CX
+	DECQ         DX
+	JNZ          q3k_loop
+
+q3k_done:
+	VZEROUPPER
+	MOVSS X2, ret+24(FP)
+	RET
+
+// func dotQ4_1AVX2(w *byte, x *uint16, nb int) float32
+// Requires: AVX, AVX2, F16C, SSE
+TEXT ·dotQ4_1AVX2(SB), NOSPLIT, $0-28
+	MOVQ         w+0(FP), AX
+	MOVQ         x+8(FP), CX
+	MOVQ         nb+16(FP), DX
+	MOVL         $0x0f0f0f0f, BX
+	VMOVD        BX, X0
+	VPBROADCASTD X0, Y0
+	VXORPS       X1, X1, X1
+	TESTQ        DX, DX
+	JE           dotQ4_1AVX2_done
+
+dotQ4_1AVX2_loop:
+	VMOVDQU      4(AX), X2
+	VPSRLW       $0x04, X2, X3
+	VINSERTI128  $0x01, X3, Y2, Y2
+	VPAND        Y0, Y2, Y2
+	VPMOVZXBW    X2, Y4
+	VEXTRACTI128 $0x01, Y2, X3
+	VPMOVZXBW    X3, Y3
+	VPMOVSXBW    4(CX), Y6
+	VPMOVSXBW    20(CX), Y7
+	VPMADDWD     Y6, Y4, Y6
+	VPMADDWD     Y7, Y3, Y7
+	VPADDD       Y7, Y6, Y6
+	VEXTRACTI128 $0x01, Y6, X2
+	VPADDD       X6, X2, X2
+	VPSHUFD      $0x4e, X2, X3
+	VPADDD       X3, X2, X2
+	VPSHUFD      $0xb1, X2, X3
+	VPADDD       X3, X2, X2
+	VCVTDQ2PS    X2, X2
+	MOVL         (AX), BX
+	VMOVD        BX, X3
+	VPINSRD      $0x01, (CX), X3, X3
+	VCVTPH2PS    X3, X3
+	VMOVHLPS     X3, X5, X5
+	VMULPS       X5, X3, X3
+	VMULSS       X3, X2, X2
+	VMOVSHDUP    X3, X5
+	VADDSS       X5, X2, X2
+	VADDSS       X2, X1, X1
+	ADDQ         $0x00000014, AX
+	ADDQ         $0x00000024, CX
+	DECQ         DX
+	JNZ          dotQ4_1AVX2_loop
+
+dotQ4_1AVX2_done:
+	VZEROUPPER
+	MOVSS X1, ret+24(FP)
+	RET
+
+// func dotQ5_1AVX2(w *byte, x *uint16, nb int) float32
+// Requires: AVX, AVX2, F16C, SSE
+TEXT ·dotQ5_1AVX2(SB), NOSPLIT, $0-28
+	MOVQ         w+0(FP), AX
+	MOVQ         x+8(FP), CX
+	MOVQ         nb+16(FP), DX
+	MOVL         $0x0f0f0f0f, BX
+	VMOVD        BX, X0
+	VPBROADCASTD X0, Y0
+	VXORPS       X1, X1, X1
+	TESTQ        DX, DX
+	JE           dotQ5_1AVX2_done
+
+dotQ5_1AVX2_loop:
+	VMOVDQU      8(AX), X2
+	VPSRLW       $0x04, X2, X3
+	VINSERTI128  $0x01, X3, Y2, Y2
+	VPAND        Y0, Y2, Y2
+	VPBROADCASTD 4(AX), Y4
+	MOVQ         $0x0000000000000000, BX
+	VMOVQ        BX, X3
+	MOVQ         $0x0101010101010101, BX
+	VMOVQ        BX, X6
+	VPUNPCKLQDQ  X6, X3, X3
+	MOVQ         $0x0202020202020202, BX
+	VMOVQ        BX, X6
+	MOVQ         $0x0303030303030303, BX
+	VMOVQ        BX, X7
+	VPUNPCKLQDQ  X7, X6, X6
+	VINSERTI128  $0x01, X6, Y3, Y3
+	VPSHUFB      Y3, Y4, Y4
+	MOVQ         $0x8040201008040201, BX
+	VMOVQ        BX, X6
+	VPBROADCASTQ X6, Y6
+	VPAND        Y6, Y4, Y4
+	VPCMPEQB     Y6, Y4, Y4
+	MOVL         $0x10101010, BX
+	VMOVD        BX, X6
+	VPBROADCASTD X6, Y6
+	VPAND        Y6, Y4, Y4
+	VPOR         Y4, Y2, Y2
+	VPMOVZXBW    X2, Y4
+	VEXTRACTI128 $0x01, Y2, X3
+	VPMOVZXBW    X3, Y6
+	VPMOVSXBW    4(CX), Y7
+	VPMOVSXBW    20(CX), Y8
+	VPMADDWD     Y7, Y4, Y7
+	VPMADDWD     Y8, Y6, Y8
+	VPADDD       Y8, Y7, Y7
+	VEXTRACTI128 $0x01, Y7, X2
+	VPADDD       X7, X2, X2
+	VPSHUFD      $0x4e, X2, X3
+	VPADDD       X3, X2, X2
+	VPSHUFD      $0xb1, X2, X3
+	VPADDD       X3, X2, X2
+	VCVTDQ2PS    X2, X2
+	MOVL         (AX), BX
+	VMOVD        BX, X3
+	VPINSRD      $0x01, (CX), X3, X3
+	VCVTPH2PS    X3, X3
+	VMOVHLPS     X3, X5, X5
+	VMULPS       X5, X3, X3
+	VMULSS       X3, X2, X2
+	VMOVSHDUP    X3, X5
+	VADDSS       X5, X2, X2
+	VADDSS       X2, X1, X1
+	ADDQ         $0x00000018, AX
+	ADDQ         $0x00000024, CX
+	DECQ         DX
+	JNZ          dotQ5_1AVX2_loop
+
+dotQ5_1AVX2_done:
+	VZEROUPPER
+	MOVSS X1, ret+24(FP)
+	RET
+
+// func dotQ2KAVX2(w *byte, x *float32, nb int) float32
+// Requires: AVX, AVX2, F16C, MMX+, SSE
+TEXT ·dotQ2KAVX2(SB), NOSPLIT, $32-28
+	MOVQ         w+0(FP), AX
+	MOVQ         x+8(FP), CX
+	MOVQ         nb+16(FP), DX
+	MOVL         $0x03030303, BX
+	VMOVD        BX, X0
+	VPBROADCASTD X0, Y0
+	MOVL         $0x0f0f0f0f, BX
+	VMOVD        BX, X1
+	VPBROADCASTD X1, Y1
+	VXORPS       X2, X2, X2
+	TESTQ        DX, DX
+	JE           q2k_done
+
+q2k_loop:
+	PREFETCHT0   2304(AX)
+	PREFETCHT0   2368(AX)
+	VMOVDQU      (AX), X3
+	VPAND        X1, X3, X4
+	VPMOVZXBW    X4, Y4
+	VMOVDQU      Y4, (SP)
+	VPSRLW       $0x04, X3, X4
+	VPAND        X1, X4, X4
+	VPMOVZXBW    X4, Y4
+	VPXOR        Y5, Y5, Y5
+	VMOVDQU      16(AX), Y6
+	VPSRLW       $0x00, Y6, Y7
+	VPAND        Y0, Y7, Y7
+	VPMADDUBSW   4(CX), Y7, Y7
+	VPBROADCASTW (SP), X3
+	VPBROADCASTW 2(SP), X8
+	VINSERTI128  $0x01, X8, Y3, Y8
+	VPMADDWD     Y8, Y7, Y7
+	VPADDD       Y7, Y5, Y5
+	VPSRLW       $0x02, Y6, Y7
+	VPAND        Y0, Y7, Y7
+	VPMADDUBSW   36(CX), Y7, Y7
+	VPBROADCASTW 4(SP), X3
+	VPBROADCASTW 6(SP), X8
+	VINSERTI128  $0x01, X8, Y3, Y8
+	VPMADDWD     Y8, Y7, Y7
+	VPADDD       Y7, Y5, Y5
+	VPSRLW       $0x04, Y6, Y7
+	VPAND        Y0, Y7, Y7
+	VPMADDUBSW   68(CX), Y7, Y7
+	VPBROADCASTW 8(SP), X3
+	VPBROADCASTW 10(SP), X8
+	VINSERTI128  $0x01, X8, Y3, Y8
+	VPMADDWD     Y8, Y7, Y7
+	VPADDD       Y7, Y5, Y5
+	VPSRLW       $0x06, Y6, Y6
+	VPAND        Y0, Y6, Y6
+	VPMADDUBSW   100(CX), Y6, Y6
+	VPBROADCASTW 12(SP), X3
+	VPBROADCASTW 14(SP), X7
+	VINSERTI128  $0x01, X7, Y3, Y7
+	VPMADDWD     Y7, Y6, Y6
+	VPADDD       Y6, Y5, Y5
+	VMOVDQU      48(AX), Y6
+	VPSRLW       $0x00, Y6, Y7
+	VPAND        Y0, Y7, Y7
+	VPMADDUBSW   132(CX), Y7, Y7
+	VPBROADCASTW 16(SP), X3
+	VPBROADCASTW 18(SP), X8
+	VINSERTI128  $0x01, X8, Y3, Y8
+	VPMADDWD     Y8, Y7, Y7
+	VPADDD       Y7, Y5, Y5
+	VPSRLW       $0x02, Y6, Y7
+	VPAND        Y0, Y7, Y7
+	VPMADDUBSW   164(CX), Y7, Y7
+	VPBROADCASTW 20(SP), X3
+	VPBROADCASTW 22(SP), X8
+	VINSERTI128  $0x01, X8, Y3, Y8
+	VPMADDWD     Y8, Y7, Y7
+	VPADDD       Y7, Y5, Y5
+	VPSRLW       $0x04, Y6, Y7
+	VPAND        Y0, Y7, Y7
+	VPMADDUBSW   196(CX), Y7, Y7
+	VPBROADCASTW 24(SP), X3
+	VPBROADCASTW 26(SP), X8
+	VINSERTI128  $0x01, X8, Y3, Y8
+	VPMADDWD     Y8, Y7, Y7
+	VPADDD       Y7, Y5, Y5
+	VPSRLW       $0x06, Y6, Y6
+	VPAND        Y0, Y6, Y6
+	VPMADDUBSW   228(CX), Y6, Y6
+	VPBROADCASTW 28(SP), X3
+	VPBROADCASTW 30(SP), X7
+	VINSERTI128  $0x01, X7, Y3, Y7
+	VPMADDWD     Y7, Y6, Y6
+	VPADDD       Y6, Y5, Y5
+	VPMADDWD     260(CX), Y4, Y4
+	VPHADDD      Y4, Y5, Y4
+	VEXTRACTI128 $0x01, Y4, X3
+	VPADDD       X3, X4, X3
+	VPHADDD      X3, X3, X3
+	VCVTDQ2PS    X3, X3
+	MOVL         80(AX), BX
+	VMOVD        BX, X4
+	VCVTPH2PS    X4, X4
+	VBROADCASTSS (CX), X5
+	VMULPS       X5, X4, X4
+	VMULPS       X4, X3, X3
+	VADDSS       X3, X2, X2
+	VMOVSHDUP    X3, X4
+	VSUBSS       X4, X2, X2
+	ADDQ         $0x00000054, AX
+	ADDQ         $0x00000124, CX
+	DECQ         DX
+	JNZ          q2k_loop
+
+q2k_done:
+	VZEROUPPER
+	MOVSS X2, ret+24(FP)
+	RET

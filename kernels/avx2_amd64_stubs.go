@@ -133,3 +133,45 @@ func dotQ5_0AVX2(w *byte, x *uint16, nb int) float32
 //
 //go:noescape
 func dotIQ4NLAVX2(w *byte, x *uint16, nb int) float32
+
+// dotQ5KAVX2 works like quant.DotQ5KQ8K up to the rounding of its summation order.
+// It reads exactly nb blocks of weights at w and of activations at x (the
+// address of the first block).
+//
+//go:noescape
+func dotQ5KAVX2(w *byte, x *float32, nb int) float32
+
+// dotIQ4XSAVX2 works like quant.DotIQ4XSQ8K.
+// It reads exactly nb blocks of weights at w and of activations at x (the
+// address of the first block).
+//
+//go:noescape
+func dotIQ4XSAVX2(w *byte, x *float32, nb int) float32
+
+// dotQ3KAVX2 works like quant.DotQ3KQ8K up to the rounding of its summation order.
+// It reads exactly nb blocks of weights at w and of activations at x (the
+// address of the first block).
+//
+//go:noescape
+func dotQ3KAVX2(w *byte, x *float32, nb int) float32
+
+// dotQ4_1AVX2 works like quant.DotQ4_1Q8_1.
+// It reads exactly nb blocks of weights at w and of activations at x (the
+// address of the first block).
+//
+//go:noescape
+func dotQ4_1AVX2(w *byte, x *uint16, nb int) float32
+
+// dotQ5_1AVX2 works like quant.DotQ5_1Q8_1.
+// It reads exactly nb blocks of weights at w and of activations at x (the
+// address of the first block).
+//
+//go:noescape
+func dotQ5_1AVX2(w *byte, x *uint16, nb int) float32
+
+// dotQ2KAVX2 works like quant.DotQ2KQ8K up to the rounding of its summation order.
+// It reads exactly nb blocks of weights at w and of activations at x (the
+// address of the first block).
+//
+//go:noescape
+func dotQ2KAVX2(w *byte, x *float32, nb int) float32

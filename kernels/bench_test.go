@@ -37,6 +37,11 @@ func benchMatrix(b *testing.B, t tensor.Type, cols, rows int) Matrix {
 		data = randBlocks(r, nb, q8_0Bytes, []int{0}, 0.01)
 	case tensor.F16, tensor.BF16:
 		data = randBlocks(r, nb/2, 4, []int{0, 2}, 1)
+	case tensor.F32:
+		data = make([]byte, 4*nb)
+		for i, v := range randF32(r, nb, 1) {
+			f32Put(data[4*i:], v)
+		}
 	default:
 		// The other quantized types: every f16 scale finite.
 		var offs []int
@@ -46,11 +51,6 @@ func benchMatrix(b *testing.B, t tensor.Type, cols, rows int) Matrix {
 			}
 		}
 		data = randBlocks(r, nb, t.BlockBytes(), offs, 0.01)
-	case tensor.F32:
-		data = make([]byte, 4*nb)
-		for i, v := range randF32(r, nb, 1) {
-			f32Put(data[4*i:], v)
-		}
 	}
 	m, err := NewMatrix(t, rows, cols, data)
 	if err != nil {

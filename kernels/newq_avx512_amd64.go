@@ -8,7 +8,7 @@ import (
 )
 
 // setNewQAVX512 puts the AVX-512 row-run dots of Q4_0, Q5_0, IQ4_NL,
-// IQ4_XS, Q5_K and Q3_K (newq_avx512_amd64.s, quant_avx512_amd64.s) into t's
+// IQ4_XS, Q5_K, Q3_K and Q2_K (newq_avx512_amd64.s, quant_avx512_amd64.s) into t's
 // rows: the one-token dot is a run of one row.
 func setNewQAVX512(t *table) {
 	q80 := func(typ tensor.Type, bb int, f func(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32)) {
@@ -36,9 +36,51 @@ func setNewQAVX512(t *table) {
 	q80(tensor.Q4_0, quant.BlockQ4_0Bytes, dotQ4_0RowsAVX512)
 	q80(tensor.Q5_0, quant.BlockQ5_0Bytes, dotQ5_0RowsAVX512)
 	q80(tensor.IQ4_NL, quant.BlockIQ4_NLBytes, dotIQ4NLRowsAVX512)
+	q80x8 := func(typ tensor.Type, bb int, f func(w *byte, x *quant.BlockQ8_0, dx *float32, nb int, out *[8]float32)) {
+		t.weights[typ].q80.x8 = func(w []byte, x []quant.BlockQ8_0, dx []float32, nb int, out *[8]float32) {
+			x, dx = x[:8*nb], dx[:8*nb]
+			w = w[:bb*nb]
+			if nb == 0 {
+				*out = [8]float32{}
+				return
+			}
+			f(&w[0], &x[0], &dx[0], nb, out)
+		}
+	}
+	q80x8(tensor.Q4_0, quant.BlockQ4_0Bytes, dotQ4_0x8AVX512)
+	q80x8(tensor.Q5_0, quant.BlockQ5_0Bytes, dotQ5_0x8AVX512)
+	q80x8(tensor.IQ4_NL, quant.BlockIQ4_NLBytes, dotIQ4NLx8AVX512)
 	q8k(tensor.IQ4_XS, quant.BlockIQ4_XSBytes, dotIQ4XSRowsAVX512)
 	q8k(tensor.Q5_K, quant.BlockQ5_KBytes, dotQ5KRowsAVX512)
 	q8k(tensor.Q3_K, quant.BlockQ3_KBytes, dotQ3KRowsAVX512)
+	q8k(tensor.Q2_K, quant.BlockQ2_KBytes, dotQ2KRowsAVX512)
+	t.weights[tensor.Q3_K].q8k.x8 = func(w []byte, x []quant.BlockQ8K, _ []float32, nb int, out *[8]float32) {
+		x = x[:8*nb]
+		w = w[:quant.BlockQ3_KBytes*nb]
+		if nb == 0 {
+			*out = [8]float32{}
+			return
+		}
+		dotQ3Kx8AVX512(&w[0], &x[0], nb, out)
+	}
+	t.weights[tensor.IQ4_XS].q8k.x8 = func(w []byte, x []quant.BlockQ8K, _ []float32, nb int, out *[8]float32) {
+		x = x[:8*nb]
+		w = w[:quant.BlockIQ4_XSBytes*nb]
+		if nb == 0 {
+			*out = [8]float32{}
+			return
+		}
+		dotIQ4XSx8AVX512(&w[0], &x[0], nb, out)
+	}
+	t.weights[tensor.Q5_K].q8k.x8 = func(w []byte, x []quant.BlockQ8K, _ []float32, nb int, out *[8]float32) {
+		x = x[:8*nb]
+		w = w[:quant.BlockQ5_KBytes*nb]
+		if nb == 0 {
+			*out = [8]float32{}
+			return
+		}
+		dotQ5Kx8AVX512(&w[0], &x[0], nb, out)
+	}
 }
 
 // oneOfRows returns the one-token dot that is a run of one row of rows.
@@ -71,9 +113,10 @@ func dotQ5KRowsAVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32)
 //go:noescape
 func dotQ3KRowsAVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32)
 
-// setNewQAVX2 puts the AVX2 dots of Q4_0, Q5_0 and IQ4_NL (generated into
-// avx2_amd64.s by _asm/legacy.go) into t's rows. They equal package
-// quant's dots, the generic rows, bit for bit.
+// setNewQAVX2 puts the AVX2 dots of the types added after Q4_K, Q6_K and
+// Q8_0 (generated into avx2_amd64.s by _asm/legacy.go, iq4xs.go, q3k.go,
+// q5k.go and more.go) into t's rows. All but Q2_K's, Q3_K's and Q5_K's
+// equal package quant's dots, the generic rows, bit for bit.
 func setNewQAVX2(t *table) {
 	q80 := func(typ tensor.Type, bb int, f func(w *byte, x *uint16, nb int) float32) {
 		t.weights[typ].q80.one = func(w []byte, x []quant.BlockQ8_0) float32 {
@@ -87,4 +130,80 @@ func setNewQAVX2(t *table) {
 	q80(tensor.Q4_0, quant.BlockQ4_0Bytes, dotQ4_0AVX2)
 	q80(tensor.Q5_0, quant.BlockQ5_0Bytes, dotQ5_0AVX2)
 	q80(tensor.IQ4_NL, quant.BlockIQ4_NLBytes, dotIQ4NLAVX2)
+	t.weights[tensor.IQ4_XS].q8k.one = func(w []byte, x []quant.BlockQ8K) float32 {
+		if len(x) == 0 {
+			return 0
+		}
+		w = w[:quant.BlockIQ4_XSBytes*len(x)]
+		return dotIQ4XSAVX2(&w[0], &x[0].D, len(x))
+	}
+	q81 := func(typ tensor.Type, bb int, f func(w *byte, x *uint16, nb int) float32) {
+		t.weights[typ].q81.one = func(w []byte, x []quant.BlockQ8_1) float32 {
+			if len(x) == 0 {
+				return 0
+			}
+			w = w[:bb*len(x)]
+			return f(&w[0], &x[0].D, len(x))
+		}
+	}
+	q81(tensor.Q4_1, quant.BlockQ4_1Bytes, dotQ4_1AVX2)
+	q81(tensor.Q5_1, quant.BlockQ5_1Bytes, dotQ5_1AVX2)
+	// Q2_K, Q3_K and Q5_K sum like the AVX2 Q4_K dot: up to rounding, not
+	// bit for bit.
+	t.weights[tensor.Q2_K].q8k.one = func(w []byte, x []quant.BlockQ8K) float32 {
+		if len(x) == 0 {
+			return 0
+		}
+		w = w[:quant.BlockQ2_KBytes*len(x)]
+		return dotQ2KAVX2(&w[0], &x[0].D, len(x))
+	}
+	t.weights[tensor.Q3_K].q8k.one = func(w []byte, x []quant.BlockQ8K) float32 {
+		if len(x) == 0 {
+			return 0
+		}
+		w = w[:quant.BlockQ3_KBytes*len(x)]
+		return dotQ3KAVX2(&w[0], &x[0].D, len(x))
+	}
+	t.weights[tensor.Q5_K].q8k.one = func(w []byte, x []quant.BlockQ8K) float32 {
+		if len(x) == 0 {
+			return 0
+		}
+		w = w[:quant.BlockQ5_KBytes*len(x)]
+		return dotQ5KAVX2(&w[0], &x[0].D, len(x))
+	}
 }
+
+// dotQ5Kx8AVX512 sets out[t] to the dot of the nb Q5_K blocks at w with
+// token t's nb blocks at x[t*nb:], for eight tokens (nb >= 1), summing in
+// vector lanes like dotQ4Kx8AVX512.
+//
+//go:noescape
+func dotQ5Kx8AVX512(w *byte, x *quant.BlockQ8K, nb int, out *[8]float32)
+
+// The eight-token dots of the Q8_0-partner types: out[t] is the dot of
+// the nb blocks at w with token t's nb blocks at x[t*nb:], dx the
+// tokens' block scales as float32 (q80Scales's layout), nb >= 1.
+
+//go:noescape
+func dotQ4_0x8AVX512(w *byte, x *quant.BlockQ8_0, dx *float32, nb int, out *[8]float32)
+
+//go:noescape
+func dotQ5_0x8AVX512(w *byte, x *quant.BlockQ8_0, dx *float32, nb int, out *[8]float32)
+
+//go:noescape
+func dotIQ4NLx8AVX512(w *byte, x *quant.BlockQ8_0, dx *float32, nb int, out *[8]float32)
+
+// dotIQ4XSx8AVX512 sets out[t] to the dot of the nb IQ4_XS blocks at w
+// with token t's nb blocks at x[t*nb:], for eight tokens (nb >= 1).
+//
+//go:noescape
+func dotIQ4XSx8AVX512(w *byte, x *quant.BlockQ8K, nb int, out *[8]float32)
+
+// dotQ3Kx8AVX512 sets out[t] to the dot of the nb Q3_K blocks at w with
+// token t's nb blocks at x[t*nb:], for eight tokens (nb >= 1).
+//
+//go:noescape
+func dotQ3Kx8AVX512(w *byte, x *quant.BlockQ8K, nb int, out *[8]float32)
+
+//go:noescape
+func dotQ2KRowsAVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32)

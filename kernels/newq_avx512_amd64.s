@@ -489,3 +489,380 @@ iq4xsloop:
 	VZEROUPPER
 	RET
 
+
+// Eight-token dots of Q4_0, Q5_0 and IQ4_NL, for prompt processing. Each
+// weight block is unpacked once into signed codes s (Q4_0: nibble - 8;
+// Q5_0: nibble + 16·fifth bit - 16; IQ4_NL: the codebook value, by a
+// VPSHUFB of the signed table) and multiplied with the eight tokens, two
+// per 512-bit register: VPDPBUSD takes the activations offset to x+128
+// (x XOR 0x80) as its unsigned operand, and the weight-only correction
+// 128·Σs, computed once per block, is subtracted, which leaves the exact
+// Σ x·s of each lane for every byte. The lanes are converted and fused-
+// multiply-added with dw times the token's block scale (dx, the
+// q80Scales layout: eight tokens' scales of a block together) into float
+// lanes, half a register per token, reduced at the end.
+
+#define T80_0(off) off(DI)
+#define T80_1(off) off(DI)(R11*1)
+#define T80_2(off) off(DI)(R11*2)
+#define T80_3(off) off(DI)(R13*1)
+#define T80_4(off) off(R12)
+#define T80_5(off) off(R12)(R11*1)
+#define T80_6(off) off(R12)(R11*2)
+#define T80_7(off) off(R12)(R13*1)
+
+// X8PAIR multiplies the codes in Z2 (both halves) with tokens a and b,
+// accumulating into acc with the scale products permuted by idx.
+#define X8PAIR(ta, tb, idx, acc) \
+	VMOVDQU      ta(2), Y11 \
+	VINSERTI64X4 $1, tb(2), Z11, Z11 \
+	VPXORD       Z14, Z11, Z11 \
+	VPXORD       Z12, Z12, Z12 \
+	VPDPBUSD     Z2, Z11, Z12 \
+	VPSUBD       Z9, Z12, Z12 \
+	VCVTDQ2PS    Z12, Z12 \
+	VPERMPS      Z10, idx, Z11 \
+	VFMADD231PS  Z11, Z12, acc
+
+// X8HALVES stores the sums of the lower and upper eight lanes of acc
+// (accy, accx its low halves) to lo and hi. Clobbers Z11, Z12.
+#define X8HALVES(acc, accy, accx, lo, hi) \
+	VEXTRACTF64X4 $1, acc, Y11 \
+	VEXTRACTF128  $1, accy, X12 \
+	VADDPS        X12, accx, accx \
+	VMOVHLPS      accx, X12, X12 \
+	VADDPS        X12, accx, accx \
+	VMOVSHDUP     accx, X12 \
+	VADDSS        X12, accx, accx \
+	VMOVSS        accx, lo \
+	VEXTRACTF128  $1, Y11, X12 \
+	VADDPS        X12, X11, X11 \
+	VMOVHLPS      X11, X12, X12 \
+	VADDPS        X12, X11, X11 \
+	VMOVSHDUP     X11, X12 \
+	VADDSS        X12, X11, X11 \
+	VMOVSS        X11, hi
+
+// iq4Signed is IQ4_NL's codebook as signed bytes.
+DATA iq4Signed<>+0(SB)/8, $0xf6eaddcfbfad9881
+DATA iq4Signed<>+8(SB)/8, $0x7159453526190d01
+GLOBL iq4Signed<>(SB), RODATA|NOPTR, $16
+
+// func dotQ4_0x8AVX512(w *byte, x *quant.BlockQ8_0, dx *float32, nb int, out *[8]float32)
+TEXT ·dotQ4_0x8AVX512(SB), NOSPLIT, $0-40
+	MOVQ w+0(FP), SI
+	MOVQ x+8(FP), DI
+	MOVQ dx+16(FP), R8
+	MOVQ nb+24(FP), CX
+	IMUL3Q $34, CX, R11
+	LEAQ (R11)(R11*2), R13
+	LEAQ (DI)(R11*4), R12
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Y15
+	MOVL $0x80808080, AX
+	VPBROADCASTD AX, Z14
+	MOVL $0x08080808, AX
+	VPBROADCASTD AX, Y13
+	VMOVDQU64 iq4xsIdx<>+0(SB), Z16
+	VMOVDQU64 iq4xsIdx<>+64(SB), Z17
+	VMOVDQU64 iq4xsIdx<>+128(SB), Z18
+	VMOVDQU64 iq4xsIdx<>+192(SB), Z19
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+
+q40x8loop:
+	NIB32(2)
+	VPSUBB Y13, Y2, Y2
+	VINSERTI64X4 $1, Y2, Z2, Z2
+	VPXORD Z9, Z9, Z9
+	VPDPBUSD Z2, Z14, Z9
+	MOVWLZX 0(SI), AX
+	VMOVD AX, X10
+	VCVTPH2PS X10, X10
+	VBROADCASTSS X10, Y10
+	VMULPS 0(R8), Y10, Y10
+	X8PAIR(T80_0, T80_1, Z16, Z4)
+	X8PAIR(T80_2, T80_3, Z17, Z5)
+	X8PAIR(T80_4, T80_5, Z18, Z6)
+	X8PAIR(T80_6, T80_7, Z19, Z7)
+	ADDQ $18, SI
+	ADDQ $34, DI
+	ADDQ $34, R12
+	ADDQ $32, R8
+	DECQ CX
+	JNZ q40x8loop
+	MOVQ out+32(FP), AX
+	X8HALVES(Z4, Y4, X4, 0(AX), 4(AX))
+	X8HALVES(Z5, Y5, X5, 8(AX), 12(AX))
+	X8HALVES(Z6, Y6, X6, 16(AX), 20(AX))
+	X8HALVES(Z7, Y7, X7, 24(AX), 28(AX))
+	VZEROUPPER
+	RET
+
+// func dotQ5_0x8AVX512(w *byte, x *quant.BlockQ8_0, dx *float32, nb int, out *[8]float32)
+TEXT ·dotQ5_0x8AVX512(SB), NOSPLIT, $0-40
+	MOVQ w+0(FP), SI
+	MOVQ x+8(FP), DI
+	MOVQ dx+16(FP), R8
+	MOVQ nb+24(FP), CX
+	IMUL3Q $34, CX, R11
+	LEAQ (R11)(R11*2), R13
+	LEAQ (DI)(R11*4), R12
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Y15
+	MOVL $0x80808080, AX
+	VPBROADCASTD AX, Z14
+	MOVL $0x10101010, AX
+	VPBROADCASTD AX, Y13
+	VMOVDQU64 iq4xsIdx<>+0(SB), Z16
+	VMOVDQU64 iq4xsIdx<>+64(SB), Z17
+	VMOVDQU64 iq4xsIdx<>+128(SB), Z18
+	VMOVDQU64 iq4xsIdx<>+192(SB), Z19
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+
+q50x8loop:
+	NIB32(6)
+	MOVL 2(SI), AX
+	KMOVD AX, K1
+	VPADDB Y13, Y2, K1, Y2
+	VPSUBB Y13, Y2, Y2
+	VINSERTI64X4 $1, Y2, Z2, Z2
+	VPXORD Z9, Z9, Z9
+	VPDPBUSD Z2, Z14, Z9
+	MOVWLZX 0(SI), AX
+	VMOVD AX, X10
+	VCVTPH2PS X10, X10
+	VBROADCASTSS X10, Y10
+	VMULPS 0(R8), Y10, Y10
+	X8PAIR(T80_0, T80_1, Z16, Z4)
+	X8PAIR(T80_2, T80_3, Z17, Z5)
+	X8PAIR(T80_4, T80_5, Z18, Z6)
+	X8PAIR(T80_6, T80_7, Z19, Z7)
+	ADDQ $22, SI
+	ADDQ $34, DI
+	ADDQ $34, R12
+	ADDQ $32, R8
+	DECQ CX
+	JNZ q50x8loop
+	MOVQ out+32(FP), AX
+	X8HALVES(Z4, Y4, X4, 0(AX), 4(AX))
+	X8HALVES(Z5, Y5, X5, 8(AX), 12(AX))
+	X8HALVES(Z6, Y6, X6, 16(AX), 20(AX))
+	X8HALVES(Z7, Y7, X7, 24(AX), 28(AX))
+	VZEROUPPER
+	RET
+
+// func dotIQ4NLx8AVX512(w *byte, x *quant.BlockQ8_0, dx *float32, nb int, out *[8]float32)
+TEXT ·dotIQ4NLx8AVX512(SB), NOSPLIT, $0-40
+	MOVQ w+0(FP), SI
+	MOVQ x+8(FP), DI
+	MOVQ dx+16(FP), R8
+	MOVQ nb+24(FP), CX
+	IMUL3Q $34, CX, R11
+	LEAQ (R11)(R11*2), R13
+	LEAQ (DI)(R11*4), R12
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Y15
+	MOVL $0x80808080, AX
+	VPBROADCASTD AX, Z14
+	VBROADCASTI128 iq4Signed<>(SB), Y13
+	VMOVDQU64 iq4xsIdx<>+0(SB), Z16
+	VMOVDQU64 iq4xsIdx<>+64(SB), Z17
+	VMOVDQU64 iq4xsIdx<>+128(SB), Z18
+	VMOVDQU64 iq4xsIdx<>+192(SB), Z19
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+
+iq4nlx8loop:
+	NIB32(2)
+	VPSHUFB Y2, Y13, Y2
+	VINSERTI64X4 $1, Y2, Z2, Z2
+	VPXORD Z9, Z9, Z9
+	VPDPBUSD Z2, Z14, Z9
+	MOVWLZX 0(SI), AX
+	VMOVD AX, X10
+	VCVTPH2PS X10, X10
+	VBROADCASTSS X10, Y10
+	VMULPS 0(R8), Y10, Y10
+	X8PAIR(T80_0, T80_1, Z16, Z4)
+	X8PAIR(T80_2, T80_3, Z17, Z5)
+	X8PAIR(T80_4, T80_5, Z18, Z6)
+	X8PAIR(T80_6, T80_7, Z19, Z7)
+	ADDQ $18, SI
+	ADDQ $34, DI
+	ADDQ $34, R12
+	ADDQ $32, R8
+	DECQ CX
+	JNZ iq4nlx8loop
+	MOVQ out+32(FP), AX
+	X8HALVES(Z4, Y4, X4, 0(AX), 4(AX))
+	X8HALVES(Z5, Y5, X5, 8(AX), 12(AX))
+	X8HALVES(Z6, Y6, X6, 16(AX), 20(AX))
+	X8HALVES(Z7, Y7, X7, 24(AX), 28(AX))
+	VZEROUPPER
+	RET
+
+
+// Eight-token IQ4_XS dot: each block's codes (signed codebook values, in
+// value order) and scales are unpacked once; per token and pair of
+// sub-blocks one VPDPBUSD of the activations offset to x+128 with the
+// codes and one VPMULLD by the scales; the weight-only correction
+// 128·Σ scale·Σ codes is computed once per block and subtracted. Lanes
+// are converted and accumulated with f16(d)·x.D into one float register
+// per token, reduced at the end.
+
+#define TK0(off) off(DI)
+#define TK1(off) off(DI)(R11*1)
+#define TK2(off) off(DI)(R11*2)
+#define TK3(off) off(DI)(R13*1)
+#define TK4(off) off(R12)
+#define TK5(off) off(R12)(R11*1)
+#define TK6(off) off(R12)(R11*2)
+#define TK7(off) off(R12)(R13*1)
+
+// IQ4XS_TOKPAIR adds token tk's pair p (codes in codes, scales in sc) to
+// the integer lanes in Z9.
+#define IQ4XS_TOKPAIR(xa, codes, sc) \
+	VPXORD   xa, Z11, Z0 \
+	VPXORD   Z1, Z1, Z1 \
+	VPDPBUSD codes, Z0, Z1 \
+	VPMULLD  sc, Z1, Z1 \
+	VPADDD   Z1, Z9, Z9
+
+// IQ4XS_TOK finishes token tk's block into its float accumulator facc.
+#define IQ4XS_TOK(tk, facc) \
+	VPXORD Z9, Z9, Z9 \
+	IQ4XS_TOKPAIR(tk(4), Z4, Z20) \
+	IQ4XS_TOKPAIR(tk(68), Z5, Z21) \
+	IQ4XS_TOKPAIR(tk(132), Z6, Z22) \
+	IQ4XS_TOKPAIR(tk(196), Z7, Z23) \
+	VPSUBD       Z8, Z9, Z9 \
+	VCVTDQ2PS    Z9, Z9 \
+	VBROADCASTSS tk(0), Z0 \
+	VMULPS       Z10, Z0, Z0 \
+	VFMADD231PS  Z0, Z9, facc
+
+// IQ4XS_CODES puts pair p's codes, in value order, as signed values in
+// dst.
+#define IQ4XS_CODES(qoff, dst) \
+	VMOVDQU      qoff(SI), Y1 \
+	VPSRLW       $4, Y1, Y0 \
+	VPAND        Y15, Y1, Y1 \
+	VPAND        Y15, Y0, Y0 \
+	VINSERTI64X4 $1, Y0, Z1, Z1 \
+	VSHUFI64X2   $0xd8, Z1, Z1, Z1 \
+	VPSHUFB      Z1, Z3, dst
+
+// IQ4XS_CORR adds 128·scale·Σcodes of one pair to Z8.
+#define IQ4XS_CORR(codes, sc) \
+	VPXORD   Z0, Z0, Z0 \
+	VPDPBUSD codes, Z11, Z0 \
+	VPMULLD  sc, Z0, Z0 \
+	VPADDD   Z0, Z8, Z8
+
+// HSUM16 stores the sum of the 16 lanes of z (y, x its low halves) to
+// dst. Clobbers X0, Y1.
+#define HSUM16(z, y, x, dst) \
+	VEXTRACTF64X4 $1, z, Y1 \
+	VADDPS        Y1, y, y \
+	VEXTRACTF32X4 $1, y, X1 \
+	VADDPS        X1, x, x \
+	VMOVHLPS      x, X1, X1 \
+	VADDPS        X1, x, x \
+	VMOVSHDUP     x, X1 \
+	VADDSS        X1, x, x \
+	VMOVSS        x, dst
+
+// func dotIQ4XSx8AVX512(w *byte, x *quant.BlockQ8K, nb int, out *[8]float32)
+TEXT ·dotIQ4XSx8AVX512(SB), NOSPLIT, $0-32
+	MOVQ w+0(FP), SI
+	MOVQ x+8(FP), DI
+	MOVQ nb+16(FP), CX
+	IMUL3Q $292, CX, R11
+	LEAQ (R11)(R11*2), R13
+	LEAQ (DI)(R11*4), R12
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z15
+	MOVL $0x80808080, AX
+	VPBROADCASTD AX, Z11
+	VBROADCASTI32X4 iq4Signed<>(SB), Z3
+	VMOVDQU iq4xsShift<>(SB), X12
+	MOVL $0x00030003, AX
+	VPBROADCASTD AX, X14
+	MOVL $0x00200020, AX
+	VPBROADCASTD AX, X13
+	VMOVDQU64 iq4xsIdx<>+0(SB), Z16
+	VMOVDQU64 iq4xsIdx<>+64(SB), Z17
+	VMOVDQU64 iq4xsIdx<>+128(SB), Z18
+	VMOVDQU64 iq4xsIdx<>+192(SB), Z19
+	VPXORD Z24, Z24, Z24
+	VPXORD Z25, Z25, Z25
+	VPXORD Z26, Z26, Z26
+	VPXORD Z27, Z27, Z27
+	VPXORD Z28, Z28, Z28
+	VPXORD Z29, Z29, Z29
+	VPXORD Z30, Z30, Z30
+	VPXORD Z31, Z31, Z31
+
+iq4xsx8loop:
+	VMOVD        4(SI), X0
+	VPSRLW       $4, X0, X1
+	VPAND        X15, X0, X0
+	VPAND        X15, X1, X1
+	VPUNPCKLBW   X1, X0, X0
+	VPMOVZXBW    X0, X0
+	VPBROADCASTW 2(SI), X1
+	VPSRLVW      X12, X1, X1
+	VPAND        X14, X1, X1
+	VPSLLW       $4, X1, X1
+	VPOR         X1, X0, X0
+	VPSUBW       X13, X0, X0
+	VPMOVSXWD    X0, Y2
+	VPERMD       Z2, Z16, Z20
+	VPERMD       Z2, Z17, Z21
+	VPERMD       Z2, Z18, Z22
+	VPERMD       Z2, Z19, Z23
+	IQ4XS_CODES(8, Z4)
+	IQ4XS_CODES(40, Z5)
+	IQ4XS_CODES(72, Z6)
+	IQ4XS_CODES(104, Z7)
+	VPXORD Z8, Z8, Z8
+	IQ4XS_CORR(Z4, Z20)
+	IQ4XS_CORR(Z5, Z21)
+	IQ4XS_CORR(Z6, Z22)
+	IQ4XS_CORR(Z7, Z23)
+	MOVWLZX      0(SI), AX
+	VMOVD        AX, X0
+	VCVTPH2PS    X0, X0
+	VBROADCASTSS X0, Z10
+	IQ4XS_TOK(TK0, Z24)
+	IQ4XS_TOK(TK1, Z25)
+	IQ4XS_TOK(TK2, Z26)
+	IQ4XS_TOK(TK3, Z27)
+	IQ4XS_TOK(TK4, Z28)
+	IQ4XS_TOK(TK5, Z29)
+	IQ4XS_TOK(TK6, Z30)
+	IQ4XS_TOK(TK7, Z31)
+	ADDQ $136, SI
+	ADDQ $292, DI
+	ADDQ $292, R12
+	DECQ CX
+	JNZ  iq4xsx8loop
+	MOVQ out+24(FP), AX
+	HSUM16(Z24, Y24, X24, 0(AX))
+	HSUM16(Z25, Y25, X25, 4(AX))
+	HSUM16(Z26, Y26, X26, 8(AX))
+	HSUM16(Z27, Y27, X27, 12(AX))
+	HSUM16(Z28, Y28, X28, 16(AX))
+	HSUM16(Z29, Y29, X29, 20(AX))
+	HSUM16(Z30, Y30, X30, 24(AX))
+	HSUM16(Z31, Y31, X31, 28(AX))
+	VZEROUPPER
+	RET

@@ -41,7 +41,6 @@ type newqInput struct {
 	q80 []quant.BlockQ8_0
 	q81 []quant.BlockQ8_1
 	q8k []quant.BlockQ8K
-	x   []float32 // the activations as the partner blocks hold them (Q8_K's)
 }
 
 // newqInputs returns random and edge-case inputs of nb blocks of type c.
@@ -264,4 +263,93 @@ func FuzzNewTypeDots(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestNewTypeDotsX8 checks the eight-token dots of the types added after
+// Q4_K, where a path has them, against the generic one-token twin for
+// every token, within the summation-order tolerance.
+func TestNewTypeDotsX8(t *testing.T) {
+	forEachPath(t, func(t *testing.T, tab *table) {
+		r := rand.New(rand.NewPCG(19, 8))
+		for _, c := range newqTypes() {
+			if tab.weights[c.typ].q80.x8 != nil {
+				checkX8Q80(t, r, tab, c)
+			}
+			x8 := tab.weights[c.typ].q8k.x8
+			if x8 == nil {
+				continue
+			}
+			gen := genericWeights()[c.typ].q8k.one
+			for _, nb := range []int{1, 2, 3, 5, 8} {
+				for k, in := range newqInputs(r, c, nb) {
+					// Eight tokens: the input's and seven others made from
+					// it with other codes and scales.
+					xs := make([]quant.BlockQ8K, 0, 8*nb)
+					toks := make([][]quant.BlockQ8K, 8)
+					for tok := range 8 {
+						b := append([]quant.BlockQ8K(nil), in.q8k...)
+						for i := range b {
+							b[i].D *= float32(tok + 1)
+							b[i].Bsums = [16]int16{}
+							for j := range b[i].Qs {
+								if tok > 0 {
+									b[i].Qs[j] = int8(r.Uint32())
+								}
+								b[i].Bsums[j/16] += int16(b[i].Qs[j])
+							}
+						}
+						toks[tok] = b
+						xs = append(xs, b...)
+					}
+					var out [8]float32
+					x8(in.w, xs, nil, nb, &out)
+					for tok, b := range toks {
+						one := newqInput{w: in.w, q8k: b}
+						want := gen(in.w, b)
+						if tol := float64(nb+16)*quantDotEps*newqAbs(c, one) + 1e-37; !near(out[tok], want, tol) {
+							t.Errorf("%s nb=%d input %d token %d: %v, generic %v", c.typ, nb, k, tok, out[tok], want)
+						}
+					}
+				}
+			}
+		}
+	})
+}
+
+// checkX8Q80 is TestNewTypeDotsX8 for a type with Q8_0 activations.
+func checkX8Q80(t *testing.T, r *rand.Rand, tab *table, c newqType) {
+	t.Helper()
+	x8 := tab.weights[c.typ].q80.x8
+	gen := genericWeights()[c.typ].q80.one
+	for _, nb := range []int{1, 2, 3, 7, 9, 33} {
+		for k, in := range newqInputs(r, c, nb) {
+			xs := make([]quant.BlockQ8_0, 0, 8*nb)
+			for tok := range 8 {
+				b := append([]quant.BlockQ8_0(nil), in.q80...)
+				for i := range b {
+					b[i].D = quant.F32ToF16(quant.F16ToF32(b[i].D) * float32(tok+1))
+					if tok > 0 {
+						for j := range b[i].Qs {
+							b[i].Qs[j] = int8(r.Uint32())
+						}
+					}
+				}
+				xs = append(xs, b...)
+			}
+			dx := make([]float32, 8*nb)
+			for tok := range 8 {
+				q80Scales(dx, xs[tok*nb:(tok+1)*nb], tok)
+			}
+			var out [8]float32
+			x8(in.w, xs, dx, nb, &out)
+			for tok := range 8 {
+				b := xs[tok*nb : (tok+1)*nb]
+				want := gen(in.w, b)
+				one := newqInput{w: in.w, q80: b}
+				if tol := float64(nb+16)*quantDotEps*newqAbs(c, one) + 1e-37; !near(out[tok], want, tol) {
+					t.Errorf("%s nb=%d input %d token %d: %v, generic %v", c.typ, nb, k, tok, out[tok], want)
+				}
+			}
+		}
+	}
 }

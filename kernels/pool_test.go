@@ -125,7 +125,7 @@ func batchTokens(tab *table, typ tensor.Type, n int) int {
 	switch {
 	case k && reordered(tab, typ):
 		return n / 4 * 4
-	case n >= 8 && (typ == tensor.Q4_K && tab.q8k(tensor.Q4_K).x8 != nil || typ == tensor.Q6_K && tab.q8k(tensor.Q6_K).x8 != nil):
+	case n >= 8 && (tab.q8k(typ).x8 != nil || typ != tensor.Q8_0 && tab.q80(typ).x8 != nil):
 		return n / 8 * 8
 	}
 	return 0
@@ -269,7 +269,7 @@ func TestMatMulNoAllocs(t *testing.T) {
 	defer p.Close()
 	for _, typ := range poolTypes {
 		w := testMatrix(t, r, typ, 64, 512)
-		for _, n := range []int{1, 80} {
+		for _, n := range []int{1, 5, 80} {
 			x := randF32(r, n*512, 1)
 			out := make([]float32, n*64)
 			allocs := testing.AllocsPerRun(20, func() {

@@ -1167,3 +1167,382 @@ q3kloop:
 	JNZ q3krow
 	VZEROUPPER
 	RET
+
+// Eight-token Q5_K dot: the eight-token Q4_K dot with the fifth bits. The
+// four chunks' bit masks are computed once per block (qh broadcast in
+// Z12, which is free until the float steps) into K1-K4, and 16 is added
+// to the codes under them.
+
+DATA q5k16<>+0(SB)/8, $0x1010101010101010
+DATA q5k16<>+8(SB)/8, $0x1010101010101010
+DATA q5k16<>+16(SB)/8, $0x1010101010101010
+DATA q5k16<>+24(SB)/8, $0x1010101010101010
+DATA q5k16<>+32(SB)/8, $0x1010101010101010
+DATA q5k16<>+40(SB)/8, $0x1010101010101010
+DATA q5k16<>+48(SB)/8, $0x1010101010101010
+DATA q5k16<>+56(SB)/8, $0x1010101010101010
+GLOBL q5k16<>(SB), RODATA|NOPTR, $64
+
+#define Q5KX8_UNPACK(qoff, k) \
+	VBROADCASTI64X4 qoff(SI), Z13 \
+	VPSRLVW Z24, Z13, Z13 \
+	VPANDD Z15, Z13, Z13 \
+	VPADDB q5k16<>(SB), Z13, k, Z13
+
+#define Q5KX8_CHUNK0(qoff, k, xoff, sc) \
+	Q5KX8_UNPACK(qoff, k) \
+	Q4KX8_FIRST(X8T0(xoff), sc, Z8) \
+	Q4KX8_FIRST(X8T1(xoff), sc, Z9) \
+	Q4KX8_FIRST(X8T2(xoff), sc, Z10) \
+	Q4KX8_FIRST(X8T3(xoff), sc, Z11) \
+	Q4KX8_FIRST(X8T4(xoff), sc, Z25) \
+	Q4KX8_FIRST(X8T5(xoff), sc, Z26) \
+	Q4KX8_FIRST(X8T6(xoff), sc, Z27) \
+	Q4KX8_FIRST(X8T7(xoff), sc, Z28)
+
+#define Q5KX8_CHUNK(qoff, k, xoff, sc) \
+	Q5KX8_UNPACK(qoff, k) \
+	Q4KX8_NEXT(X8T0(xoff), sc, Z8) \
+	Q4KX8_NEXT(X8T1(xoff), sc, Z9) \
+	Q4KX8_NEXT(X8T2(xoff), sc, Z10) \
+	Q4KX8_NEXT(X8T3(xoff), sc, Z11) \
+	Q4KX8_NEXT(X8T4(xoff), sc, Z25) \
+	Q4KX8_NEXT(X8T5(xoff), sc, Z26) \
+	Q4KX8_NEXT(X8T6(xoff), sc, Z27) \
+	Q4KX8_NEXT(X8T7(xoff), sc, Z28)
+
+// func dotQ5Kx8AVX512(w *byte, x *quant.BlockQ8K, nb int, out *[8]float32)
+TEXT ·dotQ5Kx8AVX512(SB), NOSPLIT, $0-32
+	MOVQ w+0(FP), SI
+	MOVQ x+8(FP), DI
+	MOVQ nb+16(FP), CX
+	IMUL3Q $292, CX, R11
+	LEAQ (R11)(R11*2), R13
+	LEAQ (DI)(R11*4), R12
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z15
+	VMOVDQU64 q4kIdx<>+0(SB), Z16
+	VMOVDQU64 q4kIdx<>+64(SB), Z17
+	VMOVDQU64 q4kIdx<>+128(SB), Z18
+	VMOVDQU64 q4kIdx<>+192(SB), Z19
+	VMOVDQU64 q4kShift<>+0(SB), Z24
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z29, Z29, Z29
+	VPXORD Z30, Z30, Z30
+	VPXORD Z31, Z31, Z31
+	TESTQ CX, CX
+	JEQ q5k58done
+
+q5k58loop:
+	PREFETCHT0 2816(SI)
+	PREFETCHT0 2880(SI)
+	PREFETCHT0 2944(SI)
+	Q4K_SCALES512
+	VPERMW Z0, Z16, Z20
+	VPERMW Z0, Z17, Z21
+	VPERMW Z0, Z18, Z22
+	VPERMW Z0, Z19, Z23
+	VPUNPCKLWD X1, X1, X2
+	VPUNPCKHWD X1, X1, X12
+	VINSERTI128 $1, X12, Y2, Y2
+	VBROADCASTI64X4 16(SI), Z12
+	VPTESTMB q5kBit<>+0(SB), Z12, K1
+	VPTESTMB q5kBit<>+64(SB), Z12, K2
+	VPTESTMB q5kBit<>+128(SB), Z12, K3
+	VPTESTMB q5kBit<>+192(SB), Z12, K4
+	MOVL (SI), AX
+	VMOVD AX, X0
+	VCVTPH2PS X0, X0
+	VMOVSHDUP X0, X1
+	VBROADCASTSS X0, Z0
+	VBROADCASTSS X1, Z1
+	Q5KX8_CHUNK0(48, K1, 4, Z20)
+	Q5KX8_CHUNK(80, K2, 68, Z21)
+	Q5KX8_CHUNK(112, K3, 132, Z22)
+	Q5KX8_CHUNK(144, K4, 196, Z23)
+	Q4KX8_FIN(X8T0(0), X8T0(260), Z8, Z3)
+	Q4KX8_FIN(X8T1(0), X8T1(260), Z9, Z4)
+	Q4KX8_FIN(X8T2(0), X8T2(260), Z10, Z5)
+	Q4KX8_FIN(X8T3(0), X8T3(260), Z11, Z6)
+	Q4KX8_FIN(X8T4(0), X8T4(260), Z25, Z7)
+	Q4KX8_FIN(X8T5(0), X8T5(260), Z26, Z29)
+	Q4KX8_FIN(X8T6(0), X8T6(260), Z27, Z30)
+	Q4KX8_FIN(X8T7(0), X8T7(260), Z28, Z31)
+	ADDQ $176, SI
+	ADDQ $292, DI
+	ADDQ $292, R12
+	DECQ CX
+	JNZ q5k58loop
+
+q5k58done:
+	MOVQ out+24(FP), AX
+	HSUM8(Z3, Y3, X3, 0(AX))
+	HSUM8(Z4, Y4, X4, 4(AX))
+	HSUM8(Z5, Y5, X5, 8(AX))
+	HSUM8(Z6, Y6, X6, 12(AX))
+	HSUM8(Z7, Y7, X7, 16(AX))
+	HSUM8(Z29, Y29, X29, 20(AX))
+	HSUM8(Z30, Y30, X30, 24(AX))
+	HSUM8(Z31, Y31, X31, 28(AX))
+	VZEROUPPER
+	RET
+
+// Eight-token Q3_K dot: the eight-token Q4_K dot's structure with the
+// Q3_K one-token dot's unpacking (codes 0..7 by shift, mask and a masked
+// add of 4 under the chunk's hmask bits, computed once per block into
+// K1-K4). Its offset term 4·Σ scale_j·bsums_j goes through the Q4_K
+// dot's mins step: the scale words stand in for the mins and 4·d for
+// dmin.
+
+DATA q3k04<>+0(SB)/8, $0x0404040404040404
+DATA q3k04<>+8(SB)/8, $0x0404040404040404
+DATA q3k04<>+16(SB)/8, $0x0404040404040404
+DATA q3k04<>+24(SB)/8, $0x0404040404040404
+DATA q3k04<>+32(SB)/8, $0x0404040404040404
+DATA q3k04<>+40(SB)/8, $0x0404040404040404
+DATA q3k04<>+48(SB)/8, $0x0404040404040404
+DATA q3k04<>+56(SB)/8, $0x0404040404040404
+GLOBL q3k04<>(SB), RODATA|NOPTR, $64
+DATA q3kBias<>+0(SB)/8, $0x0020002000200020
+DATA q3kBias<>+8(SB)/8, $0x0020002000200020
+DATA q3kBias<>+16(SB)/8, $0x0020002000200020
+DATA q3kBias<>+24(SB)/8, $0x0020002000200020
+GLOBL q3kBias<>(SB), RODATA|NOPTR, $32
+
+#define Q3KX8_UNPACK(qoff, shift, k) \
+	VBROADCASTI64X4 qoff(SI), Z13 \
+	VPSRLVW shift, Z13, Z13 \
+	VPANDD Z15, Z13, Z13 \
+	VPADDB q3k04<>(SB), Z13, k, Z13
+
+#define Q3KX8_CHUNK0(qoff, shift, k, xoff, sc) \
+	Q3KX8_UNPACK(qoff, shift, k) \
+	Q4KX8_FIRST(X8T0(xoff), sc, Z8) \
+	Q4KX8_FIRST(X8T1(xoff), sc, Z9) \
+	Q4KX8_FIRST(X8T2(xoff), sc, Z10) \
+	Q4KX8_FIRST(X8T3(xoff), sc, Z11) \
+	Q4KX8_FIRST(X8T4(xoff), sc, Z25) \
+	Q4KX8_FIRST(X8T5(xoff), sc, Z26) \
+	Q4KX8_FIRST(X8T6(xoff), sc, Z27) \
+	Q4KX8_FIRST(X8T7(xoff), sc, Z28)
+
+#define Q3KX8_CHUNK(qoff, shift, k, xoff, sc) \
+	Q3KX8_UNPACK(qoff, shift, k) \
+	Q4KX8_NEXT(X8T0(xoff), sc, Z8) \
+	Q4KX8_NEXT(X8T1(xoff), sc, Z9) \
+	Q4KX8_NEXT(X8T2(xoff), sc, Z10) \
+	Q4KX8_NEXT(X8T3(xoff), sc, Z11) \
+	Q4KX8_NEXT(X8T4(xoff), sc, Z25) \
+	Q4KX8_NEXT(X8T5(xoff), sc, Z26) \
+	Q4KX8_NEXT(X8T6(xoff), sc, Z27) \
+	Q4KX8_NEXT(X8T7(xoff), sc, Z28)
+
+// func dotQ3Kx8AVX512(w *byte, x *quant.BlockQ8K, nb int, out *[8]float32)
+TEXT ·dotQ3Kx8AVX512(SB), NOSPLIT, $0-32
+	MOVQ w+0(FP), SI
+	MOVQ x+8(FP), DI
+	MOVQ nb+16(FP), CX
+	IMUL3Q $292, CX, R11
+	LEAQ (R11)(R11*2), R13
+	LEAQ (DI)(R11*4), R12
+	MOVL $0x03030303, AX
+	VPBROADCASTD AX, Z15
+	VMOVDQU64 q6kIdx<>+0(SB), Z16
+	VMOVDQU64 q6kIdx<>+64(SB), Z17
+	VMOVDQU64 q6kIdx<>+128(SB), Z18
+	VMOVDQU64 q6kIdx<>+192(SB), Z19
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z29, Z29, Z29
+	VPXORD Z30, Z30, Z30
+	VPXORD Z31, Z31, Z31
+	TESTQ CX, CX
+	JEQ q3k8done
+
+q3k8loop:
+	PREFETCHT0 1760(SI)
+	PREFETCHT0 1824(SI)
+	MOVL 96(SI), AX
+	MOVL 100(SI), BX
+	MOVL 104(SI), DX
+	MOVL AX, R8
+	ANDL $0x0f0f0f0f, R8
+	MOVL DX, R9
+	ANDL $0x03030303, R9
+	SHLL $4, R9
+	ORL  R9, R8
+	MOVL BX, R10
+	ANDL $0x0f0f0f0f, R10
+	MOVL DX, R9
+	SHRL $2, R9
+	ANDL $0x03030303, R9
+	SHLL $4, R9
+	ORL  R9, R10
+	SHLQ $32, R10
+	ORQ  R10, R8
+	VMOVQ R8, X0
+	MOVL AX, R8
+	SHRL $4, R8
+	ANDL $0x0f0f0f0f, R8
+	MOVL DX, R9
+	SHRL $4, R9
+	ANDL $0x03030303, R9
+	SHLL $4, R9
+	ORL  R9, R8
+	MOVL BX, R10
+	SHRL $4, R10
+	ANDL $0x0f0f0f0f, R10
+	MOVL DX, R9
+	SHRL $6, R9
+	ANDL $0x03030303, R9
+	SHLL $4, R9
+	ORL  R9, R10
+	SHLQ $32, R10
+	ORQ  R10, R8
+	VMOVQ R8, X1
+	VPUNPCKLQDQ X1, X0, X0
+	VPMOVZXBW X0, Y0
+	VPSUBW q3kBias<>(SB), Y0, Y0
+	VMOVDQU Y0, Y2
+	VPERMW Z0, Z16, Z20
+	VPERMW Z0, Z17, Z21
+	VPERMW Z0, Z18, Z22
+	VPERMW Z0, Z19, Z23
+	VBROADCASTI64X4 0(SI), Z12
+	VPTESTMB q5kBit<>+0(SB), Z12, K1
+	VPTESTMB q5kBit<>+64(SB), Z12, K2
+	VPTESTMB q5kBit<>+128(SB), Z12, K3
+	VPTESTMB q5kBit<>+192(SB), Z12, K4
+	MOVWLZX 108(SI), AX
+	VMOVD AX, X0
+	VCVTPH2PS X0, X0
+	VBROADCASTSS X0, Z0
+	VADDPS Z0, Z0, Z1
+	VADDPS Z1, Z1, Z1
+	Q3KX8_CHUNK0(32, q3kShift<>+0(SB), K1, 4, Z20)
+	Q3KX8_CHUNK(32, q3kShift<>+64(SB), K2, 68, Z21)
+	Q3KX8_CHUNK(64, q3kShift<>+0(SB), K3, 132, Z22)
+	Q3KX8_CHUNK(64, q3kShift<>+64(SB), K4, 196, Z23)
+	Q4KX8_FIN(X8T0(0), X8T0(260), Z8, Z3)
+	Q4KX8_FIN(X8T1(0), X8T1(260), Z9, Z4)
+	Q4KX8_FIN(X8T2(0), X8T2(260), Z10, Z5)
+	Q4KX8_FIN(X8T3(0), X8T3(260), Z11, Z6)
+	Q4KX8_FIN(X8T4(0), X8T4(260), Z25, Z7)
+	Q4KX8_FIN(X8T5(0), X8T5(260), Z26, Z29)
+	Q4KX8_FIN(X8T6(0), X8T6(260), Z27, Z30)
+	Q4KX8_FIN(X8T7(0), X8T7(260), Z28, Z31)
+	ADDQ $110, SI
+	ADDQ $292, DI
+	ADDQ $292, R12
+	DECQ CX
+	JNZ q3k8loop
+
+q3k8done:
+	MOVQ out+24(FP), AX
+	HSUM8(Z3, Y3, X3, 0(AX))
+	HSUM8(Z4, Y4, X4, 4(AX))
+	HSUM8(Z5, Y5, X5, 8(AX))
+	HSUM8(Z6, Y6, X6, 12(AX))
+	HSUM8(Z7, Y7, X7, 16(AX))
+	HSUM8(Z29, Y29, X29, 20(AX))
+	HSUM8(Z30, Y30, X30, 24(AX))
+	HSUM8(Z31, Y31, X31, 28(AX))
+	VZEROUPPER
+	RET
+
+// Q2_K row-run dot: Q3_K's code unpacking without the hmask bits (codes
+// 0..3 at 16(SI)) and Q4_K's float steps: the 4-bit scales (low nibbles
+// of the 16 scale bytes) spread over the words by q6kIdx and applied by
+// VPDPWSSD, the 4-bit mins (high nibbles) times the bsums by one
+// VPMADDWD, each accumulated with f16(d)·x.D or f16(dmin)·x.D into float
+// lanes and reduced once per row.
+
+#define Q2K_CHUNK(qoff, xoff, shift, sc, acc) \
+	VBROADCASTI64X4 qoff(SI), Z2 \
+	VPSRLVW         shift, Z2, Z2 \
+	VPANDD          Z15, Z2, Z2 \
+	VPMADDUBSW      xoff(DI), Z2, Z2 \
+	VPDPWSSD        sc, Z2, acc
+
+// func dotQ2KRowsAVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32)
+TEXT ·dotQ2KRowsAVX512(SB), NOSPLIT, $8-40
+	MOVQ w+0(FP), SI
+	MOVQ x+8(FP), R11
+	MOVQ nb+16(FP), R12
+	MOVQ rows+24(FP), R13
+	MOVQ out+32(FP), R14
+	MOVL $0x03030303, AX
+	VPBROADCASTD AX, Z15
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, X14
+	VMOVDQU64 q6kIdx<>+0(SB), Z16
+	VMOVDQU64 q6kIdx<>+64(SB), Z17
+	VMOVDQU64 q6kIdx<>+128(SB), Z18
+	VMOVDQU64 q6kIdx<>+192(SB), Z19
+	VMOVDQU64 q3kShift<>+0(SB), Z29
+	VMOVDQU64 q3kShift<>+64(SB), Z30
+
+q2krow:
+	MOVQ R11, DI
+	MOVQ R12, CX
+	VXORPS X8, X8, X8
+	VXORPS X12, X12, X12
+
+q2kloop:
+	PREFETCHT0 1344(SI)
+	PREFETCHT0 1408(SI)
+	VMOVDQU   0(SI), X0
+	VPSRLW    $4, X0, X1
+	VPAND     X14, X0, X0
+	VPAND     X14, X1, X1
+	VPMOVZXBW X0, Y0
+	VPMOVZXBW X1, Y1
+	VPERMW Z0, Z16, Z20
+	VPERMW Z0, Z17, Z21
+	VPERMW Z0, Z18, Z22
+	VPERMW Z0, Z19, Z23
+	VPMADDWD 260(DI), Y1, Y10
+	VPXORD Z9, Z9, Z9
+	VPXORD Z11, Z11, Z11
+	Q2K_CHUNK(16, 4, Z29, Z20, Z9)
+	Q2K_CHUNK(16, 68, Z30, Z21, Z11)
+	Q2K_CHUNK(48, 132, Z29, Z22, Z9)
+	Q2K_CHUNK(48, 196, Z30, Z23, Z11)
+	VPADDD Z11, Z9, Z9
+	VCVTDQ2PS Z9, Z9
+	VCVTDQ2PS Y10, Y10
+	MOVL 80(SI), AX
+	VMOVD AX, X6
+	VCVTPH2PS X6, X6
+	VBROADCASTSS (DI), X7
+	VMULPS X7, X6, X6
+	VMOVQ X6, tmp-8(SP)
+	VFMADD231PS.BCST tmp-8(SP), Z9, Z8
+	VFMADD231PS.BCST tmp-4(SP), Y10, Y12
+	ADDQ $84, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ q2kloop
+
+	VEXTRACTF64X4 $1, Z8, Y0
+	VADDPS Y0, Y8, Y8
+	VSUBPS Y12, Y8, Y8
+	VEXTRACTF128 $1, Y8, X0
+	VADDPS X0, X8, X8
+	VMOVHLPS X8, X0, X0
+	VADDPS X0, X8, X8
+	VMOVSHDUP X8, X0
+	VADDSS X0, X8, X8
+	VMOVSS X8, (R14)
+	ADDQ $4, R14
+	DECQ R13
+	JNZ q2krow
+	VZEROUPPER
+	RET

@@ -31,6 +31,10 @@ func main() {
 	siluMul(c)
 	quantKernels()
 	legacyKernels()
+	dotQ5K()
+	dotIQ4XS()
+	dotQ3K()
+	moreKernels()
 	Generate()
 }
 
