@@ -66,7 +66,7 @@ func (cg *cgroupPlan) makeV2(parent, name string, memory int64, pids int) error 
 		return fmt.Errorf("create %s: %w", d, err)
 	}
 	cg.v2Dir = d
-	for _, kv := range [][2]string{{"memory.max", strconv.FormatInt(memory, 10)},
+	for _, kv := range [][2]string{{"memory.max", memoryMax(memory)},
 		{"memory.swap.max", "0"}, {"pids.max", strconv.Itoa(pids)}} {
 		if err := writeFile(filepath.Join(d, kv[0]), kv[1]); err != nil {
 			cg.remove()
@@ -80,7 +80,7 @@ func (cg *cgroupPlan) makeV2(parent, name string, memory int64, pids int) error 
 	}
 	cg.v2FD = fd
 	cg.layers = append(cg.layers,
-		Layer{Name: "cgroup v2 memory", Requested: true, Applied: true, Detail: "memory.max=" + strconv.FormatInt(memory, 10)},
+		Layer{Name: "cgroup v2 memory", Requested: true, Applied: true, Detail: "memory.max=" + memoryMax(memory)},
 		Layer{Name: "cgroup v2 swap", Requested: true, Applied: true, Detail: "memory.swap.max=0"},
 		Layer{Name: "cgroup v2 pids", Requested: true, Applied: true, Detail: "pids.max=" + strconv.Itoa(pids)})
 	return nil
@@ -100,6 +100,9 @@ func (cg *cgroupPlan) makeV1(ctl, d string, memory int64, pids int) error {
 		return nil
 	}
 	m := strconv.FormatInt(memory, 10)
+	if memory <= 0 {
+		m = "-1" // v1's "no limit"
+	}
 	if err := writeFile(filepath.Join(d, "memory.limit_in_bytes"), m); err != nil {
 		return fmt.Errorf("sandbox: cgroup v1 memory: %w", err)
 	}
@@ -113,6 +116,35 @@ func (cg *cgroupPlan) makeV1(ctl, d string, memory int64, pids int) error {
 	}
 	cg.layers = append(cg.layers, Layer{Name: "cgroup v1 swap", Requested: true, Applied: true, Detail: "memory.memsw.limit_in_bytes=" + m + " (no swap beyond memory)"})
 	return nil
+}
+
+// hasPids reports whether the plan sets a pids limit.
+func (cg *cgroupPlan) hasPids() bool {
+	for _, l := range cg.layers {
+		if l.Applied && strings.HasSuffix(l.Name, " pids") {
+			return true
+		}
+	}
+	return false
+}
+
+// summary lists the applied limits on one line.
+func (cg *cgroupPlan) summary() string {
+	var s []string
+	for _, l := range cg.layers {
+		if l.Applied {
+			s = append(s, l.Detail)
+		}
+	}
+	return strings.Join(s, ", ")
+}
+
+// memoryMax renders a memory limit for a cgroup file: 0 is no limit.
+func memoryMax(memory int64) string {
+	if memory <= 0 {
+		return "max"
+	}
+	return strconv.FormatInt(memory, 10)
 }
 
 // place puts the started worker into the v1 directories. The worker waits

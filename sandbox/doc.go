@@ -25,12 +25,21 @@
 // the allow-lists are named on the broker's log instead.
 //
 // Escape probes: ProbeWorker is a worker that locks down exactly as the
-// serving worker does and then, on request, attempts one forbidden action
-// (open a host file, create a socket, fork, exec, ptrace, kill the broker,
-// raise a limit, mount, map the model executable, …). The probes ship in
-// the lisa binary but are reachable only through `lisa sandbox-check`
-// (which re-executes itself as a probe worker) and this package's tests,
-// and they refuse to run unless the full lock-down, seccomp stage 2
-// included, is in force and not in log mode. RunProbes runs each probe in a
-// fresh worker, since a blocked probe usually dies by SIGSYS.
+// serving worker does and then attempts one forbidden action (open a host
+// file, create a socket, fork, exec, ptrace, kill the broker, raise a
+// limit, map shared memory past the cap, a thread bomb, …), most of them
+// under seccomp stage 2 and some earlier in the lock-down: before any
+// seccomp filter, so Landlock, the new root and the namespaces are seen on
+// their own, or under stage 1 alone. The probes ship in the lisa binary but
+// are reachable only through `lisa sandbox-check` (which re-executes itself
+// as a probe worker) and this package's tests, and they refuse to run
+// outside a locked-down worker or in log mode. RunProbes runs each probe
+// in a fresh worker, since a blocked probe usually dies by SIGSYS.
+//
+// The broker judges each probe from what the kernel says, not what the
+// worker writes: a SIGSYS death counts only with the wait status saying
+// SIGSYS and, where the kernel log is readable, only when the kernel's
+// audit record names a call the probe makes (otherwise the verdict is
+// marked unconfirmed); the memory probes are checked against the VmData
+// the broker reads, the thread bomb against the thread count it watches.
 package sandbox
