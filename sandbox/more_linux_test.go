@@ -481,7 +481,8 @@ func TestVerdict(t *testing.T) {
 		{"errno reply", sock, &ProbeResult{Name: sock.name, Blocked: true, How: "EACCES"}, nil, observation{}, true, "EACCES"},
 		{"ENOMEM claimed, VmData within the cap", private, &ProbeResult{Name: private.name, Blocked: true, How: "ENOMEM"}, nil, observation{vmData: 80 << 20}, true, "ENOMEM"},
 		{"ENOMEM claimed, VmData past the cap", private, &ProbeResult{Name: private.name, Blocked: true, How: "ENOMEM"}, nil, observation{vmData: 600 << 20}, false, "VmData"},
-		{"shared map claimed blocked, VmData past the cap", shared, &ProbeResult{Name: shared.name, Blocked: true, How: "EPERM"}, nil, observation{vmData: 1 << 30}, false, "VmData"},
+		{"shared map claimed blocked, VmSize holds it", shared, &ProbeResult{Name: shared.name, Blocked: true, How: "ENOMEM"}, nil, observation{vmData: 80 << 20, vmSize: 5 << 30}, false, "VmSize"},
+		{"shared map refused, VmSize small", shared, &ProbeResult{Name: shared.name, Blocked: true, How: "ENOMEM"}, nil, observation{vmData: 80 << 20, vmSize: 1300 << 20}, true, "ENOMEM"},
 		{"bomb: death below the target", bomb, nil, &Exit{Code: 2}, observation{maxThreads: 64}, true, "the worker could not create"},
 		{"bomb: death after the target", bomb, nil, &Exit{Code: 2}, observation{maxThreads: bombThreads + 3}, false, "worker ended without a verdict"},
 		{"bomb: claimed blocked with the threads seen", bomb, &ProbeResult{Name: bomb.name, Blocked: true, How: "EAGAIN"}, nil, observation{maxThreads: bombThreads}, false, "512 threads"},
@@ -558,5 +559,37 @@ func TestThreadLimit(t *testing.T) {
 	}
 	if !r.Blocked {
 		t.Errorf("thread bomb NOT BLOCKED under RLIMIT_NPROC: %+v", r)
+	}
+}
+
+// TestAddressSpaceLimit: RLIMIT_AS bounds even the mappings RLIMIT_DATA
+// does not count. With both seccomp stages switched off (a test-only
+// state), shared anonymous memory past the cap must still fail, with
+// ENOMEM, and the runtime must work under the limit.
+func TestAddressSpaceLimit(t *testing.T) {
+	model := shared.Model(t, "mini-24m-q4_k_m.gguf")
+	st, err := os.Stat(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const limit = 256 << 20
+	s := startWorker(t, Config{Enabled: true, MemoryLimit: limit, ModelPath: model, Threads: 2,
+		testOff: []string{offSeccomp1, offSeccomp2}})
+	var w map[string]uint64
+	if err := s.Command("work 4", &w); err != nil {
+		t.Fatalf("work under RLIMIT_AS: %v", err)
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(s.Process.Pid) + "/limits")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strconv.FormatInt(limit+st.Size()+asReserve, 10)
+	if !strings.Contains(string(b), want) {
+		t.Errorf("no RLIMIT_AS of %s in\n%s", want, b)
+	}
+	r := s.Probe("map shared memory past the cap")
+	t.Logf("%+v", r)
+	if !r.Blocked || r.How != "ENOMEM" {
+		t.Errorf("shared memory past the cap without seccomp: %+v, want ENOMEM from RLIMIT_AS", r)
 	}
 }

@@ -168,7 +168,7 @@ func probeCall(name string, env probeEnv) error {
 // thread limits. Mappings are kept (never touched): the broker reads the
 // worker's VmData to judge.
 func memoryProbe(name string, env probeEnv) error {
-	past := uintptr(2 * max(env.memoryLimit, 512<<20))
+	past := uintptr(pastTheCap(env.memoryLimit))
 	switch name {
 	case "map shared memory past the cap":
 		return mmapProbe(past, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_ANONYMOUS)
@@ -193,6 +193,12 @@ func memoryProbe(name string, env probeEnv) error {
 		return threadBomb(bombThreads)
 	}
 	return otherProbe(name)
+}
+
+// pastTheCap is how much the memory probes map: past the memory limit
+// and past RLIMIT_AS (limit + model + reserve).
+func pastTheCap(memoryLimit int64) int64 {
+	return 2*max(memoryLimit, 512<<20) + asReserve
 }
 
 // threadBomb holds n OS threads at once: each goroutine locks its thread

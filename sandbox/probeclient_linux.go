@@ -120,6 +120,7 @@ func (s *ProbeSession) probeWith(name, cmd string) ProbeResult {
 		stop()
 		if err == nil && r.Name == name {
 			obs.vmData = procStatusField(s.Process.Pid, "VmData")
+			obs.vmSize = procStatusField(s.Process.Pid, "VmSize")
 			reply = &r
 		}
 	}
@@ -138,6 +139,7 @@ func (s *ProbeSession) probeWith(name, cmd string) ProbeResult {
 // a probe: the kernel writes them, the worker cannot.
 type observation struct {
 	vmData     int64 // bytes of VmData after the reply, -1 unknown
+	vmSize     int64 // bytes of VmSize after the reply (shared mappings count here), -1 unknown
 	maxThreads int   // most threads seen while the probe ran
 }
 
@@ -206,10 +208,17 @@ func verdict(spec probeSpec, reply *ProbeResult, e *Exit, obs observation, memor
 	if reply != nil {
 		r.Blocked, r.How, r.Evidence = reply.Blocked, reply.How, "the worker's reply"
 		switch {
-		case spec.name == "map shared memory past the cap" || spec.name == "map private memory past the cap":
+		case spec.name == "map private memory past the cap":
 			r.Evidence = fmt.Sprintf("the worker's reply; VmData %d bytes read by the broker", obs.vmData)
 			if memoryLimit > 0 && obs.vmData > memoryLimit {
 				r.Blocked, r.How = false, fmt.Sprintf("VmData %d bytes, past the %d-byte cap", obs.vmData, memoryLimit)
+			}
+		case spec.name == "map shared memory past the cap":
+			// RLIMIT_DATA does not count shared memory: the mapping shows
+			// in VmSize only.
+			r.Evidence = fmt.Sprintf("the worker's reply; VmSize %d bytes read by the broker", obs.vmSize)
+			if obs.vmSize >= pastTheCap(memoryLimit) {
+				r.Blocked, r.How = false, fmt.Sprintf("VmSize %d bytes: the %d-byte mapping is there", obs.vmSize, pastTheCap(memoryLimit))
 			}
 		case bomb:
 			r.Evidence = fmt.Sprintf("the worker's reply; at most %d threads seen by the broker", obs.maxThreads)
