@@ -20,9 +20,19 @@
 // fallback: a sandbox that cannot be set up is an error.
 //
 // Every worker death becomes one line (Exit.String): the exit status or
-// signal, "killed by seccomp (SIGSYS)" and, when the broker may read the
-// kernel log, the blocked call by name. In seccomp-log mode the calls off
-// the allow-lists are named on the broker's log instead.
+// signal, "killed by seccomp (SIGSYS)" when the wait status says so (never
+// because of what the worker wrote) and, when the broker may read the
+// kernel's audit records (the audit multicast group, or the kernel log),
+// the blocked call by name. In seccomp-log mode the calls off the
+// allow-lists are named on the broker's log instead.
+//
+// Limits: RLIMIT_DATA and the Go memory limit (memory_limit_bytes),
+// RLIMIT_AS (that plus the model and the runtime's reservations; shared
+// mappings count there), RLIMIT_NPROC (the worker's threads, where the
+// kernel enforces it: not for the host's root), and with a cgroup (Cgroup,
+// or CgroupAuto when one can be made) memory, swap and pids limits. The
+// broker's report has a "thread limit" layer and logs a warning when
+// nothing bounds the worker's threads.
 //
 // Escape probes: ProbeWorker is a worker that locks down exactly as the
 // serving worker does and then attempts one forbidden action (open a host
