@@ -56,7 +56,7 @@ func Start(cfg Config) (*Process, error) {
 	var cgNote string
 	if cfg.Enabled && (cfg.Cgroup || cfg.CgroupAuto) && !cfg.off(offNamespaces) {
 		var err error
-		cg, err = planCgroup(cfg.MemoryLimit, cfg.PidsLimit)
+		cg, err = planCgroup(cfg.MemoryLimit, cfg.PidsLimit, cfg.Cgroup)
 		switch {
 		case err != nil && cfg.Cgroup:
 			return nil, err

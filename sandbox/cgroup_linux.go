@@ -31,11 +31,14 @@ type cgroupPlan struct {
 // planCgroup creates the worker's cgroup directories with memory, swap and
 // pids limits: through cgroup v2 where the host's v2 hierarchy has the
 // controller, through v1 otherwise, and an error naming what is missing
-// when neither has it.
-func planCgroup(memory int64, pids int) (*cgroupPlan, error) {
+// when neither has it. With reorganize false (sandbox_cgroup auto) it
+// uses only controllers already enabled for the broker's children: it
+// neither enables controllers nor moves the broker, which an operator who
+// did not ask for a cgroup may not expect.
+func planCgroup(memory int64, pids int, reorganize bool) (*cgroupPlan, error) {
 	cg := &cgroupPlan{v2FD: -1}
 	name := fmt.Sprintf("lisa-worker-%d-%d", os.Getpid(), time.Now().UnixNano())
-	v2 := v2Controllers()
+	v2 := v2Controllers(reorganize)
 	why := "not available (v2 controllers: " + v2.list() + ")"
 	if v2.dir != "" && v2.has["memory"] && v2.has["pids"] {
 		err := cg.makeV2(v2.dir, name, memory, pids)
@@ -225,11 +228,11 @@ func (v v2Info) list() string {
 
 // v2Controllers finds the v2 hierarchy (unified or hybrid), the broker's
 // directory in it, and the controllers enabled there for children. When
-// the directory offers memory and pids but has not enabled them, it
-// enables them; a non-root cgroup holding processes cannot have enabled
+// the directory offers memory and pids but has not enabled them, and
+// reorganize is true, it enables them; a non-root cgroup holding processes cannot have enabled
 // controllers ("no internal processes"), so the broker first moves itself
 // into a leaf child of its directory, as a delegated service must.
-func v2Controllers() v2Info {
+func v2Controllers(reorganize bool) v2Info {
 	var root string
 	for _, d := range []string{cgroupRoot, filepath.Join(cgroupRoot, "unified")} {
 		var st unix.Statfs_t
@@ -248,7 +251,7 @@ func v2Controllers() v2Info {
 	dir := filepath.Join(root, rel)
 	info := v2Info{dir: dir, has: controllers(filepath.Join(dir, "cgroup.subtree_control"))}
 	offered := controllers(filepath.Join(dir, "cgroup.controllers"))
-	if (info.has["memory"] && info.has["pids"]) || !offered["memory"] || !offered["pids"] {
+	if (info.has["memory"] && info.has["pids"]) || !offered["memory"] || !offered["pids"] || !reorganize {
 		return info
 	}
 	control := filepath.Join(dir, "cgroup.subtree_control")
