@@ -293,7 +293,7 @@ func (p *Process) finish(st *os.ProcessState, werr error) {
 	// audit record for the call. The worker writes its stderr, and a
 	// "SIGSYS: bad system call" report there proves nothing.
 	e.Reason = p.tail.reason()
-	if name := p.audit.stop(); name != "" && e.Seccomp {
+	if name := p.audit.stop(e.Seccomp); name != "" && e.Seccomp {
 		e.Syscall = name
 	}
 	p.cg.remove()

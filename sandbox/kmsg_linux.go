@@ -171,15 +171,35 @@ func field(rec []byte, key string) (string, bool) {
 	return sc.Text(), true
 }
 
-// stop reads what is left of the log (the record of a kill is written
-// before the process dies) and returns the killed call's name, if any.
-func (w *kmsgWatch) stop() string {
+// stop reads what is left of the log and returns the killed call's name,
+// if any. The record of a kill is made before the process dies but may be
+// delivered after its wait status (the kernel's audit thread sends it):
+// with killed true (the wait status said SIGSYS) stop waits for it, up to
+// killRecordWait from the audit group, which gets every record, and
+// 100 ms from the kernel log, which may have dropped it.
+func (w *kmsgWatch) stop(killed bool) string {
 	if w == nil {
 		return ""
+	}
+	if killed {
+		wait := killRecordWait
+		if !w.netlink {
+			wait = 100 * time.Millisecond
+		}
+		for end := time.Now().Add(wait); time.Now().Before(end) && w.killedCall() == ""; {
+			time.Sleep(2 * time.Millisecond)
+		}
 	}
 	w.f.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
 	<-w.done
 	w.f.Close()
+	return w.killedCall()
+}
+
+// killRecordWait bounds the wait for the audit record of a seccomp kill.
+const killRecordWait = time.Second
+
+func (w *kmsgWatch) killedCall() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.killed

@@ -109,7 +109,7 @@ func TestSeccompLog(t *testing.T) {
 	model := shared.Model(t, "stories260K.gguf")
 	w := watchKmsg(os.Getpid(), func(string) {})
 	kmsg := w != nil
-	w.stop()
+	w.stop(false)
 	for attempt := 1; ; attempt++ {
 		named := logModeRun(t, model, kmsg) && killModeRun(t, model, kmsg)
 		if t.Failed() || named || !kmsg {
@@ -510,7 +510,7 @@ func TestForgedVerdicts(t *testing.T) {
 	}
 	w := watchKmsg(os.Getpid(), func(string) {})
 	kmsg := w != nil
-	w.stop()
+	w.stop(false)
 	for attempt := 1; ; attempt++ {
 		s := startWorker(t, Config{Enabled: true, ModelPath: model})
 		r := s.probeWith("create a socket", "getppid") // killed, but for getppid
