@@ -593,3 +593,23 @@ func TestAddressSpaceLimit(t *testing.T) {
 		t.Errorf("shared memory past the cap without seccomp: %+v, want ENOMEM from RLIMIT_AS", r)
 	}
 }
+
+// TestModelFileSurvivesGC runs the collector in a serving worker and lets
+// finalizers run: fd 4 must stay open. A stray *os.File for fd 4 closes the
+// model from its finalizer: under stage 2 a close is a kill (lisa serve's
+// end-to-end test found it), under stage 1 the fd silently goes.
+func TestModelFileSurvivesGC(t *testing.T) {
+	model := shared.Model(t, "stories260K.gguf")
+	s := startWorker(t, Config{Enabled: true, ModelPath: model})
+	for i := 0; i < 3; i++ {
+		var w map[string]uint64
+		if err := s.Command("work 1", &w); err != nil { // ends with runtime.GC
+			t.Fatalf("work %d: %v (%v)", i, err, s.Process.Wait())
+		}
+		time.Sleep(20 * time.Millisecond) // the finalizer goroutine's turn
+	}
+	link, err := os.Readlink("/proc/" + strconv.Itoa(s.Process.Pid) + "/fd/4")
+	if err != nil || link != ModelPath {
+		t.Errorf("the worker's fd 4: %q, %v; want the model", link, err)
+	}
+}

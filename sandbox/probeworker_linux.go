@@ -165,6 +165,9 @@ func probeLoop(conn *os.File, rep *Report, m *mappedModel, env probeEnv, early *
 
 // mappedModel is the parsed model and its tensor data, used in place.
 type mappedModel struct {
+	// fh is fd 4, kept referenced: under stage 2 its finalizer's close
+	// would be a kill, as in the serving worker.
+	fh      *os.File
 	file    *gguf.File
 	tensors [][]byte
 }
@@ -176,7 +179,7 @@ func loadModel(f *os.File) (*mappedModel, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: load model: %w", err)
 	}
-	m := &mappedModel{file: g}
+	m := &mappedModel{fh: f, file: g}
 	for i := range g.Tensors {
 		b, err := g.TensorData(&g.Tensors[i])
 		if err != nil {

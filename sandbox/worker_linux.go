@@ -73,9 +73,13 @@ func LockDown(wc WorkerConfig) (*os.File, Report, error) {
 	if err := checkGoDebug(); err != nil {
 		return nil, rep, err
 	}
-	model := os.NewFile(FDModel, "model")
+	// One *os.File for fd 4 only: a second one, once unreferenced, would
+	// close the model from its finalizer (a close stage 2 kills).
+	var model *os.File
 	modelPath := wc.HostModelPath // where Landlock finds the model
-	if !off[offNamespaces] && !off[offRoot] {
+	if off[offNamespaces] || off[offRoot] {
+		model = os.NewFile(FDModel, "model")
+	} else {
 		if err := buildRoot(wc.HostModelPath); err != nil {
 			return nil, rep, err
 		}
