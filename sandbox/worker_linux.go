@@ -235,9 +235,9 @@ func closeFDs(fds []int) {
 	}
 }
 
-// setLimits sets RLIMIT_DATA (memory_limit_bytes), RLIMIT_NOFILE 64,
-// RLIMIT_CORE 0 and RLIMIT_NPROC (the pids limit), and a Go soft memory
-// limit 1/8 below RLIMIT_DATA.
+// setLimits sets RLIMIT_DATA (memory_limit_bytes), RLIMIT_AS (that, the
+// model and asReserve), RLIMIT_NOFILE 64, RLIMIT_CORE 0 and RLIMIT_NPROC
+// (the pids limit), and a Go soft memory limit 1/8 below RLIMIT_DATA.
 //
 // RLIMIT_NPROC counts the threads of the worker's uid in its own user
 // namespace (the kernel keeps the count per namespace and uid), so it
