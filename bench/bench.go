@@ -38,6 +38,10 @@ type Params struct {
 	// "avx2", "avx512"; "" lets it choose). In-process runs use the path
 	// this process chose at start-up.
 	Kernels string
+	// MemoryLimit is the sandboxed worker's memory_limit_bytes, applied as
+	// lisa serve applies it (RLIMIT_DATA and the Go memory limit); 0 means
+	// serve's default, config.Default().MemoryLimitBytes.
+	MemoryLimit int64
 }
 
 // Validate checks the parameters' ranges.
@@ -53,6 +57,8 @@ func (p Params) Validate() error {
 		return fmt.Errorf("bench: repetitions %d out of range [1, 1000]", p.Reps)
 	case len(p.Threads) == 0:
 		return errors.New("bench: no thread counts")
+	case p.MemoryLimit < 0:
+		return fmt.Errorf("bench: memory limit %d is negative", p.MemoryLimit)
 	}
 	for _, t := range p.Threads {
 		if t < 1 || t > 1024 {

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/lisa-llm/lisa/config"
 	"github.com/lisa-llm/lisa/gguf"
 	"github.com/lisa-llm/lisa/internal/shared"
 	"github.com/lisa-llm/lisa/model"
@@ -147,9 +148,21 @@ func TestRunWorker(t *testing.T) {
 		t.Run(fmt.Sprintf("sandbox=%v", sandboxed), func(t *testing.T) {
 			p := Params{NPrompt: 16, NGen: 4, Reps: 2, Threads: []int{1, 2}}
 			var progress bytes.Buffer
-			rs, err := RunWorker(path, p, sandboxed, []string{WorkerArg}, &syncWriter{w: &progress})
+			var limits string
+			rs, err := runWorker(path, p, sandboxed, []string{WorkerArg}, &syncWriter{w: &progress}, func(pid int) {
+				b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/limits", pid))
+				limits = string(b)
+			})
 			if err != nil {
 				t.Fatal(err)
+			}
+			// The sandboxed worker has lisa serve's default memory limit.
+			want := "unlimited"
+			if sandboxed {
+				want = fmt.Sprint(config.Default().MemoryLimitBytes)
+			}
+			if f := limitLine(limits, "Max data size"); len(f) < 2 || f[0] != want {
+				t.Errorf("worker's RLIMIT_DATA: %q, want %s", f, want)
 			}
 			checkResults(t, rs, p, sandboxed)
 			if rs[0].PeakRSS < 1<<20 {
@@ -157,6 +170,16 @@ func TestRunWorker(t *testing.T) {
 			}
 		})
 	}
+}
+
+// limitLine returns the fields after name in a /proc/PID/limits file.
+func limitLine(limits, name string) []string {
+	for _, l := range strings.Split(limits, "\n") {
+		if rest, ok := strings.CutPrefix(l, name); ok {
+			return strings.Fields(rest)
+		}
+	}
+	return nil
 }
 
 // syncWriter serialises writes from the worker's stderr reader.

@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strconv"
 
+	"github.com/lisa-llm/lisa/config"
 	"github.com/lisa-llm/lisa/gguf"
 	"github.com/lisa-llm/lisa/sandbox"
 )
@@ -44,6 +45,26 @@ type workerReply struct {
 // from /proc/<pid>/status before it exits. Progress lines the worker
 // prints go to progress (nil: discarded).
 func RunWorker(path string, p Params, sandboxed bool, execArgs []string, progress io.Writer) ([]Result, error) {
+	return runWorker(path, p, sandboxed, execArgs, progress, nil)
+}
+
+// workerMemoryLimit is the memory limit a sandboxed benchmark worker runs
+// under: the one lisa serve would give it, so the numbers are the served
+// configuration's (an unsandboxed child gets none, as serve's).
+func workerMemoryLimit(p Params, sandboxed bool) int64 {
+	switch {
+	case !sandboxed:
+		return 0
+	case p.MemoryLimit > 0:
+		return p.MemoryLimit
+	}
+	return config.Default().MemoryLimitBytes
+}
+
+// runWorker is RunWorker; inspect, when set, is called with the worker's
+// pid once its results are in and before it is told to exit (tests read
+// its limits there).
+func runWorker(path string, p Params, sandboxed bool, execArgs []string, progress io.Writer, inspect func(pid int)) ([]Result, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
@@ -62,7 +83,7 @@ func RunWorker(path string, p Params, sandboxed bool, execArgs []string, progres
 		threads = max(threads, t)
 	}
 	proc, err := sandbox.Start(sandbox.Config{Enabled: sandboxed, ModelPath: abs, Model: f, Threads: threads, Kernels: p.Kernels,
-		ExecArgs: execArgs, Args: []string{string(arg)}, Stderr: progress})
+		MemoryLimit: workerMemoryLimit(p, sandboxed), ExecArgs: execArgs, Args: []string{string(arg)}, Stderr: progress})
 	if err != nil {
 		return nil, fmt.Errorf("bench: start worker: %w", err)
 	}
@@ -71,6 +92,9 @@ func RunWorker(path string, p Params, sandboxed bool, execArgs []string, progres
 	dec := json.NewDecoder(io.LimitReader(proc.Conn, maxResultBytes))
 	derr := dec.Decode(&rep)
 	peak := vmHWM("/proc/" + strconv.Itoa(proc.Pid) + "/status")
+	if inspect != nil && derr == nil {
+		inspect(proc.Pid)
+	}
 	proc.Conn.Close() // the worker exits when it sees the end of its socket
 	exit := proc.Wait()
 	if derr != nil {

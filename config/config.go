@@ -50,9 +50,9 @@ type Config struct {
 	RequestTimeout    Duration `yaml:"request_timeout" json:"request_timeout"`
 	ShutdownTimeout   Duration `yaml:"shutdown_timeout" json:"shutdown_timeout"`
 
-	SandboxEnabled    bool `yaml:"sandbox_enabled" json:"sandbox_enabled"`
-	SandboxCgroup     bool `yaml:"sandbox_cgroup" json:"sandbox_cgroup"`
-	SandboxSeccompLog bool `yaml:"sandbox_seccomp_log" json:"sandbox_seccomp_log"`
+	SandboxEnabled    bool       `yaml:"sandbox_enabled" json:"sandbox_enabled"`
+	SandboxCgroup     CgroupMode `yaml:"sandbox_cgroup" json:"sandbox_cgroup"` // auto, true or false
+	SandboxSeccompLog bool       `yaml:"sandbox_seccomp_log" json:"sandbox_seccomp_log"`
 
 	TLSCertFile     string `yaml:"tls_cert_file" json:"tls_cert_file"`
 	TLSKeyFile      string `yaml:"tls_key_file" json:"tls_key_file"`
@@ -88,6 +88,7 @@ func Default() Config {
 		RequestTimeout:    Duration(10 * time.Minute),
 		ShutdownTimeout:   Duration(10 * time.Second),
 		SandboxEnabled:    true,
+		SandboxCgroup:     CgroupAuto,
 		TLSMinVersion:     "1.2",
 		LogLevel:          "info",
 		LogFormat:         "text",

@@ -59,6 +59,15 @@ func TestLoadFile(t *testing.T) {
 		{"json wrong type", "c.json", `{"parallel":"four"}`, "parallel", nil},
 		{"json trailing", "c.json", `{"parallel":1} {"parallel":2}`, "after the JSON", nil},
 		{"json duration as number", "c.json", `{"idle_timeout":5}`, "duration", nil},
+		{"sandbox_cgroup default", "c.yaml", "", "", func(c *Config) bool { return c.SandboxCgroup.Auto() && !c.SandboxCgroup.Required() }},
+		{"yaml sandbox_cgroup true", "c.yaml", "sandbox_cgroup: true\n", "", func(c *Config) bool { return c.SandboxCgroup.Required() }},
+		{"yaml sandbox_cgroup false", "c.yaml", "sandbox_cgroup: false\n", "", func(c *Config) bool { return c.SandboxCgroup == CgroupOff }},
+		{"yaml sandbox_cgroup auto", "c.yaml", "sandbox_cgroup: auto\n", "", func(c *Config) bool { return c.SandboxCgroup == CgroupAuto }},
+		{"yaml sandbox_cgroup bad", "c.yaml", "sandbox_cgroup: maybe\n", "maybe", nil},
+		{"yaml sandbox_cgroup quoted true", "c.yaml", "sandbox_cgroup: \"true\"\n", "sandbox_cgroup", nil},
+		{"json sandbox_cgroup auto", "c.json", `{"sandbox_cgroup":"auto"}`, "", func(c *Config) bool { return c.SandboxCgroup.Auto() }},
+		{"json sandbox_cgroup true", "c.json", `{"sandbox_cgroup":true}`, "", func(c *Config) bool { return c.SandboxCgroup.Required() }},
+		{"json sandbox_cgroup bad", "c.json", `{"sandbox_cgroup":"on"}`, "sandbox_cgroup", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -214,6 +223,23 @@ func TestParseFlagsOverrideFile(t *testing.T) {
 		if _, err := Parse(args, io.Discard); err == nil {
 			t.Errorf("Parse(%q) succeeded", args)
 		}
+	}
+	for _, tc := range []struct {
+		args []string
+		want CgroupMode
+	}{
+		{nil, CgroupAuto},
+		{[]string{"--sandbox-cgroup"}, CgroupOn},
+		{[]string{"--sandbox-cgroup=false"}, CgroupOff},
+		{[]string{"--sandbox-cgroup=auto"}, CgroupAuto},
+	} {
+		c, err := Parse(append([]string{"-m", "/m.gguf"}, tc.args...), io.Discard)
+		if err != nil || c.SandboxCgroup != tc.want {
+			t.Errorf("%q: sandbox_cgroup %q (%v), want %q", tc.args, c.SandboxCgroup, err, tc.want)
+		}
+	}
+	if _, err := Parse([]string{"-m", "/m.gguf", "--sandbox-cgroup=sometimes"}, io.Discard); err == nil {
+		t.Error("--sandbox-cgroup=sometimes accepted")
 	}
 	var help strings.Builder
 	if _, err := Parse([]string{"--help"}, &help); !errors.Is(err, flag.ErrHelp) {

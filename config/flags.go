@@ -91,7 +91,7 @@ func Bind(fs *flag.FlagSet, c *Config) {
 	d(&c.RequestTimeout, "request-timeout", "time a generation may run")
 	d(&c.ShutdownTimeout, "shutdown-timeout", "time given to running requests on shutdown")
 	b(&c.SandboxEnabled, "sandbox-enabled", "run the worker in the sandbox (false: unsandboxed, with a loud warning)")
-	b(&c.SandboxCgroup, "sandbox-cgroup", "put the worker in a cgroup v2 with memory and pids limits")
+	fs.Var(&c.SandboxCgroup, "sandbox-cgroup", "put the worker in a cgroup with memory and pids limits: auto (when one can be made), true (required) or false; give a value with = (key sandbox_cgroup)")
 	b(&c.SandboxSeccompLog, "sandbox-seccomp-log", "diagnostic: seccomp logs denied calls instead of killing")
 	s(&c.TLSCertFile, "tls-cert-file", "PEM certificate `file` (turns TLS on)")
 	s(&c.TLSKeyFile, "tls-key-file", "PEM private key `file`")

@@ -53,21 +53,68 @@ func Start(cfg Config) (*Process, error) {
 	}
 	var rep Report
 	var cg *cgroupPlan
-	if cfg.Enabled && cfg.Cgroup {
+	var cgNote string
+	if cfg.Enabled && (cfg.Cgroup || cfg.CgroupAuto) && !cfg.off(offNamespaces) {
 		var err error
-		if cg, err = planCgroup(cfg.MemoryLimit, cfg.PidsLimit); err != nil {
+		cg, err = planCgroup(cfg.MemoryLimit, cfg.PidsLimit, cfg.Cgroup)
+		switch {
+		case err != nil && cfg.Cgroup:
 			return nil, err
+		case err != nil:
+			cgNote = "sandbox_cgroup auto: no cgroup for the worker (" + err.Error() + ")"
+			rep.Add("cgroup", false, false, cgNote)
+		default:
+			rep.Layers = append(rep.Layers, cg.layers...)
+			if cfg.CgroupAuto && !cfg.Cgroup {
+				cgNote = "sandbox_cgroup auto: the worker runs in a cgroup with " + cg.summary()
+			}
 		}
-		rep.Layers = append(rep.Layers, cg.layers...)
 	} else {
 		rep.Add("cgroup", cfg.Cgroup, false, "sandbox_cgroup off")
 	}
+	threads := threadBound(cfg, cg)
+	rep.Layers = append(rep.Layers, threads)
 	p, err := start(cfg, cg, &rep)
 	if err != nil {
 		cg.remove()
 		return nil, err
 	}
+	if cgNote != "" {
+		p.tail.logLine("sandbox: " + cgNote + "\n")
+	}
+	if cfg.Enabled && !threads.Applied {
+		p.tail.logLine("sandbox: WARNING: " + threads.String() + "\n")
+	}
 	return p, nil
+}
+
+// threadBound reports what bounds the worker's threads: the cgroup's pids
+// limit, or RLIMIT_NPROC, which the kernel enforces only for a worker
+// whose uid is not the host's root.
+func threadBound(cfg Config, cg *cgroupPlan) Layer {
+	l := Layer{Name: "thread limit", Requested: cfg.Enabled}
+	switch {
+	case !cfg.Enabled:
+		l.Detail = "sandbox off"
+	case cg != nil && cg.hasPids():
+		l.Applied, l.Detail = true, "cgroup pids.max="+strconv.Itoa(cfg.PidsLimit)
+	case os.Geteuid() != 0 && !cfg.off(offRlimits):
+		l.Applied, l.Detail = true, "RLIMIT_NPROC="+strconv.Itoa(cfg.PidsLimit)+" in the worker's user namespace"
+	default:
+		l.Detail = "NOTHING BOUNDS THE WORKER'S THREADS: no cgroup pids limit, and RLIMIT_NPROC does not bind a worker whose uid is the host's root; " +
+			"run lisa as an unprivileged user, or give it a delegated cgroup (sandbox_cgroup)"
+	}
+	return l
+}
+
+// off reports whether a test switched layer off.
+func (cfg Config) off(layer string) bool {
+	for _, l := range cfg.testOff {
+		if l == layer {
+			return true
+		}
+	}
+	return false
 }
 
 func checkConfig(cfg *Config) error {
@@ -78,8 +125,8 @@ func checkConfig(cfg *Config) error {
 		return fmt.Errorf("sandbox: config ModelPath: %q is not an absolute path", cfg.ModelPath)
 	case cfg.MemoryLimit < 0 || (cfg.MemoryLimit > 0 && cfg.MemoryLimit < minMemoryLimit):
 		return fmt.Errorf("sandbox: config MemoryLimit: %d bytes; want 0 (none) or at least %d", cfg.MemoryLimit, minMemoryLimit)
-	case cfg.Cgroup && cfg.MemoryLimit == 0:
-		return errors.New("sandbox: config Cgroup: a cgroup needs MemoryLimit (memory_limit_bytes)")
+	case cfg.Cgroup && cfg.CgroupAuto:
+		return errors.New("sandbox: config Cgroup and CgroupAuto: give one")
 	case cfg.Threads < 0 || cfg.Threads > 1024:
 		return fmt.Errorf("sandbox: config Threads: %d out of range 0–1024", cfg.Threads)
 	case cfg.PidsLimit < 0:
@@ -88,7 +135,13 @@ func checkConfig(cfg *Config) error {
 		return fmt.Errorf("sandbox: config Kernels: %q; want generic, avx2, avx512 or empty", cfg.Kernels)
 	}
 	if cfg.PidsLimit == 0 {
-		cfg.PidsLimit = 64
+		// The runtime needs a thread per busy compute thread, plus sysmon,
+		// the template thread and a few in system calls.
+		threads := cfg.Threads
+		if threads == 0 {
+			threads = runtime.NumCPU()
+		}
+		cfg.PidsLimit = max(64, 2*threads+32)
 	}
 	if cfg.Executable == "" {
 		cfg.Executable = "/proc/self/exe"
@@ -176,7 +229,7 @@ func start(cfg Config, cg *cgroupPlan, rep *Report) (*Process, error) {
 
 func sysProcAttr(cfg Config, cg *cgroupPlan) *syscall.SysProcAttr {
 	a := &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	if !cfg.Enabled {
+	if !cfg.Enabled || cfg.off(offNamespaces) {
 		return a
 	}
 	a.Cloneflags = namespaceFlags | cfg.testCloneflags
@@ -236,13 +289,11 @@ func (p *Process) finish(st *os.ProcessState, werr error) {
 			e.Code = ws.ExitStatus()
 		}
 	}
-	reason, rax := p.tail.notable()
-	e.Reason = reason
-	if nr, ok := trappedSyscall(reason + "\n" + rax); ok {
-		e.Seccomp = true
-		e.Syscall = syscallName(nr)
-	}
-	if name := p.audit.stop(); name != "" && e.Seccomp {
+	// Only what the kernel says counts: the wait status for SIGSYS and the
+	// audit record for the call. The worker writes its stderr, and a
+	// "SIGSYS: bad system call" report there proves nothing.
+	e.Reason = p.tail.reason()
+	if name := p.audit.stop(e.Seccomp); name != "" && e.Seccomp {
 		e.Syscall = name
 	}
 	p.cg.remove()

@@ -31,11 +31,14 @@ type cgroupPlan struct {
 // planCgroup creates the worker's cgroup directories with memory, swap and
 // pids limits: through cgroup v2 where the host's v2 hierarchy has the
 // controller, through v1 otherwise, and an error naming what is missing
-// when neither has it.
-func planCgroup(memory int64, pids int) (*cgroupPlan, error) {
+// when neither has it. With reorganize false (sandbox_cgroup auto) it
+// uses only controllers already enabled for the broker's children: it
+// neither enables controllers nor moves the broker, which an operator who
+// did not ask for a cgroup may not expect.
+func planCgroup(memory int64, pids int, reorganize bool) (*cgroupPlan, error) {
 	cg := &cgroupPlan{v2FD: -1}
 	name := fmt.Sprintf("lisa-worker-%d-%d", os.Getpid(), time.Now().UnixNano())
-	v2 := v2Controllers()
+	v2 := v2Controllers(reorganize)
 	why := "not available (v2 controllers: " + v2.list() + ")"
 	if v2.dir != "" && v2.has["memory"] && v2.has["pids"] {
 		err := cg.makeV2(v2.dir, name, memory, pids)
@@ -66,7 +69,7 @@ func (cg *cgroupPlan) makeV2(parent, name string, memory int64, pids int) error 
 		return fmt.Errorf("create %s: %w", d, err)
 	}
 	cg.v2Dir = d
-	for _, kv := range [][2]string{{"memory.max", strconv.FormatInt(memory, 10)},
+	for _, kv := range [][2]string{{"memory.max", memoryMax(memory)},
 		{"memory.swap.max", "0"}, {"pids.max", strconv.Itoa(pids)}} {
 		if err := writeFile(filepath.Join(d, kv[0]), kv[1]); err != nil {
 			cg.remove()
@@ -80,7 +83,7 @@ func (cg *cgroupPlan) makeV2(parent, name string, memory int64, pids int) error 
 	}
 	cg.v2FD = fd
 	cg.layers = append(cg.layers,
-		Layer{Name: "cgroup v2 memory", Requested: true, Applied: true, Detail: "memory.max=" + strconv.FormatInt(memory, 10)},
+		Layer{Name: "cgroup v2 memory", Requested: true, Applied: true, Detail: "memory.max=" + memoryMax(memory)},
 		Layer{Name: "cgroup v2 swap", Requested: true, Applied: true, Detail: "memory.swap.max=0"},
 		Layer{Name: "cgroup v2 pids", Requested: true, Applied: true, Detail: "pids.max=" + strconv.Itoa(pids)})
 	return nil
@@ -100,6 +103,9 @@ func (cg *cgroupPlan) makeV1(ctl, d string, memory int64, pids int) error {
 		return nil
 	}
 	m := strconv.FormatInt(memory, 10)
+	if memory <= 0 {
+		m = "-1" // v1's "no limit"
+	}
 	if err := writeFile(filepath.Join(d, "memory.limit_in_bytes"), m); err != nil {
 		return fmt.Errorf("sandbox: cgroup v1 memory: %w", err)
 	}
@@ -113,6 +119,35 @@ func (cg *cgroupPlan) makeV1(ctl, d string, memory int64, pids int) error {
 	}
 	cg.layers = append(cg.layers, Layer{Name: "cgroup v1 swap", Requested: true, Applied: true, Detail: "memory.memsw.limit_in_bytes=" + m + " (no swap beyond memory)"})
 	return nil
+}
+
+// hasPids reports whether the plan sets a pids limit.
+func (cg *cgroupPlan) hasPids() bool {
+	for _, l := range cg.layers {
+		if l.Applied && strings.HasSuffix(l.Name, " pids") {
+			return true
+		}
+	}
+	return false
+}
+
+// summary lists the applied limits on one line.
+func (cg *cgroupPlan) summary() string {
+	var s []string
+	for _, l := range cg.layers {
+		if l.Applied {
+			s = append(s, l.Detail)
+		}
+	}
+	return strings.Join(s, ", ")
+}
+
+// memoryMax renders a memory limit for a cgroup file: 0 is no limit.
+func memoryMax(memory int64) string {
+	if memory <= 0 {
+		return "max"
+	}
+	return strconv.FormatInt(memory, 10)
 }
 
 // place puts the started worker into the v1 directories. The worker waits
@@ -193,11 +228,11 @@ func (v v2Info) list() string {
 
 // v2Controllers finds the v2 hierarchy (unified or hybrid), the broker's
 // directory in it, and the controllers enabled there for children. When
-// the directory offers memory and pids but has not enabled them, it
-// enables them; a non-root cgroup holding processes cannot have enabled
+// the directory offers memory and pids but has not enabled them, and
+// reorganize is true, it enables them; a non-root cgroup holding processes cannot have enabled
 // controllers ("no internal processes"), so the broker first moves itself
 // into a leaf child of its directory, as a delegated service must.
-func v2Controllers() v2Info {
+func v2Controllers(reorganize bool) v2Info {
 	var root string
 	for _, d := range []string{cgroupRoot, filepath.Join(cgroupRoot, "unified")} {
 		var st unix.Statfs_t
@@ -216,7 +251,7 @@ func v2Controllers() v2Info {
 	dir := filepath.Join(root, rel)
 	info := v2Info{dir: dir, has: controllers(filepath.Join(dir, "cgroup.subtree_control"))}
 	offered := controllers(filepath.Join(dir, "cgroup.controllers"))
-	if (info.has["memory"] && info.has["pids"]) || !offered["memory"] || !offered["pids"] {
+	if (info.has["memory"] && info.has["pids"]) || !offered["memory"] || !offered["pids"] || !reorganize {
 		return info
 	}
 	control := filepath.Join(dir, "cgroup.subtree_control")

@@ -181,6 +181,18 @@ func realFilterCases() []filterCase {
 		{"12", "clone", []string{"17"}, kill, 0}, // fork
 		{"12", "mmap", []string{"0", "4096", "1", "0x22", "-1", "0"}, allow, 0},
 		{"12", "mmap", []string{"0", "4096", "5", "0x22", "-1", "0"}, kill, 0},
+		{"12", "mmap", []string{"0", "4096", "0", "0x22", "-1", "0"}, allow, 0},
+		{"12", "mmap", []string{"0", "4096", "1", "0x1", "0", "0"}, allow, unix.ENODEV}, // shared read-only file (stdin: /dev/null)
+		{"12", "mmap", []string{"0", "4096", "3", "0x1", "0", "0"}, kill, 0},            // ... writable
+		{"12", "mmap", []string{"0", "0x40000000", "3", "0x21", "-1", "0"}, kill, 0},    // 1 GiB of shared anonymous memory
+		{"1", "mmap", []string{"0", "0x40000000", "3", "0x21", "-1", "0"}, kill, 0},     // ... while loading too
+		{"12", "mmap", []string{"0", "0x40000000", "3", "0x122", "-1", "0"}, kill, 0},   // MAP_GROWSDOWN, not counted by RLIMIT_DATA
+		{"12", "mmap", []string{"0", "4096", "3", "0x8022", "-1", "0"}, kill, 0},        // MAP_POPULATE
+		{"12", "mremap", []string{"0", "4096", "0x40000000", "1", "0"}, kill, 0},
+		{"1", "mremap", []string{"0", "4096", "0x40000000", "1", "0"}, kill, 0},
+		{"1", "memfd_create", []string{"0", "0"}, kill, 0},
+		{"12", "shmget", []string{"0", "0x40000000", "0"}, kill, 0},
+		{"1", "setrlimit", []string{"7", "0"}, kill, 0},
 		{"12", "openat", []string{"-100", "0", "0"}, allow, unix.EACCES}, // EFAULT without the filter
 		{"12", "clone3", []string{"0", "0"}, allow, unix.ENOSYS},         // EINVAL without the filter
 		{"12", "kill", []string{"self", "0"}, kill, 0},

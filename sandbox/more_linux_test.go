@@ -109,7 +109,7 @@ func TestSeccompLog(t *testing.T) {
 	model := shared.Model(t, "stories260K.gguf")
 	w := watchKmsg(os.Getpid(), func(string) {})
 	kmsg := w != nil
-	w.stop()
+	w.stop(false)
 	for attempt := 1; ; attempt++ {
 		named := logModeRun(t, model, kmsg) && killModeRun(t, model, kmsg)
 		if t.Failed() || named || !kmsg {
@@ -392,36 +392,224 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// TestLandlockBehindSeccomp lets seccomp log instead of kill, so socket
-// calls reach Landlock: TCP connect must be denied (EACCES, ABI ≥ 4;
-// without Landlock the kernel says ENETUNREACH, the loopback being down).
-// Abstract unix sockets belong to the worker's own network namespace,
-// where nothing listens: the connect must fail (ECONNREFUSED, or EPERM
-// where Landlock's scope meets a listener).
+// TestLandlockBehindSeccomp runs the probes that reach Landlock before any
+// seccomp filter: with Landlock each gets Landlock's own errno (EACCES for
+// files and TCP, EPERM for the scopes), and with Landlock switched off
+// each gets through (or, for TCP, only the network namespace stops it:
+// ENETUNREACH, not EACCES). ECONNREFUSED or success is what no Landlock
+// gives, so this fails without it.
 func TestLandlockBehindSeccomp(t *testing.T) {
-	s := startWorker(t, Config{Enabled: true, SeccompLog: true, ModelPath: shared.Model(t, "stories260K.gguf")})
-	defer s.Close()
+	model := shared.Model(t, "stories260K.gguf")
 	abi, _ := llsys.LandlockGetABIVersion() // what this kernel offers
-	var applied int
-	for _, l := range s.Report.Layers {
-		if l.Name == "landlock" && l.Applied {
-			fmt.Sscanf(l.Detail, "ABI %d", &applied)
+	probes := []struct {
+		name    string
+		abi     int
+		with    string
+		without string // "" means not blocked
+	}{
+		{"list / past seccomp (Landlock)", 1, "EACCES", ""},
+		{"TCP connect past socket (Landlock network rule)", 4, "EACCES", "ENETUNREACH"},
+		{"connect to an abstract unix socket past seccomp (Landlock scope)", 6, "EPERM", ""},
+		{"signal a process outside the domain (Landlock scope)", 6, "EPERM", ""},
+	}
+	var names []string
+	for _, p := range probes {
+		names = append(names, p.name)
+	}
+	for _, off := range []bool{false, true} {
+		m, err := os.Open(model)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		cfg := Config{Enabled: true, ModelPath: model, Model: m, Executable: os.Args[0]}
+		if off {
+			cfg.testOff = []string{offLandlock}
+		}
+		res, rep, err := RunProbes(cfg, names)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var applied int
+		for _, l := range rep.Layers {
+			if l.Name == "landlock" && l.Applied {
+				fmt.Sscanf(l.Detail, "ABI %d", &applied)
+			}
+		}
+		if want := map[bool]int{false: min(abi, 11), true: 0}[off]; applied != want {
+			t.Errorf("Landlock off %v: kernel offers ABI %d, worker applied %d", off, abi, applied)
+		}
+		for i, r := range res {
+			p := probes[i]
+			t.Logf("landlock off %v: %s: blocked=%v how=%s", off, r.Name, r.Blocked, r.How)
+			switch {
+			case abi < p.abi:
+				// The kernel lacks the feature: nothing to check.
+			case !off && (!r.Blocked || r.How != p.with):
+				t.Errorf("ABI %d: %s: blocked=%v %s, want %s from Landlock", abi, r.Name, r.Blocked, r.How, p.with)
+			case off && p.without == "" && r.Blocked:
+				t.Errorf("Landlock off: %s still blocked (%s): the probe does not test Landlock", r.Name, r.How)
+			case off && p.without != "" && r.How != p.without:
+				t.Errorf("Landlock off: %s gave %s, want %s", r.Name, r.How, p.without)
+			}
 		}
 	}
-	if applied != min(abi, 11) {
-		t.Errorf("kernel offers Landlock ABI %d, worker applied %d", abi, applied)
+}
+
+// TestVerdict decides probes from made-up evidence: only the wait status
+// and the kernel's naming of the killed call count.
+func TestVerdict(t *testing.T) {
+	sock, _ := lookupProbe("create a socket")
+	shared, _ := lookupProbe("map shared memory past the cap")
+	private, _ := lookupProbe("map private memory past the cap")
+	bomb, _ := lookupProbe("thread bomb")
+	const limit = 256 << 20
+	cases := []struct {
+		name    string
+		spec    probeSpec
+		reply   *ProbeResult
+		exit    *Exit
+		obs     observation
+		blocked bool
+		how     string
+	}{
+		{"kill for the probe's call", sock, nil, &Exit{Code: -1, Signal: syscall.SIGSYS, Seccomp: true, Syscall: "socket"}, observation{}, true, "SIGSYS"},
+		{"kill for another call", sock, nil, &Exit{Code: -1, Signal: syscall.SIGSYS, Seccomp: true, Syscall: "rt_sigaction"}, observation{}, false, "killed by seccomp for rt_sigaction"},
+		{"kill, call unknown", sock, nil, &Exit{Code: -1, Signal: syscall.SIGSYS, Seccomp: true}, observation{}, true, "SIGSYS"},
+		{"forged SIGSYS report on stderr", sock, nil, &Exit{Code: 2, Reason: "SIGSYS: bad system call", StderrTail: "SIGSYS: bad system call\nrax 0x29\n"}, observation{}, false, "worker ended without a verdict"},
+		{"other signal", sock, nil, &Exit{Code: -1, Signal: syscall.SIGSEGV}, observation{}, false, "worker ended without a verdict"},
+		{"errno reply", sock, &ProbeResult{Name: sock.name, Blocked: true, How: "EACCES"}, nil, observation{}, true, "EACCES"},
+		{"ENOMEM claimed, VmData within the cap", private, &ProbeResult{Name: private.name, Blocked: true, How: "ENOMEM"}, nil, observation{vmData: 80 << 20}, true, "ENOMEM"},
+		{"ENOMEM claimed, VmData past the cap", private, &ProbeResult{Name: private.name, Blocked: true, How: "ENOMEM"}, nil, observation{vmData: 600 << 20}, false, "VmData"},
+		{"shared map claimed blocked, VmSize holds it", shared, &ProbeResult{Name: shared.name, Blocked: true, How: "ENOMEM"}, nil, observation{vmData: 80 << 20, vmSize: 5 << 30}, false, "VmSize"},
+		{"shared map refused, VmSize small", shared, &ProbeResult{Name: shared.name, Blocked: true, How: "ENOMEM"}, nil, observation{vmData: 80 << 20, vmSize: 1300 << 20}, true, "ENOMEM"},
+		{"bomb: death below the target", bomb, nil, &Exit{Code: 2}, observation{maxThreads: 64}, true, "the worker could not create"},
+		{"bomb: death after the target", bomb, nil, &Exit{Code: 2}, observation{maxThreads: bombThreads + 3}, false, "worker ended without a verdict"},
+		{"bomb: claimed blocked with the threads seen", bomb, &ProbeResult{Name: bomb.name, Blocked: true, How: "EAGAIN"}, nil, observation{maxThreads: bombThreads}, false, "512 threads"},
 	}
-	var r map[string]string
-	if err := s.Command("netcheck", &r); err != nil {
+	for _, c := range cases {
+		r := verdict(c.spec, c.reply, c.exit, c.obs, limit)
+		if r.Blocked != c.blocked || !strings.HasPrefix(r.How, c.how) || r.Evidence == "" {
+			t.Errorf("%s: %+v, want blocked=%v how %q…", c.name, r, c.blocked, c.how)
+		}
+	}
+}
+
+// TestForgedVerdicts has a real worker forge a seccomp death (a SIGSYS
+// report on stderr, then exit) and die by seccomp for a call other than the
+// probe's: neither may count as blocked.
+func TestForgedVerdicts(t *testing.T) {
+	model := shared.Model(t, "stories260K.gguf")
+	s := startWorker(t, Config{Enabled: true, ModelPath: model})
+	r := s.probeWith("create a socket", "forge")
+	if e := s.Process.Wait(); e.Seccomp || e.Syscall != "" || e.Code != 2 {
+		t.Errorf("forged report taken as a seccomp death: %+v", e)
+	}
+	if r.Blocked {
+		t.Errorf("forged SIGSYS report counted as blocked: %+v", r)
+	}
+	w := watchKmsg(os.Getpid(), func(string) {})
+	kmsg := w != nil
+	w.stop(false)
+	for attempt := 1; ; attempt++ {
+		s := startWorker(t, Config{Enabled: true, ModelPath: model})
+		r := s.probeWith("create a socket", "getppid") // killed, but for getppid
+		t.Logf("attempt %d: %+v", attempt, r)
+		named := strings.Contains(r.Evidence, "audit record names")
+		switch {
+		case named && (r.Blocked || !strings.Contains(r.How, "for getppid")):
+			t.Fatalf("a kill for getppid counted for the socket probe: %+v", r)
+		case named || !kmsg:
+			return // without the kernel log the verdict is marked unconfirmed
+		case !strings.Contains(r.Evidence, "UNCONFIRMED"):
+			t.Fatalf("an unnamed kill not marked unconfirmed: %+v", r)
+		case attempt == 4:
+			t.Fatal("the kernel log never named the call (records rate-limited or not matched)")
+		}
+		time.Sleep(5 * time.Second) // the kernel's printk rate limit
+	}
+}
+
+// TestThreadLimit checks what bounds a worker's threads without a cgroup:
+// RLIMIT_NPROC for an unprivileged broker (the thread bomb is stopped), and
+// nothing for a root broker, which the report and the log say loudly (and
+// the thread bomb shows).
+func TestThreadLimit(t *testing.T) {
+	var logged syncBuffer
+	s := startWorker(t, Config{Enabled: true, ModelPath: shared.Model(t, "stories260K.gguf"), Stderr: &logged})
+	var l Layer
+	for _, x := range s.Process.Report.Layers {
+		if x.Name == "thread limit" {
+			l = x
+		}
+	}
+	r := s.Probe("thread bomb")
+	t.Logf("%v; %+v", l, r)
+	if os.Geteuid() == 0 {
+		if l.Applied || !strings.Contains(logged.String(), "WARNING: thread limit: NOT APPLIED (NOTHING BOUNDS") {
+			t.Errorf("root broker without a cgroup: layer %v, log %q", l, logged.String())
+		}
+		if r.Blocked {
+			t.Errorf("thread bomb blocked with nothing bounding threads: %+v", r)
+		}
+		return
+	}
+	if !l.Applied || !strings.Contains(l.Detail, "RLIMIT_NPROC") {
+		t.Errorf("unprivileged broker: layer %v", l)
+	}
+	if !r.Blocked {
+		t.Errorf("thread bomb NOT BLOCKED under RLIMIT_NPROC: %+v", r)
+	}
+}
+
+// TestAddressSpaceLimit: RLIMIT_AS bounds even the mappings RLIMIT_DATA
+// does not count. With both seccomp stages switched off (a test-only
+// state), shared anonymous memory past the cap must still fail, with
+// ENOMEM, and the runtime must work under the limit.
+func TestAddressSpaceLimit(t *testing.T) {
+	model := shared.Model(t, "mini-24m-q4_k_m.gguf")
+	st, err := os.Stat(model)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if abi >= 4 && r["tcp"] != "EACCES" {
-		t.Errorf("ABI %d: TCP connect on loopback gave %q, want EACCES from Landlock", abi, r["tcp"])
+	const limit = 256 << 20
+	s := startWorker(t, Config{Enabled: true, MemoryLimit: limit, ModelPath: model, Threads: 2,
+		testOff: []string{offSeccomp1, offSeccomp2}})
+	var w map[string]uint64
+	if err := s.Command("work 4", &w); err != nil {
+		t.Fatalf("work under RLIMIT_AS: %v", err)
 	}
-	if a := r["abstract"]; a != "ECONNREFUSED" && a != "EPERM" {
-		t.Errorf("abstract unix connect gave %q, want ECONNREFUSED or EPERM", a)
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(s.Process.Pid) + "/limits")
+	if err != nil {
+		t.Fatal(err)
 	}
-	if abi < 4 {
-		t.Logf("Landlock ABI %d: no network rules on this kernel (%v)", abi, r)
+	want := strconv.FormatInt(limit+st.Size()+asReserve, 10)
+	if !strings.Contains(string(b), want) {
+		t.Errorf("no RLIMIT_AS of %s in\n%s", want, b)
+	}
+	r := s.Probe("map shared memory past the cap")
+	t.Logf("%+v", r)
+	if !r.Blocked || r.How != "ENOMEM" {
+		t.Errorf("shared memory past the cap without seccomp: %+v, want ENOMEM from RLIMIT_AS", r)
+	}
+}
+
+// TestModelFileSurvivesGC runs the collector in a serving worker and lets
+// finalizers run: fd 4 must stay open. A stray *os.File for fd 4 closes the
+// model from its finalizer: under stage 2 a close is a kill (lisa serve's
+// end-to-end test found it), under stage 1 the fd silently goes.
+func TestModelFileSurvivesGC(t *testing.T) {
+	model := shared.Model(t, "stories260K.gguf")
+	s := startWorker(t, Config{Enabled: true, ModelPath: model})
+	for i := 0; i < 3; i++ {
+		var w map[string]uint64
+		if err := s.Command("work 1", &w); err != nil { // ends with runtime.GC
+			t.Fatalf("work %d: %v (%v)", i, err, s.Process.Wait())
+		}
+		time.Sleep(20 * time.Millisecond) // the finalizer goroutine's turn
+	}
+	link, err := os.Readlink("/proc/" + strconv.Itoa(s.Process.Pid) + "/fd/4")
+	if err != nil || link != ModelPath {
+		t.Errorf("the worker's fd 4: %q, %v; want the model", link, err)
 	}
 }

@@ -3,7 +3,6 @@ package sandbox
 import (
 	"bufio"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -41,9 +39,45 @@ func ProbeWorker(args []string) int {
 	if err != nil {
 		return helloFail(conn, err)
 	}
+	env := probeEnv{hostModel: wc.HostModelPath, memoryLimit: wc.MemoryLimit}
+	if len(wc.Args) > 0 {
+		env.brokerPid, _ = strconv.Atoi(wc.Args[0])
+	}
+	// An early probe (one that runs before seccomp or under stage 1 alone)
+	// is named on the command line: it runs during the lock-down.
+	var early probeSpec
+	var earlyResult *ProbeResult
+	if len(wc.Args) > 1 {
+		var ok bool
+		if early, ok = lookupProbe(wc.Args[1]); !ok || early.phase == PhaseServing {
+			return helloFail(conn, fmt.Errorf("sandbox: %q is not a probe that runs during the lock-down", wc.Args[1]))
+		}
+	}
+	var setupErr error
+	wc.hooks = &lockHooks{
+		beforeLandlock: func() {
+			if early.name == "connect to an abstract unix socket past seccomp (Landlock scope)" ||
+				early.name == "signal a process outside the domain (Landlock scope)" {
+				setupErr = prepareScopeProbes(&env)
+			}
+		},
+		afterLandlock: func(rep *Report) {
+			if early.phase == PhaseLandlock && setupErr == nil {
+				r := runProbe(rep, early, PhaseLandlock, env)
+				earlyResult = &r
+			}
+		},
+	}
 	model, rep, err := LockDown(wc)
+	if err == nil {
+		err = setupErr
+	}
 	if err != nil {
 		return helloFail(conn, err)
+	}
+	if early.phase == PhaseLoading {
+		r := runProbe(&rep, early, PhaseLoading, env)
+		earlyResult = &r
 	}
 	m, err := loadModel(model)
 	if err != nil {
@@ -53,14 +87,10 @@ func ProbeWorker(args []string) int {
 	if err := EnterServing(&rep); err != nil {
 		return helloFail(conn, err)
 	}
-	brokerPid := 0
-	if len(wc.Args) > 0 {
-		brokerPid, _ = strconv.Atoi(wc.Args[0])
-	}
 	if err := writeJSONLine(conn, probeHello{Report: rep, Model: m.describe()}); err != nil {
 		return 1
 	}
-	return probeLoop(conn, &rep, m, brokerPid)
+	return probeLoop(conn, &rep, m, env, earlyResult)
 }
 
 func helloFail(conn io.Writer, err error) int {
@@ -79,7 +109,8 @@ func writeJSONLine(w io.Writer, v any) error {
 }
 
 // probeLoop serves commands until "exit" or the end of the connection.
-func probeLoop(conn *os.File, rep *Report, m *mappedModel, brokerPid int) int {
+// early is the result of the probe run during the lock-down, if any.
+func probeLoop(conn *os.File, rep *Report, m *mappedModel, env probeEnv, early *ProbeResult) int {
 	sc := bufio.NewScanner(conn)
 	sc.Buffer(make([]byte, 4096), 4096)
 	for sc.Scan() {
@@ -87,7 +118,15 @@ func probeLoop(conn *os.File, rep *Report, m *mappedModel, brokerPid int) int {
 		var reply any
 		switch cmd {
 		case "probe":
-			reply = runProbe(rep, arg, brokerPid)
+			spec, ok := lookupProbe(arg)
+			switch {
+			case early != nil && early.Name == arg:
+				reply = *early
+			case !ok:
+				reply = ProbeResult{Name: arg, How: fmt.Sprintf("%v %q", errUnknownProbe, arg)}
+			default:
+				reply = runProbe(rep, spec, PhaseServing, env)
+			}
 		case "work":
 			n, err := strconv.Atoi(arg)
 			if err != nil || n < 1 || n > 64 {
@@ -102,13 +141,11 @@ func probeLoop(conn *os.File, rep *Report, m *mappedModel, brokerPid int) int {
 				break
 			}
 			reply = map[string]int{"allocated_mib": allocate(n)}
-		case "netcheck":
-			// Harmless in the worker's network namespace (loopback down);
-			// reaches Landlock only when seccomp logs instead of killing.
-			reply = map[string]string{
-				"tcp":      errnoOf(socketProbe(unix.AF_INET, &unix.SockaddrInet4{Port: 1, Addr: [4]byte{127, 0, 0, 1}})),
-				"abstract": errnoOf(socketProbe(unix.AF_UNIX, &unix.SockaddrUnix{Name: "@lisa-netcheck"})),
-			}
+		case "forge":
+			// What a compromised worker could write: a seccomp trap's
+			// report on stderr, then an exit. The broker must not believe it.
+			os.Stderr.WriteString("SIGSYS: bad system call\nPC=0x4711 m=0 sigcode=1\n\nrax    0x29\n")
+			return 2
 		case "getppid":
 			// A harmless call on no list: killed, or logged in log mode.
 			reply = map[string]int{"ppid": unix.Getppid()}
@@ -128,6 +165,9 @@ func probeLoop(conn *os.File, rep *Report, m *mappedModel, brokerPid int) int {
 
 // mappedModel is the parsed model and its tensor data, used in place.
 type mappedModel struct {
+	// fh is fd 4, kept referenced: under stage 2 its finalizer's close
+	// would be a kill, as in the serving worker.
+	fh      *os.File
 	file    *gguf.File
 	tensors [][]byte
 }
@@ -139,7 +179,7 @@ func loadModel(f *os.File) (*mappedModel, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: load model: %w", err)
 	}
-	m := &mappedModel{file: g}
+	m := &mappedModel{fh: f, file: g}
 	for i := range g.Tensors {
 		b, err := g.TensorData(&g.Tensors[i])
 		if err != nil {
@@ -207,16 +247,4 @@ func allocate(mib int) int {
 	}
 	runtime.KeepAlive(chunks)
 	return len(chunks)
-}
-
-// errnoOf names the errno of err ("" for success, the text otherwise).
-func errnoOf(err error) string {
-	var en syscall.Errno
-	switch {
-	case err == nil:
-		return ""
-	case errors.As(err, &en):
-		return unix.ErrnoName(en)
-	}
-	return err.Error()
 }

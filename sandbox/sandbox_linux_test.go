@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
+
 	"github.com/lisa-llm/lisa/internal/shared"
 )
 
@@ -125,7 +127,8 @@ func hasLayer(r Report, name string) bool {
 	return false
 }
 
-// TestEscapeProbes runs every probe in a fresh locked-down worker.
+// TestEscapeProbes runs every probe in a fresh locked-down worker, with a
+// memory limit and sandbox_cgroup auto, as lisa sandbox-check does.
 func TestEscapeProbes(t *testing.T) {
 	model := shared.Model(t, "stories260K.gguf")
 	m, err := os.Open(model)
@@ -133,18 +136,34 @@ func TestEscapeProbes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	res, rep, err := RunProbes(Config{Enabled: true, ModelPath: model, Model: m, Executable: os.Args[0]}, ProbeNames())
+	cfg := Config{Enabled: true, CgroupAuto: true, MemoryLimit: 256 << 20, ModelPath: model, Model: m, Executable: os.Args[0]}
+	res, rep, err := RunProbes(cfg, ProbeNames())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(res) != len(ProbeNames()) || !rep.Complete() {
 		t.Fatalf("%d results, report %v", len(res), rep.Layers)
 	}
+	abi, _ := llsys.LandlockGetABIVersion()
 	// Calls that must fail with an errno rather than a kill.
 	wantHow := map[string]string{"open /etc/passwd": "EACCES", "list /": "EACCES", "read /proc": "EACCES",
-		"open the model for writing": "EACCES", "write the model": "EBADF", "clone3": "ENOSYS"}
+		"open the model for writing": "EACCES", "write the model": "EBADF", "clone3": "ENOSYS",
+		"map private memory past the cap":                                  "ENOMEM",
+		"list / past seccomp (Landlock)":                                   "EACCES",
+		"stat a host file past seccomp (root)":                             "ENOENT",
+		"UDP to the host's loopback past seccomp (network namespace)":      "ENETUNREACH",
+		"TCP connect past socket (Landlock network rule)":                  map[bool]string{true: "EACCES", false: "ENETUNREACH"}[abi >= 4],
+		"connect to an abstract unix socket past seccomp (Landlock scope)": map[bool]string{true: "EPERM", false: "skipped"}[abi >= 6],
+		"signal a process outside the domain (Landlock scope)":             map[bool]string{true: "EPERM", false: "skipped"}[abi >= 6],
+		"thread bomb": "the worker could not create its threads",
+	}
+	audit := auditMulticast() // every record arrives: every kill must be named
+	if audit != nil {
+		audit.Close()
+	}
+	confirmed := 0
 	for _, r := range res {
-		t.Logf("%-36s blocked=%v how=%s", r.Name, r.Blocked, r.How)
+		t.Logf("%-36s %-18s blocked=%v how=%s [%s]", r.Name, r.Phase, r.Blocked, r.How, r.Evidence)
 		if !r.Blocked {
 			t.Errorf("probe %q NOT BLOCKED: %s", r.Name, r.How)
 			continue
@@ -153,8 +172,55 @@ func TestEscapeProbes(t *testing.T) {
 		if want == "" {
 			want = "SIGSYS"
 		}
-		if r.How != want {
+		if !strings.HasPrefix(r.How, want) {
 			t.Errorf("probe %q blocked by %s, want %s", r.Name, r.How, want)
 		}
+		if strings.Contains(r.Evidence, "audit record names") {
+			confirmed++
+		} else if audit != nil && r.How == "SIGSYS" {
+			t.Errorf("probe %q: the audit multicast is readable, yet the kill is unconfirmed: %s", r.Name, r.Evidence)
+		}
+	}
+	t.Logf("%d seccomp kills confirmed by the kernel's audit record", confirmed)
+}
+
+// TestLayerMutations switches each layer off in turn and runs the probes
+// that name it: each must get through, so every layer is shown to be what
+// stops some probe (with all layers on, TestEscapeProbes has them blocked).
+func TestLayerMutations(t *testing.T) {
+	model := shared.Model(t, "stories260K.gguf")
+	byLayer := map[string][]string{}
+	for _, s := range probeSpecs() {
+		for _, l := range s.layers {
+			byLayer[l] = append(byLayer[l], s.name)
+		}
+	}
+	for _, layer := range []string{offNamespaces, offRoot, offLandlock, offSeccomp1, offSeccomp2, offRlimits} {
+		t.Run(layer, func(t *testing.T) {
+			names := byLayer[layer]
+			if len(names) == 0 {
+				t.Fatalf("no probe is stopped by %s alone", layer)
+			}
+			m, err := os.Open(model)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			cfg := Config{Enabled: true, MemoryLimit: 256 << 20, ModelPath: model, Model: m, Executable: os.Args[0],
+				testOff: []string{layer}}
+			res, rep, err := RunProbes(cfg, names)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(strings.Join(layerDetails(rep), "\n"), "test: "+layer+": not applied (SWITCHED OFF") {
+				t.Errorf("report does not show %s switched off: %v", layer, layerDetails(rep))
+			}
+			for _, r := range res {
+				t.Logf("%s off: %s: blocked=%v how=%s", layer, r.Name, r.Blocked, r.How)
+				if r.Blocked {
+					t.Errorf("%s off: probe %q still blocked (%s): it does not test %s", layer, r.Name, r.How, layer)
+				}
+			}
+		})
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"io"
-	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -28,10 +27,9 @@ type tailWriter struct {
 	mu    sync.Mutex
 	buf   []byte
 	done  chan struct{}
-	// reason is the first line that says why a Go program died, and rax
-	// the register line of a SIGSYS report: a long traceback pushes both
-	// out of the tail.
-	reason, rax string
+	// reasonLine is the first line that says why a Go program died: a
+	// long traceback pushes it out of the tail.
+	reasonLine string
 }
 
 func newTailWriter(out io.Writer) *tailWriter {
@@ -72,11 +70,8 @@ func (t *tailWriter) keep(b []byte) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	line := string(bytes.ToValidUTF8(bytes.TrimRight(b, "\n"), []byte("?")))
-	if t.reason == "" && isReason(line) {
-		t.reason = limitLine(line)
-	}
-	if t.rax == "" && strings.HasPrefix(t.reason, "SIGSYS:") && raxLine.MatchString(line) {
-		t.rax = line
+	if t.reasonLine == "" && isReason(line) {
+		t.reasonLine = limitLine(line)
 	}
 	t.buf = append(t.buf, b...)
 	if n := len(t.buf) - tailBytes; n > 0 {
@@ -94,11 +89,11 @@ func (t *tailWriter) String() string {
 	return string(bytes.ToValidUTF8(t.buf, []byte("?")))
 }
 
-// notable returns the reason line and the SIGSYS report's rax line.
-func (t *tailWriter) notable() (reason, rax string) {
+// reason returns the first line that said why the worker died.
+func (t *tailWriter) reason() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.reason, t.rax
+	return t.reasonLine
 }
 
 // isReason reports whether a stderr line says why a Go program died.
@@ -109,27 +104,6 @@ func isReason(l string) bool {
 		}
 	}
 	return false
-}
-
-// raxLine matches the rax line of the register dump the Go runtime prints
-// for a fatal SIGSYS (a seccomp trap): the call number is in rax.
-var raxLine = regexp.MustCompile(`(?m)^rax\s+0x([0-9a-f]+)\s*$`)
-
-// trappedSyscall finds the number of the call a seccomp trap refused in a
-// Go crash report.
-func trappedSyscall(tail string) (int, bool) {
-	if !bytes.Contains([]byte(tail), []byte("SIGSYS: bad system call")) {
-		return 0, false
-	}
-	m := raxLine.FindStringSubmatch(tail)
-	if m == nil {
-		return 0, false
-	}
-	n, err := strconv.ParseUint(m[1], 16, 32)
-	if err != nil {
-		return 0, false
-	}
-	return int(n), true
 }
 
 // syscallName names call nr of this architecture, or gives its number.

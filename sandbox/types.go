@@ -39,12 +39,18 @@ type Config struct {
 	// becomes the worker's fd 4.
 	Model *os.File
 	// MemoryLimit is memory_limit_bytes: RLIMIT_DATA, the Go soft memory
-	// limit (below it) and, with Cgroup, the cgroup's memory limit. 0 means
+	// limit (below it) and, in a cgroup, the cgroup's memory limit. 0 means
 	// no limit.
 	MemoryLimit int64
-	// Cgroup places the worker in a cgroup with memory, swap and pids limits.
+	// Cgroup places the worker in a cgroup with memory, swap and pids
+	// limits, and Start fails when it cannot.
 	Cgroup bool
-	// PidsLimit is the cgroup pids limit (default 64).
+	// CgroupAuto places the worker in such a cgroup when one can be made
+	// (a delegated or root-owned hierarchy), and otherwise starts it
+	// without one; the broker's log says which (sandbox_cgroup "auto").
+	CgroupAuto bool
+	// PidsLimit bounds the worker's threads: the cgroup pids limit and
+	// RLIMIT_NPROC (default max(64, 2×Threads+32)).
 	PidsLimit int
 	// SeccompLog logs instead of killing for calls not on the allow-lists.
 	SeccompLog bool
@@ -68,6 +74,10 @@ type Config struct {
 	// testCloneflags are added to the clone flags (tests make the clone
 	// fail with them, as a host without user namespaces would).
 	testCloneflags uintptr
+	// testOff switches layers off (offNamespaces, offRoot, …): only this
+	// package's mutation tests set it, to show each layer is what stops
+	// some probe.
+	testOff []string
 }
 
 // Layer is one isolation layer as requested and as applied.
@@ -141,10 +151,12 @@ type Exit struct {
 	Code int
 	// Signal is the signal that ended it, 0 if none.
 	Signal syscall.Signal
-	// Seccomp is true when the worker died of SIGSYS (a seccomp kill or trap).
+	// Seccomp is true when the wait status says SIGSYS (a seccomp kill).
+	// The worker's stderr never sets it: the worker writes that.
 	Seccomp bool
-	// Syscall names the blocked call when known (from a SIGSYS report on
-	// stderr or, in seccomp-log mode, from the kernel's audit record).
+	// Syscall names the killed call when the kernel's audit record of the
+	// kill was read (the kernel log is readable, the record not
+	// rate-limited).
 	Syscall string
 	// StderrTail is the end of the worker's stderr (at most 4 KiB).
 	StderrTail string
@@ -213,8 +225,22 @@ type WorkerConfig struct {
 	SeccompLog bool
 	// Threads is the requested GOMAXPROCS (0: default).
 	Threads int
+	// PidsLimit bounds the worker's threads with RLIMIT_NPROC (0: none).
+	PidsLimit int
 	// Args are the arguments after the sandbox's own.
 	Args []string
+
+	// off are the layers a test switched off (Config.testOff).
+	off map[string]bool
+	// hooks are the probe worker's points in the lock-down.
+	hooks *lockHooks
+}
+
+// lockHooks run inside LockDown, for probes that must see the worker
+// between two layers.
+type lockHooks struct {
+	beforeLandlock func()
+	afterLandlock  func(rep *Report)
 }
 
 // workerArgs renders the flags WorkerFlags parses.
@@ -225,7 +251,11 @@ func workerArgs(cfg Config) []string {
 		"-sandbox-memory=" + strconv.FormatInt(cfg.MemoryLimit, 10),
 		"-sandbox-seccomp-log=" + strconv.FormatBool(cfg.SeccompLog),
 		"-sandbox-threads=" + strconv.Itoa(cfg.Threads),
-		"--"}
+		"-sandbox-pids=" + strconv.Itoa(cfg.PidsLimit)}
+	if len(cfg.testOff) > 0 {
+		a = append(a, "-sandbox-test-off="+strings.Join(cfg.testOff, ","))
+	}
+	a = append(a, "--")
 	return append(a, cfg.Args...)
 }
 
@@ -243,6 +273,8 @@ func WorkerFlags(args []string) (WorkerConfig, error) {
 	fs.Int64Var(&wc.MemoryLimit, "sandbox-memory", 0, "memory limit in bytes")
 	fs.BoolVar(&wc.SeccompLog, "sandbox-seccomp-log", false, "log instead of kill")
 	fs.IntVar(&wc.Threads, "sandbox-threads", 0, "GOMAXPROCS")
+	fs.IntVar(&wc.PidsLimit, "sandbox-pids", 0, "RLIMIT_NPROC")
+	off := fs.String("sandbox-test-off", "", "layers switched off by a test")
 	if err := fs.Parse(args); err != nil {
 		return WorkerConfig{}, fmt.Errorf("sandbox: worker flags: %w", err)
 	}
@@ -253,6 +285,19 @@ func WorkerFlags(args []string) (WorkerConfig, error) {
 		return WorkerConfig{}, fmt.Errorf("sandbox: worker flag -sandbox-memory: %d is negative", wc.MemoryLimit)
 	case wc.Threads < 0 || wc.Threads > 1024:
 		return WorkerConfig{}, fmt.Errorf("sandbox: worker flag -sandbox-threads: %d out of range 0–1024", wc.Threads)
+	case wc.PidsLimit < 0:
+		return WorkerConfig{}, fmt.Errorf("sandbox: worker flag -sandbox-pids: %d is negative", wc.PidsLimit)
+	}
+	if *off != "" {
+		wc.off = map[string]bool{}
+		for _, l := range strings.Split(*off, ",") {
+			switch l {
+			case offNamespaces, offRoot, offLandlock, offSeccomp1, offSeccomp2, offRlimits:
+				wc.off[l] = true
+			default:
+				return WorkerConfig{}, fmt.Errorf("sandbox: worker flag -sandbox-test-off: unknown layer %q", l)
+			}
+		}
 	}
 	wc.Args = fs.Args()
 	return wc, nil

@@ -18,6 +18,7 @@ import (
 
 const benchUsage = `usage: lisa bench (-m MODEL | --synthetic SHAPE:TYPE [--vocab FILE]) [-p 512] [-n 128] [-r 3]
                   [-t 1,2] [--kernels auto|generic|avx2|avx512] [-o md|csv|json|svg] [--no-sandbox]
+                  [--memory-limit-bytes N]
        lisa bench chart [--title TEXT] [-o FILE] LABEL=RESULTS.json ...`
 
 // benchOptions are the flags of `lisa bench`.
@@ -54,6 +55,7 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchOptions, int, bool) 
 	fs.StringVar(&o.synthetic, "synthetic", "", "benchmark a synthetic model `SHAPE:TYPE` (e.g. tinyllama-1.1b:q4_k_m) written to a temporary folder")
 	fs.StringVar(&o.vocab, "vocab", "", "vocabulary GGUF `file` for --synthetic (needed by the Llama-2-style shapes; the others carry a synthetic one)")
 	fs.BoolVar(&o.noSandbox, "no-sandbox", false, "measure in this process instead of a sandboxed worker")
+	fs.Int64Var(&o.p.MemoryLimit, "memory-limit-bytes", 0, "the sandboxed worker's memory cap in `bytes`, as lisa serve's memory_limit_bytes (0: serve's default)")
 	fs.Usage = func() { fmt.Fprintln(stderr, benchUsage); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {

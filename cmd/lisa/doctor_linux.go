@@ -35,7 +35,8 @@ const workerNamespaces = syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.C
 func hostChecks() []check {
 	cs := []check{kernelCheck()}
 	cs = append(cs, usernsChecks()...)
-	cs = append(cs, yamaCheck(), landlockCheck(), seccompCheck(), cgroupCheck())
+	cg := cgroupCheck()
+	cs = append(cs, yamaCheck(), landlockCheck(), seccompCheck(), cg, threadsCheck(cg, os.Geteuid()))
 	return cs
 }
 
@@ -417,8 +418,32 @@ func cgroupCheck() check {
 		c.Detail = "sandbox_cgroup will fall back to cgroup v1 memory and pids; " + c.Detail
 	default:
 		c.Status = statusWarn
-		c.Detail = "sandbox_cgroup (off by default) cannot work here; memory_limit_bytes still applies as an rlimit; " + c.Detail
-		c.Fix = "under systemd: Delegate=memory pids and ProtectControlGroups=no in deploy/lisa.service; in Docker: --cgroupns=private with a cgroup v2 host; otherwise leave sandbox_cgroup off"
+		c.Detail = "sandbox_cgroup cannot work here (auto, the default, goes on without); memory_limit_bytes still applies as an rlimit; " + c.Detail
+		c.Fix = "under systemd: Delegate=memory pids and ProtectControlGroups=no in deploy/lisa.service; in Docker: --cgroupns=private with a cgroup v2 host; otherwise set sandbox_cgroup to auto or false"
+	}
+	return c
+}
+
+// threadsCheck says what will bound the worker's threads: the cgroup's
+// pids limit when sandbox_cgroup can work (auto uses it), else
+// RLIMIT_NPROC, which the kernel enforces in the worker's user namespace
+// only when its uid is not the host's root. A root broker without a
+// usable cgroup has nothing: a compromised worker can create threads
+// without end.
+func threadsCheck(cg check, euid int) check {
+	c := check{Name: "thread limit", Status: statusOK}
+	switch {
+	case cg.Status == statusOK:
+		c.Detail = "the worker's cgroup pids limit (sandbox_cgroup auto or true), and RLIMIT_NPROC"
+		if euid == 0 {
+			c.Detail = "the worker's cgroup pids limit (sandbox_cgroup auto or true); RLIMIT_NPROC does not bind a root broker's worker"
+		}
+	case euid != 0:
+		c.Detail = fmt.Sprintf("RLIMIT_NPROC in the worker's user namespace (uid %d is not root); no cgroup pids limit here", euid)
+	default:
+		c.Status = statusWarn
+		c.Detail = "NOTHING BOUNDS THE WORKER'S THREADS: no usable cgroup, and RLIMIT_NPROC does not bind a worker whose uid is the host's root"
+		c.Fix = fmt.Sprintf("run lisa as an unprivileged user (the image's uid %d), or give it a delegated cgroup (see the cgroup line)", serviceUID)
 	}
 	return c
 }

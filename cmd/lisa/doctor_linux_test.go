@@ -180,3 +180,24 @@ func TestDoctorMatchesSandboxAsServiceUser(t *testing.T) {
 		t.Logf("as uid %d: %s %s, %q exit %d", serviceUID, tt.check, status[tt.check], tt.args[:len(tt.args)-2], code)
 	}
 }
+
+// TestThreadsCheck: doctor warns exactly when nothing will bound the
+// worker's threads (a root broker without a usable cgroup).
+func TestThreadsCheck(t *testing.T) {
+	for _, c := range []struct {
+		cgroup string
+		euid   int
+		want   string
+		detail string
+	}{
+		{statusOK, 0, statusOK, "pids limit"},
+		{statusOK, 10001, statusOK, "pids limit"},
+		{statusWarn, 10001, statusOK, "RLIMIT_NPROC"},
+		{statusWarn, 0, statusWarn, "NOTHING BOUNDS"},
+	} {
+		got := threadsCheck(check{Name: "cgroup", Status: c.cgroup}, c.euid)
+		if got.Status != c.want || !strings.Contains(got.Detail, c.detail) || (got.Status != statusOK && got.Fix == "") {
+			t.Errorf("cgroup %s, euid %d: %+v, want %s with %q", c.cgroup, c.euid, got, c.want, c.detail)
+		}
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"text/tabwriter"
 
+	"github.com/lisa-llm/lisa/config"
 	"github.com/lisa-llm/lisa/sandbox"
 )
 
@@ -39,7 +40,8 @@ func runSandboxCheck(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	model := fs.String("m", "", "the GGUF model the workers load")
 	asJSON := fs.Bool("json", false, "print JSON instead of tables")
-	cgroup := fs.Bool("cgroup", false, "also place the workers in cgroups (sandbox_cgroup)")
+	cgroup := config.CgroupAuto
+	fs.Var(&cgroup, "cgroup", "place the workers in cgroups as sandbox_cgroup: auto (when one can be made), true (required) or false")
 	memory := fs.Int64("memory", 1<<30, "memory_limit_bytes for the workers")
 	seccompLog := fs.Bool("seccomp-log", false, "log instead of kill (sandbox_seccomp_log; probes then fail)")
 	threads := fs.Int("threads", 2, "worker threads")
@@ -47,7 +49,7 @@ func runSandboxCheck(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if *model == "" || fs.NArg() != 0 {
-		fmt.Fprintln(stderr, "usage: lisa sandbox-check [--json] [--cgroup] [--memory N] [--threads N] -m MODEL")
+		fmt.Fprintln(stderr, "usage: lisa sandbox-check [--json] [--cgroup[=auto|true|false]] [--memory N] [--threads N] -m MODEL")
 		return 2
 	}
 	path, err := filepath.Abs(*model)
@@ -61,7 +63,7 @@ func runSandboxCheck(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer f.Close()
-	cfg := sandbox.Config{Enabled: true, ModelPath: path, Model: f, MemoryLimit: *memory, Cgroup: *cgroup,
+	cfg := sandbox.Config{Enabled: true, ModelPath: path, Model: f, MemoryLimit: *memory, Cgroup: cgroup.Required(), CgroupAuto: cgroup.Auto(),
 		SeccompLog: *seccompLog, Threads: *threads, ExecArgs: []string{"sandbox-check", probeWorkerFlag}}
 	probes, rep, err := sandbox.RunProbes(cfg, sandbox.ProbeNames())
 	if err != nil {
@@ -94,9 +96,9 @@ func printSandboxCheck(w io.Writer, r sandboxCheckReport) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", l.Name, yesNo(l.Requested), yesNo(l.Applied), l.Detail)
 	}
 	fmt.Fprintln(tw, "\t\t\t")
-	fmt.Fprintln(tw, "PROBE\tBLOCKED\tHOW\t")
+	fmt.Fprintln(tw, "PROBE\tPHASE\tBLOCKED\tHOW (EVIDENCE)")
 	for _, p := range r.Probes {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t\n", p.Name, yesNo(p.Blocked), p.How)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s (%s)\n", p.Name, p.Phase, yesNo(p.Blocked), p.How, p.Evidence)
 	}
 	tw.Flush()
 }

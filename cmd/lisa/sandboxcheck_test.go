@@ -62,9 +62,9 @@ func TestSandboxCheck(t *testing.T) {
 			Detail             string
 		}
 		Probes []struct {
-			Name    string
-			Blocked bool
-			How     string
+			Name, Phase   string
+			Blocked       bool
+			How, Evidence string
 		}
 	}
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
@@ -73,9 +73,20 @@ func TestSandboxCheck(t *testing.T) {
 	if len(r.Probes) != len(sandbox.ProbeNames()) {
 		t.Errorf("%d probes, want %d", len(r.Probes), len(sandbox.ProbeNames()))
 	}
+	listed := map[string]bool{}
 	for _, p := range r.Probes {
-		if !p.Blocked || p.How == "" {
+		listed[p.Name] = true
+		if !p.Blocked || p.How == "" || p.Phase == "" || p.Evidence == "" {
 			t.Errorf("probe %+v", p)
+		}
+	}
+	// Issue 20's probes: setrlimit itself, connect past socket, Landlock's
+	// rules before seccomp, shared memory past the cap, a thread bomb.
+	for _, want := range []string{"setrlimit", "TCP connect past socket (Landlock network rule)",
+		"list / past seccomp (Landlock)", "signal a process outside the domain (Landlock scope)",
+		"map shared memory past the cap", "thread bomb"} {
+		if !listed[want] {
+			t.Errorf("sandbox-check --json does not list probe %q", want)
 		}
 	}
 	applied := map[string]bool{}

@@ -80,7 +80,7 @@ func serve(cfg *config.Config, logger *slog.Logger) error {
 	sup := supervisor.New(supervisor.Config{ModelName: cfg.ModelName, Threads: cfg.Threads, CtxSize: cfg.CtxSize,
 		Parallel: cfg.Parallel, Logger: logger}, supervisor.SandboxLauncher{Config: sandbox.Config{
 		Enabled: cfg.SandboxEnabled, ModelPath: modelPath, Model: model, MemoryLimit: cfg.MemoryLimitBytes,
-		Cgroup: cfg.SandboxCgroup, SeccompLog: cfg.SandboxSeccompLog, Threads: cfg.Threads, Stderr: workerStderr{logger}}})
+		Cgroup: cfg.SandboxCgroup.Required(), CgroupAuto: cfg.SandboxCgroup.Auto(), SeccompLog: cfg.SandboxSeccompLog, Threads: cfg.Threads, Stderr: workerStderr{logger}}})
 	defer sup.Close()
 	srv, err := broker.NewServer(cfg, sup, logger)
 	if err != nil {

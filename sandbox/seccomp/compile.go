@@ -68,21 +68,39 @@ func assemble(a *Arch, rules []Rule, def Action) ([]bpf.Instruction, error) {
 			bpf.JumpIf{Cond: bpf.JumpGreaterOrEqual, Val: a.RejectAbove, SkipFalse: 1},
 			bpf.RetConstant{Val: uint32(ActKillProcess)})
 	}
-	for _, r := range rules {
-		if seen[r.Name] {
-			return nil, fmt.Errorf("seccomp: rule for %q given twice", r.Name)
+	for i := 0; i < len(rules); {
+		// Consecutive rules for one call are alternatives: the first whose
+		// conditions all hold decides.
+		j := i + 1
+		for j < len(rules) && rules[j].Name == rules[i].Name {
+			j++
 		}
-		seen[r.Name] = true
-		nr, ok := a.Number(r.Name)
+		group := rules[i:j]
+		name := rules[i].Name
+		i = j
+		if seen[name] {
+			return nil, fmt.Errorf("seccomp: rules for %q given apart: alternatives must be consecutive", name)
+		}
+		seen[name] = true
+		for _, r := range group {
+			if len(group) > 1 && len(r.Conds) == 0 {
+				return nil, fmt.Errorf("seccomp: rule for %q given twice (an alternative without conditions hides the others)", name)
+			}
+		}
+		nr, ok := a.Number(name)
 		if !ok {
-			return nil, fmt.Errorf("seccomp: %s has no system call %q", a.Name, r.Name)
+			return nil, fmt.Errorf("seccomp: %s has no system call %q", a.Name, name)
 		}
-		body, err := ruleBody(r, def)
-		if err != nil {
-			return nil, err
+		var body []bpf.Instruction
+		for k, r := range group {
+			b, err := ruleBody(r, def, k == len(group)-1)
+			if err != nil {
+				return nil, err
+			}
+			body = append(body, b...)
 		}
 		if len(body) > 255 {
-			return nil, fmt.Errorf("seccomp: rule for %q: %d instructions, more than a jump can skip", r.Name, len(body))
+			return nil, fmt.Errorf("seccomp: rule for %q: %d instructions, more than a jump can skip", name, len(body))
 		}
 		prog = append(prog, bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(nr), SkipFalse: uint8(len(body))})
 		prog = append(prog, body...)
@@ -92,7 +110,8 @@ func assemble(a *Arch, rules []Rule, def Action) ([]bpf.Instruction, error) {
 }
 
 // failJump marks a conditional jump whose failing branch must reach the
-// block's final "return default" instruction; ruleBody patches it.
+// block's final "return default" instruction, or the next alternative;
+// ruleBody patches it.
 type failJump struct {
 	at     int
 	onTrue bool // the failing branch is the "true" one
@@ -100,10 +119,13 @@ type failJump struct {
 
 // ruleBody returns the instructions run once the call number matched:
 // with no conditions a single return; otherwise the checks, the return of
-// the rule's action, and a return of the default action that every failed
-// check jumps to. The accumulator holds an argument, not the call number,
-// at the end: the block never falls through into the next rule.
-func ruleBody(r Rule, def Action) ([]bpf.Instruction, error) {
+// the rule's action and, when last is true, a return of the default action
+// that every failed check jumps to. When last is false (an alternative
+// follows) a failed check jumps just past the block, to the next
+// alternative's first check. The accumulator holds an argument, not the
+// call number, at the end: the last block never falls through into the
+// next call's rules.
+func ruleBody(r Rule, def Action, last bool) ([]bpf.Instruction, error) {
 	if len(r.Conds) == 0 {
 		return []bpf.Instruction{bpf.RetConstant{Val: uint32(r.Action)}}, nil
 	}
@@ -128,8 +150,11 @@ func ruleBody(r Rule, def Action) ([]bpf.Instruction, error) {
 			body = append(body, insts...)
 		}
 	}
-	body = append(body, bpf.RetConstant{Val: uint32(r.Action)}, bpf.RetConstant{Val: uint32(def)})
-	failAt := len(body) - 1
+	body = append(body, bpf.RetConstant{Val: uint32(r.Action)})
+	failAt := len(body) // the next alternative's first instruction
+	if last {
+		body = append(body, bpf.RetConstant{Val: uint32(def)})
+	}
 	for _, f := range fails {
 		j := body[f.at].(bpf.JumpIf)
 		skip := failAt - f.at - 1

@@ -8,8 +8,10 @@
 // stage 2 narrows stage 1 and never widens it.
 //
 // A Rule names one system call, the action taken when it matches and,
-// optionally, conditions on its arguments (all must hold). A call whose
-// conditions fail, or a call no rule names, gets the program's default
+// optionally, conditions on its arguments (all must hold). Consecutive
+// rules for one call are alternatives, tried in order (mmap: private
+// memory, or a read-only shared file). A call whose conditions fail in
+// every alternative, or a call no rule names, gets the program's default
 // action: kill the process, or log and allow it in diagnostic mode.
 //
 // Compile emits, per rule, a self-contained block: a comparison of the

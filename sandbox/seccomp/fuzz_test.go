@@ -17,24 +17,31 @@ func reference(p *Program, c Call) Action {
 		if n, _ := p.Arch.Number(r.Name); n != c.Nr {
 			continue
 		}
-		for _, k := range r.Conds {
-			a := c.Args[k.Arg]
-			ok := false
-			switch k.Op {
-			case OpEqual:
-				ok = a == k.Value
-			case OpMaskAll:
-				ok = a&k.Value == k.Value
-			case OpMaskNone:
-				ok = a&k.Value == 0
-			}
-			if !ok {
-				return p.DefaultAction
-			}
+		if holds(r.Conds, c) {
+			return r.Action
 		}
-		return r.Action
 	}
 	return p.DefaultAction
+}
+
+// holds reports whether every condition holds for c.
+func holds(conds []Cond, c Call) bool {
+	for _, k := range conds {
+		a := c.Args[k.Arg]
+		ok := false
+		switch k.Op {
+		case OpEqual:
+			ok = a == k.Value
+		case OpMaskAll:
+			ok = a&k.Value == k.Value
+		case OpMaskNone:
+			ok = a&k.Value == 0
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
 }
 
 func programs(t testing.TB) []*Program {
@@ -53,7 +60,8 @@ func programs(t testing.TB) []*Program {
 
 // pick biases random arguments towards the values the rules compare with.
 func pick(r *rand.Rand) uint64 {
-	vals := []uint64{0, 1, 2, 4, 5, protExec, cloneThread, cloneVM, cloneThread | cloneVM, 0x3d0f00, 1 << 32, ^uint64(0)}
+	vals := []uint64{0, 1, 2, 3, 4, 5, protExec, cloneThread, cloneVM, cloneThread | cloneVM, 0x3d0f00, 1 << 32, ^uint64(0),
+		mapShared, mapPrivate, mapAnon | mapPrivate, mapShared | mapAnon, mapFixed, 0x100, 0x4000}
 	if r.IntN(3) == 0 {
 		return r.Uint64()
 	}

@@ -34,7 +34,13 @@ func (s Stage) String() string {
 const (
 	cloneVM     = 0x00000100
 	cloneThread = 0x00010000
+	protRead    = 0x1
+	protWrite   = 0x2
 	protExec    = 0x4
+	mapShared   = 0x01
+	mapPrivate  = 0x02
+	mapFixed    = 0x10
+	mapAnon     = 0x20
 	// seccompSetModeFilter is SECCOMP_SET_MODE_FILTER, seccomp(2)'s arg0.
 	seccompSetModeFilter = 1
 )
@@ -107,7 +113,8 @@ func servingRules(selfPid int) []Rule {
 		Allow("nanosleep"),
 		Allow("sched_yield"),
 		Allow("madvise"),
-		AllowIf("mmap", Cond{Arg: 2, Op: OpMaskNone, Value: protExec}),
+		mmapPrivate(),
+		mmapSharedFile(),
 		Allow("munmap"),
 		Allow("getpid"),
 		Allow("gettid"),
@@ -121,6 +128,33 @@ func servingRules(selfPid int) []Rule {
 		Fail("openat", syscall.EACCES),
 		Fail("clone3", syscall.ENOSYS),
 	}
+}
+
+// mmapPrivate allows the only mappings the Go runtime makes: private,
+// anonymous or not, readable and writable at most, perhaps at a fixed
+// address. Every other flag is refused, because RLIMIT_DATA counts only
+// private writable mappings that are not stacks: MAP_SHARED (anonymous
+// shared memory is not counted at all), MAP_GROWSDOWN (a "stack" of any
+// size is not counted), MAP_HUGETLB, MAP_LOCKED, MAP_POPULATE and the rest
+// would each open a way around the memory cap. The checks cover all 64
+// bits of each argument, so a stray high bit is refused too.
+func mmapPrivate() Rule {
+	return AllowIf("mmap",
+		Cond{Arg: 2, Op: OpMaskNone, Value: ^uint64(protRead | protWrite)},
+		Cond{Arg: 3, Op: OpMaskAll, Value: mapPrivate},
+		Cond{Arg: 3, Op: OpMaskNone, Value: ^uint64(mapPrivate | mapAnon | mapFixed)})
+}
+
+// mmapSharedFile allows what package gguf does to the model: a shared,
+// read-only mapping of a file. Without MAP_ANONYMOUS and without PROT_WRITE
+// a shared mapping holds only the file's own page cache, which no number
+// of mappings can grow past the file; MAP_SHARED_VALIDATE (shared|private)
+// is refused with the rest.
+func mmapSharedFile() Rule {
+	return AllowIf("mmap",
+		Cond{Arg: 2, Op: OpMaskNone, Value: ^uint64(protRead)},
+		Cond{Arg: 3, Op: OpMaskAll, Value: mapShared},
+		Cond{Arg: 3, Op: OpMaskNone, Value: ^uint64(mapShared | mapFixed)})
 }
 
 // loadingOnly lists what stage 1 allows beyond stage 2, as traced with
