@@ -351,6 +351,9 @@ func (m *Generate) validate() error {
 	if err := checkCount(TypeGenerate, "max_tokens", m.MaxTokens, 1); err != nil {
 		return err
 	}
+	if err := m.Sampling.validate(TypeGenerate); err != nil {
+		return err
+	}
 	if err := checkIDs(TypeGenerate, "prompt_ids", m.PromptIDs); err != nil {
 		return err
 	}
