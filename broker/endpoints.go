@@ -76,7 +76,8 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request, _ *reqInfo) erro
 
 func (s *Server) writeMetrics(w http.ResponseWriter, r *http.Request, _ *reqInfo) error {
 	queued, running := s.adm.depth()
-	g := gauges{queued: queued, running: running, conns: int(s.conns.Load()), handshakes: int(s.handshakes.Load())}
+	g := gauges{queued: queued, running: running, conns: int(s.conns.Load()), handshakes: int(s.handshakes.Load()),
+		evicted: s.tracker.evicted.Load(), refused: s.tracker.refused.Load()}
 	if s.stats != nil {
 		g.worker = s.stats.WorkerStats()
 	}
