@@ -31,6 +31,7 @@ type ModelInfo struct {
 	ContextSize   int      // tokens per slot
 	VocabSize     int      // tokens in the vocabulary
 	SpecialTokens []string // texts of control/special tokens, for the chat-message check
+	ControlIDs    []int32  // ids plain text never tokenizes to (BOS, EOS, turn markers), increasing
 	Kernels       string   // kernel path chosen in the worker
 	LandlockABI   int      // Landlock ABI applied in the worker (0: none)
 }

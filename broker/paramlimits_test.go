@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/lisa-llm/lisa/broker"
+	"github.com/lisa-llm/lisa/config"
 	"github.com/lisa-llm/lisa/ipc"
 )
 
@@ -77,4 +78,42 @@ func ipcGenerate(req broker.GenerateRequest) *ipc.Generate {
 		Temperature: s.Temperature, TopK: s.TopK, TopP: s.TopP, MinP: s.MinP, RepeatPenalty: s.RepeatPenalty,
 		RepeatLastN: s.RepeatLastN, PresencePenalty: s.PresencePenalty, FrequencyPenalty: s.FrequencyPenalty,
 		Seed: s.Seed, HasSeed: s.HasSeed}}
+}
+
+// TestControlTokenIDs checks that token-id prompts carrying a control id
+// the worker listed are a 400 naming the index, unless the configuration
+// allows them.
+func TestControlTokenIDs(t *testing.T) {
+	tests := []struct {
+		name   string
+		allow  bool
+		prompt string
+		status int
+		param  string
+	}{
+		{"plain ids", false, `[104,105]`, 200, ""},
+		{"BOS first", false, `[256,104]`, 400, "prompt[0]"},
+		{"turn marker inside", false, `[104,258,105]`, 400, "prompt[1]"},
+		{"nested array", false, `[[104,257]]`, 400, "prompt[1]"},
+		{"allowed by the operator", true, `[256,104,258]`, 200, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fake := newFake("x")
+			ts := start(t, fake, testConfig(t, func(c *config.Config) { c.AllowControlTokenIDs = tt.allow }))
+			code, _, b := ts.do(t, "POST", "/v1/completions", "", `{"max_tokens":1,"prompt":`+tt.prompt+`}`)
+			if code != tt.status {
+				t.Fatalf("status %d, want %d: %s", code, tt.status, b)
+			}
+			if tt.status == 400 {
+				e := decodeError(t, b)
+				if str(e.Error.Param) != tt.param || str(e.Error.Code) != "control_token_id" {
+					t.Fatalf("param %q code %q, want %q control_token_id: %s", str(e.Error.Param), str(e.Error.Code), tt.param, b)
+				}
+				if len(fake.Requests()) != 0 {
+					t.Fatal("a refused prompt reached the backend")
+				}
+			}
+		})
+	}
 }

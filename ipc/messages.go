@@ -143,6 +143,7 @@ type Ready struct {
 	ContextSize   int      `json:"n_ctx" ipc:"required"`
 	VocabSize     int      `json:"n_vocab" ipc:"required"`
 	SpecialTokens []string `json:"special_tokens,omitempty"` // texts of control tokens
+	ControlIDs    []int32  `json:"control_ids,omitempty"`    // ids text never tokenizes to, increasing
 	Kernels       string   `json:"kernels"`                  // kernel path in use
 	LandlockABI   int      `json:"landlock_abi"`             // 0: none applied
 	Layers        []Layer  `json:"layers,omitempty"`         // sandbox layers applied in the worker
@@ -402,6 +403,9 @@ func (m *Ready) validate() error {
 	if err := checkCount(TypeReady, "n_vocab", m.VocabSize, 1); err != nil {
 		return err
 	}
+	if err := m.checkControlIDs(); err != nil {
+		return err
+	}
 	return checkID(TypeReady, m.ID)
 }
 
@@ -445,4 +449,21 @@ func (m *Done) validate() error {
 		return bad(TypeDone, "usage.cached_tokens", "%d outside 0..prompt_tokens (%d)", u.CachedTokens, u.PromptTokens)
 	}
 	return checkID(TypeDone, m.ID)
+}
+
+// checkControlIDs checks that control_ids is strictly increasing within
+// the vocabulary (so a broker can binary-search it) and bounded.
+func (m *Ready) checkControlIDs() error {
+	if len(m.ControlIDs) > MaxListLen {
+		return bad(TypeReady, "control_ids", "%d entries, at most %d", len(m.ControlIDs), MaxListLen)
+	}
+	for i, id := range m.ControlIDs {
+		if id < 0 || int(id) >= m.VocabSize {
+			return bad(TypeReady, fmt.Sprintf("control_ids[%d]", i), "token id %d outside the vocabulary of %d", id, m.VocabSize)
+		}
+		if i > 0 && id <= m.ControlIDs[i-1] {
+			return bad(TypeReady, fmt.Sprintf("control_ids[%d]", i), "%d does not increase on %d", id, m.ControlIDs[i-1])
+		}
+	}
+	return nil
 }

@@ -256,7 +256,7 @@ func (in *instance) onHello(m ipc.Message) error {
 			return err
 		}
 		info := broker.ModelInfo{Name: m.Name, Architecture: m.Architecture, ContextSize: m.ContextSize,
-			VocabSize: m.VocabSize, Kernels: m.Kernels, LandlockABI: m.LandlockABI}
+			VocabSize: m.VocabSize, ControlIDs: m.ControlIDs, Kernels: m.Kernels, LandlockABI: m.LandlockABI}
 		if in.s.cfg.ModelName != "" {
 			info.Name = in.s.cfg.ModelName
 		}

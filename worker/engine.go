@@ -14,6 +14,7 @@ type Info struct {
 	ContextSize   int      // tokens per slot, > 0
 	VocabSize     int      // tokens in the vocabulary, > 0
 	SpecialTokens []string // texts of control tokens
+	ControlIDs    []int32  // ids plain text never tokenizes to, increasing
 	Kernels       string   // kernel path in use
 }
 

@@ -74,7 +74,7 @@ func readyFor(hello *ipc.Hello, info Info) (*ipc.Ready, error) {
 		name = info.Name
 	}
 	return &ipc.Ready{ID: hello.ID, Protocol: ipc.Version, Name: name, Architecture: info.Architecture,
-		ContextSize: info.ContextSize, VocabSize: info.VocabSize, SpecialTokens: info.SpecialTokens,
+		ContextSize: info.ContextSize, VocabSize: info.VocabSize, SpecialTokens: info.SpecialTokens, ControlIDs: info.ControlIDs,
 		Kernels: info.Kernels}, nil
 }
 
