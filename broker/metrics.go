@@ -141,6 +141,7 @@ func (m *metrics) write(w io.Writer, g gauges) {
 	m.ttft.write(w, "lisa_time_to_first_token_seconds", "Time from the request to its first generated text.")
 	m.perToken.write(w, "lisa_time_per_output_token_seconds", "Time per generated token after the first.")
 	counter(w, "lisa_worker_restarts_total", "Worker restarts.", g.worker.Restarts)
+	counter(w, "lisa_worker_restart_budget_spent_total", "Restarts the restart budget refused; each waited with backoff instead.", g.worker.BudgetSpent)
 	fmt.Fprint(w, "# HELP lisa_worker_deaths_total Worker deaths by signal (\"exit\": non-zero exit status).\n# TYPE lisa_worker_deaths_total counter\n")
 	causes := make([]string, 0, len(g.worker.Deaths))
 	for c := range g.worker.Deaths {
