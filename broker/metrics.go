@@ -142,6 +142,8 @@ func (m *metrics) write(w io.Writer, g gauges) {
 	m.perToken.write(w, "lisa_time_per_output_token_seconds", "Time per generated token after the first.")
 	counter(w, "lisa_worker_restarts_total", "Worker restarts.", g.worker.Restarts)
 	counter(w, "lisa_worker_restart_budget_spent_total", "Restarts the restart budget refused; each waited with backoff instead.", g.worker.BudgetSpent)
+	counter(w, "lisa_worker_stderr_dropped_lines_total", "Lines of worker stderr not logged (rate limit).", g.worker.StderrDroppedLines)
+	counter(w, "lisa_worker_stderr_dropped_bytes_total", "Bytes of worker stderr not logged (rate limit).", g.worker.StderrDroppedBytes)
 	fmt.Fprint(w, "# HELP lisa_worker_deaths_total Worker deaths by signal (\"exit\": non-zero exit status).\n# TYPE lisa_worker_deaths_total counter\n")
 	causes := make([]string, 0, len(g.worker.Deaths))
 	for c := range g.worker.Deaths {

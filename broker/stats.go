@@ -14,4 +14,7 @@ type WorkerStats struct {
 	// BudgetSpent counts the restarts the restart budget refused (each
 	// then waits with backoff instead).
 	BudgetSpent uint64
+	// StderrDroppedLines and StderrDroppedBytes count the worker's stderr
+	// not logged because it came faster than the log's rate limit.
+	StderrDroppedLines, StderrDroppedBytes uint64
 }

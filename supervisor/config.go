@@ -53,6 +53,9 @@ type Config struct {
 	// Logger receives the death lines and lifecycle events (default
 	// slog.Default()).
 	Logger *slog.Logger
+	// Stderr is the StderrLog the launcher forwards the worker's stderr
+	// through, if any: WorkerStats reports what it dropped.
+	Stderr *StderrLog
 }
 
 func (c Config) withDefaults() Config {

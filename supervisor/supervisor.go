@@ -153,7 +153,11 @@ func (s *Supervisor) WorkerStats() broker.WorkerStats {
 	for k, v := range s.stats.Deaths {
 		d[k] = v
 	}
-	return broker.WorkerStats{Restarts: s.stats.Restarts, Deaths: d, BudgetSpent: s.stats.BudgetSpent}
+	st := broker.WorkerStats{Restarts: s.stats.Restarts, Deaths: d, BudgetSpent: s.stats.BudgetSpent}
+	if s.cfg.Stderr != nil {
+		st.StderrDroppedLines, st.StderrDroppedBytes = s.cfg.Stderr.Dropped()
+	}
+	return st
 }
 
 func (s *Supervisor) setHealth(err error) {
