@@ -5,6 +5,7 @@ import (
 	"container/list"
 	"context"
 	"crypto/tls"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -107,6 +108,15 @@ func (c *trackedConn) Read(p []byte) (int, error) {
 		c.reads.Add(1)
 	}
 	return n, err
+}
+
+// CloseWrite half-closes the connection when the inner one can, so the
+// HTTP server can end a response gracefully (no reset over unread input).
+func (c *trackedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return errors.ErrUnsupported
 }
 
 // Close closes the connection once and forgets it.
