@@ -57,7 +57,8 @@ func TestRestartBudget(t *testing.T) {
 		t.Fatalf("info: %v", err)
 	}
 	// It keeps trying: the honest worker of the 8th launch serves at last.
-	waitFor(t, "a worker to serve again", func() bool { return s.Health() == nil })
+	// (Each garbage worker is ready for a moment: wait for the 8th launch.)
+	waitFor(t, "a worker to serve again", func() bool { return l.launches.Load() >= 8 && s.Health() == nil })
 	if n := l.launches.Load(); n != 8 {
 		t.Fatalf("%d launches, want 8", n)
 	}
