@@ -92,9 +92,12 @@ func TestControlTokenIDs(t *testing.T) {
 		param  string
 	}{
 		{"plain ids", false, `[104,105]`, 200, ""},
-		{"BOS first", false, `[256,104]`, 400, "prompt[0]"},
+		{"BOS first", false, `[256,104]`, 200, ""},
+		{"BOS later", false, `[256,104,256]`, 400, "prompt[2]"},
+		{"EOS first", false, `[257,104]`, 400, "prompt[0]"},
 		{"turn marker inside", false, `[104,258,105]`, 400, "prompt[1]"},
 		{"nested array", false, `[[104,257]]`, 400, "prompt[1]"},
+		{"allowed, BOS later", true, `[104,256]`, 200, ""},
 		{"allowed by the operator", true, `[256,104,258]`, 200, ""},
 	}
 	for _, tt := range tests {

@@ -30,7 +30,7 @@ func sampleRequests() []Message {
 func sampleReplies() []Message {
 	return []Message{
 		&Ready{ID: 1, Protocol: Version, Name: "stories", Architecture: "llama", ContextSize: 512, VocabSize: 512,
-			SpecialTokens: []string{"<s>", "</s>"}, ControlIDs: []int32{0, 1, 2}, Kernels: "avx2", LandlockABI: 7,
+			SpecialTokens: []string{"<s>", "</s>"}, ControlIDs: []int32{0, 1, 2}, BOS: &sampleBOS, Kernels: "avx2", LandlockABI: 7,
 			Layers:  []Layer{{Name: "landlock", Requested: true, Applied: true, Detail: "ABI 7"}},
 			Tensors: 48, TensorBytes: 1 << 20, LoadUS: 12},
 		&Progress{ID: 1, Tensors: 12, TensorsTotal: 48, Bytes: 4096, BytesTotal: 1 << 20, ElapsedUS: 1500},
@@ -44,6 +44,9 @@ func sampleReplies() []Message {
 		&Detokenized{ID: 7, Text: "hello"},
 	}
 }
+
+// sampleBOS is the BOS id of the sample ready message.
+var sampleBOS int32 = 1
 
 func TestRoundTrip(t *testing.T) {
 	check := func(t *testing.T, m Message, dec func([]byte) (Message, error)) {
@@ -152,6 +155,7 @@ func TestDecodeViolations(t *testing.T) {
 		{"ready control id past vocab", `{"type":"ready","id":1,"protocol":1,"n_ctx":1,"n_vocab":4,"control_ids":[1,4]}`, KindBadValue, "control_ids[1]"},
 		{"ready control ids unsorted", `{"type":"ready","id":1,"protocol":1,"n_ctx":1,"n_vocab":4,"control_ids":[2,1]}`, KindBadValue, "control_ids[1]"},
 		{"ready control ids repeated", `{"type":"ready","id":1,"protocol":1,"n_ctx":1,"n_vocab":4,"control_ids":[2,2]}`, KindBadValue, "control_ids[1]"},
+		{"ready bos past vocab", `{"type":"ready","id":1,"protocol":1,"n_ctx":1,"n_vocab":4,"bos":4}`, KindBadValue, "bos"},
 		{"ready control id negative", `{"type":"ready","id":1,"protocol":1,"n_ctx":1,"n_vocab":4,"control_ids":[-1]}`, KindBadValue, "control_ids[0]"},
 		{"generate repeat_last_n", `{"type":"generate","id":1,"prompt":"x","max_tokens":1,"sampling":{"repeat_last_n":65537}}`, KindBadValue, "sampling.repeat_last_n"},
 		{"generate temperature", `{"type":"generate","id":1,"prompt":"x","max_tokens":1,"sampling":{"temperature":3}}`, KindBadValue, "sampling.temperature"},

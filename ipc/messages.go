@@ -144,6 +144,7 @@ type Ready struct {
 	VocabSize     int      `json:"n_vocab" ipc:"required"`
 	SpecialTokens []string `json:"special_tokens,omitempty"` // texts of control tokens
 	ControlIDs    []int32  `json:"control_ids,omitempty"`    // ids text never tokenizes to, increasing
+	BOS           *int32   `json:"bos,omitempty"`            // the BOS id, absent when the model has none
 	Kernels       string   `json:"kernels"`                  // kernel path in use
 	LandlockABI   int      `json:"landlock_abi"`             // 0: none applied
 	Layers        []Layer  `json:"layers,omitempty"`         // sandbox layers applied in the worker
@@ -452,8 +453,12 @@ func (m *Done) validate() error {
 }
 
 // checkControlIDs checks that control_ids is strictly increasing within
-// the vocabulary (so a broker can binary-search it) and bounded.
+// the vocabulary (so a broker can binary-search it) and bounded, and that
+// bos is inside the vocabulary.
 func (m *Ready) checkControlIDs() error {
+	if m.BOS != nil && (*m.BOS < 0 || int(*m.BOS) >= m.VocabSize) {
+		return bad(TypeReady, "bos", "token id %d outside the vocabulary of %d", *m.BOS, m.VocabSize)
+	}
 	if len(m.ControlIDs) > MaxListLen {
 		return bad(TypeReady, "control_ids", "%d entries, at most %d", len(m.ControlIDs), MaxListLen)
 	}

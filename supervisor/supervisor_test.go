@@ -55,7 +55,7 @@ func TestServesOverIPC(t *testing.T) {
 	}
 	info, err := s.Info(ctx)
 	if err != nil || info.Name != "served-name" || info.Architecture != "test" || info.VocabSize != workertest.VocabSize || len(info.SpecialTokens) != 1 ||
-		len(info.ControlIDs) != 1 || info.ControlIDs[0] != workertest.BOS {
+		len(info.ControlIDs) != 1 || info.ControlIDs[0] != workertest.BOS || info.BOS != workertest.BOS {
 		t.Fatalf("info %+v, %v", info, err)
 	}
 	ids, err := s.Tokenize(ctx, "<s>hi", true)

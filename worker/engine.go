@@ -15,6 +15,7 @@ type Info struct {
 	VocabSize     int      // tokens in the vocabulary, > 0
 	SpecialTokens []string // texts of control tokens
 	ControlIDs    []int32  // ids plain text never tokenizes to, increasing
+	BOS           int32    // the BOS id, -1 when the model has none
 	Kernels       string   // kernel path in use
 }
 

@@ -40,7 +40,7 @@ type Fake struct {
 func New(pieces ...string) *Fake {
 	return &Fake{
 		Model: broker.ModelInfo{Name: "fake-model", Architecture: "llama", ContextSize: 512, VocabSize: 300,
-			SpecialTokens: []string{"<s>", "</s>", "<|im_end|>"}, ControlIDs: []int32{256, 257, 258}},
+			SpecialTokens: []string{"<s>", "</s>", "<|im_end|>"}, ControlIDs: []int32{256, 257, 258}, BOS: 256},
 		Pieces: pieces,
 	}
 }
