@@ -52,7 +52,7 @@ type Config struct {
 	// off loopback with API keys is then expected and not warned about.
 	BehindTLSProxy bool `yaml:"behind_tls_proxy" json:"behind_tls_proxy"`
 	// AllowControlTokenIDs lets token-id prompts carry control token ids
-	// (BOS, EOS, turn markers); by default they are a 400.
+	// (EOS, turn markers, BOS past the start); by default they are a 400.
 	AllowControlTokenIDs bool `yaml:"allow_control_token_ids" json:"allow_control_token_ids"`
 
 	ReadHeaderTimeout Duration `yaml:"read_header_timeout" json:"read_header_timeout"`

@@ -87,7 +87,7 @@ func Bind(fs *flag.FlagSet, c *Config) {
 	i(&c.AuthFailureRPM, "auth-failure-rpm", "failed API key checks per minute per client address before 429 (0: no limit)")
 	i(&c.AuthFailureBurst, "auth-failure-burst", "failed API key checks a client address may make at once before the per-minute rate applies")
 	b(&c.BehindTLSProxy, "behind-tls-proxy", "a TLS-terminating proxy is in front: no warning for plain HTTP off loopback")
-	b(&c.AllowControlTokenIDs, "allow-control-token-ids", "let token-id prompts carry control tokens (BOS, EOS, turn markers)")
+	b(&c.AllowControlTokenIDs, "allow-control-token-ids", "let token-id prompts carry control tokens (EOS, turn markers, BOS past the start)")
 	d(&c.ReadHeaderTimeout, "read-header-timeout", "time to read a request's headers")
 	d(&c.ReadTimeout, "read-timeout", "time to read a whole request")
 	d(&c.WriteTimeout, "write-timeout", "time allowed for each write of a response (each streamed chunk gets it anew)")
