@@ -365,3 +365,40 @@ func TestUntrustedBackendOutput(t *testing.T) {
 		})
 	}
 }
+
+// failing is a backend error in the failed state, with a reason.
+type failing struct{}
+
+func (failing) Error() string {
+	return "worker keeps dying: SIGSYS from openat in the worker's own words"
+}
+func (failing) Is(target error) bool {
+	return target == broker.ErrFailed || target == broker.ErrNotReady
+}
+func (failing) Reason() string { return "the worker died 3 times within 1m0s (last: SIGSYS)" }
+
+// TestHealthFailed checks the state after the restart budget is spent:
+// /health is 503 "failed" with the reason (not "loading"), requests get a
+// 503 naming it, and the metric counts the refused restarts.
+func TestHealthFailed(t *testing.T) {
+	fake := newFake("x")
+	fake.Spent = 2
+	ts := start(t, fake, testConfig(t, nil))
+	fake.SetInfoError(failing{})
+	code, hdr, body := ts.do(t, "GET", "/health", "", "")
+	var h map[string]string
+	if err := json.Unmarshal(body, &h); err != nil {
+		t.Fatal(err)
+	}
+	if code != 503 || h["status"] != "failed" || h["reason"] != (failing{}).Reason() || hdr.Get("Retry-After") == "" {
+		t.Fatalf("health: %d %s", code, body)
+	}
+	code, _, body = ts.do(t, "POST", "/v1/completions", "", `{"prompt":"x"}`)
+	if code != 503 || str(decodeError(t, body).Error.Code) != "worker_failing" {
+		t.Fatalf("request while failed: %d %s", code, body)
+	}
+	_, _, body = ts.do(t, "GET", "/metrics", "", "")
+	if !strings.Contains(string(body), "\nlisa_worker_restart_budget_spent_total 2\n") {
+		t.Fatalf("metrics lack the budget counter:\n%s", body)
+	}
+}

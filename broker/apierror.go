@@ -78,6 +78,9 @@ func toAPIError(err error) *APIError {
 	case errors.As(err, &mbe):
 		return &APIError{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error",
 			Code: "request_too_large", Message: fmt.Sprintf("request body larger than %d bytes", mbe.Limit), Err: err}
+	case errors.Is(err, ErrFailed):
+		return &APIError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "worker_failing",
+			Message: "the model worker keeps failing; the server keeps restarting it, retry later", RetryAfter: 30, Err: err}
 	case errors.Is(err, ErrNotReady):
 		return &APIError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "model_not_ready",
 			Message: "the model is not loaded yet; retry later", RetryAfter: 5, Err: err}

@@ -31,6 +31,8 @@ type ModelInfo struct {
 	ContextSize   int      // tokens per slot
 	VocabSize     int      // tokens in the vocabulary
 	SpecialTokens []string // texts of control/special tokens, for the chat-message check
+	ControlIDs    []int32  // ids plain text never tokenizes to (BOS, EOS, turn markers), increasing
+	BOS           int32    // the BOS id, allowed first in a token-id prompt; -1: none
 	Kernels       string   // kernel path chosen in the worker
 	LandlockABI   int      // Landlock ABI applied in the worker (0: none)
 }

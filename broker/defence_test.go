@@ -267,30 +267,60 @@ func TestStreamOutlivesReadTimeout(t *testing.T) {
 	}
 }
 
+// TestConnectionCap checks both answers at the global cap: silent
+// connections are closed to make room (the oldest first), and when every
+// connection is busy the newcomer gets a 503 at once instead of waiting.
 func TestConnectionCap(t *testing.T) {
-	ts := start(t, newFake("x"), testConfig(t, func(c *config.Config) { c.MaxConnections = 2 }))
-	var held []net.Conn
-	for range 2 {
-		c, err := net.Dial("tcp", ts.Addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		held = append(held, c)
+	tests := []struct {
+		name    string
+		partial bool // the held connections sent part of a request: busy, not idle
+		status  int
+	}{
+		{"silent connections make room", false, 200},
+		{"busy connections: 503 at once", true, 503},
 	}
-	time.Sleep(100 * time.Millisecond)
-	client := &http.Client{Timeout: 500 * time.Millisecond}
-	if resp, err := client.Get(ts.URL + "/health"); err == nil {
-		resp.Body.Close()
-		t.Fatal("a third connection was served while two were open")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ts := start(t, newFake("x"), testConfig(t, func(c *config.Config) { c.MaxConnections = 2 }))
+			var held []net.Conn
+			for range 2 {
+				c, err := net.Dial("tcp", ts.Addr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				if tt.partial {
+					if _, err := c.Write([]byte("GET /health HTTP/1.1\r\n")); err != nil {
+						t.Fatal(err)
+					}
+				}
+				held = append(held, c)
+			}
+			time.Sleep(100 * time.Millisecond)
+			client := &http.Client{Timeout: time.Second}
+			began := time.Now()
+			resp, err := client.Get(ts.URL + "/health")
+			if err != nil {
+				t.Fatalf("a new client got no answer at the cap: %v", err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tt.status || time.Since(began) > time.Second {
+				t.Fatalf("status %d after %v, want %d within 1 s", resp.StatusCode, time.Since(began), tt.status)
+			}
+			// The oldest silent connection was the one closed.
+			_ = held[0].SetReadDeadline(time.Now().Add(time.Second))
+			_, err = held[0].Read(make([]byte, 1))
+			closed := err != nil && !isTimeout(err)
+			if closed != !tt.partial {
+				t.Fatalf("oldest held connection closed: %v (read: %v), want %v", closed, err, !tt.partial)
+			}
+		})
 	}
-	held[0].Close()
-	client.Timeout = 5 * time.Second
-	resp, err := client.Get(ts.URL + "/health")
-	if err != nil {
-		t.Fatalf("no connection served after one closed: %v", err)
-	}
-	resp.Body.Close()
-	held[1].Close()
+}
+
+func isTimeout(err error) bool {
+	ne, ok := err.(net.Error)
+	return ok && ne.Timeout()
 }
 
 func TestMetrics(t *testing.T) {

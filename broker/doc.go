@@ -16,7 +16,9 @@
 //     {"tokens": [...]}; POST /detokenize {"tokens": [...]} → {"content"}
 //     (llama.cpp's shapes; "add_special": true is refused).
 //   - GET /health: 200 {"status":"ok"} once the worker has loaded the model,
-//     503 before ("loading") and after the supervisor gave up ("error").
+//     503 before ("loading"), {"status":"failed","reason"} while the
+//     worker keeps failing (ErrFailed; restarts go on with backoff), and
+//     "error" for any other failure.
 //   - GET /metrics: Prometheus text format (requests by route and status,
 //     queue depth, running generations, tokens, time to first token and
 //     per-token histograms, connections, handshakes, worker restarts and
@@ -35,20 +37,30 @@
 // prompts are counted without the chat template, so the worker still
 // enforces the exact bound. A chat message that spells the text of any of
 // the model's special tokens is refused with 400 naming the token; raw
-// completion prompts are tokenized with special parsing off.
+// completion prompts are tokenized with special parsing off. A token-id
+// prompt holding one of the ids the worker lists as control ids (BOS, EOS,
+// turn markers: ModelInfo.ControlIDs) is a 400 naming its index unless
+// allow_control_token_ids is set.
 //
 // # Authentication and limits
 //
 // Keys are configured only as SHA-256 digests (package config); the
 // bearer key's digest is compared with every configured digest with
-// crypto/subtle. Failures are 401 in the OpenAI error shape. Each key has
+// crypto/subtle. Failures are 401 in the OpenAI error shape, close their
+// connection, and count against the client address (auth_failure_rpm,
+// auth_failure_burst): past those they are 429. Each key has
 // a token bucket of rate_limit_rpm requests a minute (burst
 // rate_limit_burst; without keys every client shares one bucket). At
 // most max_running generations run at once, at most queue_size wait in
 // arrival order (429 with Retry-After beyond; 503 after queue_timeout).
 // Tokenizer calls take a slot like generations. Connections are capped by
-// max_connections (Accept waits), TLS handshakes in progress by
-// max_handshakes (extra connections are closed) within handshake_timeout.
+// max_connections and max_connections_per_address, TLS handshakes in
+// progress by max_handshakes and max_handshakes_per_address within
+// handshake_timeout; Accept never waits: at a cap the oldest silent or idle
+// connection (or handshake) makes room, else the newcomer gets a 503 at
+// once (with TLS it is closed). A connection that has made no
+// authenticated request is closed after unauthenticated_idle_timeout of
+// idleness (see conns.go).
 // The server sets read-header, read, write and idle timeouts; once a
 // request's body is read its read deadline is lifted, and each streamed
 // event gets write_timeout anew, so a client that stops reading fails the

@@ -66,6 +66,14 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request, _ *reqInfo) erro
 	switch {
 	case err == nil:
 		return writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	case errors.Is(err, ErrFailed):
+		reason := "the model worker keeps failing"
+		var r interface{ Reason() string }
+		if errors.As(err, &r) {
+			reason = r.Reason()
+		}
+		w.Header().Set("Retry-After", "30")
+		return writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "failed", "reason": reason})
 	case errors.Is(err, ErrNotReady):
 		w.Header().Set("Retry-After", "5")
 		return writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "loading"})
@@ -76,7 +84,8 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request, _ *reqInfo) erro
 
 func (s *Server) writeMetrics(w http.ResponseWriter, r *http.Request, _ *reqInfo) error {
 	queued, running := s.adm.depth()
-	g := gauges{queued: queued, running: running, conns: int(s.conns.Load()), handshakes: int(s.handshakes.Load())}
+	g := gauges{queued: queued, running: running, conns: int(s.conns.Load()), handshakes: int(s.handshakes.Load()),
+		evicted: s.tracker.evicted.Load(), refused: s.tracker.refused.Load()}
 	if s.stats != nil {
 		g.worker = s.stats.WorkerStats()
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 )
@@ -69,6 +70,17 @@ func (s *Server) checkModel(req *genRequest, info ModelInfo) error {
 	for i, id := range req.PromptIDs {
 		if int(id) >= info.VocabSize {
 			return invalid(fmt.Sprintf("prompt[%d]", i), "token id %d is not below the vocabulary size %d", id, info.VocabSize)
+		}
+		// The worker lists the ids text never tokenizes to; a client
+		// sending one could forge a turn boundary or end of text. A
+		// leading BOS is how every prompt starts (the worker adds none to
+		// token-id prompts), so it forges nothing.
+		if i == 0 && id == info.BOS {
+			continue
+		}
+		if _, found := slices.BinarySearch(info.ControlIDs, id); found && !s.cfg.AllowControlTokenIDs {
+			return invalidCode(fmt.Sprintf("prompt[%d]", i), "control_token_id",
+				"prompt[%d] is the control token id %d; control tokens (EOS, turn markers, BOS past the start) are not allowed in token-id prompts unless the server sets allow_control_token_ids", i, id)
 		}
 	}
 	if req.chat {

@@ -149,3 +149,71 @@ func (l *rateLimiter) allow(key int) (bool, time.Duration) {
 	wait := time.Duration((1 - b.tokens) / l.perSec * float64(time.Second))
 	return false, wait
 }
+
+// maxLimitedAddrs bounds the addresses an addrLimiter tracks.
+const maxLimitedAddrs = 1 << 14
+
+// addrLimiter keeps one token bucket per client address (see addrKey).
+// Its map is bounded: when full, buckets that have refilled (which hold no
+// state worth keeping) are dropped; if none has, the newcomers share one
+// overflow bucket, so a flood of addresses costs bounded memory and still
+// meets a limit.
+type addrLimiter struct {
+	mu      sync.Mutex
+	perSec  float64
+	burst   float64
+	max     int
+	buckets map[string]*bucket
+	now     func() time.Time
+}
+
+// newAddrLimiter returns a limiter of rpm events a minute per address with
+// the given burst, or nil (no limit) when rpm is 0.
+func newAddrLimiter(rpm, burst, max int, now func() time.Time) *addrLimiter {
+	if rpm <= 0 {
+		return nil
+	}
+	return &addrLimiter{perSec: float64(rpm) / 60, burst: float64(burst), max: max, buckets: make(map[string]*bucket), now: now}
+}
+
+// allow takes one token from addr's bucket, or says how long until one is
+// there.
+func (l *addrLimiter) allow(addr string) (bool, time.Duration) {
+	if l == nil {
+		return true, 0
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.now()
+	b := l.buckets[addr]
+	if b == nil {
+		if len(l.buckets) >= l.max {
+			l.prune(now)
+		}
+		if len(l.buckets) >= l.max {
+			addr = "" // the overflow bucket
+		}
+		if b = l.buckets[addr]; b == nil {
+			b = &bucket{tokens: l.burst, last: now}
+			l.buckets[addr] = b
+		}
+	}
+	if el := now.Sub(b.last).Seconds(); el > 0 {
+		b.tokens = math.Min(l.burst, b.tokens+el*l.perSec)
+	}
+	b.last = now
+	if b.tokens >= 1 {
+		b.tokens--
+		return true, 0
+	}
+	return false, time.Duration((1 - b.tokens) / l.perSec * float64(time.Second))
+}
+
+// prune drops the buckets that have refilled. Callers hold l.mu.
+func (l *addrLimiter) prune(now time.Time) {
+	for k, b := range l.buckets {
+		if b.tokens+now.Sub(b.last).Seconds()*l.perSec >= l.burst {
+			delete(l.buckets, k)
+		}
+	}
+}

@@ -11,64 +11,17 @@ import (
 	"time"
 )
 
-// limitListener caps the connections open at once: Accept waits for one
-// to close when the cap is reached (new clients wait in the kernel's
-// backlog instead of costing the broker memory).
-type limitListener struct {
-	net.Listener
-	sem       chan struct{}
-	open      *atomic.Int64
-	done      chan struct{}
-	closeOnce sync.Once
-}
-
-func newLimitListener(l net.Listener, max int, open *atomic.Int64) *limitListener {
-	return &limitListener{Listener: l, sem: make(chan struct{}, max), open: open, done: make(chan struct{})}
-}
-
-// Accept waits for a free slot, then for a connection.
-func (l *limitListener) Accept() (net.Conn, error) {
-	select {
-	case l.sem <- struct{}{}:
-	case <-l.done:
-		return nil, net.ErrClosed
-	}
-	c, err := l.Listener.Accept()
-	if err != nil {
-		<-l.sem
-		return nil, err
-	}
-	l.open.Add(1)
-	return &limitConn{Conn: c, release: func() { l.open.Add(-1); <-l.sem }}, nil
-}
-
-// Close stops Accept and closes the listener.
-func (l *limitListener) Close() error {
-	l.closeOnce.Do(func() { close(l.done) })
-	return l.Listener.Close()
-}
-
-// limitConn gives its slot back once, on the first Close.
-type limitConn struct {
-	net.Conn
-	once    sync.Once
-	release func()
-}
-
-// Close closes the connection and frees its slot.
-func (c *limitConn) Close() error {
-	err := c.Conn.Close()
-	c.once.Do(c.release)
-	return err
-}
-
 // tlsListener runs TLS handshakes off the accept path, at most max at a
-// time, each within timeout; connections past the cap are closed at once.
-// It hands the server *tls.Conn values whose handshake is complete.
+// time and perAddr per client address (0: no per-address cap), each
+// within timeout. At either cap the oldest handshake whose client has sent
+// nothing yet is abandoned to make room; with none silent, the newcomer is
+// closed at once. Silent connections therefore cannot hold the handshake
+// slots. It hands the server *tls.Conn values whose handshake is complete.
 type tlsListener struct {
 	inner      net.Listener
 	cfg        *tls.Config
-	sem        chan struct{}
+	max        int
+	perAddr    int
 	timeout    time.Duration
 	inProgress *atomic.Int64
 	log        *slog.Logger
@@ -76,11 +29,25 @@ type tlsListener struct {
 	errc       chan error
 	done       chan struct{}
 	closeOnce  sync.Once
+
+	mu     sync.Mutex
+	shakes map[*handshake]struct{}
+	byAddr map[string]int
+	seq    uint64
 }
 
-func newTLSListener(inner net.Listener, cfg *tls.Config, max int, timeout time.Duration, inProgress *atomic.Int64, log *slog.Logger) *tlsListener {
-	l := &tlsListener{inner: inner, cfg: cfg, sem: make(chan struct{}, max), timeout: timeout,
-		inProgress: inProgress, log: log, ready: make(chan net.Conn), errc: make(chan error, 1), done: make(chan struct{})}
+// handshake is one TLS handshake in progress.
+type handshake struct {
+	conn  net.Conn
+	addr  string
+	seq   uint64 // arrival order
+	reads func() uint64
+}
+
+func newTLSListener(inner net.Listener, cfg *tls.Config, max, perAddr int, timeout time.Duration, inProgress *atomic.Int64, log *slog.Logger) *tlsListener {
+	l := &tlsListener{inner: inner, cfg: cfg, max: max, perAddr: perAddr, timeout: timeout,
+		inProgress: inProgress, log: log, ready: make(chan net.Conn), errc: make(chan error, 1), done: make(chan struct{}),
+		shakes: make(map[*handshake]struct{}), byAddr: make(map[string]int)}
 	go l.loop()
 	return l
 }
@@ -105,26 +72,87 @@ func (l *tlsListener) loop() {
 			continue
 		}
 		backoff = 5 * time.Millisecond
-		select {
-		case l.sem <- struct{}{}:
-			l.inProgress.Add(1)
-			go l.handshake(c)
-		default:
-			l.log.Debug("TLS handshake refused: too many in progress", "remote", c.RemoteAddr().String())
-			c.Close()
+		if h := l.begin(c); h != nil {
+			go l.handshake(h)
 		}
 	}
 }
 
-func (l *tlsListener) handshake(c net.Conn) {
-	tc := tls.Server(c, l.cfg)
+// begin registers a handshake for c, abandoning a silent one if a cap is
+// reached; it returns nil when c was refused (and closed).
+func (l *tlsListener) begin(c net.Conn) *handshake {
+	addr := addrKey(c.RemoteAddr())
+	reads := func() uint64 { return 1 } // untracked connections never count as silent
+	if tc, ok := c.(*trackedConn); ok {
+		reads = tc.reads.Load
+	}
+	l.mu.Lock()
+	addrFull := l.perAddr > 0 && l.byAddr[addr] >= l.perAddr
+	full := len(l.shakes) >= l.max
+	var victim *handshake
+	if addrFull {
+		victim = l.oldestSilent(addr)
+	} else if full {
+		victim = l.oldestSilent("")
+	}
+	if (full || addrFull) && victim == nil {
+		l.mu.Unlock()
+		l.log.Debug("TLS handshake refused: too many in progress", "remote", addr, "per_address", addrFull)
+		c.Close()
+		return nil
+	}
+	if victim != nil {
+		l.end(victim)
+	}
+	l.seq++
+	h := &handshake{conn: c, addr: addr, seq: l.seq, reads: reads}
+	l.shakes[h] = struct{}{}
+	l.byAddr[addr]++
+	l.inProgress.Add(1)
+	l.mu.Unlock()
+	if victim != nil {
+		l.log.Debug("abandoned a silent TLS handshake to make room", "remote", victim.addr, "for", addr)
+		victim.conn.Close()
+	}
+	return h
+}
+
+// oldestSilent returns the oldest handshake (of addr, unless "") whose
+// client has sent no byte. Callers hold l.mu.
+func (l *tlsListener) oldestSilent(addr string) *handshake {
+	var best *handshake
+	for h := range l.shakes {
+		if (addr == "" || h.addr == addr) && h.reads() == 0 && (best == nil || h.seq < best.seq) {
+			best = h
+		}
+	}
+	return best
+}
+
+// end removes h from the books; it reports false when it was already
+// removed. Callers hold l.mu.
+func (l *tlsListener) end(h *handshake) bool {
+	if _, ok := l.shakes[h]; !ok {
+		return false
+	}
+	delete(l.shakes, h)
+	if l.byAddr[h.addr]--; l.byAddr[h.addr] <= 0 {
+		delete(l.byAddr, h.addr)
+	}
+	l.inProgress.Add(-1)
+	return true
+}
+
+func (l *tlsListener) handshake(h *handshake) {
+	tc := tls.Server(h.conn, l.cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), l.timeout)
 	err := tc.HandshakeContext(ctx)
 	cancel()
-	l.inProgress.Add(-1)
-	<-l.sem
+	l.mu.Lock()
+	l.end(h)
+	l.mu.Unlock()
 	if err != nil {
-		l.log.Debug("TLS handshake failed", "remote", c.RemoteAddr().String(), "err", err)
+		l.log.Debug("TLS handshake failed", "remote", h.addr, "err", err)
 		tc.Close()
 		return
 	}

@@ -49,6 +49,7 @@ func TestLoad(t *testing.T) {
 	fake.Model.ContextSize = 4096
 	cfg := testConfig(t, func(c *config.Config) {
 		c.MaxRunning, c.QueueSize, c.MaxConnections = 16, 64, 1024
+		c.MaxConnectionsPerAddress = 0 // every simulated client is on 127.0.0.1
 		c.QueueTimeout = config.Duration(30 * time.Second)
 	})
 	goBefore, fdBefore, heapBefore := runtime.NumGoroutine(), openFDs(), heapInuse()

@@ -77,8 +77,11 @@ type metrics struct {
 	generated atomic.Uint64
 	prompt    atomic.Uint64
 	cancelled atomic.Uint64
-	ttft      *histogram
-	perToken  *histogram
+	// authLimited counts requests refused with 429 for failed API key
+	// checks past the per-address burst.
+	authLimited atomic.Uint64
+	ttft        *histogram
+	perToken    *histogram
 }
 
 func newMetrics() *metrics {
@@ -98,6 +101,7 @@ func (m *metrics) request(route string, status int) {
 // gauges are the point-in-time values written with the counters.
 type gauges struct {
 	queued, running, conns, handshakes int
+	evicted, refused                   uint64 // connections closed to make room, and refused
 	ready                              bool
 	worker                             WorkerStats
 }
@@ -126,6 +130,9 @@ func (m *metrics) write(w io.Writer, g gauges) {
 	gauge(w, "lisa_generations_running", "Generations holding a slot.", g.running)
 	gauge(w, "lisa_open_connections", "Open client connections.", g.conns)
 	gauge(w, "lisa_tls_handshakes_in_progress", "TLS handshakes in progress.", g.handshakes)
+	counter(w, "lisa_connections_evicted_total", "Idle connections closed to make room for a new one.", g.evicted)
+	counter(w, "lisa_connections_refused_total", "Connections refused at once because every slot was busy.", g.refused)
+	counter(w, "lisa_auth_failures_limited_total", "Requests answered 429 for too many failed API key checks from their address.", m.authLimited.Load())
 	ready := 0
 	if g.ready {
 		ready = 1
@@ -134,6 +141,9 @@ func (m *metrics) write(w io.Writer, g gauges) {
 	m.ttft.write(w, "lisa_time_to_first_token_seconds", "Time from the request to its first generated text.")
 	m.perToken.write(w, "lisa_time_per_output_token_seconds", "Time per generated token after the first.")
 	counter(w, "lisa_worker_restarts_total", "Worker restarts.", g.worker.Restarts)
+	counter(w, "lisa_worker_restart_budget_spent_total", "Restarts the restart budget refused; each waited with backoff instead.", g.worker.BudgetSpent)
+	counter(w, "lisa_worker_stderr_dropped_lines_total", "Lines of worker stderr not logged (rate limit).", g.worker.StderrDroppedLines)
+	counter(w, "lisa_worker_stderr_dropped_bytes_total", "Bytes of worker stderr not logged (rate limit).", g.worker.StderrDroppedBytes)
 	fmt.Fprint(w, "# HELP lisa_worker_deaths_total Worker deaths by signal (\"exit\": non-zero exit status).\n# TYPE lisa_worker_deaths_total counter\n")
 	causes := make([]string, 0, len(g.worker.Deaths))
 	for c := range g.worker.Deaths {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/lisa-llm/lisa/ipc"
 )
 
 // Decoding rules, shared by /v1/completions and /v1/chat/completions:
@@ -178,27 +180,27 @@ func (r *genRequest) commonField(f field) (bool, error) {
 	case "stop":
 		r.Stop, err = decodeStop(f.raw)
 	case "temperature":
-		s.Temperature, err = decFloat(f.raw, f.name, 0, 2)
+		s.Temperature, err = decFloat(f.raw, f.name, 0, ipc.MaxTemperature)
 	case "top_p":
 		s.TopP, err = decFloat(f.raw, f.name, 0, 1)
 	case "min_p":
 		s.MinP, err = decFloat(f.raw, f.name, 0, 1)
 	case "presence_penalty":
-		s.PresencePenalty, err = decFloat(f.raw, f.name, -2, 2)
+		s.PresencePenalty, err = decFloat(f.raw, f.name, -ipc.MaxPenalty, ipc.MaxPenalty)
 	case "frequency_penalty":
-		s.FrequencyPenalty, err = decFloat(f.raw, f.name, -2, 2)
+		s.FrequencyPenalty, err = decFloat(f.raw, f.name, -ipc.MaxPenalty, ipc.MaxPenalty)
 	case "repeat_penalty":
-		s.RepeatPenalty, err = decFloat(f.raw, f.name, 0, 10)
+		s.RepeatPenalty, err = decFloat(f.raw, f.name, 0, ipc.MaxRepeatPen)
 		if err == nil && s.RepeatPenalty == 0 {
 			err = invalid(f.name, "repeat_penalty must be more than 0 (1 disables it)")
 		}
 	case "top_k":
 		var n int64
-		n, err = decInt(f.raw, f.name, 0, 1<<20)
+		n, err = decInt(f.raw, f.name, 0, ipc.MaxTopK)
 		s.TopK = int(n)
 	case "repeat_last_n":
 		var n int64
-		n, err = decInt(f.raw, f.name, 0, 1<<20)
+		n, err = decInt(f.raw, f.name, 0, ipc.MaxRepeatLastN)
 		s.RepeatLastN = int(n)
 	case "seed":
 		var n int64

@@ -32,6 +32,8 @@ type Server struct {
 	router     *httprouter.Router
 	adm        *admission
 	limiter    *rateLimiter
+	authFails  *addrLimiter // failed API key checks per client address
+	tracker    *connTracker
 	metrics    *metrics
 	tlsConfig  *tls.Config
 	conns      atomic.Int64
@@ -56,10 +58,13 @@ func NewServer(cfg *config.Config, backend Backend, logger *slog.Logger) (*Serve
 		log:       logger,
 		adm:       newAdmission(cfg.MaxRunning, cfg.QueueSize),
 		limiter:   newRateLimiter(cfg.RateLimitRPM, cfg.RateLimitBurst, time.Now),
+		authFails: newAddrLimiter(cfg.AuthFailureRPM, cfg.AuthFailureBurst, maxLimitedAddrs, time.Now),
 		metrics:   newMetrics(),
 		tlsConfig: tc,
 		started:   time.Now(),
 	}
+	s.tracker = newConnTracker(cfg.MaxConnections, cfg.MaxConnectionsPerAddress, cfg.UnauthIdleTimeout.D(),
+		tc == nil, &s.conns, logger)
 	s.stats, _ = backend.(Stats)
 	s.router = s.routes()
 	return s, nil
@@ -124,7 +129,10 @@ func (s *Server) handle(route string, auth bool, h handler) httprouter.Handle {
 		if auth {
 			err = s.authorize(r, ri)
 			if err == nil {
+				s.trustConn(r)
 				err = s.rateLimit(ri)
+			} else {
+				err = s.authFailed(w, r, err)
 			}
 		}
 		if err == nil {
@@ -176,6 +184,30 @@ func (s *Server) authorize(r *http.Request, ri *reqInfo) error {
 	}
 	ri.key = found
 	return nil
+}
+
+// trustConn marks the request's connection as authenticated: the short
+// idle timeout of unauthenticated connections no longer applies to it.
+func (s *Server) trustConn(r *http.Request) {
+	if c, ok := r.Context().Value(connKey{}).(*trackedConn); ok {
+		s.tracker.trust(c)
+	}
+}
+
+// authFailed counts a failed API key check against the client's address:
+// past the burst the answer is 429 instead of 401. Either way the
+// connection is closed after the answer, so failing clients hold no
+// kept-alive connection.
+func (s *Server) authFailed(w http.ResponseWriter, r *http.Request, err error) error {
+	w.Header().Set("Connection", "close")
+	ok, wait := s.authFails.allow(addrKeyOf(r))
+	if ok {
+		return err
+	}
+	s.metrics.authLimited.Add(1)
+	secs := int(wait/time.Second) + 1
+	return &APIError{Status: http.StatusTooManyRequests, Type: "rate_limit_error", Code: "too_many_auth_failures",
+		Message: fmt.Sprintf("too many failed API key checks from this address; retry in %d s", secs), RetryAfter: secs, Err: err}
 }
 
 func (s *Server) rateLimit(ri *reqInfo) error {
@@ -274,11 +306,12 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 
 // Serve serves HTTP (or HTTPS when TLS is configured) on ln until ctx is
 // done, then shuts down gracefully within shutdown_timeout. The listener
-// is wrapped with the connection cap and, with TLS, the handshake cap.
+// is wrapped with the connection caps and, with TLS, the handshake caps
+// (see connTracker and tlsListener).
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	var l net.Listener = newLimitListener(ln, s.cfg.MaxConnections, &s.conns)
+	var l net.Listener = trackerListener{Listener: ln, t: s.tracker}
 	if s.tlsConfig != nil {
-		l = newTLSListener(l, s.tlsConfig, s.cfg.MaxHandshakes, s.cfg.HandshakeTimeout.D(), &s.handshakes, s.log)
+		l = newTLSListener(l, s.tlsConfig, s.cfg.MaxHandshakes, s.cfg.MaxHandshakesPerAddress, s.cfg.HandshakeTimeout.D(), &s.handshakes, s.log)
 	}
 	srv := &http.Server{
 		Handler:           s.router,
@@ -289,6 +322,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 		TLSNextProto:      map[string]func(*http.Server, *tls.Conn, http.Handler){}, // HTTP/1.1 only
+		ConnState:         s.tracker.connState,
+		ConnContext:       connContext,
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(l) }()

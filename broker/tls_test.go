@@ -151,7 +151,8 @@ func TestTLSHandshakeCap(t *testing.T) {
 		c.MaxHandshakes = 2
 		c.HandshakeTimeout = config.Duration(400 * time.Millisecond)
 	}))
-	// Two connections that never send a ClientHello hold both slots.
+	// Two connections that send the start of a ClientHello and then stall
+	// hold both slots (silent ones would be abandoned: TestIdleFlood).
 	var stalled []net.Conn
 	for range 2 {
 		c, err := net.Dial("tcp", ts.Addr)
@@ -159,6 +160,9 @@ func TestTLSHandshakeCap(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.Close()
+		if _, err := c.Write([]byte{0x16, 0x03, 0x01, 0x02}); err != nil {
+			t.Fatal(err)
+		}
 		stalled = append(stalled, c)
 	}
 	time.Sleep(100 * time.Millisecond)

@@ -41,10 +41,28 @@ type Config struct {
 	MaxConnections int `yaml:"max_connections" json:"max_connections"`
 	MaxHandshakes  int `yaml:"max_handshakes" json:"max_handshakes"`
 
+	// Per client address (an IPv4 address, an IPv6 /64): connections and
+	// TLS handshakes at once (0: no per-address cap), and failed API key
+	// checks a minute with their burst before 429.
+	MaxConnectionsPerAddress int `yaml:"max_connections_per_address" json:"max_connections_per_address"`
+	MaxHandshakesPerAddress  int `yaml:"max_handshakes_per_address" json:"max_handshakes_per_address"`
+	AuthFailureRPM           int `yaml:"auth_failure_rpm" json:"auth_failure_rpm"`
+	AuthFailureBurst         int `yaml:"auth_failure_burst" json:"auth_failure_burst"`
+	// BehindTLSProxy says a TLS-terminating proxy is in front: plain HTTP
+	// off loopback with API keys is then expected and not warned about.
+	BehindTLSProxy bool `yaml:"behind_tls_proxy" json:"behind_tls_proxy"`
+	// AllowControlTokenIDs lets token-id prompts carry control token ids
+	// (EOS, turn markers, BOS past the start); by default they are a 400.
+	AllowControlTokenIDs bool `yaml:"allow_control_token_ids" json:"allow_control_token_ids"`
+
 	ReadHeaderTimeout Duration `yaml:"read_header_timeout" json:"read_header_timeout"`
 	ReadTimeout       Duration `yaml:"read_timeout" json:"read_timeout"`
 	WriteTimeout      Duration `yaml:"write_timeout" json:"write_timeout"`
 	IdleTimeout       Duration `yaml:"idle_timeout" json:"idle_timeout"`
+	// UnauthIdleTimeout is how long a connection that has made no
+	// authenticated request (or, without keys, no API request) may stay
+	// idle, before its first request or between requests.
+	UnauthIdleTimeout Duration `yaml:"unauthenticated_idle_timeout" json:"unauthenticated_idle_timeout"`
 	HandshakeTimeout  Duration `yaml:"handshake_timeout" json:"handshake_timeout"`
 	QueueTimeout      Duration `yaml:"queue_timeout" json:"queue_timeout"`
 	RequestTimeout    Duration `yaml:"request_timeout" json:"request_timeout"`
@@ -92,6 +110,12 @@ func Default() Config {
 		TLSMinVersion:     "1.2",
 		LogLevel:          "info",
 		LogFormat:         "text",
+
+		MaxConnectionsPerAddress: 64,
+		MaxHandshakesPerAddress:  8,
+		AuthFailureRPM:           30,
+		AuthFailureBurst:         10,
+		UnauthIdleTimeout:        Duration(5 * time.Second),
 	}
 }
 
@@ -223,6 +247,13 @@ func (c *Config) validate() []error {
 	intRange("rate_limit_burst", c.RateLimitBurst, 0, 1<<20)
 	intRange("max_connections", c.MaxConnections, 1, 1<<20)
 	intRange("max_handshakes", c.MaxHandshakes, 1, 1<<16)
+	intRange("max_connections_per_address", c.MaxConnectionsPerAddress, 0, 1<<20)
+	intRange("max_handshakes_per_address", c.MaxHandshakesPerAddress, 0, 1<<16)
+	intRange("auth_failure_rpm", c.AuthFailureRPM, 0, 1<<20)
+	intRange("auth_failure_burst", c.AuthFailureBurst, 0, 1<<20)
+	if c.AuthFailureRPM > 0 && c.AuthFailureBurst == 0 {
+		bad("auth_failure_burst", "must be at least 1 when auth_failure_rpm is set")
+	}
 	if c.RateLimitRPM > 0 && c.RateLimitBurst == 0 {
 		bad("rate_limit_burst", "must be at least 1 when rate_limit_rpm is set")
 	}
@@ -238,6 +269,7 @@ func (c *Config) validate() []error {
 	}{
 		{"read_header_timeout", c.ReadHeaderTimeout}, {"read_timeout", c.ReadTimeout},
 		{"write_timeout", c.WriteTimeout}, {"idle_timeout", c.IdleTimeout},
+		{"unauthenticated_idle_timeout", c.UnauthIdleTimeout},
 		{"handshake_timeout", c.HandshakeTimeout}, {"queue_timeout", c.QueueTimeout},
 		{"request_timeout", c.RequestTimeout}, {"shutdown_timeout", c.ShutdownTimeout},
 	} {

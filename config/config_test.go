@@ -118,6 +118,11 @@ func TestResolve(t *testing.T) {
 		{"ca without tls", func(c *Config) { c.TLSClientCAFile = "ca.pem" }, "tls_client_ca_file"},
 		{"log level", func(c *Config) { c.LogLevel = "loud" }, "log_level"},
 		{"burst zero", func(c *Config) { c.RateLimitBurst = 0 }, "rate_limit_burst"},
+		{"auth failure burst zero", func(c *Config) { c.AuthFailureBurst = 0 }, "auth_failure_burst"},
+		{"negative per-address cap", func(c *Config) { c.MaxConnectionsPerAddress = -1 }, "max_connections_per_address"},
+		{"negative handshake cap", func(c *Config) { c.MaxHandshakesPerAddress = -1 }, "max_handshakes_per_address"},
+		{"zero unauthenticated idle", func(c *Config) { c.UnauthIdleTimeout = 0 }, "unauthenticated_idle_timeout"},
+		{"per-address caps off", func(c *Config) { c.MaxConnectionsPerAddress, c.MaxHandshakesPerAddress, c.AuthFailureRPM = 0, 0, 0 }, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -19,4 +19,19 @@
 // (lisa hash-key), which refuses to hash such keys. What Validate can still
 // check is that no configured digest is the digest of a known placeholder,
 // and that a server listening off loopback has at least one key.
+//
+// # Weakenings
+//
+// Some settings weaken the server without stopping it; Warnings lists
+// them and lisa serve logs each loudly at start: sandbox_enabled false,
+// sandbox_seccomp_log true, memory_limit_bytes 0, and plain HTTP off
+// loopback with API keys (the keys cross the network in clear) unless
+// behind_tls_proxy says a TLS-terminating proxy is in front.
+//
+// # Per-address limits
+//
+// max_connections_per_address, max_handshakes_per_address and
+// auth_failure_rpm apply per client address (an IPv4 address, an IPv6 /64).
+// Behind a reverse proxy every client has the proxy's address: raise the
+// caps or set them to 0 and let the proxy limit its clients.
 package config

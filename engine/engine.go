@@ -188,7 +188,7 @@ func New(f *gguf.File, o Options) (*Engine, error) {
 	e := &Engine{file: f, tok: tok, model: m, tmpl: tmpl, tmplErr: chat.Validate(tmpl), clock: o.Now,
 		pool: kernels.NewPool(o.Threads)}
 	e.info = worker.Info{Name: modelName(f), Architecture: cfg.Arch, ContextSize: o.CtxSize,
-		VocabSize: cfg.NVocab, SpecialTokens: tok.SpecialTexts(), Kernels: kernels.Describe()}
+		VocabSize: cfg.NVocab, SpecialTokens: tok.SpecialTexts(), ControlIDs: tok.ControlIDs(), BOS: tok.BOS(), Kernels: kernels.Describe()}
 	e.sched = newScheduler(model.NewRunner(m, cache, e.pool, o.BatchSize), cache, tok, o.BatchSize)
 	return e, nil
 }

@@ -30,7 +30,7 @@ func sampleRequests() []Message {
 func sampleReplies() []Message {
 	return []Message{
 		&Ready{ID: 1, Protocol: Version, Name: "stories", Architecture: "llama", ContextSize: 512, VocabSize: 512,
-			SpecialTokens: []string{"<s>", "</s>"}, Kernels: "avx2", LandlockABI: 7,
+			SpecialTokens: []string{"<s>", "</s>"}, ControlIDs: []int32{0, 1, 2}, BOS: &sampleBOS, Kernels: "avx2", LandlockABI: 7,
 			Layers:  []Layer{{Name: "landlock", Requested: true, Applied: true, Detail: "ABI 7"}},
 			Tensors: 48, TensorBytes: 1 << 20, LoadUS: 12},
 		&Progress{ID: 1, Tensors: 12, TensorsTotal: 48, Bytes: 4096, BytesTotal: 1 << 20, ElapsedUS: 1500},
@@ -44,6 +44,9 @@ func sampleReplies() []Message {
 		&Detokenized{ID: 7, Text: "hello"},
 	}
 }
+
+// sampleBOS is the BOS id of the sample ready message.
+var sampleBOS int32 = 1
 
 func TestRoundTrip(t *testing.T) {
 	check := func(t *testing.T, m Message, dec func([]byte) (Message, error)) {
@@ -149,6 +152,13 @@ func TestDecodeViolations(t *testing.T) {
 		{"progress missing", `{"type":"progress","id":1,"tensors":0,"tensors_total":1,"bytes":0,"bytes_total":0}`, KindMissingField, "elapsed_us"},
 		{"ready tensors", `{"type":"ready","id":1,"protocol":1,"n_ctx":1,"n_vocab":1,"tensors":-1}`, KindBadValue, "tensors"},
 		{"ready bytes", `{"type":"ready","id":1,"protocol":1,"n_ctx":1,"n_vocab":1,"tensor_bytes":-1}`, KindBadValue, "tensor_bytes"},
+		{"ready control id past vocab", `{"type":"ready","id":1,"protocol":1,"n_ctx":1,"n_vocab":4,"control_ids":[1,4]}`, KindBadValue, "control_ids[1]"},
+		{"ready control ids unsorted", `{"type":"ready","id":1,"protocol":1,"n_ctx":1,"n_vocab":4,"control_ids":[2,1]}`, KindBadValue, "control_ids[1]"},
+		{"ready control ids repeated", `{"type":"ready","id":1,"protocol":1,"n_ctx":1,"n_vocab":4,"control_ids":[2,2]}`, KindBadValue, "control_ids[1]"},
+		{"ready bos past vocab", `{"type":"ready","id":1,"protocol":1,"n_ctx":1,"n_vocab":4,"bos":4}`, KindBadValue, "bos"},
+		{"ready control id negative", `{"type":"ready","id":1,"protocol":1,"n_ctx":1,"n_vocab":4,"control_ids":[-1]}`, KindBadValue, "control_ids[0]"},
+		{"generate repeat_last_n", `{"type":"generate","id":1,"prompt":"x","max_tokens":1,"sampling":{"repeat_last_n":65537}}`, KindBadValue, "sampling.repeat_last_n"},
+		{"generate temperature", `{"type":"generate","id":1,"prompt":"x","max_tokens":1,"sampling":{"temperature":3}}`, KindBadValue, "sampling.temperature"},
 		{"ready load time", `{"type":"ready","id":1,"protocol":1,"n_ctx":1,"n_vocab":1,"load_us":1125899906842625}`, KindBadValue, "load_us"},
 		{"invalid UTF-8", "{\"type\":\"tokens\",\"id\":1,\"text\":\"\xff\"}", KindInvalidUTF8, ""},
 		{"overlong UTF-8", "{\"type\":\"tokens\",\"id\":1,\"text\":\"\xc0\xaf\"}", KindInvalidUTF8, ""},
@@ -160,7 +170,11 @@ func TestDecodeViolations(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m, err := DecodeReply([]byte(tt.body))
+			dec := DecodeReply
+			if strings.HasPrefix(tt.body, `{"type":"generate"`) {
+				dec = DecodeRequest // the broker's own messages are checked by the worker
+			}
+			m, err := dec([]byte(tt.body))
 			var pe *ProtocolError
 			if !errors.As(err, &pe) {
 				t.Fatalf("decoded %#v, want a %v violation", m, tt.kind)

@@ -143,6 +143,8 @@ type Ready struct {
 	ContextSize   int      `json:"n_ctx" ipc:"required"`
 	VocabSize     int      `json:"n_vocab" ipc:"required"`
 	SpecialTokens []string `json:"special_tokens,omitempty"` // texts of control tokens
+	ControlIDs    []int32  `json:"control_ids,omitempty"`    // ids text never tokenizes to, increasing
+	BOS           *int32   `json:"bos,omitempty"`            // the BOS id, absent when the model has none
 	Kernels       string   `json:"kernels"`                  // kernel path in use
 	LandlockABI   int      `json:"landlock_abi"`             // 0: none applied
 	Layers        []Layer  `json:"layers,omitempty"`         // sandbox layers applied in the worker
@@ -351,6 +353,9 @@ func (m *Generate) validate() error {
 	if err := checkCount(TypeGenerate, "max_tokens", m.MaxTokens, 1); err != nil {
 		return err
 	}
+	if err := m.Sampling.validate(TypeGenerate); err != nil {
+		return err
+	}
 	if err := checkIDs(TypeGenerate, "prompt_ids", m.PromptIDs); err != nil {
 		return err
 	}
@@ -399,6 +404,9 @@ func (m *Ready) validate() error {
 	if err := checkCount(TypeReady, "n_vocab", m.VocabSize, 1); err != nil {
 		return err
 	}
+	if err := m.checkControlIDs(); err != nil {
+		return err
+	}
 	return checkID(TypeReady, m.ID)
 }
 
@@ -442,4 +450,25 @@ func (m *Done) validate() error {
 		return bad(TypeDone, "usage.cached_tokens", "%d outside 0..prompt_tokens (%d)", u.CachedTokens, u.PromptTokens)
 	}
 	return checkID(TypeDone, m.ID)
+}
+
+// checkControlIDs checks that control_ids is strictly increasing within
+// the vocabulary (so a broker can binary-search it) and bounded, and that
+// bos is inside the vocabulary.
+func (m *Ready) checkControlIDs() error {
+	if m.BOS != nil && (*m.BOS < 0 || int(*m.BOS) >= m.VocabSize) {
+		return bad(TypeReady, "bos", "token id %d outside the vocabulary of %d", *m.BOS, m.VocabSize)
+	}
+	if len(m.ControlIDs) > MaxListLen {
+		return bad(TypeReady, "control_ids", "%d entries, at most %d", len(m.ControlIDs), MaxListLen)
+	}
+	for i, id := range m.ControlIDs {
+		if id < 0 || int(id) >= m.VocabSize {
+			return bad(TypeReady, fmt.Sprintf("control_ids[%d]", i), "token id %d outside the vocabulary of %d", id, m.VocabSize)
+		}
+		if i > 0 && id <= m.ControlIDs[i-1] {
+			return bad(TypeReady, fmt.Sprintf("control_ids[%d]", i), "%d does not increase on %d", id, m.ControlIDs[i-1])
+		}
+	}
+	return nil
 }

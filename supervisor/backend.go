@@ -18,6 +18,7 @@ func (s *Supervisor) Info(ctx context.Context) (broker.ModelInfo, error) {
 	}
 	info := s.info
 	info.SpecialTokens = append([]string(nil), s.info.SpecialTokens...)
+	info.ControlIDs = append([]int32(nil), s.info.ControlIDs...)
 	return info, nil
 }
 

@@ -37,6 +37,12 @@ type Config struct {
 	RestartWindow time.Duration
 	// RestartDelay is the pause before a restart (default 100 ms).
 	RestartDelay time.Duration
+	// RestartBackoff is the first wait before a start once the budget is
+	// spent (default 1 s); it doubles for every further refusal, up to
+	// MaxRestartBackoff (default 5 min), and starts over once the budget
+	// has room again.
+	RestartBackoff    time.Duration
+	MaxRestartBackoff time.Duration
 	// MaxTokenBytes bounds a generation's text: at most MaxTokenBytes per
 	// token of max_tokens (default 1024).
 	MaxTokenBytes int
@@ -47,6 +53,9 @@ type Config struct {
 	// Logger receives the death lines and lifecycle events (default
 	// slog.Default()).
 	Logger *slog.Logger
+	// Stderr is the StderrLog the launcher forwards the worker's stderr
+	// through, if any: WorkerStats reports what it dropped.
+	Stderr *StderrLog
 }
 
 func (c Config) withDefaults() Config {
@@ -62,6 +71,9 @@ func (c Config) withDefaults() Config {
 	def(&c.ReapTimeout, 10*time.Second)
 	def(&c.RestartWindow, time.Minute)
 	def(&c.RestartDelay, 100*time.Millisecond)
+	def(&c.RestartBackoff, time.Second)
+	def(&c.MaxRestartBackoff, 5*time.Minute)
+	c.MaxRestartBackoff = max(c.MaxRestartBackoff, c.RestartBackoff)
 	if c.MaxRestarts <= 0 {
 		c.MaxRestarts = 3
 	}

@@ -27,7 +27,11 @@
 // worker. Its in-flight requests fail with broker.ErrWorkerFailed, the
 // death is logged in one line with the exit status or signal, and a new
 // worker is started, at most Config.MaxRestarts times per
-// Config.RestartWindow. Past that budget the supervisor gives up for good:
-// Health, Info and Generate return an error matching ErrGaveUp (and
-// broker.ErrNotReady, so the HTTP layer answers 503).
+// Config.RestartWindow. Past that budget Health, Info and Generate return
+// a *GaveUpError (matching ErrGaveUp, broker.ErrFailed and
+// broker.ErrNotReady: /health says "failed" with the reason, requests get
+// 503), the refusal is counted in WorkerStats.BudgetSpent, and the next
+// start waits with exponential backoff (Config.RestartBackoff doubling up
+// to Config.MaxRestartBackoff): the budget limits the rate of restarts,
+// never the life of the server.
 package supervisor

@@ -256,7 +256,10 @@ func (in *instance) onHello(m ipc.Message) error {
 			return err
 		}
 		info := broker.ModelInfo{Name: m.Name, Architecture: m.Architecture, ContextSize: m.ContextSize,
-			VocabSize: m.VocabSize, Kernels: m.Kernels, LandlockABI: m.LandlockABI}
+			VocabSize: m.VocabSize, ControlIDs: m.ControlIDs, BOS: -1, Kernels: m.Kernels, LandlockABI: m.LandlockABI}
+		if m.BOS != nil {
+			info.BOS = *m.BOS
+		}
 		if in.s.cfg.ModelName != "" {
 			info.Name = in.s.cfg.ModelName
 		}

@@ -11,33 +11,40 @@ import (
 	"github.com/lisa-llm/lisa/broker"
 )
 
-// ErrGaveUp is matched by the permanent error of a Supervisor whose
-// workers died more often than its restart budget allows (a *GaveUpError,
-// which also matches broker.ErrNotReady).
+// ErrGaveUp is matched by the error of a Supervisor whose workers died
+// more often than its restart budget allows (a *GaveUpError, which also
+// matches broker.ErrFailed and broker.ErrNotReady).
 var ErrGaveUp = errors.New("supervisor: gave up restarting the worker")
 
-// GaveUpError is the permanent error of a Supervisor that spent its
-// restart budget. It matches ErrGaveUp and broker.ErrNotReady (so requests
-// get 503), and its Permanent method lets a health check tell it from a
-// worker that is merely starting.
+// GaveUpError is the state of a Supervisor that spent its restart budget:
+// it waits Retry, then starts a worker again. It matches ErrGaveUp,
+// broker.ErrFailed (so /health says "failed" with Reason) and
+// broker.ErrNotReady (so requests get 503).
 type GaveUpError struct {
 	Restarts int           // restarts within Window
 	Window   time.Duration // the restart window
-	Last     string        // why the last worker died
+	Last     string        // why the last worker died (worker text included: for logs)
+	Cause    string        // how it died: a signal name, "exit", "launch" or "unknown"
+	Retry    time.Duration // the wait before the next start
 }
 
-// Error says that the supervisor gave up, and why the last worker died.
+// Error says that the budget is spent, and why the last worker died.
 func (e *GaveUpError) Error() string {
-	return fmt.Sprintf("supervisor: gave up restarting the worker: %d restarts within %v; last death: %s", e.Restarts, e.Window, e.Last)
+	return fmt.Sprintf("supervisor: gave up restarting the worker: %d restarts within %v; last death: %s; next start in %v",
+		e.Restarts, e.Window, e.Last, e.Retry)
 }
 
-// Is reports whether target is ErrGaveUp or broker.ErrNotReady.
+// Reason is the one-line state /health shows. It holds no text the worker
+// wrote: only counts and how the last worker ended.
+func (e *GaveUpError) Reason() string {
+	return fmt.Sprintf("the worker died %d times within %v (last: %s); restart budget spent, next start in %v",
+		e.Restarts, e.Window, e.Cause, e.Retry)
+}
+
+// Is reports whether target is ErrGaveUp, broker.ErrFailed or broker.ErrNotReady.
 func (e *GaveUpError) Is(target error) bool {
-	return target == ErrGaveUp || target == broker.ErrNotReady
+	return target == ErrGaveUp || target == broker.ErrFailed || target == broker.ErrNotReady
 }
-
-// Permanent reports true: no worker will be started again.
-func (e *GaveUpError) Permanent() bool { return true }
 
 // ErrClosed is returned after Close.
 var ErrClosed = errors.New("supervisor: closed")
@@ -130,8 +137,8 @@ func (s *Supervisor) Close() error {
 }
 
 // Health returns nil when a worker is ready, an error matching
-// broker.ErrNotReady while one starts, and the permanent error (matching
-// ErrGaveUp) once the restart budget is spent.
+// broker.ErrNotReady while one starts, and a *GaveUpError (matching
+// ErrGaveUp) while the restart budget is spent.
 func (s *Supervisor) Health() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -146,7 +153,11 @@ func (s *Supervisor) WorkerStats() broker.WorkerStats {
 	for k, v := range s.stats.Deaths {
 		d[k] = v
 	}
-	return broker.WorkerStats{Restarts: s.stats.Restarts, Deaths: d}
+	st := broker.WorkerStats{Restarts: s.stats.Restarts, Deaths: d, BudgetSpent: s.stats.BudgetSpent}
+	if s.cfg.Stderr != nil {
+		st.StderrDroppedLines, st.StderrDroppedBytes = s.cfg.Stderr.Dropped()
+	}
+	return st
 }
 
 func (s *Supervisor) setHealth(err error) {
@@ -175,10 +186,15 @@ func (s *Supervisor) becomeReady(inst *instance, info broker.ModelInfo) {
 	s.cur, s.info, s.health = inst, info, nil
 }
 
-// loop buries each worker that fails and starts the next, within budget.
+// loop buries each worker that fails and starts the next. Within the
+// budget a restart follows after RestartDelay; past it the supervisor
+// waits with exponential backoff (RestartBackoff doubling up to
+// MaxRestartBackoff) and tries again: the budget limits the rate of
+// restarts, not the life of the server.
 func (s *Supervisor) loop(inst *instance) {
 	defer close(s.loopDone)
-	lastReason := ""
+	lastReason, lastCause := "", ""
+	var backoff time.Duration
 	for {
 		if inst != nil {
 			select {
@@ -186,25 +202,32 @@ func (s *Supervisor) loop(inst *instance) {
 			case <-s.closing:
 				inst.fail(ErrClosed)
 			}
-			lastReason = s.bury(inst)
+			lastReason, lastCause = s.bury(inst)
 		}
 		if s.isClosing() {
 			return
 		}
-		if err := s.spend(lastReason); err != nil {
-			s.log.Error("worker restart budget spent; serving stops", "err", err)
-			s.setHealth(err)
-			return
+		wait := s.cfg.RestartDelay
+		if gu := s.spend(lastReason, lastCause); gu != nil {
+			backoff = min(max(2*backoff, s.cfg.RestartBackoff), s.cfg.MaxRestartBackoff)
+			gu.Retry, wait = backoff, backoff
+			s.log.Error("worker restart budget spent; retrying with backoff", "err", gu, "retry_in", backoff)
+			s.mu.Lock()
+			s.health = gu
+			s.stats.Restarts++ // the start after the wait
+			s.mu.Unlock()
+		} else {
+			backoff = 0
 		}
 		select {
-		case <-time.After(s.cfg.RestartDelay):
+		case <-time.After(wait):
 		case <-s.closing:
 			return
 		}
 		var err error
 		if inst, err = s.startInstance(); err != nil {
 			s.log.Error("worker start failed", "err", err)
-			lastReason = err.Error()
+			lastReason, lastCause = err.Error(), "launch"
 		}
 	}
 }
@@ -218,8 +241,9 @@ func (s *Supervisor) isClosing() bool {
 	}
 }
 
-// spend takes one restart from the budget, or returns the permanent error.
-func (s *Supervisor) spend(lastReason string) error {
+// spend takes one restart from the budget, or, counting it, returns the
+// error that says the budget is spent (Retry still to fill in).
+func (s *Supervisor) spend(lastReason, lastCause string) *GaveUpError {
 	now := time.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -231,7 +255,8 @@ func (s *Supervisor) spend(lastReason string) error {
 	}
 	s.restarts = kept
 	if len(kept) >= s.cfg.MaxRestarts {
-		return &GaveUpError{Restarts: len(kept), Window: s.cfg.RestartWindow, Last: limitText(lastReason)}
+		s.stats.BudgetSpent++
+		return &GaveUpError{Restarts: len(kept), Window: s.cfg.RestartWindow, Last: limitText(lastReason), Cause: lastCause}
 	}
 	s.restarts = append(s.restarts, now)
 	s.stats.Restarts++
@@ -250,15 +275,16 @@ func (s *Supervisor) startInstance() (*instance, error) {
 
 // bury kills a failed worker, reaps it, fails its requests and logs its
 // end in one line: "worker stopped" at INFO when Close asked for it,
-// "worker died" at ERROR otherwise. It returns the line's reason.
-func (s *Supervisor) bury(inst *instance) string {
+// "worker died" at ERROR otherwise. It returns the line's reason and the
+// exit's cause.
+func (s *Supervisor) bury(inst *instance) (reason string, cause string) {
 	s.mu.Lock()
 	if s.cur == inst {
 		s.cur = nil
 		s.health = errStarting
 	}
 	s.mu.Unlock()
-	reason := inst.failure()
+	failure := inst.failure()
 	inst.w.Kill()
 	inst.conn.Close()
 	var exit Exit
@@ -269,9 +295,9 @@ func (s *Supervisor) bury(inst *instance) string {
 	case <-time.After(s.cfg.ReapTimeout):
 		exit = Exit{Description: fmt.Sprintf("worker not reaped within %v of SIGKILL", s.cfg.ReapTimeout), Cause: "unknown"}
 	}
-	failed := inst.failAll(reason)
+	failed := inst.failAll(failure)
 	inst.stop()
-	stopped := errors.Is(reason, ErrClosed)
+	stopped := errors.Is(failure, ErrClosed)
 	if !stopped {
 		// A shutdown Close asked for is no death for /metrics either.
 		s.mu.Lock()
@@ -282,7 +308,7 @@ func (s *Supervisor) bury(inst *instance) string {
 		s.log.Info("worker stopped", "exit", exit.Description, "failed_requests", failed)
 	} else {
 		s.log.Error("worker died", "exit", exit.Description,
-			"cause", exit.Cause, "reason", reason.Error(), "failed_requests", failed)
+			"cause", exit.Cause, "reason", failure.Error(), "failed_requests", failed)
 	}
-	return exit.Description + "; " + reason.Error()
+	return exit.Description + "; " + failure.Error(), exit.Cause
 }

@@ -54,7 +54,8 @@ func TestServesOverIPC(t *testing.T) {
 		t.Fatalf("health: %v", err)
 	}
 	info, err := s.Info(ctx)
-	if err != nil || info.Name != "served-name" || info.Architecture != "test" || info.VocabSize != workertest.VocabSize || len(info.SpecialTokens) != 1 {
+	if err != nil || info.Name != "served-name" || info.Architecture != "test" || info.VocabSize != workertest.VocabSize || len(info.SpecialTokens) != 1 ||
+		len(info.ControlIDs) != 1 || info.ControlIDs[0] != workertest.BOS || info.BOS != workertest.BOS {
 		t.Fatalf("info %+v, %v", info, err)
 	}
 	ids, err := s.Tokenize(ctx, "<s>hi", true)

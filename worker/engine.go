@@ -14,6 +14,8 @@ type Info struct {
 	ContextSize   int      // tokens per slot, > 0
 	VocabSize     int      // tokens in the vocabulary, > 0
 	SpecialTokens []string // texts of control tokens
+	ControlIDs    []int32  // ids plain text never tokenizes to, increasing
+	BOS           int32    // the BOS id, -1 when the model has none
 	Kernels       string   // kernel path in use
 }
 

@@ -73,9 +73,13 @@ func readyFor(hello *ipc.Hello, info Info) (*ipc.Ready, error) {
 	if name == "" {
 		name = info.Name
 	}
+	var bos *int32
+	if info.BOS >= 0 {
+		bos = &info.BOS
+	}
 	return &ipc.Ready{ID: hello.ID, Protocol: ipc.Version, Name: name, Architecture: info.Architecture,
-		ContextSize: info.ContextSize, VocabSize: info.VocabSize, SpecialTokens: info.SpecialTokens,
-		Kernels: info.Kernels}, nil
+		ContextSize: info.ContextSize, VocabSize: info.VocabSize, SpecialTokens: info.SpecialTokens, ControlIDs: info.ControlIDs,
+		BOS: bos, Kernels: info.Kernels}, nil
 }
 
 // loadReporter forwards a loader's progress to the broker as progress

@@ -22,10 +22,12 @@ type Fake struct {
 	FailAfter  int           // > 0: send an EventError after this many pieces
 	Finish     string        // finish reason ("" means "stop")
 	Restarts   uint64        // reported through broker.Stats
+	Spent      uint64        // reported as WorkerStats.BudgetSpent
 	Deaths     map[string]uint64
 
 	mu        sync.Mutex
 	notReady  bool
+	infoErr   error
 	fail      error
 	requests  []broker.GenerateRequest
 	active    int
@@ -38,7 +40,7 @@ type Fake struct {
 func New(pieces ...string) *Fake {
 	return &Fake{
 		Model: broker.ModelInfo{Name: "fake-model", Architecture: "llama", ContextSize: 512, VocabSize: 300,
-			SpecialTokens: []string{"<s>", "</s>", "<|im_end|>"}},
+			SpecialTokens: []string{"<s>", "</s>", "<|im_end|>"}, ControlIDs: []int32{256, 257, 258}, BOS: 256},
 		Pieces: pieces,
 	}
 }
@@ -57,10 +59,20 @@ func (f *Fake) SetFail(err error) {
 	f.mu.Unlock()
 }
 
-// Info returns Model, or broker.ErrNotReady.
+// SetInfoError makes Info (and so /health) fail with err (nil: as SetReady says).
+func (f *Fake) SetInfoError(err error) {
+	f.mu.Lock()
+	f.infoErr = err
+	f.mu.Unlock()
+}
+
+// Info returns Model, or the error of SetInfoError, or broker.ErrNotReady.
 func (f *Fake) Info(ctx context.Context) (broker.ModelInfo, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.infoErr != nil {
+		return broker.ModelInfo{}, f.infoErr
+	}
 	if f.notReady {
 		return broker.ModelInfo{}, broker.ErrNotReady
 	}
@@ -69,7 +81,7 @@ func (f *Fake) Info(ctx context.Context) (broker.ModelInfo, error) {
 
 // WorkerStats reports Restarts and Deaths.
 func (f *Fake) WorkerStats() broker.WorkerStats {
-	return broker.WorkerStats{Restarts: f.Restarts, Deaths: f.Deaths}
+	return broker.WorkerStats{Restarts: f.Restarts, Deaths: f.Deaths, BudgetSpent: f.Spent}
 }
 
 // Tokenize maps bytes to ids (and special texts to 256+index when special).

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
 
 	"github.com/lisa-llm/lisa/broker"
@@ -49,17 +48,6 @@ func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
-// workerStderr logs each line the worker writes on stderr (untrusted
-// text: slog quotes it).
-type workerStderr struct{ log *slog.Logger }
-
-func (w workerStderr) Write(p []byte) (int, error) {
-	if line := strings.TrimRight(string(p), "\n"); line != "" {
-		w.log.Warn("worker stderr", "line", line)
-	}
-	return len(p), nil
-}
-
 func serve(cfg *config.Config, logger *slog.Logger) error {
 	// The sandbox bind-mounts the model by absolute path; a relative -m
 	// is relative to the directory lisa was started in.
@@ -72,15 +60,20 @@ func serve(cfg *config.Config, logger *slog.Logger) error {
 		return err
 	}
 	defer model.Close()
-	if !cfg.SandboxEnabled {
-		logger.Warn("SANDBOX DISABLED: the worker runs unsandboxed (sandbox_enabled: false); a malicious model file can take over this process's user")
+	// Every setting that weakens the server is said loudly, once, at start.
+	for _, w := range cfg.Warnings() {
+		logger.Warn(w.Message, "key", w.Key)
 	}
+	// The worker's stderr reaches the log rate-limited (untrusted text:
+	// slog quotes it); /metrics counts what is dropped.
+	stderrLog := supervisor.NewStderrLog(logger)
+	defer stderrLog.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	sup := supervisor.New(supervisor.Config{ModelName: cfg.ModelName, Threads: cfg.Threads, CtxSize: cfg.CtxSize,
-		Parallel: cfg.Parallel, Logger: logger}, supervisor.SandboxLauncher{Config: sandbox.Config{
+		Parallel: cfg.Parallel, Logger: logger, Stderr: stderrLog}, supervisor.SandboxLauncher{Config: sandbox.Config{
 		Enabled: cfg.SandboxEnabled, ModelPath: modelPath, Model: model, MemoryLimit: cfg.MemoryLimitBytes,
-		Cgroup: cfg.SandboxCgroup.Required(), CgroupAuto: cfg.SandboxCgroup.Auto(), SeccompLog: cfg.SandboxSeccompLog, Threads: cfg.Threads, Stderr: workerStderr{logger}}})
+		Cgroup: cfg.SandboxCgroup.Required(), CgroupAuto: cfg.SandboxCgroup.Auto(), SeccompLog: cfg.SandboxSeccompLog, Threads: cfg.Threads, Stderr: stderrLog}})
 	defer sup.Close()
 	srv, err := broker.NewServer(cfg, sup, logger)
 	if err != nil {

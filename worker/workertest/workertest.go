@@ -45,7 +45,7 @@ func (e *Engine) Loader() worker.EngineLoader {
 // Info describes the echo model.
 func (e *Engine) Info() worker.Info {
 	return worker.Info{Name: "echo", Architecture: "test", ContextSize: 1024, VocabSize: VocabSize,
-		SpecialTokens: []string{"<s>"}, Kernels: "none"}
+		SpecialTokens: []string{"<s>"}, ControlIDs: []int32{BOS}, BOS: BOS, Kernels: "none"}
 }
 
 // Tokenize returns one id per byte; with special, "<s>" becomes BOS.
