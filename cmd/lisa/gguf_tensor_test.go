@@ -70,13 +70,13 @@ func TestGGUFTensorTypes(t *testing.T) {
 	w := gguf.NewWriter()
 	f16 := []byte{0x00, 0x3c, 0x00, 0xc0, 0x00, 0x7c, 0x01, 0x00} // 1, -2, +Inf, 2^-24
 	bf16 := []byte{0x80, 0x3f, 0x00, 0xc0}                        // 1, -2
-	q2k := bytes.Repeat([]byte{0x5a}, tensor.Q2_K.BlockBytes())
+	iq2 := bytes.Repeat([]byte{0x5a}, tensor.IQ2_XXS.BlockBytes())
 	for _, x := range []struct {
 		name string
 		typ  tensor.Type
 		n    uint64
 		data []byte
-	}{{"h", tensor.F16, 4, f16}, {"b", tensor.BF16, 2, bf16}, {"q", tensor.Q2_K, 256, q2k}} {
+	}{{"h", tensor.F16, 4, f16}, {"b", tensor.BF16, 2, bf16}, {"q", tensor.IQ2_XXS, 256, iq2}} {
 		if err := w.AddTensor(x.name, x.typ, []uint64{x.n}, x.data); err != nil {
 			t.Fatal(err)
 		}
@@ -100,7 +100,7 @@ func TestGGUFTensorTypes(t *testing.T) {
 		{[]string{"h", "--f32"}, f32s(1, -2, float32(math.Inf(1)), float32(math.Ldexp(1, -24)))},
 		{[]string{"b", "--f32"}, f32s(1, -2)},
 		{[]string{"h"}, f16},
-		{[]string{"q"}, q2k},
+		{[]string{"q"}, iq2},
 	} {
 		args := append([]string{"gguf", "tensor", path, c.args[0], "-o", out}, c.args[1:]...)
 		if code, _, errs := runCLI(args...); code != 0 {
@@ -111,7 +111,7 @@ func TestGGUFTensorTypes(t *testing.T) {
 		}
 	}
 	code, _, errs := runCLI("gguf", "tensor", path, "q", "--f32", "-o", out)
-	if code != 1 || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, `tensor "q": cannot dequantize type Q2_K`) {
-		t.Errorf("--f32 of Q2_K: exit %d, stderr %q", code, errs)
+	if code != 1 || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, `tensor "q": cannot dequantize type IQ2_XXS`) {
+		t.Errorf("--f32 of IQ2_XXS: exit %d, stderr %q", code, errs)
 	}
 }
