@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -221,4 +223,34 @@ func startServeHF(t *testing.T, env []string, ref string) *server {
 			t.Fatalf("lisa serve -hf not ready after 60 s\n%s", s.logs.String())
 		}
 	}
+}
+
+// readmeHub starts a local hub holding every repository the README pulls
+// or serves with -hf (each file stories260K under the name its tag
+// implies) and returns the environment that points lisa at it, so the
+// README's real commands run in TestReadmeRuns without the network.
+func readmeHub(t *testing.T, readme, sharedDir string) []string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(sharedDir, "models", "stories260K.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := hubtest.New(t)
+	for _, m := range regexp.MustCompile(`(?:-hf|lisa pull)\s+(\S+)`).FindAllStringSubmatch(readme, -1) {
+		ref, err := hub.ParseRef(m[1])
+		if err != nil {
+			t.Fatalf("README names %q: %v", m[1], err)
+		}
+		file := ref.File
+		if file == "" {
+			q := ref.Quant
+			if q == "" {
+				q = "Q4_K_M"
+			}
+			_, name, _ := strings.Cut(ref.Repo, "/")
+			file = strings.TrimSuffix(name, "-GGUF") + "-" + q + ".gguf"
+		}
+		h.Add(ref.Repo, &hubtest.Repo{Files: map[string]*hubtest.File{file: {Data: data}}})
+	}
+	return slices.Clip(hubEnv(t, h, t.TempDir()))
 }
