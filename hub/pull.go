@@ -185,7 +185,10 @@ func (p *Puller) download(ctx context.Context, repo string, f File, partial stri
 		return "", err
 	}
 	have := st.Size()
-	if have > f.Size {
+	if have > f.Size { // not a prefix of this file
+		if err := fh.Truncate(0); err != nil {
+			return "", err
+		}
 		have = 0
 	}
 	h := newDigests(f)
@@ -234,6 +237,9 @@ func (p *Puller) receive(ctx context.Context, repo string, f File, fh *os.File, 
 	switch resp.StatusCode {
 	case http.StatusOK:
 		if have > 0 { // the server ignored the range: start over
+			if err := fh.Truncate(0); err != nil {
+				return have, err
+			}
 			h.reset(f)
 			have = 0
 		}

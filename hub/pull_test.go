@@ -160,6 +160,51 @@ func TestPullResumes(t *testing.T) {
 	})
 }
 
+// TestPullRangeIgnored: a server that answers a resume with the whole
+// file (200) gets the file written from the start; a partial file longer
+// than the file is started over.
+func TestPullRangeIgnored(t *testing.T) {
+	data := blob(9, 500_000)
+	hub := hubtest.New(t)
+	hub.Add("o/r", &hubtest.Repo{Files: map[string]*hubtest.File{"r.gguf": {Data: data, DropAt: 200_000}}})
+	hub.Handle = func(w http.ResponseWriter, r *http.Request) bool {
+		r.Header.Del("Range")
+		return false
+	}
+	p := newPuller(t, hub, "")
+	l, err := pull(t, p, "o/r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(l.Path()); !bytes.Equal(got, data) {
+		t.Fatal("file differs")
+	}
+	// A leftover partial file longer than the file.
+	other := blob(10, 1000)
+	hub.Add("o/s", &hubtest.Repo{Files: map[string]*hubtest.File{"s.gguf": {Data: other}}})
+	dst := filepath.Join(p.Store.Dir, "o", "s", "s.gguf")
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dst+partialSuffix, blob(11, 5000), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := pull(t, p, "o/s"); err != nil || l.SHA256() != sha(other) {
+		t.Fatalf("over a long partial file: %v", err)
+	}
+	// A leftover partial file of other bytes: the resume fails to verify,
+	// is deleted, and the next attempt downloads it whole.
+	if err := os.Remove(dst); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dst+partialSuffix, blob(12, 400), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := pull(t, p, "o/s"); err != nil || l.SHA256() != sha(other) {
+		t.Fatalf("over a stale partial file: %v", err)
+	}
+}
+
 // checkResumed checks that the second download asked for a range from
 // where the first stopped.
 func checkResumed(t *testing.T, hub *hubtest.Server) {
@@ -340,6 +385,7 @@ func TestPullMaliciousListing(t *testing.T) {
 		{"absolute", "[" + entry("/tmp/escape.gguf") + "]", ErrName},
 		{"backslash", "[" + entry(`..\escape.gguf`) + "]", ErrName},
 		{"NUL", "[" + entry("a\u0000.gguf") + "]", ErrName},
+		{"long name", "[" + entry(strings.Repeat("a/", 50000)+"x.gguf") + "]", ErrName},
 		{"twice", "[" + entry("a.gguf") + "," + entry("a.gguf") + "]", ErrListing},
 		{"negative size", `[{"type":"file","oid":"` + strings.Repeat("a", 40) + `","size":-1,"path":"a.gguf"}]`, ErrListing},
 		{"bad lfs oid", `[{"type":"file","oid":"x","size":4,"path":"a.gguf","lfs":{"oid":"../x","size":4}}]`, ErrListing},

@@ -113,7 +113,7 @@ func isAlnum(c byte) bool {
 // segment, no backslash, NUL or other control character, and bounded in
 // length. It is applied to every name that comes from a listing.
 func CheckPath(p string) error {
-	bad := func(why string) error { return fmt.Errorf("%w: file %q: %s", ErrName, p, why) }
+	bad := func(why string) error { return fmt.Errorf("%w: file %q: %s", ErrName, trunc(p), why) }
 	switch {
 	case p == "" || len(p) > maxPathLen:
 		return bad(fmt.Sprintf("must have 1 to %d bytes", maxPathLen))

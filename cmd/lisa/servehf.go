@@ -35,13 +35,13 @@ func resolveHF(cfg *config.Config, logger *slog.Logger) error {
 	}
 	l, err := store.Find(ref)
 	if err != nil {
-		logger.Info("pulling the model", "hf", ref.String(), "models_dir", store.Dir, "endpoint", os.Getenv(hub.EnvEndpoint))
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		defer stop()
 		client, err := hub.FromEnv(os.Getenv)
 		if err != nil {
 			return err
 		}
+		logger.Info("pulling the model", "hf", ref.String(), "models_dir", store.Dir, "endpoint", client.Endpoint())
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
 		p := &hub.Puller{Client: client, Store: store, Progress: hfLogger(logger, time.Now)}
 		if l, err = p.Pull(ctx, ref); err != nil {
 			return fmt.Errorf("hf %s: %w", ref, err)
