@@ -112,6 +112,9 @@ func (p *Puller) fetch(ctx context.Context, repo string, f File, index, count in
 		if !errors.As(err, &r) || ctx.Err() != nil {
 			return lf, fmt.Errorf("%s: %w", f.Path, err)
 		}
+		if attempt >= attempts && errors.Is(err, ErrDigest) {
+			return lf, fmt.Errorf("%s: %w", f.Path, err) // nothing kept to resume
+		}
 		if attempt >= attempts {
 			return lf, fmt.Errorf("%s: %w (after %d attempts; the partial download is kept: pull again to resume)", f.Path, err, attempt)
 		}

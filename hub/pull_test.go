@@ -533,3 +533,21 @@ func TestDefaultDir(t *testing.T) {
 		t.Errorf("with %s: %q", EnvModels, d)
 	}
 }
+
+// TestPullTooManyPages: a listing that never ends is cut at maxPages.
+func TestPullTooManyPages(t *testing.T) {
+	hub := hubtest.New(t)
+	hub.PageSize = 1
+	files := map[string]*hubtest.File{}
+	for i := range maxPages + 1 {
+		files[fmt.Sprintf("m%04d.gguf", i)] = &hubtest.File{Data: []byte{byte(i)}}
+	}
+	hub.Add("o/pages", &hubtest.Repo{Files: files})
+	_, err := pull(t, newPuller(t, hub, ""), "o/pages/m0000.gguf")
+	if !errors.Is(err, ErrListing) || !strings.Contains(err.Error(), "pages") {
+		t.Fatalf("err %v", err)
+	}
+	if n := len(hub.Requests()); n != maxPages {
+		t.Errorf("%d requests, want %d", n, maxPages)
+	}
+}
