@@ -3,6 +3,8 @@ package hub
 import (
 	"bytes"
 	"errors"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -43,5 +45,36 @@ func FuzzDecodeListing(f *testing.F) {
 				t.Fatalf("digests of %+v", f)
 			}
 		}
+	})
+}
+
+// FuzzNames: a name accepted by ParseRef or CheckPath can never climb
+// out of the models directory, and a reference prints back as given.
+func FuzzNames(f *testing.F) {
+	for _, s := range []string{"o/n", "o/n:Q4_K_M", "o/n/d/m-00001-of-00002.gguf", "o/../x", "o/n/../../x.gguf", "o/n/a\\b.gguf"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if r, err := ParseRef(s); err == nil {
+			if r.String() != s {
+				t.Fatalf("%q prints as %q", s, r.String())
+			}
+			if r.File != "" && (CheckPath(r.File) != nil || !IsGGUF(r.File)) {
+				t.Fatalf("%q: file %q accepted", s, r.File)
+			}
+			s = r.Repo + "/" + r.File
+		} else if !errors.Is(err, ErrName) {
+			t.Fatalf("%q: %v is not ErrName", s, err)
+		}
+		if CheckPath(s) != nil {
+			return
+		}
+		dir := "/models"
+		p := (Store{Dir: dir}).path("o/n", s)
+		if rel, err := filepath.Rel(dir, p); err != nil || strings.HasPrefix(rel, "..") || !strings.HasPrefix(p, dir+"/o/n/") {
+			t.Fatalf("%q lands at %q", s, p)
+		}
+		_, _, _, _ = shardOf(s)
+		_ = MatchQuant(s, "Q4_K_M")
 	})
 }
