@@ -254,3 +254,25 @@ func readmeHub(t *testing.T, readme, sharedDir string) []string {
 	}
 	return slices.Clip(hubEnv(t, h, t.TempDir()))
 }
+
+// TestPullProgressTerminal: with stderr on a terminal, lisa pull draws
+// its progress line and ends it with the verified size.
+func TestPullProgressTerminal(t *testing.T) {
+	h := hubtest.New(t)
+	data := bytes.Repeat([]byte("0123456789abcdef"), 1<<17) // 2 MiB
+	h.Add("owner/Bar-GGUF", &hubtest.Repo{Files: map[string]*hubtest.File{"Bar-Q8_0.gguf": {Data: data}}})
+	ptm, pts := openPTY(t)
+	shown := readAll(ptm)
+	cmd := exec.Command(e2eBinary(t), "pull", "owner/Bar-GGUF")
+	cmd.Env = hubEnv(t, h, t.TempDir())
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, pts
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("lisa pull on a terminal: %v", err)
+	}
+	pts.Close()
+	got := <-shown
+	if !strings.Contains(got, "\rBar-Q8_0.gguf 100.0% 2.0 MiB / 2.0 MiB  verified") || !strings.Contains(out.String(), hexSHA(data)) {
+		t.Errorf("terminal shows %q, stdout %q", got, out.String())
+	}
+}
