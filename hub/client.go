@@ -145,13 +145,15 @@ func (c *Client) get(ctx context.Context, u, what string, from int64) (*http.Res
 	switch resp.StatusCode {
 	case http.StatusUnauthorized, http.StatusForbidden:
 		if c.token == "" {
-			return nil, fmt.Errorf("%w: %s: %s: the repository is gated or private; set %s to an access token of an account that was granted access",
+			// The hub answers 401 for a repository that does not exist
+			// too, so as not to reveal private ones.
+			return nil, fmt.Errorf("%w: %s: %s: no such repository, or a gated or private one: check the name, or set %s to an access token of an account that was granted access",
 				ErrAuth, what, resp.Status, EnvToken)
 		}
 		return nil, fmt.Errorf("%w: %s: %s: the token in %s does not give access to it (accept the repository's terms on its page, or use another token)",
 			ErrAuth, what, resp.Status, EnvToken)
 	case http.StatusNotFound:
-		return nil, fmt.Errorf("%w: %s: %s", ErrNotFound, what, resp.Status)
+		return nil, fmt.Errorf("%w: %s: %s (check the repository and file names)", ErrNotFound, what, resp.Status)
 	}
 	return nil, &StatusError{What: what, Code: resp.StatusCode}
 }
@@ -162,6 +164,7 @@ type StatusError struct {
 	Code int
 }
 
+// Error names the request and the status.
 func (e *StatusError) Error() string {
 	return fmt.Sprintf("%s: hub answered %d %s", e.What, e.Code, http.StatusText(e.Code))
 }

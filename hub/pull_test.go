@@ -551,3 +551,24 @@ func TestPullTooManyPages(t *testing.T) {
 		t.Errorf("%d requests, want %d", n, maxPages)
 	}
 }
+
+// TestPullNotFound: a missing repository, tag or file is ErrNotFound and
+// the message lists what the repository has.
+func TestPullNotFound(t *testing.T) {
+	hub := hubtest.New(t)
+	hub.Add("o/m", &hubtest.Repo{Files: map[string]*hubtest.File{"m-Q8_0.gguf": {Data: []byte("x")}, "m-Q4_K_S.gguf": {Data: []byte("y")}}})
+	p := newPuller(t, hub, "")
+	for _, tc := range []struct{ ref, want string }{
+		{"o/missing", "404"},
+		{"o/m:Q2_K", "m-Q4_K_S.gguf (Q4_K_S) m-Q8_0.gguf (Q8_0)"},
+		{"o/m/m-F16.gguf", "no file m-F16.gguf"},
+	} {
+		_, err := pull(t, p, tc.ref)
+		if !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want ErrNotFound saying %q", tc.ref, err, tc.want)
+		}
+	}
+	if _, err := pull(t, p, "o/m"); !errors.Is(err, ErrAmbiguous) || !strings.Contains(err.Error(), "add :QUANT") {
+		t.Errorf("no tag, no Q4_K_M: %v", err)
+	}
+}
