@@ -28,6 +28,10 @@ const DefaultAttempts = 3
 // digest says; its partial file has been deleted.
 var ErrDigest = errors.New("digest mismatch")
 
+// ErrNoSpace is wrapped when the models directory's file system has too
+// little free space for a download.
+var ErrNoSpace = errors.New("not enough space")
+
 // Event reports the progress of one file of a pull.
 type Event struct {
 	File         string // path in the repository
@@ -201,6 +205,9 @@ func (p *Puller) download(ctx context.Context, repo string, f File, partial stri
 		}
 	}
 	resumed := have
+	if free := freeBytes(filepath.Dir(partial)); free >= 0 && free < f.Size-have {
+		return "", fmt.Errorf("%w: %s needs %d more bytes in %s, which has %d free", ErrNoSpace, f.Path, f.Size-have, filepath.Dir(partial), free)
+	}
 	if have < f.Size {
 		if have, err = p.receive(ctx, repo, f, fh, h, have, ev); err != nil {
 			return "", err

@@ -572,3 +572,21 @@ func TestPullNotFound(t *testing.T) {
 		t.Errorf("no tag, no Q4_K_M: %v", err)
 	}
 }
+
+// TestPullNoSpace: a file larger than the free space is refused before
+// any byte is downloaded.
+func TestPullNoSpace(t *testing.T) {
+	const size = 1 << 41
+	hub := hubtest.New(t)
+	hub.Add("o/big", &hubtest.Repo{Listing: []byte(fmt.Sprintf(
+		`[{"type":"file","oid":"%s","size":%d,"path":"big.gguf","lfs":{"oid":"%s","size":%d}}]`,
+		strings.Repeat("a", 40), int64(size), sha(nil), int64(size)))})
+	p := newPuller(t, hub, "")
+	if free := freeBytes(p.Store.Dir); free < 0 || free >= size {
+		t.Skipf("free space %d: cannot test a file larger than it", free)
+	}
+	_, err := pull(t, p, "o/big")
+	if !errors.Is(err, ErrNoSpace) || storageGets(hub, "big.gguf") != 0 {
+		t.Fatalf("err %v, %d downloads", err, storageGets(hub, "big.gguf"))
+	}
+}
