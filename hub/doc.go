@@ -13,7 +13,8 @@
 // ".partial" file beside its destination and renamed into place only
 // after its SHA-256 matched the repository's LFS oid (or, for a file kept
 // in git rather than LFS, its git blob SHA-1 matched the listed oid); a
-// mismatch deletes the partial file. The digest is then kept in a
+// mismatch deletes the partial file. A download larger than the free space
+// left is refused before it starts. The digest is then kept in a
 // ".sha256" file beside the model (sha256sum's format) so that lisa models
 // and lisa serve -hf can pin it without the network.
 //
