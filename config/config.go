@@ -25,6 +25,8 @@ type Config struct {
 	Model       string   `yaml:"model" json:"model"`               // path of the GGUF file
 	ModelName   string   `yaml:"model_name" json:"model_name"`     // name served in /v1/models
 	ModelSHA256 string   `yaml:"model_sha256" json:"model_sha256"` // expected SHA-256 (hex) of the model file
+	HF          string   `yaml:"hf" json:"hf"`                     // OWNER/NAME[:QUANT] on Hugging Face, pulled if absent (instead of model)
+	ModelsDir   string   `yaml:"models_dir" json:"models_dir"`     // where hf models are kept ("": $LISA_MODELS or ~/.cache/lisa/models)
 	Listen      string   `yaml:"listen" json:"listen"`             // host:port
 	APIKeys     []string `yaml:"api_keys" json:"api_keys"`         // "sha256:<hex>" digests
 	APIKeysFile string   `yaml:"api_keys_file" json:"api_keys_file"`
@@ -221,8 +223,11 @@ func (c *Config) validate() []error {
 	bad := func(key, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
 	}
-	if c.Model == "" {
-		bad("model", "no model file given (use -m FILE or the model key)")
+	if c.Model == "" && c.HF == "" {
+		bad("model", "no model file given (use -m FILE, -hf OWNER/NAME[:QUANT] or the model key)")
+	}
+	if c.Model != "" && c.HF != "" {
+		bad("hf", "give either model or hf, not both")
 	}
 	if c.ModelSHA256 != "" {
 		if h := strings.TrimPrefix(strings.ToLower(c.ModelSHA256), DigestPrefix); len(h) != 64 || strings.Trim(h, "0123456789abcdef") != "" {

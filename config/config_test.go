@@ -107,6 +107,8 @@ func TestResolve(t *testing.T) {
 		{"short digest", func(c *Config) { c.APIKeys = []string{"sha256:abcd"} }, "hex digits"},
 		{"placeholder digest", func(c *Config) { c.APIKeys = []string{Digest(placeholder).String()} }, "placeholder"},
 		{"no model", func(c *Config) { c.Model = "" }, "model:"},
+		{"hf instead of model", func(c *Config) { c.Model, c.HF, c.ModelName = "", "o/n:Q4_K_M", "x" }, ""},
+		{"model and hf", func(c *Config) { c.HF = "o/n" }, "hf:"},
 		{"bad sha", func(c *Config) { c.ModelSHA256 = "xyz" }, "model_sha256"},
 		{"bad listen", func(c *Config) { c.Listen = "8080" }, "listen"},
 		{"bad parallel", func(c *Config) { c.Parallel = 0 }, "parallel"},

@@ -69,6 +69,8 @@ func Bind(fs *flag.FlagSet, c *Config) {
 	fs.StringVar(&c.Model, "m", c.Model, "GGUF model `file` (short for --model)")
 	s(&c.ModelName, "model-name", "model `name` served in /v1/models (default: the file name without .gguf)")
 	s(&c.ModelSHA256, "model-sha256", "refuse to start unless the model file has this SHA-256 (`hex`)")
+	s(&c.HF, "hf", "serve `OWNER/NAME[:QUANT]` from Hugging Face, pulled into the models directory if absent and pinned to its verified SHA-256")
+	s(&c.ModelsDir, "models-dir", "`directory` of pulled models (default: $LISA_MODELS, else ~/.cache/lisa/models)")
 	s(&c.Listen, "listen", "`host:port` to listen on; off loopback API keys are required")
 	fs.Var(listValue{&c.APIKeys}, "api-keys", "comma-separated API key `digests` (\"sha256:<hex>\", from lisa hash-key) (key api_keys)")
 	s(&c.APIKeysFile, "api-keys-file", "`file` with one API key digest per line")

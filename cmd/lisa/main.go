@@ -33,6 +33,8 @@ func commands() map[string]command {
 		"bench":         {"measure prompt processing and generation speed like llama-bench (sandboxed by default)", runBench},
 		"run":           {"run one prompt through a model and print the text (or JSON with top logits)", runRun},
 		"doctor":        {"check the host for what the sandbox needs; each failing line says the fix", runDoctor},
+		"pull":          {"download a GGUF model from Hugging Face (OWNER/NAME[:QUANT]), resumable, SHA-256 checked", runPull},
+		"models":        {"list the downloaded models (name, size, quant, digest); models rm NAME removes one", runModels},
 	}
 }
 

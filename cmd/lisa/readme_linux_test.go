@@ -21,7 +21,8 @@ import (
 // must pass /health and stays up for the lines after it, until the next
 // serve line; every other line must exit 0 (curl with -f: an HTTP error
 // fails it). Port 8080 becomes a free
-// port. make build and make test are the two lines not run here: the test
+// port; lisa pull and serve -hf reach a local hub serving stories260K
+// (readmeHub). make build and make test are the two lines not run here: the test
 // builds lisa with the Makefile's flags itself, and make test is what
 // .ci/run runs.
 func TestReadmeRuns(t *testing.T) {
@@ -57,6 +58,7 @@ func TestReadmeRuns(t *testing.T) {
 		}
 	}
 	port := strconv.Itoa(freePort(t))
+	env := readmeHub(t, string(data), sharedDir)
 	var server *exec.Cmd
 	var serverLogs *lockedBuffer
 	stop := func() {
@@ -83,7 +85,7 @@ func TestReadmeRuns(t *testing.T) {
 			serverLogs = &lockedBuffer{}
 			server = exec.Command("sh", "-c", "exec "+line)
 			server.Dir, server.Stdout, server.Stderr = work, serverLogs, serverLogs
-			server.Env = append(os.Environ(), "PWD="+work)
+			server.Env = append(env, "PWD="+work)
 			if err := server.Start(); err != nil {
 				t.Fatalf("%s: %v", line, err)
 			}
@@ -93,7 +95,7 @@ func TestReadmeRuns(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		cmd := exec.CommandContext(ctx, "sh", "-c", line)
 		cmd.Dir = work
-		cmd.Env = append(os.Environ(), "PWD="+work)
+		cmd.Env = append(env, "PWD="+work)
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		err := cmd.Run()

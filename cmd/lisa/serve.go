@@ -49,6 +49,11 @@ func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
 }
 
 func serve(cfg *config.Config, logger *slog.Logger) error {
+	if cfg.HF != "" {
+		if err := resolveHF(cfg, logger); err != nil {
+			return err
+		}
+	}
 	// The sandbox bind-mounts the model by absolute path; a relative -m
 	// is relative to the directory lisa was started in.
 	modelPath, err := filepath.Abs(cfg.Model)
