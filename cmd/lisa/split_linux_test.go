@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -110,5 +111,45 @@ func TestRunSplitModel(t *testing.T) {
 	got := decodeRunJSON(t, lisaRun("--json"))
 	if !slices.Equal(got.GeneratedIDs, p.GeneratedIDs) {
 		t.Errorf("split model, evaluation worker: ids %v, want %v", got.GeneratedIDs, p.GeneratedIDs)
+	}
+}
+
+// TestSandboxCheckSplit: lisa sandbox-check on a split model's first shard
+// locks the probe worker down with every shard mounted and checked, and
+// every probe is still blocked.
+func TestSandboxCheckSplit(t *testing.T) {
+	paths := writeSplit(t)
+	out, errs, code := runLisa(t, buildLisa(t), "sandbox-check", "--json", "-m", paths[0])
+	if code != 0 {
+		t.Fatalf("exit %d; stderr: %s", code, errs)
+	}
+	var r struct {
+		Layers []struct {
+			Name    string
+			Applied bool
+			Detail  string
+		}
+		Probes []struct {
+			Name    string
+			Blocked bool
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("output is not JSON: %v\n%s", err, out)
+	}
+	var checked bool
+	for _, l := range r.Layers {
+		checked = checked || (l.Name == "model inode check" && l.Applied && strings.Contains(l.Detail, "fds 4–6"))
+	}
+	if !checked {
+		t.Errorf("no inode check of the three shards' fds 4–6 in %+v", r.Layers)
+	}
+	if len(r.Probes) == 0 {
+		t.Error("no probes ran")
+	}
+	for _, p := range r.Probes {
+		if !p.Blocked {
+			t.Errorf("probe %q not blocked with a split model", p.Name)
+		}
 	}
 }
