@@ -20,6 +20,7 @@ import (
 	"github.com/lisa-llm/lisa/config"
 	"github.com/lisa-llm/lisa/gguf"
 	"github.com/lisa-llm/lisa/internal/shared"
+	"github.com/lisa-llm/lisa/internal/splitgguf"
 	"github.com/lisa-llm/lisa/model"
 	"github.com/lisa-llm/lisa/model/synth"
 )
@@ -169,6 +170,36 @@ func TestRunWorker(t *testing.T) {
 				t.Errorf("worker peak RSS %d", rs[0].PeakRSS)
 			}
 		})
+	}
+}
+
+// TestRunWorkerSplit measures the mini model split in three shards, given
+// by its first: the worker, sandboxed or not, reads all three and
+// measures the whole model; a missing shard is named before any worker
+// starts.
+func TestRunWorkerSplit(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the sandboxed worker is Linux-only")
+	}
+	dir := t.TempDir()
+	os.Chmod(dir, 0o755)
+	paths, err := splitgguf.Write(miniModel(t), dir, "mini", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := Params{NPrompt: 8, NGen: 2, Reps: 1, Threads: []int{1}}
+	for _, sandboxed := range []bool{false, true} {
+		rs, err := runWorker(paths[0], p, sandboxed, []string{WorkerArg}, nil, nil)
+		if err != nil {
+			t.Fatalf("sandbox=%v: %v", sandboxed, err)
+		}
+		checkResults(t, rs, p, sandboxed)
+	}
+	if err := os.Remove(paths[2]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runWorker(paths[0], p, true, []string{WorkerArg}, nil, nil); err == nil || !strings.Contains(err.Error(), "shard 3 of 3 (mini-00003-of-00003.gguf) cannot be opened") {
+		t.Errorf("a missing shard: %v", err)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strconv"
 
+	"github.com/lisa-llm/lisa/broker"
 	"github.com/lisa-llm/lisa/config"
 	"github.com/lisa-llm/lisa/gguf"
 	"github.com/lisa-llm/lisa/sandbox"
@@ -77,12 +78,17 @@ func runWorker(path string, p Params, sandboxed bool, execArgs []string, progres
 		return nil, fmt.Errorf("bench: %w", err)
 	}
 	defer f.Close()
+	shardPaths, shards, err := broker.OpenShards(abs, sandbox.MaxShards)
+	if err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	defer broker.CloseShards(shards)
 	arg, _ := json.Marshal(workerParams{p.NPrompt, p.NGen, p.Reps, p.Threads})
 	threads := 0
 	for _, t := range p.Threads {
 		threads = max(threads, t)
 	}
-	proc, err := sandbox.Start(sandbox.Config{Enabled: sandboxed, ModelPath: abs, Model: f, Threads: threads, Kernels: p.Kernels,
+	proc, err := sandbox.Start(sandbox.Config{Enabled: sandboxed, ModelPath: abs, Model: f, ShardPaths: shardPaths, Shards: shards, Threads: threads, Kernels: p.Kernels,
 		MemoryLimit: workerMemoryLimit(p, sandboxed), ExecArgs: execArgs, Args: []string{string(arg)}, Stderr: progress})
 	if err != nil {
 		return nil, fmt.Errorf("bench: start worker: %w", err)
@@ -151,10 +157,10 @@ func WorkerMain(args []string) int {
 	}
 	p := Params{NPrompt: wp.NPrompt, NGen: wp.NGen, Reps: wp.Reps, Threads: wp.Threads,
 		Progress: func(msg string) { fmt.Fprintln(os.Stderr, msg) }}
-	// Under the serving stage close is not allowed: the model file stays
+	// Under the serving stage close is not allowed: the model's files stay
 	// open (and referenced, so no finalizer closes it) until exit.
 	defer runtime.KeepAlive(mf)
-	f, err := gguf.LoadFile(mf, gguf.DefaultLimits())
+	f, err := gguf.LoadSplit(mf, gguf.DefaultLimits())
 	if err != nil {
 		return reply(workerReply{Error: err.Error()})
 	}

@@ -4,12 +4,15 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/lisa-llm/lisa/gguf"
 	"github.com/lisa-llm/lisa/internal/shared"
 )
 
@@ -66,4 +69,66 @@ func TestOpenSharedModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
+}
+
+// TestOpenShards: the further shards of a split model are opened by name
+// alone (the broker never parses them), in order; a missing one, a
+// directory in a shard's place, a later shard given first and a split of
+// too many shards are refused naming the shard.
+func TestOpenShards(t *testing.T) {
+	dir := t.TempDir()
+	name := func(no, count int) string {
+		return filepath.Join(dir, fmt.Sprintf("m-%05d-of-%05d.gguf", no, count))
+	}
+	for i := 1; i <= 3; i++ {
+		if err := os.WriteFile(name(i, 3), []byte{byte('0' + i)}, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(name(1, 2), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(name(2, 2), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(name(1, 4), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	single := filepath.Join(dir, "whole.gguf")
+	for _, c := range []struct {
+		name, path string
+		max        int
+		want       []string // the further shards' contents
+		err        string
+	}{
+		{"not split", single, 64, nil, ""},
+		{"three shards", name(1, 3), 64, []string{"2", "3"}, ""},
+		{"a shard missing", name(1, 4), 64, nil, "shard 2 of 4 (m-00002-of-00004.gguf) cannot be opened"},
+		{"a directory for a shard", name(1, 2), 64, nil, "shard 2 of 2 (m-00002-of-00002.gguf) cannot be opened"},
+		{"a later shard", name(2, 3), 64, nil, "is not the first shard: load the model from m-00001-of-00003.gguf"},
+		{"too many shards", name(1, 3), 2, nil, "has 3 shards, more than the 2"},
+	} {
+		paths, files, err := OpenShards(c.path, c.max)
+		if c.err != "" {
+			if !errors.Is(err, gguf.ErrSplit) || !strings.Contains(err.Error(), c.err) || files != nil {
+				t.Errorf("%s: %v, want gguf.ErrSplit saying %q", c.name, err, c.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		var got []string
+		for i, f := range files {
+			b, _ := io.ReadAll(f)
+			got = append(got, string(b))
+			if f.Name() != paths[i] {
+				t.Errorf("%s: file %s for path %s", c.name, f.Name(), paths[i])
+			}
+		}
+		CloseShards(files)
+		if !slices.Equal(got, c.want) || len(paths) != len(c.want) {
+			t.Errorf("%s: shards %q at %q, want %q", c.name, got, paths, c.want)
+		}
+	}
 }

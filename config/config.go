@@ -24,7 +24,7 @@ const maxFileBytes = 1 << 20
 type Config struct {
 	Model       string   `yaml:"model" json:"model"`               // path of the GGUF file
 	ModelName   string   `yaml:"model_name" json:"model_name"`     // name served in /v1/models
-	ModelSHA256 string   `yaml:"model_sha256" json:"model_sha256"` // expected SHA-256 (hex) of the model file
+	ModelSHA256 string   `yaml:"model_sha256" json:"model_sha256"` // expected SHA-256 (hex) of the model file (a split model's first shard)
 	HF          string   `yaml:"hf" json:"hf"`                     // OWNER/NAME[:QUANT] on Hugging Face, pulled if absent (instead of model)
 	ModelsDir   string   `yaml:"models_dir" json:"models_dir"`     // where hf models are kept ("": $LISA_MODELS or ~/.cache/lisa/models)
 	Listen      string   `yaml:"listen" json:"listen"`             // host:port

@@ -63,7 +63,7 @@ const progressEvery = time.Second
 // Engine is the loaded model with its slots. Its methods are safe for
 // concurrent use.
 type Engine struct {
-	fh      *os.File // the model file of Load, kept open (and reachable) for the engine's life
+	fhs     []*os.File // the model files of Load, kept open (and reachable) for the engine's life
 	file    *gguf.File
 	tok     *tokenizer.Tokenizer
 	model   *model.Model
@@ -76,10 +76,11 @@ type Engine struct {
 }
 
 // Load is the worker's worker.EngineLoader: it reads the model from the
-// file the broker verified and sizes the engine from the hello. It passes
+// files the broker verified (one, or a split model's shards, the first
+// first) and sizes the engine from the hello. It passes
 // progress the end of the tensor validation and, for a slow load, a report
 // about once a second before it.
-func Load(fh *os.File, hello ipc.Hello, progress func(worker.LoadProgress)) (worker.Engine, error) {
+func Load(fhs []*os.File, hello ipc.Hello, progress func(worker.LoadProgress)) (worker.Engine, error) {
 	kv := model.KVF16
 	if hello.KVType != "" {
 		var err error
@@ -88,7 +89,7 @@ func Load(fh *os.File, hello ipc.Hello, progress func(worker.LoadProgress)) (wor
 		}
 	}
 	o := Options{Threads: hello.Threads, CtxSize: hello.CtxSize, Parallel: hello.Parallel, KV: kv}
-	f, err := openModel(fh, o)
+	f, err := openModel(fhs, o)
 	if err != nil {
 		return nil, err
 	}
@@ -102,28 +103,30 @@ func Load(fh *os.File, hello ipc.Hello, progress func(worker.LoadProgress)) (wor
 		f.Close()
 		return nil, err
 	}
-	// Were fh collected, its cleanup would close the model's fd, a call
-	// the worker's serving filter kills it for.
-	e.fh = fh
+	// Were fhs collected, their cleanup would close the model's fds, a
+	// call the worker's serving filter kills it for.
+	e.fhs = fhs
 	return e, nil
 }
 
-// openModel opens the model for o. It maps the file first (which parses
+// openModel opens the model for o from its files (one, or a split
+// model's shards, each checked as a file of its own). It maps the files
+// first (which parses
 // and checks its header); if a private in-memory copy of the whole file
 // (gguf.LoadFile: decode streams it markedly faster than the page cache's
 // mapping) fits in the share of the memory limit beside the KV cache and
 // scratch o needs, it reads that copy instead. Otherwise it keeps the
 // mapping: the page cache's pages do not count against the worker's
 // RLIMIT_DATA, so a model larger than the limit's share still serves.
-func openModel(fh *os.File, o Options) (*gguf.File, error) {
-	f, err := gguf.OpenFile(fh, gguf.DefaultLimits())
+func openModel(fhs []*os.File, o Options) (*gguf.File, error) {
+	f, err := gguf.OpenSplit(fhs, gguf.DefaultLimits())
 	if err != nil {
 		return nil, err
 	}
 	if !fitsInMemory(f, o) {
 		return f, nil
 	}
-	g, err := gguf.LoadFile(fh, gguf.DefaultLimits())
+	g, err := gguf.LoadSplit(fhs, gguf.DefaultLimits())
 	if err != nil {
 		return f, nil // the mapping still serves
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/lisa-llm/lisa/gguf"
 	"github.com/lisa-llm/lisa/internal/shared"
+	"github.com/lisa-llm/lisa/internal/splitgguf"
 	"github.com/lisa-llm/lisa/ipc"
 	"github.com/lisa-llm/lisa/model"
 	"github.com/lisa-llm/lisa/worker"
@@ -524,7 +525,7 @@ func TestLoad(t *testing.T) {
 	defer fh.Close()
 	var reports []worker.LoadProgress
 	progress := func(p worker.LoadProgress) { reports = append(reports, p) }
-	eng, err := Load(fh, ipc.Hello{ID: 1, Protocol: ipc.Version, CtxSize: 64, Parallel: 2, KVType: "f32", Threads: 1}, progress)
+	eng, err := Load([]*os.File{fh}, ipc.Hello{ID: 1, Protocol: ipc.Version, CtxSize: 64, Parallel: 2, KVType: "f32", Threads: 1}, progress)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -537,11 +538,66 @@ func TestLoad(t *testing.T) {
 	if n := len(reports); n == 0 || reports[n-1].Tensors != len(f.Tensors) || reports[n-1].TensorsTotal != len(f.Tensors) {
 		t.Errorf("progress reports %+v for %d tensors", reports, len(f.Tensors))
 	}
-	if _, err := Load(fh, ipc.Hello{KVType: "q4"}, progress); err == nil {
+	if _, err := Load([]*os.File{fh}, ipc.Hello{KVType: "q4"}, progress); err == nil {
 		t.Error("kv type q4 accepted")
 	}
-	if _, err := Load(fh, ipc.Hello{Parallel: MaxParallel + 1}, nil); err == nil {
+	if _, err := Load([]*os.File{fh}, ipc.Hello{Parallel: MaxParallel + 1}, nil); err == nil {
 		t.Error("parallel beyond the limit accepted")
+	}
+}
+
+// TestLoadSplit: Load takes a split model's shards, mapped or copied into
+// memory, and generates from them what it generates from the whole file;
+// the first shard alone is refused with an error naming the shard missing.
+func TestLoadSplit(t *testing.T) {
+	whole := filepath.Join(shared.Dir(t), stories)
+	paths, err := splitgguf.Write(whole, t.TempDir(), "stories", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := func(paths ...string) []*os.File {
+		var fhs []*os.File
+		for _, p := range paths {
+			fh, err := os.Open(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { fh.Close() })
+			fhs = append(fhs, fh)
+		}
+		return fhs
+	}
+	hello := ipc.Hello{ID: 1, Protocol: ipc.Version, CtxSize: 64, Parallel: 1, KVType: "f32", Threads: 1}
+	generate := func(fhs []*os.File) string {
+		t.Helper()
+		eng, err := Load(fhs, hello, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer eng.(*Engine).Close()
+		var b strings.Builder
+		req := worker.GenerateParams{Prompt: "Once upon a time", MaxTokens: 16, Sampling: ipc.Sampling{Temperature: 0}}
+		if _, err := eng.Generate(context.Background(), req, func(c worker.TextChunk) error { b.WriteString(c.Text); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	want := generate(open(whole))
+	if got := generate(open(paths...)); got != want || got == "" {
+		t.Errorf("split model generates %q, the whole file %q", got, want)
+	}
+	for _, c := range []struct {
+		name  string
+		files []string
+		want  string
+	}{
+		{"first shard alone", paths[:1], "shard 2 of 3"},
+		{"shards out of order", []string{paths[0], paths[2], paths[1]}, "is shard 3"},
+	} {
+		_, err := Load(open(c.files...), hello, nil)
+		if !errors.Is(err, gguf.ErrSplit) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want gguf.ErrSplit saying %q", c.name, err, c.want)
+		}
 	}
 }
 
@@ -582,7 +638,7 @@ func TestModelInMemory(t *testing.T) {
 		if got := fitsInMemory(f, o); got != c.want {
 			t.Errorf("limit %d (need %.0f): in memory %v, want %v", c.limit, need, got, c.want)
 		}
-		g, err := openModel(fh, o)
+		g, err := openModel([]*os.File{fh}, o)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -123,6 +123,12 @@ func checkConfig(cfg *Config) error {
 		return errors.New("sandbox: config Model: no model file")
 	case cfg.Enabled && (len(cfg.ModelPath) == 0 || cfg.ModelPath[0] != '/'):
 		return fmt.Errorf("sandbox: config ModelPath: %q is not an absolute path", cfg.ModelPath)
+	case len(cfg.Shards) != len(cfg.ShardPaths):
+		return fmt.Errorf("sandbox: config Shards: %d files for %d ShardPaths", len(cfg.Shards), len(cfg.ShardPaths))
+	case len(cfg.Shards) > MaxShards-1:
+		return fmt.Errorf("sandbox: config Shards: %d further shards; at most %d", len(cfg.Shards), MaxShards-1)
+	case cfg.Enabled && !allAbsolute(cfg.ShardPaths):
+		return fmt.Errorf("sandbox: config ShardPaths: %q are not all absolute paths", cfg.ShardPaths)
 	case cfg.MemoryLimit < 0 || (cfg.MemoryLimit > 0 && cfg.MemoryLimit < minMemoryLimit):
 		return fmt.Errorf("sandbox: config MemoryLimit: %d bytes; want 0 (none) or at least %d", cfg.MemoryLimit, minMemoryLimit)
 	case cfg.Cgroup && cfg.CgroupAuto:
@@ -133,6 +139,11 @@ func checkConfig(cfg *Config) error {
 		return fmt.Errorf("sandbox: config PidsLimit: %d is negative", cfg.PidsLimit)
 	case cfg.Kernels != "" && cfg.Kernels != "generic" && cfg.Kernels != "avx2" && cfg.Kernels != "avx512":
 		return fmt.Errorf("sandbox: config Kernels: %q; want generic, avx2, avx512 or empty", cfg.Kernels)
+	}
+	for i, f := range cfg.Shards {
+		if f == nil {
+			return fmt.Errorf("sandbox: config Shards[%d]: no file", i)
+		}
 	}
 	if cfg.PidsLimit == 0 {
 		// The runtime needs a thread per busy compute thread, plus sysmon,
@@ -192,7 +203,7 @@ func start(cfg Config, cg *cgroupPlan, rep *Report) (*Process, error) {
 		Dir:         "/",
 		Stdin:       gateR,
 		Stderr:      errW,
-		ExtraFiles:  []*os.File{workerEnd, cfg.Model},
+		ExtraFiles:  append([]*os.File{workerEnd, cfg.Model}, cfg.Shards...),
 		SysProcAttr: sysProcAttr(cfg, cg),
 	}
 	p := &Process{Conn: conn, tail: newTailWriter(cfg.Stderr), cg: cg, done: make(chan struct{}),

@@ -42,3 +42,38 @@ func TestCheckConfigKernels(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckConfigShards: a split model's further shards come as many files
+// as paths, every one given, absolute when sandboxed, at most MaxShards-1.
+func TestCheckConfigShards(t *testing.T) {
+	f, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	many := make([]*os.File, MaxShards)
+	manyPaths := make([]string, MaxShards)
+	for i := range many {
+		many[i], manyPaths[i] = f, "/s"
+	}
+	for _, c := range []struct {
+		name  string
+		paths []string
+		files []*os.File
+		err   string
+	}{
+		{"none", nil, nil, ""},
+		{"two", []string{"/m-2", "/m-3"}, []*os.File{f, f}, ""},
+		{"the most", manyPaths[1:], many[1:], ""},
+		{"too many", manyPaths, many, "at most 63"},
+		{"a path without its file", []string{"/m-2", "/m-3"}, []*os.File{f}, "1 files for 2 ShardPaths"},
+		{"a nil file", []string{"/m-2"}, []*os.File{nil}, "Shards[0]: no file"},
+		{"a relative path", []string{"m-2"}, []*os.File{f}, "not all absolute"},
+	} {
+		cfg := Config{Enabled: true, ModelPath: "/m", Model: f, ShardPaths: c.paths, Shards: c.files}
+		err := checkConfig(&cfg)
+		if c.err == "" && err != nil || c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)) {
+			t.Errorf("%s: error %v, want %q", c.name, err, c.err)
+		}
+	}
+}

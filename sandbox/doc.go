@@ -4,13 +4,15 @@
 // Broker side: Start re-executes the running binary with --sandbox-worker
 // in new user, mount, PID, network, IPC, UTS and cgroup namespaces (uid and
 // gid 0 inside mapped to the broker's ids), with the IPC socket as fd 3,
-// the verified model as fd 4, an empty environment and, optionally, cgroup
+// the verified model as fd 4 (a split model's further shards as fds 5, 6,
+// …), an empty environment and, optionally, cgroup
 // limits. Its stderr reaches the broker through a pipe whose tail is kept
 // for the death line Exit.String gives.
 //
 // Worker side, in DESIGN.md §2 order and before a byte of the model is
-// read: LockDown mounts a 16 KiB read-only tmpfs holding only the model,
-// pivots into it, checks the model's inode against fd 4, closes every
+// read: LockDown mounts a 16 KiB read-only tmpfs holding only the model
+// (/model, and /model-2, /model-3, … for a split model's shards), pivots
+// into it, checks each file's inode against its fd, closes every
 // other file, sets rlimits, drops all capabilities, sets no_new_privs and
 // not-dumpable, applies Landlock and installs seccomp stage 1. Once the
 // model is loaded, EnterServing stacks seccomp stage 2.

@@ -19,7 +19,9 @@ import (
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
 
+	"github.com/lisa-llm/lisa/gguf"
 	"github.com/lisa-llm/lisa/internal/shared"
+	"github.com/lisa-llm/lisa/internal/splitgguf"
 )
 
 func copyFile(t *testing.T, src, dst string) {
@@ -54,6 +56,53 @@ func TestModelSwapped(t *testing.T) {
 	// The same file under both names is accepted.
 	s := startWorker(t, Config{Enabled: true, ModelPath: verified, Model: m})
 	s.Close()
+}
+
+// TestShardSwapped gives the worker a split model whose third shard's
+// path names another file than the one the broker opened: the worker must
+// refuse it as it refuses a swapped first shard. With the right files it
+// mounts every shard and loads the whole model from them.
+func TestShardSwapped(t *testing.T) {
+	dir := t.TempDir()
+	os.Chmod(dir, 0o755)
+	paths, err := splitgguf.Write(shared.Model(t, "stories260K.gguf"), dir, "stories", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(dir, "other.gguf")
+	copyFile(t, paths[2], other)
+	open := func(p string) *os.File {
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		return f
+	}
+	first, second := open(paths[0]), open(paths[1])
+	_, err = StartProbeWorker(Config{Enabled: true, ModelPath: paths[0], Model: first, ShardPaths: paths[1:],
+		Shards: []*os.File{second, open(other)}, Executable: os.Args[0]})
+	if err == nil || !strings.Contains(err.Error(), "swapped after verification") || !strings.Contains(err.Error(), ShardPath(3)) {
+		t.Fatalf("got %v, want the swap of %s refused", err, ShardPath(3))
+	}
+	s := startWorker(t, Config{Enabled: true, ModelPath: paths[0], Model: first, ShardPaths: paths[1:],
+		Shards: []*os.File{second, open(paths[2])}})
+	defer s.Close()
+	whole, err := gguf.Open(shared.Model(t, "stories260K.gguf"), gguf.DefaultLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer whole.Close()
+	if want := fmt.Sprintf("%d tensors", len(whole.Tensors)); !strings.Contains(s.Model, want) {
+		t.Errorf("worker loaded %q, want %s", s.Model, want)
+	}
+	var checked bool
+	for _, l := range s.Report.Layers {
+		checked = checked || (l.Name == "model inode check" && l.Applied && strings.Contains(l.Detail, "fds 4–6"))
+	}
+	if !checked {
+		t.Errorf("report %v: no inode check of fds 4–6", s.Report.Layers)
+	}
 }
 
 // TestStartFailsWithoutNamespaces makes the clone fail, as on a host with

@@ -165,21 +165,22 @@ func probeLoop(conn *os.File, rep *Report, m *mappedModel, env probeEnv, early *
 
 // mappedModel is the parsed model and its tensor data, used in place.
 type mappedModel struct {
-	// fh is fd 4, kept referenced: under stage 2 its finalizer's close
-	// would be a kill, as in the serving worker.
-	fh      *os.File
+	// fhs are fds 4, 5, …, kept referenced: under stage 2 a finalizer's
+	// close would be a kill, as in the serving worker.
+	fhs     []*os.File
 	file    *gguf.File
 	tensors [][]byte
 }
 
-// loadModel parses the model with the project's GGUF reader (mapping it
-// read-only) and collects every tensor's data.
-func loadModel(f *os.File) (*mappedModel, error) {
-	g, err := gguf.OpenFile(f, gguf.DefaultLimits())
+// loadModel parses the model (all its shards, when it is split) with the
+// project's GGUF reader (mapping it read-only) and collects every
+// tensor's data.
+func loadModel(fhs []*os.File) (*mappedModel, error) {
+	g, err := gguf.OpenSplit(fhs, gguf.DefaultLimits())
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: load model: %w", err)
 	}
-	m := &mappedModel{fh: f, file: g}
+	m := &mappedModel{fhs: fhs, file: g}
 	for i := range g.Tensors {
 		b, err := g.TensorData(&g.Tensors[i])
 		if err != nil {

@@ -31,7 +31,7 @@ func (p *Process) Done() <-chan struct{} {
 func (p *Process) Kill() error { return ErrUnsupported }
 
 // LockDown fails: the worker's sandbox exists only on Linux.
-func LockDown(wc WorkerConfig) (*os.File, Report, error) { return nil, Report{}, ErrUnsupported }
+func LockDown(wc WorkerConfig) ([]*os.File, Report, error) { return nil, Report{}, ErrUnsupported }
 
 // EnterServing fails: the worker's sandbox exists only on Linux.
 func EnterServing(rep *Report) error { return ErrUnsupported }

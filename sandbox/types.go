@@ -17,11 +17,26 @@ const WorkerFlag = "--sandbox-worker"
 // ModelPath is the model's path inside the worker's new root.
 const ModelPath = "/model"
 
+// MaxShards bounds the files of a split model the worker is given: the
+// first shard and at most MaxShards-1 further ones.
+const MaxShards = 64
+
+// ShardPath is the path, inside the worker's new root, of the model's
+// shard no (1-based): ModelPath for the first, "/model-2", "/model-3", …
+// for the further shards of a split model.
+func ShardPath(no int) string {
+	if no <= 1 {
+		return ModelPath
+	}
+	return ModelPath + "-" + strconv.Itoa(no)
+}
+
 // Fixed file descriptors in the worker.
 const (
 	// FDIPC is the worker's end of the broker's socketpair.
 	FDIPC = 3
-	// FDModel is the verified, read-only model.
+	// FDModel is the verified, read-only model (the first shard of a
+	// split model); further shards follow it, at fds 5, 6, ….
 	FDModel = 4
 )
 
@@ -38,6 +53,13 @@ type Config struct {
 	// Model is the model the broker opened and verified, read-only; it
 	// becomes the worker's fd 4.
 	Model *os.File
+	// ShardPaths are the host paths of a split model's further shards
+	// (shards 2, 3, … in order; none for a model in one file), and Shards
+	// the files the broker opened from them, read-only. Shard i becomes
+	// the worker's fd 5+i, bind-mounted as ShardPath(i+2). At most
+	// MaxShards-1.
+	ShardPaths []string
+	Shards     []*os.File
 	// MemoryLimit is memory_limit_bytes: RLIMIT_DATA, the Go soft memory
 	// limit (below it) and, in a cgroup, the cgroup's memory limit. 0 means
 	// no limit.
@@ -219,6 +241,9 @@ type WorkerConfig struct {
 	Enabled bool
 	// HostModelPath is the model's path on the host, for the bind mount.
 	HostModelPath string
+	// HostShardPaths are the host paths of a split model's further
+	// shards, in order (fds 5, 6, …).
+	HostShardPaths []string
 	// MemoryLimit is memory_limit_bytes (0: none).
 	MemoryLimit int64
 	// SeccompLog selects log-instead-of-kill filters.
@@ -252,6 +277,9 @@ func workerArgs(cfg Config) []string {
 		"-sandbox-seccomp-log=" + strconv.FormatBool(cfg.SeccompLog),
 		"-sandbox-threads=" + strconv.Itoa(cfg.Threads),
 		"-sandbox-pids=" + strconv.Itoa(cfg.PidsLimit)}
+	for _, p := range cfg.ShardPaths {
+		a = append(a, "-sandbox-shard="+p)
+	}
 	if len(cfg.testOff) > 0 {
 		a = append(a, "-sandbox-test-off="+strings.Join(cfg.testOff, ","))
 	}
@@ -274,6 +302,13 @@ func WorkerFlags(args []string) (WorkerConfig, error) {
 	fs.BoolVar(&wc.SeccompLog, "sandbox-seccomp-log", false, "log instead of kill")
 	fs.IntVar(&wc.Threads, "sandbox-threads", 0, "GOMAXPROCS")
 	fs.IntVar(&wc.PidsLimit, "sandbox-pids", 0, "RLIMIT_NPROC")
+	fs.Func("sandbox-shard", "a further shard's host path (repeated, in order)", func(p string) error {
+		if len(wc.HostShardPaths) >= MaxShards-1 {
+			return fmt.Errorf("more than %d shards", MaxShards)
+		}
+		wc.HostShardPaths = append(wc.HostShardPaths, p)
+		return nil
+	})
 	off := fs.String("sandbox-test-off", "", "layers switched off by a test")
 	if err := fs.Parse(args); err != nil {
 		return WorkerConfig{}, fmt.Errorf("sandbox: worker flags: %w", err)
@@ -281,6 +316,8 @@ func WorkerFlags(args []string) (WorkerConfig, error) {
 	switch {
 	case wc.Enabled && !strings.HasPrefix(wc.HostModelPath, "/"):
 		return WorkerConfig{}, fmt.Errorf("sandbox: worker flag -sandbox-model: %q is not an absolute path", wc.HostModelPath)
+	case wc.Enabled && !allAbsolute(wc.HostShardPaths):
+		return WorkerConfig{}, fmt.Errorf("sandbox: worker flag -sandbox-shard: %q are not all absolute paths", wc.HostShardPaths)
 	case wc.MemoryLimit < 0:
 		return WorkerConfig{}, fmt.Errorf("sandbox: worker flag -sandbox-memory: %d is negative", wc.MemoryLimit)
 	case wc.Threads < 0 || wc.Threads > 1024:
@@ -301,6 +338,16 @@ func WorkerFlags(args []string) (WorkerConfig, error) {
 	}
 	wc.Args = fs.Args()
 	return wc, nil
+}
+
+// allAbsolute reports whether every path is absolute.
+func allAbsolute(paths []string) bool {
+	for _, p := range paths {
+		if !strings.HasPrefix(p, "/") {
+			return false
+		}
+	}
+	return true
 }
 
 // ErrModelSwapped means the model in the worker's root is not the file the

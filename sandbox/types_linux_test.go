@@ -12,13 +12,14 @@ func TestWorkerFlagsRoundTrip(t *testing.T) {
 		{Enabled: true, ModelPath: "/models/a b.gguf", MemoryLimit: 1 << 30, SeccompLog: true, Threads: 4, Args: []string{"x", "-y"}},
 		{Enabled: false, ModelPath: "relative/ok-when-off.gguf"},
 		{Enabled: true, ModelPath: "/m", Args: []string{"--", "-sandbox=false"}},
+		{Enabled: true, ModelPath: "/m-00001-of-00003.gguf", ShardPaths: []string{"/m-00002-of-00003.gguf", "/a,b=c.gguf"}},
 	} {
 		wc, err := WorkerFlags(workerArgs(cfg))
 		if err != nil {
 			t.Fatalf("%+v: %v", cfg, err)
 		}
 		want := WorkerConfig{Enabled: cfg.Enabled, HostModelPath: cfg.ModelPath, MemoryLimit: cfg.MemoryLimit,
-			SeccompLog: cfg.SeccompLog, Threads: cfg.Threads, Args: cfg.Args}
+			SeccompLog: cfg.SeccompLog, Threads: cfg.Threads, HostShardPaths: cfg.ShardPaths, Args: cfg.Args}
 		if len(want.Args) == 0 {
 			want.Args = []string{}
 		}
@@ -38,6 +39,8 @@ func TestWorkerFlagsErrors(t *testing.T) {
 		{[]string{"-sandbox-model=/m", "-sandbox-threads=5000"}, "-sandbox-threads"},
 		{[]string{"-sandbox-model=/m", "-unknown"}, "worker flags"},
 		{[]string{"-sandbox-model=/m", "-sandbox-memory=zz"}, "worker flags"},
+		{[]string{"-sandbox-model=/m", "-sandbox-shard=/s2", "-sandbox-shard=rel"}, "-sandbox-shard"},
+		{append([]string{"-sandbox-model=/m"}, strings.Split(strings.Repeat("-sandbox-shard=/s ", MaxShards), " ")...), "more than 64 shards"},
 	}
 	for _, c := range cases {
 		if _, err := WorkerFlags(c.args); err == nil || !strings.Contains(err.Error(), c.want) {

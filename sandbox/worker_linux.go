@@ -19,6 +19,9 @@ import (
 
 // Worker rlimits besides RLIMIT_DATA.
 const (
+	// workerNoFile is RLIMIT_NOFILE for a model in one file; each further
+	// shard of a split model raises it by one, so the fds the worker may
+	// still open stay as many.
 	workerNoFile = 64
 	workerCore   = 0
 	// asReserve is the address space RLIMIT_AS allows beyond the memory
@@ -31,15 +34,17 @@ const (
 
 // LockDown runs the worker's lock-down (DESIGN.md §2 steps 2–7) in order:
 // wait for the broker's go-ahead, build the new root and pivot into it,
-// check the model's inode against fd 4, close every other fd, set rlimits
-// and the Go memory limit, drop capabilities, set no_new_privs and
+// check the model's inode against fd 4 (and each further shard's of a
+// split model against fds 5, 6, …), close every other fd, set rlimits and
+// the Go memory limit, drop capabilities, set no_new_privs and
 // not-dumpable, apply Landlock, install seccomp stage 1. It returns the
-// model re-opened inside the new root. Any failure is fatal to the worker:
-// the caller must exit without reading the model.
+// model's files re-opened inside the new root, the first shard first (one
+// file for a model that is not split). Any failure is fatal to the
+// worker: the caller must exit without reading the model.
 //
 // With wc.Enabled false it only waits for the go-ahead and closes stray
 // fds, and the report says the worker is unsandboxed.
-func LockDown(wc WorkerConfig) (*os.File, Report, error) {
+func LockDown(wc WorkerConfig) ([]*os.File, Report, error) {
 	rep := Report{wc: wc, locked: true}
 	if err := waitGate(); err != nil {
 		return nil, rep, err
@@ -47,7 +52,8 @@ func LockDown(wc WorkerConfig) (*os.File, Report, error) {
 	// A timer starts the runtime's poller (epoll_create1, eventfd2) now,
 	// before any filter: neither stage has to allow creating it.
 	time.Sleep(time.Microsecond)
-	stray, strayNames, err := strayFDs()
+	nfiles := 1 + len(wc.HostShardPaths)
+	stray, strayNames, err := strayFDs(FDModel + nfiles - 1)
 	if err != nil {
 		return nil, rep, err
 	}
@@ -57,7 +63,7 @@ func LockDown(wc WorkerConfig) (*os.File, Report, error) {
 	if !wc.Enabled {
 		closeFDs(stray)
 		rep.Add(LayerSandbox, false, false, "sandbox_enabled is false: the worker runs UNSANDBOXED")
-		return os.NewFile(FDModel, "model"), rep, nil
+		return modelFDs(nfiles), rep, nil
 	}
 	off := wc.off
 	for _, l := range []string{offNamespaces, offRoot, offLandlock, offSeccomp1, offSeccomp2, offRlimits} {
@@ -73,32 +79,43 @@ func LockDown(wc WorkerConfig) (*os.File, Report, error) {
 	if err := checkGoDebug(); err != nil {
 		return nil, rep, err
 	}
-	// One *os.File for fd 4 only: a second one, once unreferenced, would
-	// close the model from its finalizer (a close stage 2 kills).
-	var model *os.File
-	modelPath := wc.HostModelPath // where Landlock finds the model
+	// One *os.File for each model fd only: a second one, once
+	// unreferenced, would close the model from its finalizer (a close
+	// stage 2 kills).
+	var model []*os.File
+	// where Landlock finds the model's files
+	modelPaths := append([]string{wc.HostModelPath}, wc.HostShardPaths...)
 	if off[offNamespaces] || off[offRoot] {
-		model = os.NewFile(FDModel, "model")
+		model = modelFDs(nfiles)
 	} else {
-		if err := buildRoot(wc.HostModelPath); err != nil {
+		if err := buildRoot(modelPaths); err != nil {
 			return nil, rep, err
 		}
-		if err := checkRoot(); err != nil {
+		if err := checkRoot(nfiles); err != nil {
 			return nil, rep, err
 		}
-		rep.Add("root", true, true, "pivot_root into a read-only 16 KiB tmpfs holding only "+ModelPath)
-		if model, err = checkModel(); err != nil {
-			return nil, rep, err
+		held, checked := ModelPath, ModelPath+" is the file of fd 4"
+		if nfiles > 1 {
+			held = fmt.Sprintf("the model's %d shards (%s … %s)", nfiles, ModelPath, ShardPath(nfiles))
+			checked = fmt.Sprintf("%s … %s are the files of fds %d–%d", ModelPath, ShardPath(nfiles), FDModel, FDModel+nfiles-1)
 		}
-		rep.Add("model inode check", true, true, ModelPath+" is the file of fd 4")
-		modelPath = ModelPath
+		rep.Add("root", true, true, "pivot_root into a read-only 16 KiB tmpfs holding only "+held)
+		for no := 1; no <= nfiles; no++ {
+			f, err := checkModel(no)
+			if err != nil {
+				return nil, rep, err
+			}
+			model = append(model, f)
+			modelPaths[no-1] = ShardPath(no)
+		}
+		rep.Add("model inode check", true, true, checked)
 	}
 	closeFDs(stray)
 	closed := "none closed"
 	if len(stray) > 0 {
 		closed = "closed " + strings.Join(strayNames, ", ")
 	}
-	rep.Add("file descriptors", true, true, "0–4 only; "+closed)
+	rep.Add("file descriptors", true, true, fmt.Sprintf("0–%d only; %s", FDModel+nfiles-1, closed))
 	if !off[offRlimits] {
 		if err := setLimits(wc, &rep); err != nil {
 			return nil, rep, err
@@ -114,7 +131,7 @@ func LockDown(wc WorkerConfig) (*os.File, Report, error) {
 		wc.hooks.beforeLandlock()
 	}
 	if !off[offLandlock] {
-		applyLandlock(&rep, modelPath)
+		applyLandlock(&rep, modelPaths)
 	}
 	if wc.hooks != nil && wc.hooks.afterLandlock != nil {
 		wc.hooks.afterLandlock(&rep)
@@ -201,10 +218,20 @@ func checkGoDebug() error {
 	return nil
 }
 
-// strayFDs lists the open fds above 4 that are not the Go runtime's own
-// poller (an epoll instance and its eventfd). It reads /proc, so it runs
-// before the new root hides it.
-func strayFDs() ([]int, []string, error) {
+// modelFDs wraps the model's n inherited fds (4, 5, …) without checking
+// them, for a worker that builds no new root.
+func modelFDs(n int) []*os.File {
+	fs := make([]*os.File, n)
+	for i := range fs {
+		fs[i] = os.NewFile(uintptr(FDModel+i), "model-"+strconv.Itoa(i+1))
+	}
+	return fs
+}
+
+// strayFDs lists the open fds above last (the model's last) that are not
+// the Go runtime's own poller (an epoll instance and its eventfd). It
+// reads /proc, so it runs before the new root hides it.
+func strayFDs(last int) ([]int, []string, error) {
 	ents, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
 		return nil, nil, fmt.Errorf("sandbox: list open fds: %w", err)
@@ -213,7 +240,7 @@ func strayFDs() ([]int, []string, error) {
 	var names []string
 	for _, e := range ents {
 		fd, err := strconv.Atoi(e.Name())
-		if err != nil || fd <= FDModel {
+		if err != nil || fd <= last {
 			continue
 		}
 		link, err := os.Readlink("/proc/self/fd/" + e.Name())
@@ -236,7 +263,8 @@ func closeFDs(fds []int) {
 }
 
 // setLimits sets RLIMIT_DATA (memory_limit_bytes), RLIMIT_AS (that, the
-// model and asReserve), RLIMIT_NOFILE 64, RLIMIT_CORE 0 and RLIMIT_NPROC
+// model and asReserve), RLIMIT_NOFILE (64 and one per further shard),
+// RLIMIT_CORE 0 and RLIMIT_NPROC
 // (the pids limit), and a Go soft memory limit 1/8 below RLIMIT_DATA.
 //
 // RLIMIT_NPROC counts the threads of the worker's uid in its own user
@@ -250,18 +278,23 @@ func setLimits(wc WorkerConfig, rep *Report) error {
 		name string
 		v    uint64
 	}
-	lims := []lim{{unix.RLIMIT_NOFILE, "RLIMIT_NOFILE", workerNoFile}, {unix.RLIMIT_CORE, "RLIMIT_CORE", workerCore}}
+	nfiles := 1 + len(wc.HostShardPaths)
+	lims := []lim{{unix.RLIMIT_NOFILE, "RLIMIT_NOFILE", uint64(workerNoFile + nfiles - 1)}, {unix.RLIMIT_CORE, "RLIMIT_CORE", workerCore}}
 	if wc.MemoryLimit > 0 {
 		lims = append(lims, lim{unix.RLIMIT_DATA, "RLIMIT_DATA", uint64(wc.MemoryLimit)})
 		// RLIMIT_AS counts every mapping, shared ones too: a second bound
 		// behind seccomp's mmap rule, set where the runtime never meets it
 		// before RLIMIT_DATA (the model's mapping and the runtime's
 		// reservations on top of the memory limit).
-		var st unix.Stat_t
-		if err := unix.Fstat(FDModel, &st); err != nil {
-			return fmt.Errorf("sandbox: stat the model for RLIMIT_AS: %w", err)
+		var size uint64
+		for fd := FDModel; fd < FDModel+nfiles; fd++ {
+			var st unix.Stat_t
+			if err := unix.Fstat(fd, &st); err != nil {
+				return fmt.Errorf("sandbox: stat the model (fd %d) for RLIMIT_AS: %w", fd, err)
+			}
+			size += uint64(st.Size)
 		}
-		lims = append(lims, lim{unix.RLIMIT_AS, "RLIMIT_AS", uint64(wc.MemoryLimit) + uint64(st.Size) + asReserve})
+		lims = append(lims, lim{unix.RLIMIT_AS, "RLIMIT_AS", uint64(wc.MemoryLimit) + size + asReserve})
 	}
 	if wc.PidsLimit > 0 {
 		lims = append(lims, lim{unix.RLIMIT_NPROC, "RLIMIT_NPROC", uint64(wc.PidsLimit)})
@@ -283,19 +316,19 @@ func setLimits(wc WorkerConfig, rep *Report) error {
 }
 
 // applyLandlock restricts the worker, best effort by the kernel's ABI, to
-// reading the model; TCP bind and connect are denied (ABI ≥ 4); abstract
+// reading the model's files; TCP bind and connect are denied (ABI ≥ 4); abstract
 // unix sockets and signals are scoped (ABI ≥ 6).
-func applyLandlock(rep *Report, modelPath string) {
+func applyLandlock(rep *Report, modelPaths []string) {
 	abi, err := llsys.LandlockGetABIVersion()
 	if err != nil || abi < 1 {
 		rep.Add("landlock", true, false, fmt.Sprintf("not available in this kernel (%v)", err))
 		return
 	}
-	if err := landlock.V11.BestEffort().Restrict(landlock.ROFiles(modelPath)); err != nil {
+	if err := landlock.V11.BestEffort().Restrict(landlock.ROFiles(modelPaths...)); err != nil {
 		rep.Add("landlock", true, false, fmt.Sprintf("ABI %d: %v", abi, err))
 		return
 	}
-	d := fmt.Sprintf("ABI %d: read %s only", abi, modelPath)
+	d := fmt.Sprintf("ABI %d: read %s only", abi, strings.Join(modelPaths, ", "))
 	if abi >= 4 {
 		d += "; TCP bind/connect denied"
 	}

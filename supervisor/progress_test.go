@@ -43,12 +43,12 @@ func TestModelLoadedStories(t *testing.T) {
 		defer fh.Close()
 		serving := func() ([]ipc.Layer, int, error) { return nil, 0, nil }
 		var eng worker.Engine
-		load := func(fh *os.File, h ipc.Hello, progress func(worker.LoadProgress)) (worker.Engine, error) {
+		load := func(fhs []*os.File, h ipc.Hello, progress func(worker.LoadProgress)) (worker.Engine, error) {
 			var err error
-			eng, err = engine.Load(fh, h, progress)
+			eng, err = engine.Load(fhs, h, progress)
 			return eng, err
 		}
-		worker.Run(conn, fh, load, serving)
+		worker.Run(conn, []*os.File{fh}, load, serving)
 		if e, ok := eng.(*engine.Engine); ok {
 			e.Close() // its scheduler, which a worker process would leave to its exit
 		}

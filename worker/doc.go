@@ -3,7 +3,8 @@
 // Main is the worker's whole life: it parses the flags the broker's
 // sandbox.Start put on its command line, locks the process down with
 // sandbox.LockDown before a byte of the model is read, reads the broker's
-// hello from fd 3, loads the engine from the model (fd 4) through an
+// hello from fd 3, loads the engine from the model (fd 4, and fds 5, 6, …
+// for a split model's further shards) through an
 // EngineLoader, stacks the serving seccomp stage with sandbox.EnterServing,
 // answers ready and then serves requests until the broker closes the
 // socket.

@@ -72,9 +72,11 @@ type LoadProgress struct {
 	BytesTotal   int64 // data bytes of all the tensors
 }
 
-// EngineLoader loads the engine from the model file with the broker's
-// settings. The file is untrusted: a loader validates every byte it uses.
+// EngineLoader loads the engine from the model's files with the broker's
+// settings: one file, or the shards of a split model, the first shard
+// first (gguf.OpenSplit and gguf.LoadSplit take either). The files are
+// untrusted: a loader validates every byte it uses.
 // A loader may call progress (never nil) as it goes, as often as it likes
 // to be shown, with counts that never decrease; the worker forwards each
 // report to the broker and puts the last one in ready.
-type EngineLoader func(model *os.File, hello ipc.Hello, progress func(LoadProgress)) (Engine, error)
+type EngineLoader func(model []*os.File, hello ipc.Hello, progress func(LoadProgress)) (Engine, error)

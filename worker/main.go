@@ -13,7 +13,7 @@ import (
 // Main is the worker process's whole life; args are its arguments after
 // the --sandbox-worker flag (or including it). It locks the process down
 // before a byte of the model is read, then runs the protocol on fd 3 with
-// the model on fd 4. It returns the process exit status: 0 when the broker
+// the model on fd 4 (and a split model's further shards on fds 5, 6, …). It returns the process exit status: 0 when the broker
 // closed the socket, 1 on a failure (reported on stderr), 2 for bad flags.
 func Main(args []string, load EngineLoader) int {
 	wc, err := sandbox.WorkerFlags(args)

@@ -17,10 +17,11 @@ import (
 type ServingFunc func() (layers []ipc.Layer, landlockABI int, err error)
 
 // Run is the worker's side of the protocol over conn: it reads the hello,
-// loads the engine from model, calls serving, answers ready and serves
+// loads the engine from model (its files: one, or a split model's shards
+// in order), calls serving, answers ready and serves
 // requests until conn reaches its end (nil). A load or serving failure is
 // sent to the broker as an error naming the hello's id, and returned.
-func Run(conn io.ReadWriter, model *os.File, load EngineLoader, serving ServingFunc) error {
+func Run(conn io.ReadWriter, model []*os.File, load EngineLoader, serving ServingFunc) error {
 	r := ipc.NewReader(conn)
 	body, err := r.ReadFrame()
 	if err != nil {
@@ -35,8 +36,9 @@ func Run(conn io.ReadWriter, model *os.File, load EngineLoader, serving ServingF
 		return fmt.Errorf("worker: first message is %s, want hello", m.Type())
 	}
 	out := &sender{w: conn}
-	// The serving filter refuses close: the model's *os.File must not be
-	// collected (its cleanup would close fd 4) while the worker runs.
+	// The serving filter refuses close: the model's *os.Files must not be
+	// collected (their cleanup would close fds 4, 5, …) while the worker
+	// runs.
 	defer runtime.KeepAlive(model)
 	lp := newLoadReporter(out, hello.ID)
 	eng, err := load(model, *hello, lp.report)

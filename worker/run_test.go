@@ -171,11 +171,11 @@ func TestRunFailures(t *testing.T) {
 		reply   bool // an error reply naming the hello is expected
 		want    string
 	}{
-		{"load fails", func(*os.File, ipc.Hello, func(worker.LoadProgress)) (worker.Engine, error) {
+		{"load fails", func([]*os.File, ipc.Hello, func(worker.LoadProgress)) (worker.Engine, error) {
 			return nil, errors.New("bad magic at byte 0")
 		},
 			noLayers, &ipc.Hello{ID: 7, Protocol: ipc.Version}, true, "bad magic"},
-		{"no engine", func(*os.File, ipc.Hello, func(worker.LoadProgress)) (worker.Engine, error) { return nil, nil },
+		{"no engine", func([]*os.File, ipc.Hello, func(worker.LoadProgress)) (worker.Engine, error) { return nil, nil },
 			noLayers, &ipc.Hello{ID: 7, Protocol: ipc.Version}, true, "no engine"},
 		{"serving fails", eng.Loader(), func() ([]ipc.Layer, int, error) { return nil, 0, errors.New("seccomp stage 2") },
 			&ipc.Hello{ID: 7, Protocol: ipc.Version}, true, "seccomp"},
@@ -264,7 +264,7 @@ func (c *chatty) Generate(ctx context.Context, req worker.GenerateParams, emit f
 
 func TestChunkLimit(t *testing.T) {
 	eng := &chatty{}
-	load := func(*os.File, ipc.Hello, func(worker.LoadProgress)) (worker.Engine, error) { return eng, nil }
+	load := func([]*os.File, ipc.Hello, func(worker.LoadProgress)) (worker.Engine, error) { return eng, nil }
 	p := startWorker(t, load, noLayers)
 	p.send(&ipc.Hello{ID: 1, Protocol: ipc.Version})
 	p.recv()
@@ -330,7 +330,7 @@ func TestRunDropsDisorderedProgress(t *testing.T) {
 		{Tensors: 3, TensorsTotal: 4, Bytes: 50, BytesTotal: 40}, // bytes past the total
 		{Tensors: 4, TensorsTotal: 4, Bytes: 40, BytesTotal: 40},
 	}
-	load := func(f *os.File, h ipc.Hello, progress func(worker.LoadProgress)) (worker.Engine, error) {
+	load := func(_ []*os.File, h ipc.Hello, progress func(worker.LoadProgress)) (worker.Engine, error) {
 		for _, r := range reports {
 			progress(r)
 		}

@@ -254,8 +254,13 @@ func generateInProcess(ctx context.Context, o runOptions, emit func(string) erro
 		return err
 	}
 	defer fh.Close()
+	_, shards, err := broker.OpenShards(o.model, sandbox.MaxShards)
+	if err != nil {
+		return err
+	}
+	defer broker.CloseShards(shards)
 	progress := loadProgress(o.progress)
-	eng, err := engine.Load(fh, ipc.Hello{Threads: o.threads, CtxSize: o.ctxSize, Parallel: 1}, func(p worker.LoadProgress) {
+	eng, err := engine.Load(append([]*os.File{fh}, shards...), ipc.Hello{Threads: o.threads, CtxSize: o.ctxSize, Parallel: 1}, func(p worker.LoadProgress) {
 		if progress != nil {
 			progress(model.LoadProgress{Tensors: p.Tensors, TensorsTotal: p.TensorsTotal, Bytes: p.Bytes, BytesTotal: p.BytesTotal})
 		}
@@ -281,6 +286,11 @@ func generateSandboxed(ctx context.Context, o runOptions, emit func(string) erro
 		return err
 	}
 	defer fh.Close()
+	shardPaths, shards, err := broker.OpenShards(path, sandbox.MaxShards)
+	if err != nil {
+		return err
+	}
+	defer broker.CloseShards(shards)
 	// On a terminal the supervisor's loading and ready lines are the
 	// progress; piped, only warnings and errors.
 	level := slog.LevelWarn
@@ -289,7 +299,7 @@ func generateSandboxed(ctx context.Context, o runOptions, emit func(string) erro
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	sup := supervisor.New(supervisor.Config{Threads: o.threads, CtxSize: o.ctxSize, Parallel: 1, Logger: logger},
-		supervisor.SandboxLauncher{Config: sandbox.Config{Enabled: true, ModelPath: path, Model: fh,
+		supervisor.SandboxLauncher{Config: sandbox.Config{Enabled: true, ModelPath: path, Model: fh, ShardPaths: shardPaths, Shards: shards,
 			MemoryLimit: config.Default().MemoryLimitBytes, Threads: o.threads, Stderr: stderr}})
 	defer sup.Close()
 	if err := sup.Start(ctx); err != nil {

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 
+	"github.com/lisa-llm/lisa/broker"
 	"github.com/lisa-llm/lisa/config"
 	"github.com/lisa-llm/lisa/gguf"
 	"github.com/lisa-llm/lisa/sandbox"
@@ -77,11 +78,16 @@ func evaluateSandboxed(o runOptions, w *bufio.Writer, stderr io.Writer) error {
 		return err
 	}
 	defer fh.Close()
+	shardPaths, shards, err := broker.OpenShards(path, sandbox.MaxShards)
+	if err != nil {
+		return err
+	}
+	defer broker.CloseShards(shards)
 	arg, err := json.Marshal(o.params())
 	if err != nil {
 		return err
 	}
-	proc, err := sandbox.Start(sandbox.Config{Enabled: true, ModelPath: path, Model: fh, Threads: o.threads,
+	proc, err := sandbox.Start(sandbox.Config{Enabled: true, ModelPath: path, Model: fh, ShardPaths: shardPaths, Shards: shards, Threads: o.threads,
 		MemoryLimit: config.Default().MemoryLimitBytes, ExecArgs: []string{"run", runWorkerArg}, Args: []string{string(arg)}, Stderr: stderr})
 	if err != nil {
 		return fmt.Errorf("start the sandboxed worker: %w", err)
@@ -135,10 +141,10 @@ func runWorkerMain(args []string) int {
 	if err := json.Unmarshal([]byte(wc.Args[0]), &p); err != nil {
 		return reply(evalReply{Error: "parameters: " + err.Error()})
 	}
-	// Under the serving stage close is not allowed: the model file stays
+	// Under the serving stage close is not allowed: the model's files stay
 	// open (and referenced, so no finalizer closes it) until exit.
 	defer runtime.KeepAlive(mf)
-	f, err := gguf.LoadFile(mf, gguf.DefaultLimits())
+	f, err := gguf.LoadSplit(mf, gguf.DefaultLimits())
 	if err != nil {
 		return reply(evalReply{Error: err.Error()})
 	}

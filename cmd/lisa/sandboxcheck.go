@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"text/tabwriter"
 
+	"github.com/lisa-llm/lisa/broker"
 	"github.com/lisa-llm/lisa/config"
 	"github.com/lisa-llm/lisa/sandbox"
 )
@@ -63,7 +64,13 @@ func runSandboxCheck(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer f.Close()
-	cfg := sandbox.Config{Enabled: true, ModelPath: path, Model: f, MemoryLimit: *memory, Cgroup: cgroup.Required(), CgroupAuto: cgroup.Auto(),
+	shardPaths, shards, err := broker.OpenShards(path, sandbox.MaxShards)
+	if err != nil {
+		fmt.Fprintln(stderr, "lisa sandbox-check:", err)
+		return 1
+	}
+	defer broker.CloseShards(shards)
+	cfg := sandbox.Config{Enabled: true, ModelPath: path, Model: f, ShardPaths: shardPaths, Shards: shards, MemoryLimit: *memory, Cgroup: cgroup.Required(), CgroupAuto: cgroup.Auto(),
 		SeccompLog: *seccompLog, Threads: *threads, ExecArgs: []string{"sandbox-check", probeWorkerFlag}}
 	probes, rep, err := sandbox.RunProbes(cfg, sandbox.ProbeNames())
 	if err != nil {

@@ -65,6 +65,13 @@ func serve(cfg *config.Config, logger *slog.Logger) error {
 		return err
 	}
 	defer model.Close()
+	// A split model's further shards are opened now too, so a missing
+	// one stops lisa before it listens.
+	shardPaths, shards, err := broker.OpenShards(modelPath, sandbox.MaxShards)
+	if err != nil {
+		return err
+	}
+	defer broker.CloseShards(shards)
 	// Every setting that weakens the server is said loudly, once, at start.
 	for _, w := range cfg.Warnings() {
 		logger.Warn(w.Message, "key", w.Key)
@@ -77,7 +84,7 @@ func serve(cfg *config.Config, logger *slog.Logger) error {
 	defer stop()
 	sup := supervisor.New(supervisor.Config{ModelName: cfg.ModelName, Threads: cfg.Threads, CtxSize: cfg.CtxSize,
 		Parallel: cfg.Parallel, Logger: logger, Stderr: stderrLog}, supervisor.SandboxLauncher{Config: sandbox.Config{
-		Enabled: cfg.SandboxEnabled, ModelPath: modelPath, Model: model, MemoryLimit: cfg.MemoryLimitBytes,
+		Enabled: cfg.SandboxEnabled, ModelPath: modelPath, Model: model, ShardPaths: shardPaths, Shards: shards, MemoryLimit: cfg.MemoryLimitBytes,
 		Cgroup: cfg.SandboxCgroup.Required(), CgroupAuto: cfg.SandboxCgroup.Auto(), SeccompLog: cfg.SandboxSeccompLog, Threads: cfg.Threads, Stderr: stderrLog}})
 	defer sup.Close()
 	srv, err := broker.NewServer(cfg, sup, logger)

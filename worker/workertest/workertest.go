@@ -34,7 +34,7 @@ type Engine struct {
 // Loader returns a worker.EngineLoader that reports progress through
 // e.Tensors and returns e.
 func (e *Engine) Loader() worker.EngineLoader {
-	return func(_ *os.File, _ ipc.Hello, progress func(worker.LoadProgress)) (worker.Engine, error) {
+	return func(_ []*os.File, _ ipc.Hello, progress func(worker.LoadProgress)) (worker.Engine, error) {
 		for i := range e.Tensors {
 			progress(worker.LoadProgress{Tensors: i + 1, TensorsTotal: e.Tensors, Bytes: int64(i+1) << 10, BytesTotal: int64(e.Tensors) << 10})
 		}
