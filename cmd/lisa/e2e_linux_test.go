@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -71,17 +70,24 @@ func startServe(t *testing.T, extra ...string) *server {
 // startServeModel starts lisa serve on the model at path (sandbox on).
 func startServeModel(t *testing.T, model string, extra ...string) *server {
 	t.Helper()
-	bin := e2eBinary(t)
-	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
 	// A relative model path, as a user types it, resolved from the
 	// server's working directory.
 	rel, err := filepath.Rel(filepath.Dir(model), model)
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := append([]string{"serve", "-m", rel, "--listen", addr, "--log-format", "json"}, extra...)
-	s := &server{cmd: exec.Command(bin, args...), url: "http://" + addr, logs: &lockedBuffer{}, done: make(chan error, 1)}
-	s.cmd.Dir = filepath.Dir(model)
+	return startServer(t, append([]string{"-m", rel}, extra...), nil, filepath.Dir(model), 30*time.Second)
+}
+
+// startServer runs lisa serve with args (and --listen on a free port,
+// JSON logs) in dir with env (nil: this process's), and waits up to ready
+// for /health to say "ok"; the server is killed when the test ends.
+func startServer(t *testing.T, args, env []string, dir string, ready time.Duration) *server {
+	t.Helper()
+	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	args = append(append([]string{"serve"}, args...), "--listen", addr, "--log-format", "json")
+	s := &server{cmd: exec.Command(e2eBinary(t), args...), url: "http://" + addr, logs: &lockedBuffer{}, done: make(chan error, 1)}
+	s.cmd.Dir, s.cmd.Env = dir, env
 	s.cmd.Stdout, s.cmd.Stderr = s.logs, s.logs
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -91,25 +97,26 @@ func startServeModel(t *testing.T, model string, extra ...string) *server {
 		_ = s.cmd.Process.Kill()
 		<-s.done
 		if t.Failed() {
-			t.Logf("lisa serve logs:\n%s", s.logs.String())
+			t.Logf("lisa %v logs:\n%s", args, s.logs.String())
 		}
 	})
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(ready); ; time.Sleep(50 * time.Millisecond) {
 		select {
 		case err := <-s.done:
 			s.done <- err
-			t.Fatalf("lisa serve exited: %v\n%s", err, s.logs.String())
+			t.Fatalf("lisa %v exited: %v\n%s", args, err, s.logs.String())
 		default:
 		}
 		if resp, err := http.Get(s.url + "/health"); err == nil {
-			body, _ := io.ReadAll(resp.Body)
+			var st struct{ Status string }
+			_ = json.NewDecoder(resp.Body).Decode(&st)
 			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK && strings.Contains(string(body), `"ok"`) {
+			if resp.StatusCode == http.StatusOK && st.Status == "ok" {
 				return s
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("lisa serve not ready after 30 s\n%s", s.logs.String())
+			t.Fatalf("lisa %v not ready after %v\n%s", args, ready, s.logs.String())
 		}
 	}
 }

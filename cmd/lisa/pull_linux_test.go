@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"io"
 	"net/http"
 	"os"
@@ -188,41 +187,7 @@ func TestServeHF(t *testing.T) {
 // startServeHF starts lisa serve -hf ref with env and waits for /health.
 func startServeHF(t *testing.T, env []string, ref string) *server {
 	t.Helper()
-	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
-	s := &server{cmd: exec.Command(e2eBinary(t), "serve", "-hf", ref, "--listen", addr, "--log-format", "json"),
-		url: "http://" + addr, logs: &lockedBuffer{}, done: make(chan error, 1)}
-	s.cmd.Env = env
-	s.cmd.Stdout, s.cmd.Stderr = s.logs, s.logs
-	if err := s.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { s.done <- s.cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = s.cmd.Process.Kill()
-		<-s.done
-		if t.Failed() {
-			t.Logf("lisa serve -hf logs:\n%s", s.logs.String())
-		}
-	})
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		select {
-		case err := <-s.done:
-			s.done <- err
-			t.Fatalf("lisa serve -hf exited: %v\n%s", err, s.logs.String())
-		default:
-		}
-		if resp, err := http.Get(s.url + "/health"); err == nil {
-			var st struct{ Status string }
-			_ = json.NewDecoder(resp.Body).Decode(&st)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK && st.Status == "ok" {
-				return s
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("lisa serve -hf not ready after 60 s\n%s", s.logs.String())
-		}
-	}
+	return startServer(t, []string{"-hf", ref}, env, "", 60*time.Second)
 }
 
 // readmeHub starts a local hub holding every repository the README pulls
