@@ -55,6 +55,9 @@ type Options struct {
 	Progress func(model.LoadProgress)
 	// Now is the clock chat templates read (strftime_now); nil: time.Now.
 	Now func() time.Time
+	// Arithmetic chooses the runner's summation orders (the zero value is
+	// model.ArithAuto).
+	Arithmetic model.Arithmetic
 }
 
 // progressEvery is how often Load passes intermediate progress on.
@@ -191,8 +194,11 @@ func New(f *gguf.File, o Options) (*Engine, error) {
 	e := &Engine{file: f, tok: tok, model: m, tmpl: tmpl, tmplErr: chat.Validate(tmpl), clock: o.Now,
 		pool: kernels.NewPool(o.Threads)}
 	e.info = worker.Info{Name: modelName(f), Architecture: cfg.Arch, ContextSize: o.CtxSize,
-		VocabSize: cfg.NVocab, SpecialTokens: tok.SpecialTexts(), ControlIDs: tok.ControlIDs(), BOS: tok.BOS(), Kernels: kernels.Describe()}
-	e.sched = newScheduler(model.NewRunner(m, cache, e.pool, o.BatchSize), cache, tok, o.BatchSize)
+		VocabSize: cfg.NVocab, SpecialTokens: tok.SpecialTexts(), ControlIDs: tok.ControlIDs(), BOS: tok.BOS(),
+		Kernels: kernels.Describe() + "; arithmetic " + o.Arithmetic.String()}
+	run := model.NewRunner(m, cache, e.pool, o.BatchSize)
+	run.SetArithmetic(o.Arithmetic)
+	e.sched = newScheduler(run, cache, tok, o.BatchSize)
 	return e, nil
 }
 

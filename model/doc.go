@@ -44,7 +44,10 @@
 // dot products, softmax and SiLU, sum and round in ggml's own orders
 // (ggml.go), so that F32 models match llama.cpp to float32 ulps; the rest
 // uses package kernels, which converts activations to each weight type's
-// partner format (F16, Q8_0 or Q8_K blocks) as ggml does.
+// partner format (F16, Q8_0 or Q8_K blocks) as ggml does. Which orders the
+// attention, softmax and SiLU follow is named by an Arithmetic
+// (Runner.SetArithmetic): ggml's, kernels', or auto (ggml's for all-F32
+// models).
 //
 // Subpackage sample turns logits into tokens.
 package model

@@ -30,6 +30,7 @@ type Runner struct {
 	m        *Model
 	c        *Cache
 	ar       arith
+	arith    Arithmetic // what ar was made for
 	maxBatch int
 	group    []int32 // per batch row: rows of its sequence in the current product
 	llama    bool    // llama.cpp's batch-size-dependent summation orders
@@ -72,7 +73,7 @@ func NewRunner(m *Model, c *Cache, pool *kernels.Pool, maxBatch int) *Runner {
 	cfg := m.Config
 	f := func(w int) []float32 { return make([]float32, maxBatch*w) }
 	r := &Runner{
-		m: m, c: c, ar: ggmlArith(pool, max(cfg.NEmbd, cfg.QDim(), cfg.NFF), m.allF32()), maxBatch: maxBatch,
+		m: m, c: c, ar: ggmlArith(pool, max(cfg.NEmbd, cfg.QDim(), cfg.NFF), ArithAuto.exact(m)), maxBatch: maxBatch,
 		group: make([]int32, maxBatch), seqN: make([]int32, c.nSeq),
 		x: f(cfg.NEmbd), xn: f(cfg.NEmbd), proj: f(cfg.NEmbd),
 		q: f(cfg.QDim()), att: f(cfg.QDim()), k: f(cfg.KVDim()), v: f(cfg.KVDim()),
@@ -108,6 +109,17 @@ func NewRunner(m *Model, c *Cache, pool *kernels.Pool, maxBatch int) *Runner {
 // the price of logits that depend on how a prompt is split into batches.
 // Results stay independent of the other sequences in a batch either way.
 func (r *Runner) SetLlamaOrder(on bool) { r.llama = on }
+
+// SetArithmetic chooses the summation orders of the attention dot
+// products, softmax and SiLU (ArithAuto, the default, unless told).
+func (r *Runner) SetArithmetic(a Arithmetic) {
+	cfg := r.m.Config
+	r.ar = ggmlArith(r.pool, max(cfg.NEmbd, cfg.QDim(), cfg.NFF), a.exact(r.m))
+	r.arith = a
+}
+
+// Arithmetic returns the summation orders in use.
+func (r *Runner) Arithmetic() Arithmetic { return r.arith }
 
 // MaxBatch returns the most tokens one Decode call may carry.
 func (r *Runner) MaxBatch() int { return r.maxBatch }

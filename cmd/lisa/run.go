@@ -57,6 +57,7 @@ type runOptions struct {
 	teacher     []int32
 	teacherFlag bool
 	noSandbox   bool
+	arith       model.Arithmetic
 	ctxSize     int
 	stops       []string
 	progress    io.Writer // where load progress goes (io.Discard: nowhere)
@@ -117,6 +118,7 @@ func parseRunFlags(args []string, stderr io.Writer) (runOptions, int, bool) {
 	fs.IntVar(&o.ctxSize, "ctx-size", 0, "context size in tokens (0: the model's, at most 4096)")
 	fs.Var(stopFlags{&o}, "stop", "stop `text`: generation ends before it (repeatable)")
 	tf := fs.String("teacher-force", "", "comma-separated token `ids` to evaluate instead of sampling")
+	arith := fs.String("arith", "auto", "with --json or --teacher-force: summation orders of attention, softmax and SiLU: auto (ggml's for all-F32 models), ggml (llama.cpp's) or kernels")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: lisa run -m MODEL -p PROMPT [-n N] [--temp T] [--seed S] [--threads K] [--stop TEXT] [--no-sandbox] [--json] [--top-logits K] [--teacher-force IDS]")
 		fmt.Fprintln(stderr, "Generates through the same engine as lisa serve, in the sandboxed worker; --json and --teacher-force evaluate there too and print ids and raw top logits per position.")
@@ -146,12 +148,20 @@ func parseRunFlags(args []string, stderr io.Writer) (runOptions, int, bool) {
 	case o.ctxSize < 0 || o.ctxSize > model.MaxCtx:
 		return bad("--ctx-size %d out of range [0, %d]", o.ctxSize, model.MaxCtx)
 	}
+	a, err := model.ParseArithmetic(*arith)
+	if err != nil {
+		return bad("--arith: %v", err)
+	}
+	o.arith = a
 	if *tf != "" {
 		ids, err := parseIDs(*tf)
 		if err != nil {
 			return bad("--teacher-force: %v", err)
 		}
 		o.teacher, o.teacherFlag = ids, true
+	}
+	if !o.evaluates() && o.arith != model.ArithAuto {
+		return bad("--arith needs --json or --teacher-force (generation uses the engine's arithmetic)")
 	}
 	if o.evaluates() && len(o.stops) > 0 {
 		return bad("--stop applies to generation, not to --json or --teacher-force")
@@ -398,7 +408,7 @@ func topPairs(row []float32, k int, buf []sample.TokenLogprob) ([]runLogits, []s
 
 // openEngine loads the model of f, checks it against its tokenizer and
 // makes a cache of nCtx positions; load progress goes to progress.
-func openEngine(f *gguf.File, tok *tokenizer.Tokenizer, threads, nCtx int, progress io.Writer) (*runEngine, error) {
+func openEngine(f *gguf.File, tok *tokenizer.Tokenizer, threads, nCtx int, arith model.Arithmetic, progress io.Writer) (*runEngine, error) {
 	m, err := model.LoadWithProgress(f, loadProgress(progress))
 	if err != nil {
 		return nil, err
@@ -413,6 +423,7 @@ func openEngine(f *gguf.File, tok *tokenizer.Tokenizer, threads, nCtx int, progr
 	pool := kernels.NewPool(threads)
 	r := model.NewRunner(m, c, pool, runPromptBatch)
 	r.SetLlamaOrder(true) // one prompt, batched as llama.cpp does: its exact orders
+	r.SetArithmetic(arith)
 	return &runEngine{m: m, tok: tok, cache: c, pool: pool, run: r}, nil
 }
 
@@ -482,7 +493,7 @@ func prepareEval(f *gguf.File, o runOptions) (*evaluation, error) {
 			}
 		}
 	}
-	e, err := openEngine(f, tok, o.threads, max(len(prompt)+steps, 1), o.progress)
+	e, err := openEngine(f, tok, o.threads, max(len(prompt)+steps, 1), o.arith, o.progress)
 	if err != nil {
 		return nil, err
 	}

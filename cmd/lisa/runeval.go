@@ -14,6 +14,7 @@ import (
 	"github.com/lisa-llm/lisa/broker"
 	"github.com/lisa-llm/lisa/config"
 	"github.com/lisa-llm/lisa/gguf"
+	"github.com/lisa-llm/lisa/model"
 	"github.com/lisa-llm/lisa/sandbox"
 )
 
@@ -43,6 +44,7 @@ type evalParams struct {
 	IgnoreEOS bool    `json:"ignore_eos"`
 	Teacher   []int32 `json:"teacher,omitempty"`
 	HasTeach  bool    `json:"has_teacher"`
+	Arith     string  `json:"arith"`
 }
 
 // evalReply is what the evaluation worker writes on its socket.
@@ -56,13 +58,17 @@ type evalReply struct {
 func (o runOptions) params() evalParams {
 	return evalParams{Prompt: o.prompt, N: o.n, Temp: o.temp, TopK: o.topK, TopP: o.topP, MinP: o.minP, Repeat: o.repeat,
 		Seed: o.seed, Threads: o.threads, JSON: o.json, TopLogits: o.topLogits, IgnoreEOS: o.ignoreEOS,
-		Teacher: o.teacher, HasTeach: o.teacherFlag}
+		Teacher: o.teacher, HasTeach: o.teacherFlag, Arith: o.arith.String()}
 }
 
-func (p evalParams) options() runOptions {
-	return runOptions{prompt: p.Prompt, n: p.N, temp: p.Temp, topK: p.TopK, topP: p.TopP, minP: p.MinP, repeat: p.Repeat,
+func (p evalParams) options() (runOptions, error) {
+	arith, err := model.ParseArithmetic(p.Arith)
+	if err != nil {
+		return runOptions{}, err
+	}
+	return runOptions{arith: arith, prompt: p.Prompt, n: p.N, temp: p.Temp, topK: p.TopK, topP: p.TopP, minP: p.MinP, repeat: p.Repeat,
 		seed: p.Seed, threads: p.Threads, json: p.JSON, topLogits: p.TopLogits, ignoreEOS: p.IgnoreEOS,
-		teacher: p.Teacher, teacherFlag: p.HasTeach, progress: os.Stderr}
+		teacher: p.Teacher, teacherFlag: p.HasTeach, progress: os.Stderr}, nil
 }
 
 // evaluateSandboxed runs the evaluation in a sandboxed worker (the same
@@ -149,7 +155,11 @@ func runWorkerMain(args []string) int {
 		return reply(evalReply{Error: err.Error()})
 	}
 	defer runtime.KeepAlive(f)
-	ev, err := prepareEval(f, p.options())
+	opts, err := p.options()
+	if err != nil {
+		return reply(evalReply{Error: "parameters: " + err.Error()})
+	}
+	ev, err := prepareEval(f, opts)
 	if err != nil {
 		return reply(evalReply{Error: err.Error()})
 	}
