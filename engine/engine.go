@@ -299,8 +299,9 @@ func (e *Engine) checkIDs(ids []int32) error {
 }
 
 // promptIDs turns the request's input into the prompt's token ids: chat
-// messages through the model's template (special tokens parsed, a BOS or
-// EOS text the tokenizer adds itself trimmed off as llama.cpp does), raw text
+// messages through the model's template (special tokens parsed in the
+// template's text but never in message content, a BOS or EOS text the
+// tokenizer adds itself trimmed off as llama.cpp does), raw text
 // with special-token parsing off, BOS added as the vocabulary asks; an
 // empty prompt is BOS alone.
 func (e *Engine) promptIDs(p worker.GenerateParams) ([]int32, error) {
@@ -322,11 +323,19 @@ func (e *Engine) PromptIDs(p worker.GenerateParams) ([]int32, error) {
 			msgs[i] = chat.Message{Role: m.Role, Content: m.Content}
 		}
 		bos, eos := e.tok.TokenText(e.tok.BOS()), e.tok.TokenText(e.tok.EOS())
-		text, err := chat.Render(e.tmpl, msgs, chat.Options{AddGenerationPrompt: true, BOS: bos, EOS: eos, Now: e.now()})
+		// The template's own text is tokenized with special parsing, the
+		// client's content without: see chat.RenderTraced and
+		// tokenizer.EncodeGuarded. Benign prompts get llama.cpp's ids.
+		text, spans, err := chat.RenderTraced(e.tmpl, msgs, chat.Options{AddGenerationPrompt: true, BOS: bos, EOS: eos, Now: e.now()}, e.tok.SpecialTexts())
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrPrompt, err)
 		}
-		ids = e.tok.Encode(chat.TrimAdded(text, bos, eos, e.tok.AddBOS(), e.tok.AddEOS()), true, true)
+		text, spans = chat.TrimAddedTraced(text, spans, bos, eos, e.tok.AddBOS(), e.tok.AddEOS())
+		plain := make([]tokenizer.Range, len(spans))
+		for i, s := range spans {
+			plain[i] = tokenizer.Range{A: s.A, B: s.B}
+		}
+		ids = e.tok.EncodeGuarded(text, true, plain)
 	case p.PromptIDs != nil:
 		if err := e.checkIDs(p.PromptIDs); err != nil {
 			return nil, err
