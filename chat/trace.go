@@ -19,8 +19,8 @@ type Span struct{ A, B int }
 // RenderTraced renders msgs as Render does and also returns, in
 // increasing order, the byte ranges of the output that may have come from
 // message content and could take part in a special token: every byte of
-// a rune that occurs in one of the texts special (the model's special
-// tokens) and was copied from a message's content, on the safe side.
+// a rune for which alphabet is true (a rune of one of the model's special
+// token texts; utf8.RuneError stands for an invalid byte) and was copied from a message's content, on the safe side.
 //
 // Provenance is found by rendering a second time with a marker byte,
 // absent from the template, the BOS and EOS texts and every message,
@@ -38,23 +38,16 @@ type Span struct{ A, B int }
 // A template that derives output from content without copying it (a
 // count, a length that survives the markers, a branch) writes template
 // text, not client text; it is not marked.
-func RenderTraced(tmpl string, msgs []Message, o Options, special []string) (string, []Span, error) {
+func RenderTraced(tmpl string, msgs []Message, o Options, alphabet func(rune) bool) (string, []Span, error) {
 	text, err := Render(tmpl, msgs, o)
 	if err != nil {
 		return "", nil, err
 	}
-	alphabet := make(map[rune]bool)
 	spaceInAlphabet := false
-	for _, s := range special {
-		for _, r := range s {
-			alphabet[r] = true
-			if unicode.IsSpace(r) {
-				spaceInAlphabet = true
-			}
+	for _, rg := range unicode.White_Space.R16 {
+		for r := rg.Lo; r <= rg.Hi; r += rg.Stride {
+			spaceInAlphabet = spaceInAlphabet || alphabet(rune(r))
 		}
-	}
-	if len(alphabet) == 0 {
-		return text, nil, nil
 	}
 	mark, ok := pickMarker(tmpl, msgs, o, alphabet)
 	if !ok {
@@ -90,11 +83,11 @@ const markCandidates = "\x01\x02\x03\x04\x05\x06\x07\x08\x0e\x0f\x10\x11\x12\x13
 
 // pickMarker returns a byte found in none of the inputs of the rendering
 // and no special text.
-func pickMarker(tmpl string, msgs []Message, o Options, alphabet map[rune]bool) (byte, bool) {
+func pickMarker(tmpl string, msgs []Message, o Options, alphabet func(rune) bool) (byte, bool) {
 	for i := 0; i < len(markCandidates); i++ {
 		c := markCandidates[i]
 		s := string(rune(c))
-		if alphabet[rune(c)] || strings.Contains(tmpl, s) || strings.Contains(o.BOS, s) || strings.Contains(o.EOS, s) {
+		if alphabet(rune(c)) || strings.Contains(tmpl, s) || strings.Contains(o.BOS, s) || strings.Contains(o.EOS, s) {
 			continue
 		}
 		used := false
@@ -113,7 +106,7 @@ func pickMarker(tmpl string, msgs []Message, o Options, alphabet map[rune]bool) 
 
 // markContent puts mark before every rune of c in alphabet, except in
 // its leading and trailing white space, and counts the marks.
-func markContent(c string, mark byte, alphabet map[rune]bool) (string, int) {
+func markContent(c string, mark byte, alphabet func(rune) bool) (string, int) {
 	mid := strings.TrimFunc(c, unicode.IsSpace)
 	if mid == "" {
 		return c, 0
@@ -125,7 +118,7 @@ func markContent(c string, mark byte, alphabet map[rune]bool) (string, int) {
 	for _, r := range mid {
 		// An invalid byte is marked whatever the alphabet: a special
 		// text need not be valid UTF-8.
-		if alphabet[r] || r == utf8.RuneError {
+		if alphabet(r) || r == utf8.RuneError {
 			b.WriteByte(mark)
 			n++
 		}
@@ -170,7 +163,7 @@ func unmark(out, want string, mark byte) ([]Span, bool) {
 
 // addSpaces adds to spans every white-space rune of text in alphabet
 // that they do not cover, keeping them ordered and merged.
-func addSpaces(text string, spans []Span, alphabet map[rune]bool) []Span {
+func addSpaces(text string, spans []Span, alphabet func(rune) bool) []Span {
 	var out []Span
 	add := func(s Span) {
 		if k := len(out) - 1; k >= 0 && out[k].B >= s.A {
@@ -185,7 +178,7 @@ func addSpaces(text string, spans []Span, alphabet map[rune]bool) []Span {
 			add(spans[k])
 			k++
 		}
-		if unicode.IsSpace(r) && alphabet[r] {
+		if unicode.IsSpace(r) && alphabet(r) {
 			add(Span{A: i, B: i + utf8.RuneLen(r)})
 		}
 	}
