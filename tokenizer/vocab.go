@@ -448,9 +448,9 @@ func (t *Tokenizer) TokenID(s string) (int32, bool) {
 
 // SpecialTexts returns the texts of the control, user-defined and
 // unknown tokens, longest first: every text that Encode with
-// parseSpecial turns into a special token. A chat message containing one
-// of them could inject structure into a template; the broker rejects
-// such messages.
+// parseSpecial turns into a special token. Client text must never be
+// encoded with parseSpecial; EncodeGuarded keeps it apart in a chat
+// prompt.
 func (t *Tokenizer) SpecialTexts() []string {
 	out := make([]string, 0, len(t.special))
 	for _, id := range t.special {
