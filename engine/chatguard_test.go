@@ -94,8 +94,8 @@ func synthTokenizer(t testing.TB, s vocab.Spec) guardCase {
 }
 
 // guardCases are the shared reference vocabularies (turn markers added)
-// with a Gemma-style, a ChatML-style and the Go-rendered gemma and chatml
-// templates, and the synthetic families with their real templates.
+// with a Gemma-style, a ChatML-style and the Go-rendered gemma, chatml and
+// deepseek (system text written raw) templates, and the synthetic families with their real templates.
 func guardCases(t testing.TB) []guardCase {
 	t.Helper()
 	var cs []guardCase
@@ -103,7 +103,7 @@ func guardCases(t testing.TB) []guardCase {
 		"ggml-vocab-falcon.gguf", "ggml-vocab-starcoder.gguf"} {
 		tok := withControls(t, file)
 		for _, tm := range []struct{ name, tmpl string }{{"gemma-join", gemmaJoin}, {"chatml-join", chatmlJoin},
-			{"gemma", "gemma"}, {"chatml", "chatml"}} {
+			{"gemma", "gemma"}, {"chatml", "chatml"}, {"deepseek", "deepseek"}} {
 			cs = append(cs, guardCase{name: file + "/" + tm.name, tok: tok, tmpl: tm.tmpl, ctl: tok.ControlIDs()})
 		}
 	}
