@@ -201,8 +201,6 @@ func TestValidation(t *testing.T) {
 		{"top_logprobs alone", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"top_logprobs":3}`, 400, "top_logprobs"},
 		{"seed range", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"seed":-2}`, 400, "seed"},
 		{"response_format json", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_object"}}`, 400, "response_format"},
-		{"special token", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi <|im_end|> there"}]}`, 400, "messages[0].content"},
-		{"special token in part", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"},{"role":"user","content":[{"type":"text","text":"a</s>"}]}]}`, 400, "messages[1].content"},
 		{"unknown model", "/v1/chat/completions", `{"model":"gpt-4","messages":[{"role":"user","content":"x"}]}`, 404, "model"},
 		{"prompt too long", "/v1/chat/completions", `{"messages":[{"role":"user","content":"` + long + `"}]}`, 400, "messages"},
 		{"max_tokens past context", "/v1/completions", `{"prompt":"abc","max_tokens":510}`, 400, "max_tokens"},
@@ -231,12 +229,17 @@ func TestValidation(t *testing.T) {
 			}
 		})
 	}
-	t.Run("special token named", func(t *testing.T) {
-		_, _, body := ts.do(t, "POST", "/v1/chat/completions", "", `{"messages":[{"role":"user","content":"a</s>"}]}`)
-		if !strings.Contains(string(decodeError(t, body).Error.Message), `"</s>"`) {
-			t.Fatalf("message does not name the token: %s", body)
-		}
-	})
+	// Special token texts in chat content are ordinary text now that the
+	// worker tokenizes content apart from the template.
+	for _, body := range []string{`{"messages":[{"role":"user","content":"hi <|im_end|> there"}]}`,
+		`{"messages":[{"role":"user","content":"x"},{"role":"user","content":[{"type":"text","text":"a</s>"}]}]}`,
+		`{"messages":[{"role":"system","content":"<s>"},{"role":"user","content":"<|im_start|>"}]}`} {
+		t.Run("special text accepted", func(t *testing.T) {
+			if code, _, resp := ts.do(t, "POST", "/v1/chat/completions", "", body); code != 200 {
+				t.Fatalf("status %d: %s", code, resp)
+			}
+		})
+	}
 	t.Run("ignored fields accepted", func(t *testing.T) {
 		code, _, body := ts.do(t, "POST", "/v1/chat/completions", "",
 			`{"messages":[{"role":"developer","content":"x","name":"n"}],"user":"u","metadata":{"a":"b"},"store":false,"logit_bias":{},"tools":[],"tool_choice":"none","response_format":{"type":"text"},"temperature":null}`)

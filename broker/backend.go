@@ -30,7 +30,7 @@ type ModelInfo struct {
 	Architecture  string   // general.architecture
 	ContextSize   int      // tokens per slot
 	VocabSize     int      // tokens in the vocabulary
-	SpecialTokens []string // texts of control/special tokens, for the chat-message check
+	SpecialTokens []string // texts of control/special tokens (informational: chat content is never parsed for them)
 	ControlIDs    []int32  // ids plain text never tokenizes to (BOS, EOS, turn markers), increasing
 	BOS           int32    // the BOS id, allowed first in a token-id prompt; -1: none
 	Kernels       string   // kernel path chosen in the worker

@@ -35,12 +35,16 @@
 // MaxBodyBytes (413). The model name, when given, must be the served one
 // (404). Prompt tokens plus max_tokens must fit in the context; chat
 // prompts are counted without the chat template, so the worker still
-// enforces the exact bound. A chat message that spells the text of any of
-// the model's special tokens is refused with 400 naming the token; raw
-// completion prompts are tokenized with special parsing off. A token-id
-// prompt holding one of the ids the worker lists as control ids (BOS, EOS,
-// turn markers: ModelInfo.ControlIDs) is a 400 naming its index unless
-// allow_control_token_ids is set.
+// enforces the exact bound. A chat message may spell the text of any of
+// the model's special tokens ("<s>", "<|im_start|>"): the worker
+// tokenizes message content with special parsing off, apart from the
+// template's own text, so content never becomes a control token, even
+// split across messages (a template that slices or splits content so that
+// its bytes cannot be traced gets the prompt refused with 400 instead).
+// Raw completion prompts are tokenized with special parsing off. A
+// token-id prompt holding one of the ids the worker lists as control ids
+// (BOS, EOS, turn markers: ModelInfo.ControlIDs) is a 400 naming its
+// index unless allow_control_token_ids is set.
 //
 // # Authentication and limits
 //

@@ -99,27 +99,3 @@ func TestRateLimiter(t *testing.T) {
 		t.Fatal("a nil limiter must allow")
 	}
 }
-
-func TestSpecialMatcher(t *testing.T) {
-	m := newSpecialMatcher([]string{"<|im_end|>", "</s>", "", "<s>", "<|eot_id|>", "<s>"})
-	tests := []struct {
-		in, want string
-	}{
-		{"plain text", ""},
-		{"a < b and </ s>", ""},
-		{"end</s>", "</s>"},
-		{"<s>start", "<s>"},
-		{"x<|im_end|>y", "<|im_end|>"},
-		{"<|eot_id", ""},
-		{"<|eot_id|>", "<|eot_id|>"},
-	}
-	for _, tt := range tests {
-		got, ok := m.find(tt.in)
-		if got != tt.want || ok != (tt.want != "") {
-			t.Errorf("find(%q) = %q, %v; want %q", tt.in, got, ok, tt.want)
-		}
-	}
-	if _, ok := newSpecialMatcher(nil).find("<s>"); ok {
-		t.Fatal("empty matcher matched")
-	}
-}

@@ -27,6 +27,13 @@
 // (macros, includes, unknown filters) fails with an *UnsupportedError
 // naming it.
 //
+// RenderTraced also says which bytes of the rendering came from message
+// content, so that a server can keep client text out of special-token
+// parsing; it finds them with a second, marked rendering rather than by
+// tracking taint through every string operation of the interpreter, which
+// covers the Go renderers too and fails safe (ErrUntraceable) on any
+// transformation it cannot follow.
+//
 // An interpreter was chosen over a Go Jinja library because the
 // libraries available are large, reflect over Go values and have no
 // limits on loops or output; a few hundred lines that only know strings,

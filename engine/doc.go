@@ -21,6 +21,18 @@
 // only the token's own sequence), so a request's output does not depend on
 // what else is being served: the tests hold the engine to that.
 //
+// # Chat prompts
+//
+// Messages are rendered with the model's chat template as llama-server
+// renders them, but tokenized so that no byte of client content can be
+// part of a control token, whatever the template does with it: the
+// content's bytes in the rendering are found by chat.RenderTraced and
+// kept out of special-token parsing by tokenizer.EncodeGuarded (only when
+// a special token would take some of them, so benign prompts get
+// llama.cpp's exact ids). A template that slices or splits content so
+// that its bytes cannot be traced gets the prompt refused (ErrPrompt
+// wrapping chat.ErrUntraceable) rather than tokenized unsafely.
+//
 // # Prompt-prefix reuse
 //
 // A free slot keeps the tokens whose keys and values its cache region

@@ -308,8 +308,9 @@ func (e *Engine) checkIDs(ids []int32) error {
 }
 
 // promptIDs turns the request's input into the prompt's token ids: chat
-// messages through the model's template (special tokens parsed, a BOS or
-// EOS text the tokenizer adds itself trimmed off as llama.cpp does), raw text
+// messages through the model's template (special tokens parsed in the
+// template's text but never in message content, a BOS or EOS text the
+// tokenizer adds itself trimmed off as llama.cpp does), raw text
 // with special-token parsing off, BOS added as the vocabulary asks; an
 // empty prompt is BOS alone.
 func (e *Engine) promptIDs(p worker.GenerateParams) ([]int32, error) {
@@ -330,12 +331,10 @@ func (e *Engine) PromptIDs(p worker.GenerateParams) ([]int32, error) {
 		for i, m := range p.Messages {
 			msgs[i] = chat.Message{Role: m.Role, Content: m.Content}
 		}
-		bos, eos := e.tok.TokenText(e.tok.BOS()), e.tok.TokenText(e.tok.EOS())
-		text, err := chat.Render(e.tmpl, msgs, chat.Options{AddGenerationPrompt: true, BOS: bos, EOS: eos, Now: e.now()})
-		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrPrompt, err)
+		var err error
+		if ids, err = chatIDs(e.tok, e.tmpl, msgs, e.now()); err != nil {
+			return nil, err
 		}
-		ids = e.tok.Encode(chat.TrimAdded(text, bos, eos, e.tok.AddBOS(), e.tok.AddEOS()), true, true)
 	case p.PromptIDs != nil:
 		if err := e.checkIDs(p.PromptIDs); err != nil {
 			return nil, err
@@ -351,6 +350,27 @@ func (e *Engine) PromptIDs(p worker.GenerateParams) ([]int32, error) {
 		return nil, fmt.Errorf("%w: the prompt has %d tokens; the context holds %d, leaving no room to generate", ErrPrompt, len(ids), e.info.ContextSize)
 	}
 	return ids, nil
+}
+
+// chatIDs renders msgs with the chat template tmpl as llama-server does
+// and tokenizes the result with tok: the template's own text with special
+// parsing, the client's content without (chat.RenderTraced finds it,
+// tokenizer.EncodeGuarded keeps it apart only when a special token would
+// take some of it), so benign prompts get llama.cpp's ids and no byte of
+// content ever becomes part of a control token.
+func chatIDs(tok *tokenizer.Tokenizer, tmpl string, msgs []chat.Message, now time.Time) ([]int32, error) {
+	bos, eos := tok.TokenText(tok.BOS()), tok.TokenText(tok.EOS())
+	o := chat.Options{AddGenerationPrompt: true, BOS: bos, EOS: eos, Now: now}
+	text, spans, err := chat.RenderTraced(tmpl, msgs, o, tok.InSpecialText)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrPrompt, err)
+	}
+	text, spans = chat.TrimAddedTraced(text, spans, bos, eos, tok.AddBOS(), tok.AddEOS())
+	plain := make([]tokenizer.Range, len(spans))
+	for i, s := range spans {
+		plain[i] = tokenizer.Range{A: s.A, B: s.B}
+	}
+	return tok.EncodeGuarded(text, true, plain), nil
 }
 
 // samplerParams converts the request's sampling parameters; without a

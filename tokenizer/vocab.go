@@ -141,8 +141,9 @@ type Tokenizer struct {
 	byteTok  [256]int32             // token of each byte (<0xNN>, or byte-level char), None if absent
 	special  []int32                // control, user-defined and unknown tokens, longest text first
 	eog      map[int32]bool
-	pieces   [][]byte // Piece of each id
-	maxSpec  int      // longest special text
+	pieces   [][]byte      // Piece of each id
+	maxSpec  int           // longest special text
+	specRune map[rune]bool // runes of the special texts (utf8.RuneError for invalid bytes)
 	bos, eos int32
 	unk, pad int32
 	eot, eom int32
@@ -361,6 +362,12 @@ func (t *Tokenizer) finish() {
 			t.maxSpec = max(t.maxSpec, len(t.tokens[i]))
 		}
 	}
+	t.specRune = make(map[rune]bool)
+	for _, id := range t.special {
+		for _, r := range t.tokens[id] {
+			t.specRune[r] = true
+		}
+	}
 	sort.SliceStable(t.special, func(a, b int) bool {
 		return len(t.tokens[t.special[a]]) > len(t.tokens[t.special[b]])
 	})
@@ -441,9 +448,9 @@ func (t *Tokenizer) TokenID(s string) (int32, bool) {
 
 // SpecialTexts returns the texts of the control, user-defined and
 // unknown tokens, longest first: every text that Encode with
-// parseSpecial turns into a special token. A chat message containing one
-// of them could inject structure into a template; the broker rejects
-// such messages.
+// parseSpecial turns into a special token. Client text must never be
+// encoded with parseSpecial; EncodeGuarded keeps it apart in a chat
+// prompt.
 func (t *Tokenizer) SpecialTexts() []string {
 	out := make([]string, 0, len(t.special))
 	for _, id := range t.special {
@@ -451,6 +458,11 @@ func (t *Tokenizer) SpecialTexts() []string {
 	}
 	return out
 }
+
+// InSpecialText reports whether rune r occurs in the text of a special
+// token (SpecialTexts); utf8.RuneError stands for any invalid byte. Text
+// without such runes can never take part in a special token.
+func (t *Tokenizer) InSpecialText(r rune) bool { return t.specRune[r] }
 
 // setStrip sets the per-token strip attributes llama.cpp derives from the
 // model's name and pre-tokenizer (it has no metadata for them): in a
