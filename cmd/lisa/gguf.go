@@ -86,6 +86,7 @@ func ggufInspect(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("inspect", stderr)
 	asJSON := fs.Bool("json", false, "print JSON")
 	full := fs.Bool("full", false, "include the values of arrays")
+	noSandbox := fs.Bool("no-sandbox", false, "parse the file in this process instead of a sandboxed worker")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return 2
@@ -94,24 +95,48 @@ func ggufInspect(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, ggufUsage)
 		return 2
 	}
-	f, err := gguf.Open(pos[0], gguf.DefaultLimits())
-	if err != nil {
-		return fail(stderr, "inspect", err)
-	}
-	defer f.Close()
-	bw := bufio.NewWriter(stdout)
-	if *asJSON {
-		err = writeInspectJSON(bw, f, *full)
-	} else {
-		writeInspectText(bw, pos[0], f, *full)
-	}
-	if err == nil {
-		err = bw.Flush()
-	}
+	err = runJob(jobCall{cmd: "lisa gguf inspect", job: "inspect", model: pos[0], noSandbox: *noSandbox,
+		params: inspectParams{Path: pos[0], JSON: *asJSON, Full: *full},
+		limit:  func(int64) int64 { return maxInspectReply }}, stdout, stderr)
 	if err != nil {
 		return fail(stderr, "inspect", err)
 	}
 	return 0
+}
+
+// inspectParams are the parameters of the inspect job.
+type inspectParams struct {
+	Path string `json:"path"` // as the text output names the file
+	JSON bool   `json:"json"`
+	Full bool   `json:"full"`
+}
+
+// maxInspectReply bounds inspect's output (--full prints every array).
+const maxInspectReply = 1 << 30
+
+// inspectJob parses the file and writes its summary.
+func inspectJob(env *jobEnv) error {
+	var p inspectParams
+	if err := json.Unmarshal(env.params, &p); err != nil {
+		return fmt.Errorf("parameters: %w", err)
+	}
+	f, err := env.open()
+	if err != nil {
+		return err
+	}
+	if err := env.serving(); err != nil {
+		return err
+	}
+	bw := bufio.NewWriter(env.out)
+	if p.JSON {
+		err = writeInspectJSON(bw, f, p.Full)
+	} else {
+		writeInspectText(bw, p.Path, f, p.Full)
+	}
+	if err == nil {
+		err = bw.Flush()
+	}
+	return err
 }
 
 // inspectJSON is the shape of `lisa gguf inspect --json`.
@@ -350,6 +375,7 @@ func ggufTensor(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("tensor", stderr)
 	asF32 := fs.Bool("f32", false, "write dequantized little-endian float32")
 	outPath := fs.String("o", "", `output file ("-" for stdout)`)
+	noSandbox := fs.Bool("no-sandbox", false, "parse the file in this process instead of a sandboxed worker")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return 2
@@ -358,32 +384,62 @@ func ggufTensor(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, ggufUsage)
 		return 2
 	}
-	f, err := gguf.Open(pos[0], gguf.DefaultLimits())
+	err = writeOut(*outPath, stdout, func(w io.Writer) error {
+		return runJob(jobCall{cmd: "lisa gguf tensor", job: "tensor", model: pos[0], noSandbox: *noSandbox,
+			params: tensorParams{Name: pos[1], F32: *asF32},
+			limit:  func(size int64) int64 { return tensorReplyLimit(size, *asF32) }}, w, stderr)
+	})
 	if err != nil {
-		return fail(stderr, "tensor", err)
-	}
-	defer f.Close()
-	t, ok := f.Tensor(pos[1])
-	if !ok {
-		return fail(stderr, "tensor", fmt.Errorf("no tensor named %s: %w", strconv.Quote(pos[1]), gguf.ErrNotFound))
-	}
-	if *asF32 && !quant.Supported(t.Type) {
-		return fail(stderr, "tensor", fmt.Errorf("tensor %s: cannot dequantize type %s", strconv.Quote(t.Name), t.Type))
-	}
-	data, err := f.TensorData(t)
-	if err != nil {
-		return fail(stderr, "tensor", err)
-	}
-	if err := writeOut(*outPath, stdout, func(w io.Writer) error {
-		if *asF32 {
-			return writeF32(w, t, data)
-		}
-		_, err := w.Write(data)
-		return err
-	}); err != nil {
 		return fail(stderr, "tensor", err)
 	}
 	return 0
+}
+
+// tensorParams are the parameters of the tensor job.
+type tensorParams struct {
+	Name string `json:"name"`
+	F32  bool   `json:"f32"`
+}
+
+// tensorReplyLimit bounds the tensor job's output for a model of size
+// bytes: its raw data is part of the file; dequantized, each value takes
+// 4 bytes, and no type stores a value in less than 1.5 bits.
+func tensorReplyLimit(size int64, f32 bool) int64 {
+	if !f32 {
+		return size
+	}
+	return 32 * size
+}
+
+// tensorJob writes the raw or dequantized data of one tensor.
+func tensorJob(env *jobEnv) error {
+	var p tensorParams
+	if err := json.Unmarshal(env.params, &p); err != nil {
+		return fmt.Errorf("parameters: %w", err)
+	}
+	f, err := env.open()
+	if err != nil {
+		return err
+	}
+	t, ok := f.Tensor(p.Name)
+	if !ok {
+		return fmt.Errorf("no tensor named %s: %w", strconv.Quote(p.Name), gguf.ErrNotFound)
+	}
+	if p.F32 && !quant.Supported(t.Type) {
+		return fmt.Errorf("tensor %s: cannot dequantize type %s", strconv.Quote(t.Name), t.Type)
+	}
+	data, err := f.TensorData(t)
+	if err != nil {
+		return err
+	}
+	if err := env.serving(); err != nil {
+		return err
+	}
+	if p.F32 {
+		return writeF32(env.out, t, data)
+	}
+	_, err = env.out.Write(data)
+	return err
 }
 
 // writeOut runs write on the named file (created or truncated), or on
