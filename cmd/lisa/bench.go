@@ -54,7 +54,7 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchOptions, int, bool) 
 	fs.StringVar(&o.format, "o", "md", "output format: md|csv|json|svg")
 	fs.StringVar(&o.synthetic, "synthetic", "", "benchmark a synthetic model `SHAPE:TYPE` (e.g. tinyllama-1.1b:q4_k_m) written to a temporary folder")
 	fs.StringVar(&o.vocab, "vocab", "", "vocabulary GGUF `file` for --synthetic (needed by the Llama-2-style shapes; the others carry a synthetic one)")
-	fs.BoolVar(&o.noSandbox, "no-sandbox", false, "measure in this process instead of a sandboxed worker")
+	fs.BoolVar(&o.noSandbox, "no-sandbox", false, "measure (and parse --vocab) in this process instead of sandboxed workers")
 	fs.Int64Var(&o.p.MemoryLimit, "memory-limit-bytes", 0, "the sandboxed worker's memory cap in `bytes`, as lisa serve's memory_limit_bytes (0: serve's default)")
 	fs.Usage = func() { fmt.Fprintln(stderr, benchUsage); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {

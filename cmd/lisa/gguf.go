@@ -26,7 +26,9 @@ const ggufUsage = `usage:
                                              --f32: dequantized little-endian float32 instead
   lisa gguf synth --shape SHAPE [--type f32|f16|q8_0|q4_k_m] [--seed S] [--vocab FILE] -o OUT
                                              write a random-weight model of a real shape
-                                             (llama, qwen2, qwen3, granite; --shape list: all)`
+                                             (llama, qwen2, qwen3, granite; --shape list: all)
+  Each parses the file (synth: the --vocab file) in a sandboxed worker; --no-sandbox parses it
+  in this process, with a warning.`
 
 // runGGUF runs `lisa gguf SUBCOMMAND`: inspect, tensor or synth. It returns 0 on
 // success, 1 when the file is invalid or cannot be read, 2 on bad usage.
@@ -442,25 +444,46 @@ func tensorJob(env *jobEnv) error {
 	return err
 }
 
-// writeOut runs write on the named file (created or truncated), or on
-// stdout for "-".
+// writeOut runs write on the named file, or on stdout for "-". The file
+// is created (or truncated) at the first byte written, so a failure
+// before any output (no such tensor, an invalid file) leaves an existing
+// file as it was.
 func writeOut(path string, stdout io.Writer, write func(io.Writer) error) error {
 	if path == "-" {
 		return write(stdout)
 	}
-	out, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	bw := bufio.NewWriterSize(out, 1<<20)
-	err = write(bw)
+	lf := &lazyFile{path: path}
+	bw := bufio.NewWriterSize(lf, 1<<20)
+	err := write(bw)
 	if err == nil {
 		err = bw.Flush()
 	}
-	if cerr := out.Close(); err == nil {
-		err = cerr
+	if err == nil && lf.f == nil {
+		_, err = lf.Write(nil) // an empty output is an empty file
+	}
+	if lf.f != nil {
+		if cerr := lf.f.Close(); err == nil {
+			err = cerr
+		}
 	}
 	return err
+}
+
+// lazyFile creates the file at path on its first Write.
+type lazyFile struct {
+	path string
+	f    *os.File
+}
+
+func (l *lazyFile) Write(p []byte) (int, error) {
+	if l.f == nil {
+		f, err := os.Create(l.path)
+		if err != nil {
+			return 0, err
+		}
+		l.f = f
+	}
+	return l.f.Write(p)
 }
 
 // writeF32 dequantizes data, the bytes of t, in chunks of whole blocks

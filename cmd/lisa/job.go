@@ -211,6 +211,9 @@ func readReply(job string, r io.Reader, out io.Writer, limit int64) error {
 				return fmt.Errorf("%s: %w (%d bytes)", job, errReplyTooLarge, limit)
 			}
 			if _, err := io.CopyN(out, br, n); err != nil {
+				if errors.Is(err, io.EOF) {
+					err = io.ErrUnexpectedEOF
+				}
 				return fmt.Errorf("reply: %w", err)
 			}
 		case frameOK:
