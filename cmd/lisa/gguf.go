@@ -119,10 +119,7 @@ const maxInspectReply = 1 << 30
 // inspectJob parses the file and writes its summary.
 func inspectJob(env *jobEnv) error {
 	var p inspectParams
-	if err := json.Unmarshal(env.params, &p); err != nil {
-		return fmt.Errorf("parameters: %w", err)
-	}
-	f, err := env.open()
+	f, err := env.parse(&p)
 	if err != nil {
 		return err
 	}
@@ -416,10 +413,7 @@ func tensorReplyLimit(size int64, f32 bool) int64 {
 // tensorJob writes the raw or dequantized data of one tensor.
 func tensorJob(env *jobEnv) error {
 	var p tensorParams
-	if err := json.Unmarshal(env.params, &p); err != nil {
-		return fmt.Errorf("parameters: %w", err)
-	}
-	f, err := env.open()
+	f, err := env.parse(&p)
 	if err != nil {
 		return err
 	}

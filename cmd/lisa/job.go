@@ -58,6 +58,14 @@ type jobEnv struct {
 	serving func() error
 }
 
+// parse decodes the job's parameters into p and parses the model.
+func (env *jobEnv) parse(p any) (*gguf.File, error) {
+	if err := json.Unmarshal(env.params, p); err != nil {
+		return nil, fmt.Errorf("parameters: %w", err)
+	}
+	return env.open()
+}
+
 // jobFunc is one job: it parses the model, does its work and writes its
 // output to env.out.
 type jobFunc func(env *jobEnv) error

@@ -67,10 +67,7 @@ func runTokenize(args []string, stdout, stderr io.Writer) int {
 // text.
 func tokenizeJob(env *jobEnv) error {
 	var p tokenizeParams
-	if err := json.Unmarshal(env.params, &p); err != nil {
-		return fmt.Errorf("parameters: %w", err)
-	}
-	f, err := env.open()
+	f, err := env.parse(&p)
 	if err != nil {
 		return err
 	}
