@@ -169,7 +169,9 @@ func runJobSandboxed(job, path string, fh *os.File, params []byte, limit int64, 
 	proc, err := sandbox.Start(sandbox.Config{Enabled: true, ModelPath: path, Model: fh,
 		MemoryLimit: config.Default().MemoryLimitBytes, ExecArgs: []string{jobWorkerArg}, Args: []string{job}, Stderr: stderr})
 	if err != nil {
-		return fmt.Errorf("start the sandboxed worker: %w", err)
+		// Where no sandbox can be built (off Linux, no user namespaces),
+		// say how to go on anyway, knowingly.
+		return fmt.Errorf("start the sandboxed worker (lisa doctor says what the host lacks; --no-sandbox parses in this process): %w", err)
 	}
 	defer proc.Kill()
 	// The parameters go on the socket (the text to tokenize may be larger
