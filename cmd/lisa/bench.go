@@ -116,10 +116,6 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "lisa bench: re-execute with", kernels.EnvKernels+"="+o.kernels+":", err)
 		return 1
 	}
-	if o.noSandbox && o.vocab == "" {
-		// (With --vocab, parsing the vocabulary warns the same.)
-		fmt.Fprintln(stderr, "lisa bench: "+noSandboxWarning)
-	}
 	progress := progressOut(stderr, isTerminal)
 	path := o.model
 	if o.synthetic != "" {
