@@ -54,7 +54,7 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchOptions, int, bool) 
 	fs.StringVar(&o.format, "o", "md", "output format: md|csv|json|svg")
 	fs.StringVar(&o.synthetic, "synthetic", "", "benchmark a synthetic model `SHAPE:TYPE` (e.g. tinyllama-1.1b:q4_k_m) written to a temporary folder")
 	fs.StringVar(&o.vocab, "vocab", "", "vocabulary GGUF `file` for --synthetic (needed by the Llama-2-style shapes; the others carry a synthetic one)")
-	fs.BoolVar(&o.noSandbox, "no-sandbox", false, "measure in this process instead of a sandboxed worker")
+	fs.BoolVar(&o.noSandbox, "no-sandbox", false, "measure (and parse --vocab) in this process instead of sandboxed workers")
 	fs.Int64Var(&o.p.MemoryLimit, "memory-limit-bytes", 0, "the sandboxed worker's memory cap in `bytes`, as lisa serve's memory_limit_bytes (0: serve's default)")
 	fs.Usage = func() { fmt.Fprintln(stderr, benchUsage); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
@@ -119,7 +119,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	progress := progressOut(stderr, isTerminal)
 	path := o.model
 	if o.synthetic != "" {
-		p, cleanup, err := writeSynthetic(o.synthetic, o.vocab, progress)
+		p, cleanup, err := writeSynthetic(o.synthetic, o.vocab, o.noSandbox, progress, stderr)
 		if err != nil {
 			fmt.Fprintln(stderr, "lisa bench:", err)
 			return 1
@@ -157,8 +157,9 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 }
 
 // writeSynthetic writes the model SHAPE:TYPE names into a temporary
-// folder and returns its path and a function removing it.
-func writeSynthetic(spec, vocab string, progress io.Writer) (string, func(), error) {
+// folder and returns its path and a function removing it. The vocabulary
+// file is parsed in a sandboxed worker unless noSandbox.
+func writeSynthetic(spec, vocab string, noSandbox bool, progress, stderr io.Writer) (string, func(), error) {
 	shapeName, typeName, ok := strings.Cut(spec, ":")
 	if !ok {
 		typeName = "q4_k_m"
@@ -173,13 +174,12 @@ func writeSynthetic(spec, vocab string, progress io.Writer) (string, func(), err
 	}
 	// The shapes of the modern families carry a synthetic vocabulary of
 	// their own; the Llama-2-style ones need a vocabulary file.
-	var v *gguf.File
+	var kvs []gguf.KV
 	switch {
 	case vocab != "":
-		if v, err = gguf.Open(vocab, gguf.DefaultLimits()); err != nil {
-			return "", nil, err
+		if kvs, err = loadVocabKVs("lisa bench", vocab, noSandbox, stderr); err != nil {
+			return "", nil, fmt.Errorf("--vocab: %w", err)
 		}
-		defer v.Close()
 	case s.Vocab.Family == 0:
 		return "", nil, fmt.Errorf("--synthetic %s needs --vocab FILE with %d tokens (e.g. ggml-vocab-llama-spm.gguf)", s.Name, s.NVocab)
 	}
@@ -190,7 +190,7 @@ func writeSynthetic(spec, vocab string, progress io.Writer) (string, func(), err
 	cleanup := func() { os.RemoveAll(dir) }
 	path := filepath.Join(dir, s.Name+"-"+ft.String()+".gguf")
 	fmt.Fprintf(progress, "writing synthetic %s %s to %s\n", s.Name, ft, path)
-	if _, err := synth.WriteFile(path, synth.Options{Shape: s, Type: ft, Seed: 1, Vocab: v}); err != nil {
+	if _, err := synth.WriteFile(path, synth.Options{Shape: s, Type: ft, Seed: 1, VocabKVs: kvs}); err != nil {
 		cleanup()
 		return "", nil, err
 	}

@@ -26,7 +26,9 @@ const ggufUsage = `usage:
                                              --f32: dequantized little-endian float32 instead
   lisa gguf synth --shape SHAPE [--type f32|f16|q8_0|q4_k_m] [--seed S] [--vocab FILE] -o OUT
                                              write a random-weight model of a real shape
-                                             (llama, qwen2, qwen3, granite; --shape list: all)`
+                                             (llama, qwen2, qwen3, granite; --shape list: all)
+  Each parses the file (synth: the --vocab file) in a sandboxed worker; --no-sandbox parses it
+  in this process, with a warning.`
 
 // runGGUF runs `lisa gguf SUBCOMMAND`: inspect, tensor or synth. It returns 0 on
 // success, 1 when the file is invalid or cannot be read, 2 on bad usage.
@@ -86,6 +88,7 @@ func ggufInspect(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("inspect", stderr)
 	asJSON := fs.Bool("json", false, "print JSON")
 	full := fs.Bool("full", false, "include the values of arrays")
+	noSandbox := fs.Bool("no-sandbox", false, "parse the file in this process instead of a sandboxed worker")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return 2
@@ -94,24 +97,45 @@ func ggufInspect(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, ggufUsage)
 		return 2
 	}
-	f, err := gguf.Open(pos[0], gguf.DefaultLimits())
-	if err != nil {
-		return fail(stderr, "inspect", err)
-	}
-	defer f.Close()
-	bw := bufio.NewWriter(stdout)
-	if *asJSON {
-		err = writeInspectJSON(bw, f, *full)
-	} else {
-		writeInspectText(bw, pos[0], f, *full)
-	}
-	if err == nil {
-		err = bw.Flush()
-	}
+	err = runJob(jobCall{cmd: "lisa gguf inspect", job: "inspect", model: pos[0], noSandbox: *noSandbox,
+		params: inspectParams{Path: pos[0], JSON: *asJSON, Full: *full},
+		limit:  func(int64) int64 { return maxInspectReply }}, stdout, stderr)
 	if err != nil {
 		return fail(stderr, "inspect", err)
 	}
 	return 0
+}
+
+// inspectParams are the parameters of the inspect job.
+type inspectParams struct {
+	Path string `json:"path"` // as the text output names the file
+	JSON bool   `json:"json"`
+	Full bool   `json:"full"`
+}
+
+// maxInspectReply bounds inspect's output (--full prints every array).
+const maxInspectReply = 1 << 30
+
+// inspectJob parses the file and writes its summary.
+func inspectJob(env *jobEnv) error {
+	var p inspectParams
+	f, err := env.parse(&p)
+	if err != nil {
+		return err
+	}
+	if err := env.serving(); err != nil {
+		return err
+	}
+	bw := bufio.NewWriter(env.out)
+	if p.JSON {
+		err = writeInspectJSON(bw, f, p.Full)
+	} else {
+		writeInspectText(bw, p.Path, f, p.Full)
+	}
+	if err == nil {
+		err = bw.Flush()
+	}
+	return err
 }
 
 // inspectJSON is the shape of `lisa gguf inspect --json`.
@@ -350,6 +374,7 @@ func ggufTensor(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("tensor", stderr)
 	asF32 := fs.Bool("f32", false, "write dequantized little-endian float32")
 	outPath := fs.String("o", "", `output file ("-" for stdout)`)
+	noSandbox := fs.Bool("no-sandbox", false, "parse the file in this process instead of a sandboxed worker")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return 2
@@ -358,53 +383,101 @@ func ggufTensor(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, ggufUsage)
 		return 2
 	}
-	f, err := gguf.Open(pos[0], gguf.DefaultLimits())
+	err = writeOut(*outPath, stdout, func(w io.Writer) error {
+		return runJob(jobCall{cmd: "lisa gguf tensor", job: "tensor", model: pos[0], noSandbox: *noSandbox,
+			params: tensorParams{Name: pos[1], F32: *asF32},
+			limit:  func(size int64) int64 { return tensorReplyLimit(size, *asF32) }}, w, stderr)
+	})
 	if err != nil {
-		return fail(stderr, "tensor", err)
-	}
-	defer f.Close()
-	t, ok := f.Tensor(pos[1])
-	if !ok {
-		return fail(stderr, "tensor", fmt.Errorf("no tensor named %s: %w", strconv.Quote(pos[1]), gguf.ErrNotFound))
-	}
-	if *asF32 && !quant.Supported(t.Type) {
-		return fail(stderr, "tensor", fmt.Errorf("tensor %s: cannot dequantize type %s", strconv.Quote(t.Name), t.Type))
-	}
-	data, err := f.TensorData(t)
-	if err != nil {
-		return fail(stderr, "tensor", err)
-	}
-	if err := writeOut(*outPath, stdout, func(w io.Writer) error {
-		if *asF32 {
-			return writeF32(w, t, data)
-		}
-		_, err := w.Write(data)
-		return err
-	}); err != nil {
 		return fail(stderr, "tensor", err)
 	}
 	return 0
 }
 
-// writeOut runs write on the named file (created or truncated), or on
-// stdout for "-".
+// tensorParams are the parameters of the tensor job.
+type tensorParams struct {
+	Name string `json:"name"`
+	F32  bool   `json:"f32"`
+}
+
+// tensorReplyLimit bounds the tensor job's output for a model of size
+// bytes: its raw data is part of the file; dequantized, each value takes
+// 4 bytes, and no type stores a value in less than 1.5 bits.
+func tensorReplyLimit(size int64, f32 bool) int64 {
+	if !f32 {
+		return size
+	}
+	return 32 * size
+}
+
+// tensorJob writes the raw or dequantized data of one tensor.
+func tensorJob(env *jobEnv) error {
+	var p tensorParams
+	f, err := env.parse(&p)
+	if err != nil {
+		return err
+	}
+	t, ok := f.Tensor(p.Name)
+	if !ok {
+		return fmt.Errorf("no tensor named %s: %w", strconv.Quote(p.Name), gguf.ErrNotFound)
+	}
+	if p.F32 && !quant.Supported(t.Type) {
+		return fmt.Errorf("tensor %s: cannot dequantize type %s", strconv.Quote(t.Name), t.Type)
+	}
+	data, err := f.TensorData(t)
+	if err != nil {
+		return err
+	}
+	if err := env.serving(); err != nil {
+		return err
+	}
+	if p.F32 {
+		return writeF32(env.out, t, data)
+	}
+	_, err = env.out.Write(data)
+	return err
+}
+
+// writeOut runs write on the named file, or on stdout for "-". The file
+// is created (or truncated) at the first byte written, so a failure
+// before any output (no such tensor, an invalid file) leaves an existing
+// file as it was.
 func writeOut(path string, stdout io.Writer, write func(io.Writer) error) error {
 	if path == "-" {
 		return write(stdout)
 	}
-	out, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	bw := bufio.NewWriterSize(out, 1<<20)
-	err = write(bw)
+	lf := &lazyFile{path: path}
+	bw := bufio.NewWriterSize(lf, 1<<20)
+	err := write(bw)
 	if err == nil {
 		err = bw.Flush()
 	}
-	if cerr := out.Close(); err == nil {
-		err = cerr
+	if err == nil && lf.f == nil {
+		_, err = lf.Write(nil) // an empty output is an empty file
+	}
+	if lf.f != nil {
+		if cerr := lf.f.Close(); err == nil {
+			err = cerr
+		}
 	}
 	return err
+}
+
+// lazyFile creates the file at path on its first Write.
+type lazyFile struct {
+	path string
+	f    *os.File
+}
+
+func (l *lazyFile) Write(p []byte) (int, error) {
+	if l.f == nil {
+		f, err := os.Create(l.path)
+		if err != nil {
+			return 0, err
+		}
+		l.f = f
+	}
+	return l.f.Write(p)
 }
 
 // writeF32 dequantizes data, the bytes of t, in chunks of whole blocks

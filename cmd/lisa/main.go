@@ -47,6 +47,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == sandbox.WorkerFlag {
 		return worker.Main(args, engine.Load)
 	}
+	// A command that reads a model re-executes it as a one-job worker.
+	if len(args) > 0 && args[0] == jobWorkerArg {
+		return jobWorkerMain(args[1:])
+	}
 	cmds := commands()
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage(cmds, stderr)

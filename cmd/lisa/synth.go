@@ -6,7 +6,6 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/lisa-llm/lisa/gguf"
 	"github.com/lisa-llm/lisa/model/synth"
 )
 
@@ -54,6 +53,7 @@ func ggufSynth(args []string, stdout, stderr io.Writer) int {
 	seed := fs.Uint64("seed", 1, "random seed")
 	vocab := fs.String("vocab", "", "GGUF `file` whose tokenizer is copied instead of the synthetic one (required for mini, small-110m, tinyllama-1.1b: e.g. ggml-vocab-llama-spm.gguf)")
 	out := fs.String("o", "", "output `file`")
+	noSandbox := fs.Bool("no-sandbox", false, "parse the --vocab file in this process instead of a sandboxed worker")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return 2
@@ -78,12 +78,11 @@ func ggufSynth(args []string, stdout, stderr io.Writer) int {
 	}
 	o := synth.Options{Shape: s, Type: ft, Seed: *seed}
 	if *vocab != "" {
-		v, err := gguf.Open(*vocab, gguf.DefaultLimits())
+		kvs, err := loadVocabKVs("lisa gguf synth", *vocab, *noSandbox, stderr)
 		if err != nil {
 			return fail(stderr, "synth", err)
 		}
-		defer v.Close()
-		o.Vocab = v
+		o.VocabKVs = kvs
 	}
 	n, err := synth.WriteFile(*out, o)
 	if err != nil {

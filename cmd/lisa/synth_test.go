@@ -17,7 +17,7 @@ func TestGGUFSynth(t *testing.T) {
 	vocab := shared.Path(t, "ref/vocab/ggml-vocab-llama-spm.gguf")
 	out := filepath.Join(t.TempDir(), "mini.gguf")
 	var so, se bytes.Buffer
-	if code := run([]string{"gguf", "synth", "--shape", "mini", "--type", "q8_0", "--vocab", vocab, "-o", out}, &so, &se); code != 0 {
+	if code := run([]string{"gguf", "synth", "--shape", "mini", "--type", "q8_0", "--vocab", vocab, "--no-sandbox", "-o", out}, &so, &se); code != 0 {
 		t.Fatalf("exit %d: %s", code, se.String())
 	}
 	f, err := gguf.Open(out, gguf.DefaultLimits())
@@ -38,7 +38,7 @@ func TestGGUFSynth(t *testing.T) {
 		{"bad shape", []string{"gguf", "synth", "--shape", "huge", "-o", out}, 2, "unknown shape"},
 		{"bad type", []string{"gguf", "synth", "--shape", "mini", "--type", "q3_k", "-o", out}, 2, "file type"},
 		{"no vocab", []string{"gguf", "synth", "--shape", "mini", "-o", out + "2"}, 1, "vocabulary"},
-		{"vocab of the wrong size", []string{"gguf", "synth", "--shape", "qwen2-tiny", "--vocab", vocab, "-o", out + "3"}, 1, "32000 tokens"},
+		{"vocab of the wrong size", []string{"gguf", "synth", "--shape", "qwen2-tiny", "--vocab", vocab, "--no-sandbox", "-o", out + "3"}, 1, "32000 tokens"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -10,7 +11,6 @@ import (
 	"strconv"
 	"unicode/utf8"
 
-	"github.com/lisa-llm/lisa/gguf"
 	"github.com/lisa-llm/lisa/tokenizer"
 )
 
@@ -19,13 +19,27 @@ const maxTokenizeFile = 64 << 20
 
 // tokenizeOptions are the flags of lisa tokenize.
 type tokenizeOptions struct {
-	model   string
-	noBOS   bool
-	special bool
-	json    bool
-	file    string
-	text    []string
+	model     string
+	noBOS     bool
+	special   bool
+	json      bool
+	file      string
+	text      []string
+	noSandbox bool
 }
+
+// tokenizeParams are the parameters of the tokenize job.
+type tokenizeParams struct {
+	Model   string `json:"model"` // the path, for error messages
+	Text    []byte `json:"text"`  // bytes, not a JSON string: any bytes go through
+	NoBOS   bool   `json:"no_bos"`
+	Special bool   `json:"special"`
+	JSON    bool   `json:"json"`
+}
+
+// maxTokenizeReply bounds tokenize's output: a line per token of the
+// largest input, each with its piece escaped.
+const maxTokenizeReply = 4 << 30
 
 // runTokenize prints the tokens of a text with a model's tokenizer. It
 // needs only the tokenizer metadata, so vocabulary-only GGUF files work.
@@ -39,30 +53,45 @@ func runTokenize(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "lisa tokenize: %v\n", err)
 		return 1
 	}
-	f, err := gguf.Open(opt.model, gguf.DefaultLimits())
+	err = runJob(jobCall{cmd: "lisa tokenize", job: "tokenize", model: opt.model, noSandbox: opt.noSandbox,
+		params: tokenizeParams{Model: opt.model, Text: []byte(text), NoBOS: opt.noBOS, Special: opt.special, JSON: opt.json},
+		limit:  func(int64) int64 { return maxTokenizeReply }}, stdout, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "lisa tokenize: %v\n", err)
 		return 1
 	}
-	defer f.Close()
+	return 0
+}
+
+// tokenizeJob parses the model's tokenizer and writes the tokens of the
+// text.
+func tokenizeJob(env *jobEnv) error {
+	var p tokenizeParams
+	f, err := env.parse(&p)
+	if err != nil {
+		return err
+	}
 	tok, err := tokenizer.FromGGUF(f)
 	if err != nil {
-		fmt.Fprintf(stderr, "lisa tokenize: %s: %v\n", opt.model, err)
-		return 1
+		return fmt.Errorf("%s: %w", p.Model, err)
 	}
-	ids := tok.Encode(text, !opt.noBOS, opt.special)
-	if opt.json {
+	if err := env.serving(); err != nil {
+		return err
+	}
+	ids := tok.Encode(string(p.Text), !p.NoBOS, p.Special)
+	w := bufio.NewWriterSize(env.out, 64<<10)
+	if p.JSON {
 		if ids == nil {
 			ids = []int32{}
 		}
 		b, _ := json.Marshal(ids)
-		fmt.Fprintf(stdout, "%s\n", b)
-		return 0
+		fmt.Fprintf(w, "%s\n", b)
+		return w.Flush()
 	}
 	for _, id := range ids {
-		fmt.Fprintf(stdout, "%6d -> '%s'\n", id, printable(tok.PieceSpecial(id)))
+		fmt.Fprintf(w, "%6d -> '%s'\n", id, printable(tok.PieceSpecial(id)))
 	}
-	return 0
+	return w.Flush()
 }
 
 // parseTokenizeFlags parses args, allowing flags after the text. It
@@ -76,8 +105,9 @@ func parseTokenizeFlags(args []string, stderr io.Writer) (tokenizeOptions, int) 
 	fs.BoolVar(&opt.special, "special", false, "turn the texts of control tokens into those tokens")
 	fs.BoolVar(&opt.json, "json", false, "print one JSON array of ids on one line")
 	fs.StringVar(&opt.file, "f", "", "read the text from `file`, exactly as its bytes")
+	fs.BoolVar(&opt.noSandbox, "no-sandbox", false, "parse the model in this process instead of a sandboxed worker (a hostile model file gets your user's rights)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lisa tokenize -m MODEL [--no-bos] [--special] [--json] [-f FILE | TEXT]")
+		fmt.Fprintln(stderr, "usage: lisa tokenize -m MODEL [--no-bos] [--special] [--json] [--no-sandbox] [-f FILE | TEXT]")
 		fs.PrintDefaults()
 	}
 	for {

@@ -43,7 +43,9 @@ func TestTokenizeCommand(t *testing.T) {
 	}
 	for _, c := range cases {
 		var out, errb bytes.Buffer
-		code := run(append([]string{"tokenize"}, c.args...), &out, &errb)
+		// The test binary cannot be the sandboxed worker:
+		// TestModelCommandsSandboxed runs the built binary.
+		code := run(append([]string{"tokenize", "--no-sandbox"}, c.args...), &out, &errb)
 		if code != c.code {
 			t.Errorf("%s: exit %d, want %d (stderr %q)", c.name, code, c.code, errb.String())
 			continue

@@ -417,6 +417,10 @@ type Options struct {
 	// have Shape.NVocab tokens. When nil, a shape of a modern family gets
 	// its synthetic vocabulary; the Llama-2-style shapes need one.
 	Vocab *gguf.File
+	// VocabKVs, when Vocab is nil, are the tokenizer.* pairs of a
+	// vocabulary parsed elsewhere (lisa parses vocabulary files in its
+	// sandboxed worker); the same checks apply.
+	VocabKVs []gguf.KV
 	// Threads generating chunks in parallel (0: GOMAXPROCS). The output
 	// does not depend on it.
 	Threads int
@@ -522,7 +526,7 @@ func WriteFile(path string, o Options) (int64, error) {
 // given, else the shape's synthetic vocabulary.
 func tokenizerKVs(o Options) ([]gguf.KV, error) {
 	s := o.Shape
-	if o.Vocab == nil {
+	if o.Vocab == nil && o.VocabKVs == nil {
 		if s.Vocab.Family == 0 {
 			return nil, fmt.Errorf("%w: shape %s needs a vocabulary of %d tokens (e.g. ggml-vocab-llama-spm.gguf)", ErrVocab, s.Name, s.NVocab)
 		}
@@ -535,18 +539,30 @@ func tokenizerKVs(o Options) ([]gguf.KV, error) {
 		}
 		return v.KVs(), nil
 	}
-	toks, err := o.Vocab.Strings("tokenizer.ggml.tokens")
-	if err != nil {
-		return nil, fmt.Errorf("%w: tokenizer.ggml.tokens: %w", ErrVocab, err)
-	}
-	if len(toks) != s.NVocab {
-		return nil, fmt.Errorf("%w: tokenizer.ggml.tokens has %d tokens, shape %s needs %d", ErrVocab, len(toks), s.Name, s.NVocab)
+	src := o.VocabKVs
+	if o.Vocab != nil {
+		src = o.Vocab.KV
 	}
 	var kvs []gguf.KV
-	for _, kv := range o.Vocab.KV {
-		if strings.HasPrefix(kv.Key, "tokenizer.") {
-			kvs = append(kvs, kv)
+	ntok := -1
+	for _, kv := range src {
+		if !strings.HasPrefix(kv.Key, "tokenizer.") {
+			continue
 		}
+		if kv.Key == "tokenizer.ggml.tokens" {
+			toks, ok := kv.Value.Strings()
+			if !ok {
+				return nil, fmt.Errorf("%w: tokenizer.ggml.tokens is a %s, not an array of strings", ErrVocab, kv.Value.Type())
+			}
+			ntok = len(toks)
+		}
+		kvs = append(kvs, kv)
+	}
+	if ntok < 0 {
+		return nil, fmt.Errorf("%w: tokenizer.ggml.tokens: %w", ErrVocab, gguf.ErrNotFound)
+	}
+	if ntok != s.NVocab {
+		return nil, fmt.Errorf("%w: tokenizer.ggml.tokens has %d tokens, shape %s needs %d", ErrVocab, ntok, s.Name, s.NVocab)
 	}
 	return kvs, nil
 }
