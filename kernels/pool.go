@@ -455,7 +455,7 @@ func (j *job) convert(tab *table, t0, t1 int) {
 		}
 	case partnerQ8_0:
 		nb := c / quant.QK8_0
-		quant.QuantizeRowQ8_0(x, j.q80[t0*nb:t1*nb])
+		quant.QuantizeRowQ8_0Act(x, j.q80[t0*nb:t1*nb])
 		if wk.q80.x8 == nil {
 			break
 		}
