@@ -455,7 +455,7 @@ func (j *job) convert(tab *table, t0, t1 int) {
 		}
 	case partnerQ8_0:
 		nb := c / quant.QK8_0
-		quant.QuantizeRowQ8_0(x, j.q80[t0*nb:t1*nb])
+		quant.QuantizeRowQ8_0Act(x, j.q80[t0*nb:t1*nb])
 		if wk.q80.x8 == nil {
 			break
 		}
@@ -465,7 +465,7 @@ func (j *job) convert(tab *table, t0, t1 int) {
 		}
 	case partnerQ8_1:
 		nb := c / quant.QK8_1
-		quant.QuantizeRowQ8_1(x, j.q81[t0*nb:t1*nb])
+		quant.QuantizeRowQ8_1Act(x, j.q81[t0*nb:t1*nb])
 	case partnerQ8K:
 		nb := c / quant.QK_K
 		tab.quantQ8K(x, j.q8k[t0*nb:t1*nb])

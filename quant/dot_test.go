@@ -198,6 +198,51 @@ func TestDotsEmpty(t *testing.T) {
 	}
 }
 
+func TestQuantizeRowQ8_1Act(t *testing.T) {
+	rng := rand.New(rand.NewPCG(27, 28))
+	src := randomActivations(rng, 64*QK8_1)
+	// One block of exact ties (scale 1, values k+0.5), one all zero.
+	src[0] = 127
+	for k := 1; k < QK8_1; k++ {
+		src[k] = float32(k-16) + 0.5
+	}
+	clear(src[QK8_1 : 2*QK8_1])
+	act := make([]BlockQ8_1, len(src)/QK8_1)
+	q80 := make([]BlockQ8_0, len(src)/QK8_1)
+	ref := make([]BlockQ8_1, len(src)/QK8_1)
+	QuantizeRowQ8_1Act(src, act)
+	QuantizeRowQ8_0Act(src, q80)
+	QuantizeRowQ8_1(src, ref)
+	if act[1] != (BlockQ8_1{}) {
+		t.Errorf("zero block: %+v", act[1])
+	}
+	ties := 0
+	for i := range act {
+		// The codes and scale are the Q8_0 activation quantizer's.
+		if act[i].D != q80[i].D || act[i].Qs != q80[i].Qs {
+			t.Fatalf("block %d: %+v, Q8_0 activation block %+v", i, act[i], q80[i])
+		}
+		var sum int32
+		for _, q := range act[i].Qs {
+			sum += int32(q)
+		}
+		amax := float32(0)
+		for _, v := range src[QK8_1*i : QK8_1*(i+1)] {
+			amax = max(amax, float32(math.Abs(float64(v))))
+		}
+		if want := F32ToF16(amax / 127 * float32(sum)); act[i].S != want {
+			t.Errorf("block %d: S %#04x, want %#04x", i, act[i].S, want)
+		}
+		if act[i].Qs != ref[i].Qs {
+			ties++
+		}
+	}
+	// The tie block rounds differently from the reference quantizer.
+	if ties == 0 {
+		t.Error("no block differs from the reference quantizer: the tie block should")
+	}
+}
+
 func TestQuantizeRowQ8_0Act(t *testing.T) {
 	rng := rand.New(rand.NewPCG(25, 26))
 	src := randomActivations(rng, 64*QK8_0)

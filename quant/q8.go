@@ -270,6 +270,30 @@ type BlockQ8_1 struct {
 	Qs [QK8_1]int8
 }
 
+// QuantizeRowQ8_1Act quantizes src (32*len(dst) values) into Q8_1 blocks
+// as llama.cpp's x86 activation quantizer (the AVX2 branch of
+// quantize_row_q8_1) does before a Q4_1 or Q5_1 dot product: the codes and
+// D of QuantizeRowQ8_0Act, S = f16(d * sum of the codes) with d = max|x|/127
+// before its rounding to f16. Its codes can differ from QuantizeRowQ8_1's
+// by one where x/d falls on or next to a half, as QuantizeRowQ8_0Act's do.
+func QuantizeRowQ8_1Act(src []float32, dst []BlockQ8_1) {
+	src = src[:QK8_1*len(dst)]
+	var b0 [1]BlockQ8_0
+	for i := range dst {
+		x := src[QK8_1*i : QK8_1*(i+1)]
+		QuantizeRowQ8_0Act(x, b0[:])
+		var amax float32
+		for _, v := range x {
+			amax = max(amax, absf(v))
+		}
+		var sum int32
+		for _, q := range b0[0].Qs {
+			sum += int32(q)
+		}
+		dst[i] = BlockQ8_1{D: b0[0].D, S: F32ToF16(amax / 127 * float32(sum)), Qs: b0[0].Qs}
+	}
+}
+
 // QuantizeRowQ8_1 quantizes src (32*len(dst) values) into Q8_1 blocks as
 // quantize_row_q8_1_ref does (the codes and D of QuantizeRowQ8_0, S =
 // f16(sum of the codes * d) with d before its rounding to f16).

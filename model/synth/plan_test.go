@@ -50,6 +50,9 @@ var hfShapes = []hfShape{
 	{"qwen2-tiny-odd", "qwen2", 384, 2, 6, 2, 64, 1024, 4096, true, true, false, false},
 	{"qwen3-tiny", "qwen3", 256, 2, 4, 2, 128, 768, 4096, true, false, true, false},
 	{"granite-tiny", "granite", 256, 2, 4, 2, 64, 768, 4099, true, false, false, false},
+	{"llama2-quant", "llama", 256, 1, 4, 2, 64, 256, 512, false, false, false, false},
+	{"smollm2-quant", "llama", 576, 1, 9, 3, 64, 256, 512, true, false, false, false},
+	{"qwen2-odd-quant", "qwen2", 384, 1, 6, 2, 64, 256, 512, true, true, false, false},
 }
 
 // wantTensors returns the tensor names and dims llama.cpp's tensor table

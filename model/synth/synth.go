@@ -182,6 +182,21 @@ func Shapes() []Shape {
 			HeadDim: 128, HeadDimKey: true, RopeBase: 1e6, NormEps: 1e-6, Tied: true, Vocab: qwen(vocab.Qwen3, 4096, 3840)},
 		{Name: "granite-tiny", Arch: ArchGranite, NEmbd: 256, NLayer: 2, NHead: 4, NHeadKV: 2, NFF: 768, NVocab: 4099, NCtx: 131072,
 			RopeBase: 5e6, Tied: true, AttnScale: 0.015625, EmbScale: 12, ResScale: 0.22, LogitScale: 8, Vocab: granite(4099)},
+
+		// Smaller still, for files llama.cpp's llama-quantize wrote that are
+		// committed as test data (model/quantref): one layer, 512 tokens.
+		// llama2-quant is Llama 2's layout (untied output, no RoPE
+		// scaling) at whole 256-value blocks; smollm2-quant has
+		// SmolLM2-135M's width, heads and tied embeddings and qwen2-odd-quant
+		// Qwen2.5's layout at a width that is not a multiple of 256, so
+		// that their K-quant files hold llama-quantize's Q5_0/Q8_0
+		// fallbacks (a synthetic StarCoder-style and Qwen2 tokenizer).
+		{Name: "llama2-quant", Arch: ArchLlama, NEmbd: 256, NLayer: 1, NHead: 4, NHeadKV: 2, NFF: 256, NVocab: 512, NCtx: 4096,
+			RopeBase: 10000, Vocab: llama3(512, "")},
+		{Name: "smollm2-quant", Arch: ArchLlama, NEmbd: 576, NLayer: 1, NHead: 9, NHeadKV: 3, NFF: 256, NVocab: 512, NCtx: 8192,
+			RopeBase: 100000, Tied: true, Vocab: vocab.Spec{Family: vocab.Granite, NVocab: 512, SpecialAt: 509}},
+		{Name: "qwen2-odd-quant", Arch: ArchQwen2, NEmbd: 384, NLayer: 1, NHead: 6, NHeadKV: 2, NFF: 256, NVocab: 512, NCtx: 32768,
+			RopeBase: 1e6, NormEps: 1e-6, Tied: true, Vocab: qwen(vocab.Qwen2, 512, 256)},
 	}
 }
 
