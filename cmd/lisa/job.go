@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 
+	"github.com/lisa-llm/lisa/broker"
 	"github.com/lisa-llm/lisa/config"
 	"github.com/lisa-llm/lisa/gguf"
 	"github.com/lisa-llm/lisa/sandbox"
@@ -166,7 +167,14 @@ func runJob(c jobCall, out, stderr io.Writer) error {
 // runJobSandboxed runs job in a sandboxed worker (the lock-down of lisa
 // serve's worker) on the model fh at path and copies its output to out.
 func runJobSandboxed(job, path string, fh *os.File, params []byte, limit int64, out, stderr io.Writer) error {
-	proc, err := sandbox.Start(sandbox.Config{Enabled: true, ModelPath: path, Model: fh,
+	// A split model's further shards go to the worker too (it parses
+	// them; the command only opens them by name).
+	shardPaths, shards, err := broker.OpenShards(path, sandbox.MaxShards)
+	if err != nil {
+		return err
+	}
+	defer broker.CloseShards(shards)
+	proc, err := sandbox.Start(sandbox.Config{Enabled: true, ModelPath: path, Model: fh, ShardPaths: shardPaths, Shards: shards,
 		MemoryLimit: config.Default().MemoryLimitBytes, ExecArgs: []string{jobWorkerArg}, Args: []string{job}, Stderr: stderr})
 	if err != nil {
 		// Where no sandbox can be built (off Linux, no user namespaces),
@@ -326,7 +334,7 @@ func jobWorkerMain(args []string) int {
 }
 
 // runWorkerJob reads the parameters and runs the job args name.
-func runWorkerJob(args []string, conn io.Reader, mf *os.File, bw *bufio.Writer, rep *sandbox.Report) error {
+func runWorkerJob(args []string, conn io.Reader, mf []*os.File, bw *bufio.Writer, rep *sandbox.Report) error {
 	if len(args) != 1 {
 		return fmt.Errorf("want one job name, got %d arguments", len(args))
 	}
@@ -350,7 +358,7 @@ func runWorkerJob(args []string, conn io.Reader, mf *os.File, bw *bufio.Writer, 
 	defer runtime.KeepAlive(&files)
 	env := &jobEnv{params: params, out: frameWriter{bw},
 		open: func() (*gguf.File, error) {
-			f, err := gguf.OpenFile(mf, gguf.DefaultLimits())
+			f, err := gguf.OpenSplit(mf, gguf.DefaultLimits())
 			if err == nil {
 				files = append(files, f)
 			}
