@@ -314,6 +314,10 @@ func openShards(fhs []*os.File, lim Limits, open func(*os.File, Limits) (*File, 
 		s, err := open(fh, lim)
 		if err != nil {
 			closeAll()
+			if len(fhs) == 1 {
+				// One file is no split: its error is the file's own.
+				return nil, err
+			}
 			return nil, &SplitError{Shard: i + 1, Count: len(fhs), Path: fh.Name(), Msg: "cannot be read", Err: err}
 		}
 		shards = append(shards, s)

@@ -432,3 +432,25 @@ func FuzzSplitPaths(f *testing.F) {
 		}
 	})
 }
+
+// TestOpenSplitOneFileError: one file given to OpenSplit/LoadSplit fails
+// with the file's own error, not a split error about "shard 1 of 1".
+func TestOpenSplitOneFileError(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.gguf")
+	if err := os.WriteFile(path, []byte("not a gguf file at all"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fh, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	for name, open := range map[string]func([]*os.File, Limits) (*File, error){"OpenSplit": OpenSplit, "LoadSplit": LoadSplit} {
+		_, err := open([]*os.File{fh}, DefaultLimits())
+		var fe *FormatError
+		var se *SplitError
+		if !errors.As(err, &fe) || errors.As(err, &se) {
+			t.Errorf("%s: %v, want the file's FormatError alone", name, err)
+		}
+	}
+}
