@@ -24,9 +24,7 @@ import (
 
 	"github.com/lisa-llm/lisa/gguf"
 	"github.com/lisa-llm/lisa/internal/llref"
-	"github.com/lisa-llm/lisa/kernels"
 	"github.com/lisa-llm/lisa/model"
-	"github.com/lisa-llm/lisa/model/sample"
 	"github.com/lisa-llm/lisa/tensor"
 	"github.com/lisa-llm/lisa/tokenizer"
 )
@@ -140,65 +138,12 @@ func typeCounts(t *testing.T, f *gguf.File, e entry) string {
 	return strings.TrimSpace(b.String())
 }
 
-// evaluate runs the prompt ids in batches of n_batch (every row's logits,
-// as llama.cpp's reference asks), then each generated id in batches of
-// gen_batch, and returns lisa's answer in the reference's shape: the
-// batch shapes llama.cpp ran.
+// evaluate is llref.Evaluate, failing t on an error.
 func evaluate(t *testing.T, m *model.Model, tok *tokenizer.Tokenizer, want llref.Run, set llref.Settings, topN int) llref.Run {
 	t.Helper()
-	prompt := want.PromptIDs
-	if want.Prompt != nil {
-		// As llama.cpp's reference: special tokens added, special-token
-		// parsing off.
-		prompt = tok.Encode(*want.Prompt, true, false)
-	}
-	ids := append(append([]int32(nil), prompt...), want.GeneratedIDs...)
-	c, err := model.NewCache(m.Config, model.KVF16, 1, len(ids)+1)
+	got, err := llref.Evaluate(m, tok, want, set, topN)
 	if err != nil {
 		t.Fatal(err)
-	}
-	pool := kernels.NewPool(1)
-	defer pool.Close()
-	nBatch, genBatch := max(set.NBatch, 1), max(set.GenBatch, 1)
-	r := model.NewRunner(m, c, pool, max(nBatch, genBatch))
-	r.SetLlamaOrder(true)
-	got := llref.Run{PromptIDs: prompt, GeneratedIDs: want.GeneratedIDs}
-	var buf []sample.TokenLogprob
-	decode := func(start, k int) {
-		b := model.Batch{Tokens: ids[start : start+k], Pos: make([]int32, k), Seq: make([]int32, k), Logits: make([]bool, k)}
-		for i := range k {
-			b.Pos[i], b.Logits[i] = int32(start+i), want.Reports(start+i)
-		}
-		rows, err := r.Decode(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		j := 0
-		for i := range k {
-			if !b.Logits[i] {
-				continue
-			}
-			row := rows[j]
-			j++
-			_, top, err := sample.Logprobs(row, 0, topN, buf)
-			if err != nil {
-				t.Fatal(err)
-			}
-			buf = top
-			p := llref.Position{Position: start + i}
-			for _, tl := range top {
-				p.Top = append(p.Top, llref.Pair{ID: tl.ID, Logit: row[tl.ID]})
-			}
-			got.Positions = append(got.Positions, p)
-		}
-	}
-	n := len(prompt)
-	for start := 0; start < n; start += nBatch {
-		decode(start, min(nBatch, n-start))
-	}
-	// The last id is never fed: its row would follow the reference's end.
-	for start := n; start < len(ids)-1; start += genBatch {
-		decode(start, min(genBatch, len(ids)-1-start))
 	}
 	return got
 }
