@@ -17,13 +17,18 @@
 // common filters (trim, length, upper, lower, default, join, tojson, …)
 // and tests (defined, none, string, …), raise_exception, and Hugging
 // Face's trim_blocks/lstrip_blocks whitespace rules. The template sees
-// nothing but messages, bos_token, eos_token, add_generation_prompt and
-// tools (always none): no attribute of a Go value, no file, no
-// environment. Everything is bounded: template size, nesting depth
+// nothing but messages, bos_token, eos_token, add_generation_prompt,
+// tools, date_string and datetime: no attribute of a Go value, no file,
+// no environment. Everything is bounded: template size, nesting depth
 // (blocks and expressions), loop iterations, evaluation steps, the work
 // done on strings and lists, their sizes, and the output (MaxOutput).
-// Dicts iterate in key order (Python keeps insertion order; chat
-// templates do not depend on it). A construct outside the subset
+// Dicts keep insertion order, as Python and llama.cpp's runtime do (tool
+// schemas are printed with tojson, in the order the client wrote them).
+//
+// Tools (Options.Tools), assistant tool calls and tool responses reach
+// the template in llama.cpp's shapes (see tools.go); a template that does
+// not show them, and every family rendered in Go, gets them as plain
+// messages in llama.cpp's generic JSON tool format. A construct outside the subset
 // (macros, includes, unknown filters) fails with an *UnsupportedError
 // naming it.
 //

@@ -56,8 +56,8 @@ func (m *machine) charge(vs ...any) error {
 			m.work += len(x)
 		case []any:
 			m.work += len(x)
-		case map[string]any:
-			m.work += len(x)
+		case *dict:
+			m.work += len(x.keys)
 		default:
 			m.work++
 		}
@@ -241,18 +241,23 @@ func (m *machine) filterItems(s *stmt, items []any) ([]any, error) {
 	return kept, nil
 }
 
-func loopInfo(i int, items []any) map[string]any {
+func loopInfo(i int, items []any) *dict {
 	n := len(items)
-	info := map[string]any{
-		"index": int64(i + 1), "index0": int64(i), "first": i == 0, "last": i == n-1,
-		"length": int64(n), "revindex": int64(n - i), "revindex0": int64(n - i - 1),
-		"previtem": undefined{}, "nextitem": undefined{},
-	}
+	info := newDict(9)
+	info.set("index", int64(i+1))
+	info.set("index0", int64(i))
+	info.set("first", i == 0)
+	info.set("last", i == n-1)
+	info.set("length", int64(n))
+	info.set("revindex", int64(n-i))
+	info.set("revindex0", int64(n-i-1))
+	info.set("previtem", undefined{})
+	info.set("nextitem", undefined{})
 	if i > 0 {
-		info["previtem"] = items[i-1]
+		info.set("previtem", items[i-1])
 	}
 	if i+1 < n {
-		info["nextitem"] = items[i+1]
+		info.set("nextitem", items[i+1])
 	}
 	return info
 }

@@ -71,7 +71,7 @@ func TestJinjaTemplates(t *testing.T) {
 		{"arith", "{{ 7 // 2 }} {{ -7 % 3 }} {{ 1 + 2 * 3 }} {{ 'ab' ~ 3 }} {{ 7 / 2 }} {{ 'ab' * 2 }}", nil, "3 2 7 ab3 3.5 abab"},
 		{"string methods", "{{ 'Hello'.lower().startswith('he') }} {{ 'a,b'.split(',')|length }} {{ 'xay'.replace('a', 'b') }} {{ '[x]'.lstrip('[') }}", nil, "True 2 xby x]"},
 		{"slices", "{{ 'hello'[1:3] }}{{ messages[-1].content }}{{ messages[:2]|length }}", conv, "elBye2"},
-		{"dict items", "{% for k, v in {'b': 2, 'a': 1}.items() %}{{ k }}{{ v }}{% endfor %}", nil, "a1b2"},
+		{"dict items", "{% for k, v in {'b': 2, 'a': 1}.items() %}{{ k }}{{ v }}{% endfor %}", nil, "b2a1"}, // insertion order, as Python and llama.cpp,
 		{"no outside access", "[{{ os }}{{ messages.__class__ }}{{ self }}{{ config }}]", conv, "[]"},
 		{"tools and dates", "{% if tools is not none %}T{% endif %}{% if strftime_now is defined %}D{% else %}{{ '26 Jul 2024' }}{% endif %}", nil, "26 Jul 2024"},
 		{"selectattr", "{{ messages|selectattr('role', 'equalto', 'user')|map(attribute='content')|join(',') }}|{{ messages|rejectattr('role', 'equalto', 'user')|list|length }}|{{ messages|selectattr('content')|list|length }}", conv, "Hi,Bye|2|4"},
@@ -138,7 +138,7 @@ func TestJinjaHostile(t *testing.T) {
 		{"division", "{{ 1 // 0 }}", ErrTemplate, ""},
 		{"call non-function", "{{ messages() }}", ErrTemplate, ""},
 	}
-	msgs := []Message{{"user", "a"}, {"user", "b"}}
+	msgs := []Message{{Role: "user", Content: "a"}, {Role: "user", Content: "b"}}
 	for _, c := range cases {
 		start := time.Now()
 		_, err := Apply(c.tmpl, msgs, true, "", "")
@@ -159,7 +159,7 @@ func TestJinjaWorkLimit(t *testing.T) {
 	big := strings.Repeat("x", 900_000)
 	tmpl := "{% for i in range(100000) %}{% if 'y' in messages[0].content %}{% endif %}{% endfor %}"
 	start := time.Now()
-	_, err := RenderJinja(tmpl, []Message{{"user", big}}, false, "", "")
+	_, err := RenderJinja(tmpl, []Message{{Role: "user", Content: big}}, false, "", "")
 	if !errors.Is(err, ErrTooLarge) {
 		t.Errorf("err = %v, want ErrTooLarge", err)
 	}
@@ -182,7 +182,7 @@ func FuzzApply(f *testing.F) {
 		f.Add(s, "hello")
 	}
 	f.Fuzz(func(t *testing.T, tmpl, content string) {
-		msgs := []Message{{"system", "s"}, {"user", content}, {"assistant", "a"}}
+		msgs := []Message{{Role: "system", Content: "s"}, {Role: "user", Content: content}, {Role: "assistant", Content: "a"}}
 		for _, render := range []func(string, []Message, bool, string, string) (string, error){Apply, RenderJinja} {
 			out, err := render(tmpl, msgs, true, "<s>", "</s>")
 			if err == nil && len(out) > MaxOutput {

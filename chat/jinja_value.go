@@ -1,17 +1,15 @@
 package chat
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
-	"sort"
 	"strconv"
 	"strings"
 	"unicode"
 )
 
 // Values of the interpreter are string, int64, float64, bool, nil
-// (None), undefined, []any (lists and tuples), map[string]any (dicts),
+// (None), undefined, []any (lists and tuples), *dict (dicts),
 // *namespace and builtin.
 
 // maxValueDepth bounds how deep rendering and comparison look into
@@ -32,8 +30,8 @@ func truthy(v any) bool {
 		return x != 0
 	case []any:
 		return len(x) > 0
-	case map[string]any:
-		return len(x) > 0
+	case *dict:
+		return len(x.keys) > 0
 	}
 	return true
 }
@@ -54,7 +52,7 @@ func typeName(v any) string {
 		return "boolean"
 	case []any:
 		return "list"
-	case map[string]any:
+	case *dict:
 		return "dict"
 	case *namespace:
 		return "namespace"
@@ -111,19 +109,19 @@ func writeValue(b *strings.Builder, v any, quoted bool, depth int) {
 			}
 		}
 		b.WriteByte(']')
-	case map[string]any:
+	case *dict:
 		if depth > maxValueDepth {
 			b.WriteString("{...}")
 			return
 		}
 		b.WriteByte('{')
-		for i, k := range sortedKeys(x) {
+		for i, k := range x.keys {
 			if i > 0 {
 				b.WriteString(", ")
 			}
 			writeValue(b, k, true, depth+1)
 			b.WriteString(": ")
-			writeValue(b, x[k], true, depth+1)
+			writeValue(b, x.m[k], true, depth+1)
 			if b.Len() > MaxOutput {
 				return
 			}
@@ -141,24 +139,14 @@ func formatFloat(f float64) string {
 	return strconv.FormatFloat(f, 'g', -1, 64)
 }
 
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
 // iterate returns the elements a for loop visits.
 func iterate(v any) ([]any, error) {
 	switch x := v.(type) {
 	case []any:
 		return x, nil
-	case map[string]any:
-		keys := sortedKeys(x)
-		out := make([]any, len(keys))
-		for i, k := range keys {
+	case *dict:
+		out := make([]any, len(x.keys))
+		for i, k := range x.keys {
 			out[i] = k
 		}
 		return out, nil
@@ -200,13 +188,13 @@ func operate(op string, val any, a []any) (any, error) {
 	case "list":
 		return append([]any{}, a...), nil
 	case "dict":
-		d := map[string]any{}
+		d := newDict(len(a) / 2)
 		for i := 0; i+1 < len(a); i += 2 {
 			k, ok := a[i].(string)
 			if !ok {
 				return nil, fmt.Errorf("dict keys must be strings")
 			}
-			d[k] = a[i+1]
+			d.set(k, a[i+1])
 		}
 		return d, nil
 	case "==":
@@ -226,8 +214,8 @@ func operate(op string, val any, a []any) (any, error) {
 
 func attribute(obj any, name string) any {
 	switch x := obj.(type) {
-	case map[string]any:
-		if v, ok := x[name]; ok {
+	case *dict:
+		if v, ok := x.m[name]; ok {
 			return v
 		}
 	case *namespace:
@@ -240,9 +228,9 @@ func attribute(obj any, name string) any {
 
 func index(obj, key any) (any, error) {
 	switch x := obj.(type) {
-	case map[string]any:
+	case *dict:
 		if k, ok := key.(string); ok {
-			if v, ok := x[k]; ok {
+			if v, ok := x.m[k]; ok {
 				return v, nil
 			}
 		}
@@ -344,13 +332,13 @@ func equal(a, b any, depth int) bool {
 			}
 		}
 		return true
-	case map[string]any:
-		y, ok := b.(map[string]any)
-		if !ok || len(x) != len(y) {
+	case *dict:
+		y, ok := b.(*dict)
+		if !ok || len(x.keys) != len(y.keys) {
 			return false
 		}
-		for k, v := range x {
-			if w, ok := y[k]; !ok || !equal(v, w, depth+1) {
+		for k, v := range x.m {
+			if w, ok := y.m[k]; !ok || !equal(v, w, depth+1) {
 				return false
 			}
 		}
@@ -415,9 +403,9 @@ func contains(container, item any) (bool, error) {
 			}
 		}
 		return false, nil
-	case map[string]any:
+	case *dict:
 		s, ok := item.(string)
-		_, in := x[s]
+		_, in := x.m[s]
 		return ok && in, nil
 	case undefined, nil:
 		return false, nil
@@ -511,53 +499,6 @@ func arith(op string, a, b any) (any, error) {
 		return fx - fy*math.Floor(fx/fy), nil
 	}
 	return nil, &UnsupportedError{Construct: "operator " + op}
-}
-
-// toJSON renders v as JSON with a size bound.
-func toJSON(v any, depth int) (string, error) {
-	if depth > maxValueDepth {
-		return "", fmt.Errorf("value nested deeper than %d", maxValueDepth)
-	}
-	switch x := v.(type) {
-	case string:
-		b, _ := json.Marshal(x)
-		return string(b), nil
-	case nil, undefined:
-		return "null", nil
-	case bool, int64, float64:
-		b, _ := json.Marshal(x)
-		return string(b), nil
-	case []any:
-		parts := make([]string, len(x))
-		total := 0
-		for i, e := range x {
-			s, err := toJSON(e, depth+1)
-			if err != nil {
-				return "", err
-			}
-			if total += len(s); total > MaxOutput {
-				return "", fmt.Errorf("%w: JSON of more than %d bytes", ErrTooLarge, MaxOutput)
-			}
-			parts[i] = s
-		}
-		return "[" + strings.Join(parts, ", ") + "]", nil
-	case map[string]any:
-		var parts []string
-		total := 0
-		for _, k := range sortedKeys(x) {
-			s, err := toJSON(x[k], depth+1)
-			if err != nil {
-				return "", err
-			}
-			kb, _ := json.Marshal(k)
-			if total += len(s) + len(kb); total > MaxOutput {
-				return "", fmt.Errorf("%w: JSON of more than %d bytes", ErrTooLarge, MaxOutput)
-			}
-			parts = append(parts, string(kb)+": "+s)
-		}
-		return "{" + strings.Join(parts, ", ") + "}", nil
-	}
-	return "", fmt.Errorf("cannot render %s as JSON", typeName(v))
 }
 
 func capitalize(s string) string {
