@@ -241,25 +241,25 @@ func (m *machine) filterItems(s *stmt, items []any) ([]any, error) {
 	return kept, nil
 }
 
+// loopKeys are the loop variable's attributes, in Jinja's order.
+var loopKeys = []string{"index", "index0", "first", "last", "length", "revindex", "revindex0", "previtem", "nextitem"}
+
 func loopInfo(i int, items []any) *dict {
 	n := len(items)
-	info := newDict(9)
-	info.set("index", int64(i+1))
-	info.set("index0", int64(i))
-	info.set("first", i == 0)
-	info.set("last", i == n-1)
-	info.set("length", int64(n))
-	info.set("revindex", int64(n-i))
-	info.set("revindex0", int64(n-i-1))
-	info.set("previtem", undefined{})
-	info.set("nextitem", undefined{})
+	m := map[string]any{
+		"index": int64(i + 1), "index0": int64(i), "first": i == 0, "last": i == n-1,
+		"length": int64(n), "revindex": int64(n - i), "revindex0": int64(n - i - 1),
+		"previtem": undefined{}, "nextitem": undefined{},
+	}
 	if i > 0 {
-		info.set("previtem", items[i-1])
+		m["previtem"] = items[i-1]
 	}
 	if i+1 < n {
-		info.set("nextitem", items[i+1])
+		m["nextitem"] = items[i+1]
 	}
-	return info
+	// The keys are shared: nothing appends to a dict the template did
+	// not build (set only replaces existing keys here).
+	return &dict{keys: loopKeys, m: m}
 }
 
 func bindLoopVars(scope map[string]any, vars []string, it any) error {

@@ -313,3 +313,25 @@ func addSystem(msgs []Message, text string) []Message {
 	out = append(out, Message{Role: "system", Content: text})
 	return append(out, msgs...)
 }
+
+// DescribesTools reports whether the chat template tmpl shows tools to
+// the model itself (its Jinja prints the tools it is given), so that the
+// model answers in its family's call syntax; otherwise Render describes
+// them in llama.cpp's generic JSON format, and the reply must be parsed
+// as that (toolcall.Detect takes this answer). Families rendered in Go
+// and templates the interpreter cannot render describe none.
+func DescribesTools(tmpl string) bool {
+	fam := Detect(tmpl)
+	if _, ok := renderers[fam]; ok && (tmpl == fam || fam == Plain) {
+		return false
+	}
+	if check(tmpl, nil) != nil {
+		return false
+	}
+	tree, err := parseTemplate(tmpl)
+	if err != nil {
+		return false
+	}
+	bos, eos := defaults("", "")
+	return probeCaps(tree, bos, eos).tools
+}

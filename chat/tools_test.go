@@ -232,3 +232,29 @@ func TestToolInputErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestDescribesTools(t *testing.T) {
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join("..", "model", "synth", "vocab", "templates", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	cases := []struct {
+		tmpl string
+		want bool
+	}{
+		{read("llama-3.1.jinja"), true},
+		{read("qwen2.5.jinja"), true},
+		{read("mistral-nemo.jinja"), true},
+		{"chatml", false},
+		{"", false},
+		{"{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}", false},
+	}
+	for i, c := range cases {
+		if got := DescribesTools(c.tmpl); got != c.want {
+			t.Errorf("case %d: %v, want %v", i, got, c.want)
+		}
+	}
+}
