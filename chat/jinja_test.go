@@ -71,6 +71,7 @@ func TestJinjaTemplates(t *testing.T) {
 		{"arith", "{{ 7 // 2 }} {{ -7 % 3 }} {{ 1 + 2 * 3 }} {{ 'ab' ~ 3 }} {{ 7 / 2 }} {{ 'ab' * 2 }}", nil, "3 2 7 ab3 3.5 abab"},
 		{"string methods", "{{ 'Hello'.lower().startswith('he') }} {{ 'a,b'.split(',')|length }} {{ 'xay'.replace('a', 'b') }} {{ '[x]'.lstrip('[') }}", nil, "True 2 xby x]"},
 		{"slices", "{{ 'hello'[1:3] }}{{ messages[-1].content }}{{ messages[:2]|length }}", conv, "elBye2"},
+		{"slice steps", "{{ [1, 2, 3, 4][::-1] }}|{{ 'abcdef'[1:5:2] }}|{{ [1, 2, 3, 4, 5][::-2] }}|{{ [1, 2, 3][5:0:-1] }}|{{ [1, 2, 3][-1:-9:-1] }}", nil, "[4, 3, 2, 1]|bd|[5, 3, 1]|[3, 2]|[3, 2, 1]"},
 		{"dict items", "{% for k, v in {'b': 2, 'a': 1}.items() %}{{ k }}{{ v }}{% endfor %}", nil, "b2a1"}, // insertion order, as Python and llama.cpp,
 		{"no outside access", "[{{ os }}{{ messages.__class__ }}{{ self }}{{ config }}]", conv, "[]"},
 		{"tools and dates", "{% if tools is not none %}T{% endif %}{% if strftime_now is defined %}D{% else %}{{ '26 Jul 2024' }}{% endif %}", nil, "26 Jul 2024"},

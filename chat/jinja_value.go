@@ -180,7 +180,7 @@ func operate(op string, val any, a []any) (any, error) {
 	case "index":
 		return index(a[0], a[1])
 	case "slice":
-		return slice(a[0], a[1], a[2])
+		return slice(a[0], a[1], a[2], a[3])
 	case "not":
 		return !truthy(a[0]), nil
 	case "neg":
@@ -293,7 +293,10 @@ func bounds(lo, hi any, n int) (int, int, error) {
 	return a, max(a, b), nil
 }
 
-func slice(obj, lo, hi any) (any, error) {
+func slice(obj, lo, hi, step any) (any, error) {
+	if step != nil {
+		return stepSlice(obj, lo, hi, step)
+	}
 	switch x := obj.(type) {
 	case []any:
 		a, b, err := bounds(lo, hi, len(x))
@@ -310,6 +313,69 @@ func slice(obj, lo, hi any) (any, error) {
 		return string(r[a:b]), nil
 	}
 	return nil, fmt.Errorf("cannot slice %s", typeName(obj))
+}
+
+// stepSlice is x[lo:hi:step] with Python's rules (Qwen3's template walks
+// messages[::-1]).
+func stepSlice(obj, lo, hi, step any) (any, error) {
+	st, ok := step.(int64)
+	if !ok || st == 0 {
+		return nil, fmt.Errorf("slice step must be a non-zero integer")
+	}
+	var items []any
+	var runes []rune
+	n, isStr := 0, false
+	switch x := obj.(type) {
+	case []any:
+		items, n = x, len(x)
+	case string:
+		runes, isStr = []rune(x), true
+		n = len(runes)
+	default:
+		return nil, fmt.Errorf("cannot slice %s", typeName(obj))
+	}
+	// Python's slice.indices: clamp to [0, n] for a positive step, to
+	// [-1, n-1] for a negative one.
+	bound := func(v any, def int64) (int64, error) {
+		if v == nil {
+			return def, nil
+		}
+		i, ok := v.(int64)
+		if !ok {
+			return 0, fmt.Errorf("slice bound is %s, not an integer", typeName(v))
+		}
+		if i < 0 {
+			i += int64(n)
+		}
+		if st > 0 {
+			return max(0, min(i, int64(n))), nil
+		}
+		return max(-1, min(i, int64(n)-1)), nil
+	}
+	a, err := bound(lo, map[bool]int64{true: 0, false: int64(n) - 1}[st > 0])
+	if err != nil {
+		return nil, err
+	}
+	b, err := bound(hi, map[bool]int64{true: int64(n), false: -1}[st > 0])
+	if err != nil {
+		return nil, err
+	}
+	var idx []int
+	for i := a; (st > 0 && i < b) || (st < 0 && i > b); i += st {
+		idx = append(idx, int(i))
+	}
+	if isStr {
+		out := make([]rune, len(idx))
+		for k, i := range idx {
+			out[k] = runes[i]
+		}
+		return string(out), nil
+	}
+	out := make([]any, len(idx))
+	for k, i := range idx {
+		out[k] = items[i]
+	}
+	return out, nil
 }
 
 func equal(a, b any, depth int) bool {

@@ -93,7 +93,7 @@ func TestToolRendersMatchLlamaCpp(t *testing.T) {
 		{"llama-3.1", "<|begin_of_text|>", "<|eot_id|>", ""},
 		{"llama-3.2", "<|begin_of_text|>", "<|eot_id|>", ""},
 		{"qwen2.5", "", "<|im_end|>", ""},
-		{"qwen3", "", "<|im_end|>", "the interpreter has no slice step (messages[::-1]); Qwen3 renders as its ChatML family"},
+		{"qwen3", "", "<|im_end|>", ""},
 		{"mistral-nemo", "<s>", "</s>", ""},
 		{"hermes-3", "<|begin_of_text|>", "<|eot_id|>", "the interpreter has no {% macro %}; Hermes 3 renders as its ChatML family"},
 	}
