@@ -11,9 +11,10 @@
 //
 // Any other template goes to a small Jinja-subset interpreter of this
 // package (RenderJinja): text, {{ }}, {% if/elif/else %}, {% for %} with
-// else, loop filters, tuple unpacking, break and continue, {% set %} with
+// else, loop filters, tuple unpacking, break and continue, {% macro %}
+// (bounded calls), {% set %} with
 // namespace(), the loop variables, string concatenation, arithmetic and
-// comparisons, subscripts and slices, a few string and dict methods,
+// comparisons, subscripts and slices (with steps), a few string and dict methods,
 // common filters (trim, length, upper, lower, default, join, tojson, …)
 // and tests (defined, none, string, …), raise_exception, and Hugging
 // Face's trim_blocks/lstrip_blocks whitespace rules. The template sees
@@ -29,7 +30,7 @@
 // the template in llama.cpp's shapes (see tools.go); a template that does
 // not show them, and every family rendered in Go, gets them as plain
 // messages in llama.cpp's generic JSON tool format. A construct outside the subset
-// (macros, includes, unknown filters) fails with an *UnsupportedError
+// (call blocks, includes, unknown filters) fails with an *UnsupportedError
 // naming it.
 //
 // RenderTraced also says which bytes of the rendering came from message

@@ -56,7 +56,7 @@ func typeName(v any) string {
 		return "dict"
 	case *namespace:
 		return "namespace"
-	case builtin:
+	case builtin, *macro:
 		return "function"
 	}
 	return fmt.Sprintf("%T", v)

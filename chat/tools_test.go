@@ -95,7 +95,7 @@ func TestToolRendersMatchLlamaCpp(t *testing.T) {
 		{"qwen2.5", "", "<|im_end|>", ""},
 		{"qwen3", "", "<|im_end|>", ""},
 		{"mistral-nemo", "<s>", "</s>", ""},
-		{"hermes-3", "<|begin_of_text|>", "<|eot_id|>", "the interpreter has no {% macro %}; Hermes 3 renders as its ChatML family"},
+		{"hermes-3", "<|begin_of_text|>", "<|eot_id|>", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {
