@@ -335,3 +335,58 @@ func DescribesTools(tmpl string) bool {
 	bos, eos := defaults("", "")
 	return probeCaps(tree, bos, eos).tools
 }
+
+// ToolStrings returns the client text that tools and tool calls bring
+// into a prompt untraced (see RenderTraced): each tool's name,
+// description and parameter schema, each call's id, name and arguments,
+// each message's tool_call_id and name, and every string and key inside
+// the schemas and arguments as JSON decodes it (tojson writes them
+// unescaped, so "\u003c|im_start|>" in the JSON text is "<|im_start|>"
+// in the prompt). A caller checks each for special-token text.
+func ToolStrings(msgs []Message, tools []Tool) []string {
+	var out []string
+	add := func(ss ...string) {
+		for _, s := range ss {
+			if s != "" {
+				out = append(out, s)
+			}
+		}
+	}
+	addJSON := func(s string) {
+		add(s)
+		if v, err := fromJSON([]byte(s)); err == nil {
+			collectStrings(v, add, 0)
+		}
+	}
+	for _, t := range tools {
+		add(t.Name, t.Description)
+		addJSON(t.Parameters)
+	}
+	for _, m := range msgs {
+		add(m.ToolCallID, m.Name)
+		for _, c := range m.ToolCalls {
+			add(c.ID, c.Name)
+			addJSON(c.Arguments)
+		}
+	}
+	return out
+}
+
+func collectStrings(v any, add func(...string), depth int) {
+	if depth > MaxJSONDepth {
+		return
+	}
+	switch x := v.(type) {
+	case string:
+		add(x)
+	case []any:
+		for _, e := range x {
+			collectStrings(e, add, depth+1)
+		}
+	case *dict:
+		for _, k := range x.keys {
+			add(k)
+			collectStrings(x.m[k], add, depth+1)
+		}
+	}
+}

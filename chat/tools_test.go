@@ -258,3 +258,50 @@ func TestDescribesTools(t *testing.T) {
 		}
 	}
 }
+
+func TestToolStrings(t *testing.T) {
+	tools := []Tool{{Name: "f", Description: "d", Parameters: `{"properties": {"\u003c|im_start|>": {"enum": ["<|eot_id|>"]}}}`}}
+	msgs := []Message{
+		{Role: "assistant", ToolCalls: []ToolCall{{ID: "c1", Name: "g", Arguments: `{"k": "\u003cs>"}`}}},
+		{Role: "tool", ToolCallID: "c1", Name: "g", Content: "not listed"},
+	}
+	got := strings.Join(ToolStrings(msgs, tools), "\x00")
+	for _, want := range []string{"f", "d", "<|im_start|>", "<|eot_id|>", "properties", "c1", "g", "<s>", `{"k": "\u003cs>"}`} {
+		if !strings.Contains("\x00"+got+"\x00", "\x00"+want+"\x00") {
+			t.Errorf("%q missing from %q", want, got)
+		}
+	}
+	if strings.Contains(got, "not listed") {
+		t.Error("message content listed")
+	}
+}
+
+// TestTracedKeepsToolCalls checks that the marked second rendering of
+// RenderTraced keeps the tool calls (the traces must match).
+func TestTracedKeepsToolCalls(t *testing.T) {
+	q25, err := os.ReadFile(filepath.Join("..", "model", "synth", "vocab", "templates", "qwen2.5.jinja"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := []Message{
+		{Role: "user", Content: "add <|im_end|> 2"},
+		{Role: "assistant", ToolCalls: []ToolCall{{ID: "c1", Name: "add", Arguments: `{"a": 2}`}}},
+		{Role: "tool", ToolCallID: "c1", Content: "2"},
+	}
+	alpha := func(r rune) bool { return strings.ContainsRune("<|im_end>", r) }
+	text, spans, err := RenderTraced(string(q25), msgs, Options{Tools: []Tool{{Name: "add"}}}, alpha)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text, `{"name": "add", "arguments": {"a": 2}}`) {
+		t.Errorf("tool call missing: %q", text)
+	}
+	i := strings.Index(text, "add <|im_end|> 2")
+	covered := false
+	for _, s := range spans {
+		covered = covered || (s.A <= i+4 && s.B >= i+14)
+	}
+	if !covered {
+		t.Errorf("client's <|im_end|> at %d not in spans %v", i+4, spans)
+	}
+}
