@@ -16,15 +16,6 @@ import (
 // case they are parsed, as llama.cpp does for templates whose probe
 // rendering uses the fields of an object argument.
 
-func hasToolCalls(msgs []Message) bool {
-	for _, m := range msgs {
-		if len(m.ToolCalls) > 0 {
-			return true
-		}
-	}
-	return false
-}
-
 // Markers of the probe conversation; a template that prints one uses
 // the field it stands in.
 const (
