@@ -191,60 +191,110 @@ const (
 // holds only what no continuation can change (content that cannot be
 // the start of markup, complete calls).
 func (p *parser) run(text string, final bool) Result {
-	var r Result
-	var content strings.Builder
-	pos := 0
+	st := p.start()
+	content := p.step(text, final, &st)
+	r := Result{Content: content, Calls: st.calls, Err: st.err}
+	if p.f == Generic && len(r.Calls) == 0 && r.Err == nil {
+		r.Content = genericResponse(r.Content)
+	}
+	return r
+}
+
+// runState is where a parse stands: a checkpoint up to which nothing a
+// continuation of the text adds can change the result.
+type runState struct {
+	pos    int    // bytes of text decided
+	bare   bool   // a bare JSON call may open the text at pos
+	broken bool   // a call was malformed: the rest is content
+	err    error  // why
+	// calls are the calls found: the first done before pos, then those
+	// of the last step past the checkpoint (found again by the next).
+	calls []Call
+	done  int
+	// cpContent is how many bytes of the content step returns lie
+	// before pos (step's content starts at the entry checkpoint).
+	cpContent int
+}
+
+func (p *parser) start() runState {
 	// Llama 3 and the generic format write a call as a bare JSON object
 	// opening the reply.
-	bare := p.f == Llama3 || p.f == Generic
+	return runState{bare: p.f == Llama3 || p.f == Generic}
+}
+
+// step parses text from the checkpoint st, moves st to the last
+// checkpoint it passes, and returns the content from the entry
+// checkpoint on. A run from the start and a run resumed from any
+// checkpoint of a shorter text give the same result: a checkpoint is
+// only taken where everything before it is decided (after a call, after
+// text that is not a call, at the end of content that cannot begin
+// markup), so a stream need not re-read what it has decided.
+func (p *parser) step(text string, final bool, st *runState) string {
+	var content strings.Builder
+	st.cpContent = 0
+	st.calls = st.calls[:st.done]
+	checkpoint := func(pos int, bare bool) {
+		st.pos, st.bare, st.cpContent, st.done = pos, bare, content.Len(), len(st.calls)
+	}
+	pos, bare := st.pos, st.bare
+	if st.broken {
+		content.WriteString(text[pos:])
+		checkpoint(len(text), false)
+		return content.String()
+	}
 	for pos < len(text) {
 		start, end := p.findMarker(text, pos, bare)
 		if start < 0 {
 			if final {
 				content.WriteString(text[pos:])
-			} else {
-				content.WriteString(text[pos:safeEnd(text, pos, markers[p.f], bare)])
+				checkpoint(len(text), false)
+			} else if e := safeEnd(text, pos, markers[p.f], bare); e > pos {
+				content.WriteString(text[pos:e])
+				checkpoint(e, false)
 			}
 			break
 		}
 		seg := text[pos:start]
-		calls, next, st, why := p.readCalls(text, start, end, final)
-		if st == incomplete {
+		calls, next, status, why := p.readCalls(text, start, end, final)
+		if status == incomplete {
 			// Only a partial run stops here; what follows is unknown.
 			content.WriteString(strings.TrimRight(seg, spaces))
-			r.Content = content.String()
-			return r
+			return content.String()
 		}
-		if st == notCall {
+		if status == notCall {
 			content.WriteString(text[pos:next])
-			pos = next
-			bare = false
+			pos, bare = next, false
+			checkpoint(pos, bare)
 			continue
 		}
-		if st == done && len(r.Calls)+len(calls) > p.o.MaxCalls {
-			st, why = malformed, fmt.Sprintf("more than %d calls", p.o.MaxCalls)
+		if status == done && len(st.calls)+len(calls) > p.o.MaxCalls {
+			status, why = malformed, fmt.Sprintf("more than %d calls", p.o.MaxCalls)
 		}
-		if st == malformed {
+		if status == malformed {
 			content.WriteString(text[pos:])
-			r.Err = &Error{Offset: start, Reason: why}
+			st.broken, st.err = true, &Error{Offset: start, Reason: why}
+			checkpoint(len(text), false)
 			break
 		}
 		content.WriteString(strings.TrimRight(seg, spaces))
 		for _, c := range calls {
-			c.ID = p.id(len(r.Calls), c.ID)
-			r.Calls = append(r.Calls, c)
+			c.ID = p.id(len(st.calls), c.ID)
+			st.calls = append(st.calls, c)
 		}
 		pos = skipSpace(text, next)
 		bare = p.f == Llama3 // Llama 3 may follow a call with another
 		if bare && pos < len(text) && text[pos] == ';' {
 			pos = skipSpace(text, pos+1)
 		}
+		if final {
+			checkpoint(pos, bare)
+		} else if pos < len(text) {
+			// White space after a call is dropped, and a ';' may follow
+			// it: decided only once something else comes.
+			checkpoint(pos, bare)
+		}
 	}
-	r.Content = content.String()
-	if p.f == Generic && len(r.Calls) == 0 && r.Err == nil {
-		r.Content = genericResponse(r.Content)
-	}
-	return r
+	return content.String()
 }
 
 const spaces = " \t\r\n"

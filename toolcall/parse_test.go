@@ -304,3 +304,20 @@ func TestGeneratedIDs(t *testing.T) {
 		t.Error("two calls share an id")
 	}
 }
+
+// BenchmarkStreamContent streams a 64 KiB content reply in 4-byte
+// pieces: resuming from checkpoints keeps it near linear.
+func BenchmarkStreamContent(b *testing.B) {
+	text := strings.Repeat("The weather in Paris is <b>sunny</b> today. ", 1500)
+	for b.Loop() {
+		s, _ := NewStream(Hermes, Options{})
+		for i := 0; i < len(text); i += 4 {
+			if _, err := s.Write(text[i:min(i+4, len(text))]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if _, _, err := s.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

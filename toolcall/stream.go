@@ -17,15 +17,16 @@ type Delta struct {
 	Index int
 }
 
-// Stream parses an output as it is generated. It re-reads the text so
-// far on each Write, so a reply costs O(n²) bytes of scanning in the
-// worst case (bounded by MaxOutput); calls are short and a content reply
-// without markers is scanned once per Write with strings.Index.
+// Stream parses an output as it is generated. Each Write resumes from
+// the last point the parse had decided, so a long content reply is read
+// about once; an unfinished call is re-read until it closes.
 type Stream struct {
 	p       *parser
 	buf     strings.Builder
-	content string // sent so far
-	calls   int    // sent so far
+	st      runState
+	pending string          // content sent past the checkpoint
+	sent    strings.Builder // all content sent
+	calls   int             // calls sent
 	closed  bool
 }
 
@@ -34,7 +35,8 @@ func NewStream(f Format, o Options) (*Stream, error) {
 	if err := check(f, 0); err != nil {
 		return nil, err
 	}
-	return &Stream{p: newParser(f, o)}, nil
+	p := newParser(f, o)
+	return &Stream{p: p, st: p.start()}, nil
 }
 
 // Write adds generated text and returns what is now certain. Text that
@@ -52,8 +54,16 @@ func (s *Stream) Write(text string) ([]Delta, error) {
 		// string): nothing is certain before the end.
 		return nil, nil
 	}
-	return s.diff(s.p.run(s.buf.String(), false))
+	content := s.p.step(s.buf.String(), false, &s.st)
+	if !strings.HasPrefix(content, s.pending) {
+		return nil, errRetract
+	}
+	out := s.deltas(content[len(s.pending):], s.st.calls)
+	s.pending = content[s.st.cpContent:]
+	return out, nil
 }
+
+var errRetract = fmt.Errorf("toolcall: internal error: the parse of a longer output retracts sent text")
 
 // Close ends the output and returns the last deltas and the whole
 // result, the same as Parse of the concatenated text.
@@ -63,25 +73,23 @@ func (s *Stream) Close() ([]Delta, Result, error) {
 	}
 	s.closed = true
 	r := s.p.run(s.buf.String(), true)
-	d, err := s.diff(r)
-	return d, r, err
+	sent := s.sent.String()
+	if !strings.HasPrefix(r.Content, sent) || len(r.Calls) < s.calls {
+		return nil, Result{}, errRetract
+	}
+	return s.deltas(r.Content[len(sent):], r.Calls), r, nil
 }
 
-// diff returns what r adds to what was sent. A run never takes back
-// what an earlier run made certain; if it did, that is a bug here, and
-// it is reported rather than sending a wrong stream.
-func (s *Stream) diff(r Result) ([]Delta, error) {
+// deltas sends content and the calls not sent yet.
+func (s *Stream) deltas(content string, calls []Call) []Delta {
 	var out []Delta
-	if !strings.HasPrefix(r.Content, s.content) || len(r.Calls) < s.calls {
-		return nil, fmt.Errorf("toolcall: internal error: the parse of a longer output retracts sent text")
+	if content != "" {
+		out = append(out, Delta{Content: content})
+		s.sent.WriteString(content)
 	}
-	if len(r.Content) > len(s.content) {
-		out = append(out, Delta{Content: r.Content[len(s.content):]})
-		s.content = r.Content
-	}
-	for ; s.calls < len(r.Calls); s.calls++ {
-		c := r.Calls[s.calls]
+	for ; s.calls < len(calls); s.calls++ {
+		c := calls[s.calls]
 		out = append(out, Delta{Call: &c, Index: s.calls})
 	}
-	return out, nil
+	return out
 }
