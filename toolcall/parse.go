@@ -203,10 +203,10 @@ func (p *parser) run(text string, final bool) Result {
 // runState is where a parse stands: a checkpoint up to which nothing a
 // continuation of the text adds can change the result.
 type runState struct {
-	pos    int    // bytes of text decided
-	bare   bool   // a bare JSON call may open the text at pos
-	broken bool   // a call was malformed: the rest is content
-	err    error  // why
+	pos    int   // bytes of text decided
+	bare   bool  // a bare JSON call may open the text at pos
+	broken bool  // a call was malformed: the rest is content
+	err    error // why
 	// calls are the calls found: the first done before pos, then those
 	// of the last step past the checkpoint (found again by the next).
 	calls []Call
