@@ -29,7 +29,10 @@
 // Tools (Options.Tools), assistant tool calls and tool responses reach
 // the template in llama.cpp's shapes (see tools.go); a template that does
 // not show them, and every family rendered in Go, gets them as plain
-// messages in llama.cpp's generic JSON tool format. A construct outside the subset
+// messages in llama.cpp's generic JSON tool format. DescribesTools says
+// which of the two a template gets (and so which call syntax to parse,
+// see package toolcall); ToolStrings lists the client text tools bring
+// into the prompt, which RenderTraced cannot trace. A construct outside the subset
 // (call blocks, includes, unknown filters) fails with an *UnsupportedError
 // naming it.
 //
