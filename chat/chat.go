@@ -15,12 +15,45 @@ const (
 	MaxMessages = 1 << 14
 	// MaxOutput is the largest rendered prompt, in bytes.
 	MaxOutput = 1 << 20
+	// MaxToolCalls is the largest number of tool calls in one message.
+	MaxToolCalls = 128
+	// MaxTools is the largest number of tools.
+	MaxTools = 512
 )
 
-// Message is one chat message.
+// Message is one chat message. Content is "" for OpenAI's null content
+// (llama.cpp gives templates "" for both).
 type Message struct {
 	Role    string
 	Content string
+	// ToolCalls are the calls an assistant message made.
+	ToolCalls []ToolCall
+	// ToolCallID is the call a "tool" message answers.
+	ToolCallID string
+	// Name is the name of the tool a "tool" message comes from, when the
+	// client gave one.
+	Name string
+}
+
+// ToolCall is one function call of an assistant message.
+type ToolCall struct {
+	// ID is the call's id ("" when the client gave none).
+	ID string
+	// Name is the function's name.
+	Name string
+	// Arguments is the JSON text of the arguments, as OpenAI's API
+	// carries it.
+	Arguments string
+}
+
+// Tool is one function a template describes to the model.
+type Tool struct {
+	Name        string
+	Description string
+	// Parameters is the JSON Schema of the arguments (JSON text); empty,
+	// null or {} mean {"type": "object", "properties": {}}, as llama.cpp
+	// does.
+	Parameters string
 }
 
 // Errors returned by Apply (UnsupportedError wraps ErrUnsupported).
@@ -105,7 +138,13 @@ func check(tmpl string, msgs []Message) error {
 		if m.Role == "" || strings.ContainsAny(m.Role, "\x00\r\n") || len(m.Role) > 64 {
 			return fmt.Errorf("%w: message %d: bad role %q", ErrMessage, i, m.Role)
 		}
-		total += len(m.Content) + len(m.Role)
+		if len(m.ToolCalls) > MaxToolCalls {
+			return fmt.Errorf("%w: message %d: %d tool calls, limit %d", ErrTooLarge, i, len(m.ToolCalls), MaxToolCalls)
+		}
+		total += len(m.Content) + len(m.Role) + len(m.ToolCallID) + len(m.Name)
+		for _, c := range m.ToolCalls {
+			total += len(c.ID) + len(c.Name) + len(c.Arguments)
+		}
 	}
 	if total > MaxOutput {
 		return fmt.Errorf("%w: messages of %d bytes, limit %d", ErrTooLarge, total, MaxOutput)
@@ -153,12 +192,12 @@ func RenderJinja(tmpl string, msgs []Message, addGenerationPrompt bool, bosText,
 // add_generation_prompt, tools (none) and the functions raise_exception,
 // range and namespace.
 func applyJinja(tmpl, fam string, msgs []Message, addAss bool, bosText, eosText string) (string, error) {
-	return applyJinjaAt(tmpl, fam, msgs, addAss, bosText, eosText, time.Time{})
+	return applyJinjaAt(tmpl, fam, msgs, nil, addAss, bosText, eosText, time.Time{})
 }
 
-// applyJinjaAt is applyJinja with strftime_now defined to read now
-// (undefined for the zero time).
-func applyJinjaAt(tmpl, fam string, msgs []Message, addAss bool, bosText, eosText string, now time.Time) (string, error) {
+// applyJinjaAt is applyJinja with tools and with strftime_now defined to
+// read now (undefined for the zero time).
+func applyJinjaAt(tmpl, fam string, msgs []Message, tools []Tool, addAss bool, bosText, eosText string, now time.Time) (string, error) {
 	tree, err := parseTemplate(tmpl)
 	if err != nil {
 		var ue *UnsupportedError
@@ -167,9 +206,16 @@ func applyJinjaAt(tmpl, fam string, msgs []Message, addAss bool, bosText, eosTex
 		}
 		return "", err
 	}
-	list := make([]any, len(msgs))
-	for i, m := range msgs {
-		list[i] = map[string]any{"role": m.Role, "content": m.Content}
+	var caps toolCaps
+	if needsToolHandling(msgs, tools) {
+		caps = probeCaps(tree, bosText, eosText)
+		if msgs, err = polyfill(msgs, tools, caps); err != nil {
+			return "", err
+		}
+	}
+	list, err := messageValues(msgs, caps.objectArgs)
+	if err != nil {
+		return "", err
 	}
 	vars := builtins()
 	vars["messages"] = list
@@ -177,7 +223,16 @@ func applyJinjaAt(tmpl, fam string, msgs []Message, addAss bool, bosText, eosTex
 	vars["eos_token"] = eosText
 	vars["add_generation_prompt"] = addAss
 	vars["tools"] = nil // as Hugging Face passes when there are none
+	if len(tools) > 0 {
+		if vars["tools"], err = toolValues(tools); err != nil {
+			return "", err
+		}
+	}
 	if !now.IsZero() {
+		// llama.cpp's extra context: the day in the two formats
+		// templates read.
+		vars["date_string"], _ = strftime("%d %b %Y", now)
+		vars["datetime"], _ = strftime("%b %d %Y", now)
 		vars["strftime_now"] = builtin(func(args []any, _ map[string]any) (any, error) {
 			if len(args) != 1 {
 				return nil, fmt.Errorf("%w: strftime_now wants one format", ErrTemplate)

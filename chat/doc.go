@@ -11,20 +11,29 @@
 //
 // Any other template goes to a small Jinja-subset interpreter of this
 // package (RenderJinja): text, {{ }}, {% if/elif/else %}, {% for %} with
-// else, loop filters, tuple unpacking, break and continue, {% set %} with
+// else, loop filters, tuple unpacking, break and continue, {% macro %}
+// (bounded calls), {% set %} with
 // namespace(), the loop variables, string concatenation, arithmetic and
-// comparisons, subscripts and slices, a few string and dict methods,
+// comparisons, subscripts and slices (with steps), a few string and dict methods,
 // common filters (trim, length, upper, lower, default, join, tojson, …)
 // and tests (defined, none, string, …), raise_exception, and Hugging
 // Face's trim_blocks/lstrip_blocks whitespace rules. The template sees
-// nothing but messages, bos_token, eos_token, add_generation_prompt and
-// tools (always none): no attribute of a Go value, no file, no
-// environment. Everything is bounded: template size, nesting depth
+// nothing but messages, bos_token, eos_token, add_generation_prompt,
+// tools, date_string and datetime: no attribute of a Go value, no file,
+// no environment. Everything is bounded: template size, nesting depth
 // (blocks and expressions), loop iterations, evaluation steps, the work
 // done on strings and lists, their sizes, and the output (MaxOutput).
-// Dicts iterate in key order (Python keeps insertion order; chat
-// templates do not depend on it). A construct outside the subset
-// (macros, includes, unknown filters) fails with an *UnsupportedError
+// Dicts keep insertion order, as Python and llama.cpp's runtime do (tool
+// schemas are printed with tojson, in the order the client wrote them).
+//
+// Tools (Options.Tools), assistant tool calls and tool responses reach
+// the template in llama.cpp's shapes (see tools.go); a template that does
+// not show them, and every family rendered in Go, gets them as plain
+// messages in llama.cpp's generic JSON tool format. DescribesTools says
+// which of the two a template gets (and so which call syntax to parse,
+// see package toolcall); ToolStrings lists the client text tools bring
+// into the prompt, which RenderTraced cannot trace. A construct outside the subset
+// (call blocks, includes, unknown filters) fails with an *UnsupportedError
 // naming it.
 //
 // RenderTraced also says which bytes of the rendering came from message

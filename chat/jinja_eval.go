@@ -42,7 +42,9 @@ func (loopControl) Error() string { return "loop control outside a loop" }
 // machine renders one template.
 type machine struct {
 	scopes []map[string]any
-	out    strings.Builder
+	out    *strings.Builder
+	calls  int // macro calls in progress
+	made   int // macro calls made
 	steps  int
 	iters  int
 	work   int
@@ -56,8 +58,8 @@ func (m *machine) charge(vs ...any) error {
 			m.work += len(x)
 		case []any:
 			m.work += len(x)
-		case map[string]any:
-			m.work += len(x)
+		case *dict:
+			m.work += len(x.keys)
 		default:
 			m.work++
 		}
@@ -70,7 +72,7 @@ func (m *machine) charge(vs ...any) error {
 
 // renderJinja renders tree with the given variables.
 func renderJinja(tree []*stmt, vars map[string]any) (string, error) {
-	m := &machine{scopes: []map[string]any{vars}}
+	m := &machine{scopes: []map[string]any{vars}, out: &strings.Builder{}}
 	if err := m.exec(tree); err != nil {
 		var lc loopControl
 		if errors.As(err, &lc) {
@@ -131,6 +133,8 @@ func (m *machine) exec(body []*stmt) error {
 			err = m.execFor(s)
 		case "set":
 			err = m.execSet(s)
+		case "macro":
+			m.scopes[len(m.scopes)-1][s.text] = &macro{s}
 		case "break", "continue":
 			err = loopControl{brk: s.kind == "break"}
 		}
@@ -241,20 +245,25 @@ func (m *machine) filterItems(s *stmt, items []any) ([]any, error) {
 	return kept, nil
 }
 
-func loopInfo(i int, items []any) map[string]any {
+// loopKeys are the loop variable's attributes, in Jinja's order.
+var loopKeys = []string{"index", "index0", "first", "last", "length", "revindex", "revindex0", "previtem", "nextitem"}
+
+func loopInfo(i int, items []any) *dict {
 	n := len(items)
-	info := map[string]any{
+	m := map[string]any{
 		"index": int64(i + 1), "index0": int64(i), "first": i == 0, "last": i == n-1,
 		"length": int64(n), "revindex": int64(n - i), "revindex0": int64(n - i - 1),
 		"previtem": undefined{}, "nextitem": undefined{},
 	}
 	if i > 0 {
-		info["previtem"] = items[i-1]
+		m["previtem"] = items[i-1]
 	}
 	if i+1 < n {
-		info["nextitem"] = items[i+1]
+		m["nextitem"] = items[i+1]
 	}
-	return info
+	// The keys are shared: nothing appends to a dict the template did
+	// not build (set only replaces existing keys here).
+	return &dict{keys: loopKeys, m: m}
 }
 
 func bindLoopVars(scope map[string]any, vars []string, it any) error {
@@ -372,6 +381,13 @@ func (m *machine) evalCall(e *expr) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if mac, ok := f.(*macro); ok {
+		v, err := m.callMacro(mac, args, kw)
+		if err != nil {
+			return nil, m.wrap(e.off, err)
+		}
+		return v, m.charge(v)
+	}
 	fn, ok := f.(builtin)
 	if !ok {
 		return nil, m.errf(e.off, "%s is not callable", typeName(f))
@@ -461,4 +477,62 @@ func rangeFunc(args []any, _ map[string]any) (any, error) {
 		out = append(out, x)
 	}
 	return out, nil
+}
+
+// maxMacroCalls bounds the macro calls of one rendering (a recursive
+// macro may fan out; Hermes 3 calls one per parameter and nested type).
+const maxMacroCalls = 10_000
+
+// macro is a function a template defined with {% macro %}.
+type macro struct{ s *stmt }
+
+// callMacro runs a macro's body with its parameters bound, in a scope
+// above the template's globals (a macro does not see its caller's
+// locals, as in Jinja), and returns what it wrote.
+func (m *machine) callMacro(mac *macro, args []any, kw map[string]any) (any, error) {
+	if m.calls >= maxDepth {
+		return nil, fmt.Errorf("%w: macro calls nested deeper than %d", ErrTooLarge, maxDepth)
+	}
+	if m.made++; m.made > maxMacroCalls {
+		return nil, fmt.Errorf("%w: more than %d macro calls", ErrTooLarge, maxMacroCalls)
+	}
+	s := mac.s
+	if len(args) > len(s.vars) {
+		return nil, fmt.Errorf("macro %s takes %d arguments, not %d", s.text, len(s.vars), len(args))
+	}
+	scope := map[string]any{}
+	for i, name := range s.vars {
+		switch v, ok := kw[name]; {
+		case i < len(args):
+			scope[name] = args[i]
+		case ok:
+			scope[name] = v
+		case s.defaults[i] != nil:
+			d, err := m.eval(s.defaults[i])
+			if err != nil {
+				return nil, err
+			}
+			scope[name] = d
+		default:
+			scope[name] = undefined{}
+		}
+	}
+	for k := range kw {
+		if _, ok := scope[k]; !ok {
+			return nil, fmt.Errorf("macro %s has no parameter %s", s.text, k)
+		}
+	}
+	saved, savedOut := m.scopes, m.out
+	m.scopes = []map[string]any{m.scopes[0], scope}
+	m.out = &strings.Builder{}
+	m.calls++
+	err := m.exec(s.body)
+	m.calls--
+	out := m.out.String()
+	m.scopes, m.out = saved, savedOut
+	var lc loopControl
+	if errors.As(err, &lc) {
+		return nil, fmt.Errorf("%w: break or continue outside a loop", ErrTemplate)
+	}
+	return out, err
 }

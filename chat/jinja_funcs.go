@@ -10,7 +10,7 @@ func callMethod(obj any, name string, args []any) (any, error) {
 	switch x := obj.(type) {
 	case string:
 		return stringMethod(x, name, args)
-	case map[string]any:
+	case *dict:
 		return dictMethod(x, name, args)
 	}
 	return nil, fmt.Errorf("%s has no method %s", typeName(obj), name)
@@ -101,19 +101,18 @@ func replace(s string, args []any) (any, error) {
 	return strings.ReplaceAll(s, old, repl), nil
 }
 
-func dictMethod(d map[string]any, name string, args []any) (any, error) {
+func dictMethod(d *dict, name string, args []any) (any, error) {
 	switch name {
 	case "items", "keys", "values":
-		keys := sortedKeys(d)
-		out := make([]any, len(keys))
-		for i, k := range keys {
+		out := make([]any, len(d.keys))
+		for i, k := range d.keys {
 			switch name {
 			case "items":
-				out[i] = []any{k, d[k]}
+				out[i] = []any{k, d.m[k]}
 			case "keys":
 				out[i] = k
 			default:
-				out[i] = d[k]
+				out[i] = d.m[k]
 			}
 		}
 		return out, nil
@@ -122,7 +121,7 @@ func dictMethod(d map[string]any, name string, args []any) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		if v, ok := d[k]; ok {
+		if v, ok := d.m[k]; ok {
 			return v, nil
 		}
 		if len(args) > 1 {
@@ -152,8 +151,8 @@ func applyFilter(name string, v any, args []any, kw map[string]any) (any, error)
 			return int64(len([]rune(x))), nil
 		case []any:
 			return int64(len(x)), nil
-		case map[string]any:
-			return int64(len(x)), nil
+		case *dict:
+			return int64(len(x.keys)), nil
 		case undefined, nil:
 			return int64(0), nil
 		}
@@ -178,7 +177,7 @@ func applyFilter(name string, v any, args []any, kw map[string]any) (any, error)
 	case "join":
 		return join(v, args)
 	case "tojson":
-		return toJSON(v, 0)
+		return tojsonFilter(v, args, kw)
 	case "list":
 		return iterate(v)
 	case "reverse":
@@ -196,7 +195,7 @@ func applyFilter(name string, v any, args []any, kw map[string]any) (any, error)
 		}
 		return int64(0), nil
 	case "items":
-		if d, ok := v.(map[string]any); ok {
+		if d, ok := v.(*dict); ok {
 			return dictMethod(d, "items", nil)
 		}
 		return nil, fmt.Errorf("%s has no items", typeName(v))
@@ -275,11 +274,11 @@ func applyTest(name string, v any, args []any) (any, error) {
 		b, ok := v.(bool)
 		return ok && b == (name == "true"), nil
 	case "mapping":
-		_, ok := v.(map[string]any)
+		_, ok := v.(*dict)
 		return ok, nil
 	case "sequence", "iterable":
 		switch v.(type) {
-		case []any, string, map[string]any:
+		case []any, string, *dict:
 			return true, nil
 		}
 		return false, nil

@@ -492,11 +492,11 @@ func (p *parser) parsePostfix(e *expr) (*expr, error) {
 	}
 }
 
-// parseSubscript parses x[i] or x[a:b] after the "[".
+// parseSubscript parses x[i], x[a:b] or x[a:b:step] after the "[".
 func (p *parser) parseSubscript(e *expr, off int) (*expr, error) {
-	parts := []*expr{e, nil, nil}
+	parts := []*expr{e, nil, nil, nil}
 	slice := false
-	for k := 1; k <= 2; k++ {
+	for k := 1; k <= 3; k++ {
 		if !p.is('o', ":") && !p.is('o', "]") {
 			x, err := p.parseExpr()
 			if err != nil {
@@ -504,7 +504,7 @@ func (p *parser) parseSubscript(e *expr, off int) (*expr, error) {
 			}
 			parts[k] = x
 		}
-		if k == 1 && p.accept('o', ":") {
+		if k < 3 && p.accept('o', ":") {
 			slice = true
 			continue
 		}

@@ -71,7 +71,9 @@ func TestJinjaTemplates(t *testing.T) {
 		{"arith", "{{ 7 // 2 }} {{ -7 % 3 }} {{ 1 + 2 * 3 }} {{ 'ab' ~ 3 }} {{ 7 / 2 }} {{ 'ab' * 2 }}", nil, "3 2 7 ab3 3.5 abab"},
 		{"string methods", "{{ 'Hello'.lower().startswith('he') }} {{ 'a,b'.split(',')|length }} {{ 'xay'.replace('a', 'b') }} {{ '[x]'.lstrip('[') }}", nil, "True 2 xby x]"},
 		{"slices", "{{ 'hello'[1:3] }}{{ messages[-1].content }}{{ messages[:2]|length }}", conv, "elBye2"},
-		{"dict items", "{% for k, v in {'b': 2, 'a': 1}.items() %}{{ k }}{{ v }}{% endfor %}", nil, "a1b2"},
+		{"macro", "{% macro m(a, b=2, c=none) %}[{{ a }}{{ b }}{{ c }}{{ x }}]{% if a > 0 %}{{ m(a - 1) }}{% endif %}{% endmacro %}{% set x = 7 %}{{ m(1) }}|{{ m(0, c=3) }}|{{ m(0, 5) | length }}", nil, "[12None7][02None7]|[0237]|9"},
+		{"slice steps", "{{ [1, 2, 3, 4][::-1] }}|{{ 'abcdef'[1:5:2] }}|{{ [1, 2, 3, 4, 5][::-2] }}|{{ [1, 2, 3][5:0:-1] }}|{{ [1, 2, 3][-1:-9:-1] }}", nil, "[4, 3, 2, 1]|bd|[5, 3, 1]|[3, 2]|[3, 2, 1]"},
+		{"dict items", "{% for k, v in {'b': 2, 'a': 1}.items() %}{{ k }}{{ v }}{% endfor %}", nil, "b2a1"}, // insertion order, as Python and llama.cpp,
 		{"no outside access", "[{{ os }}{{ messages.__class__ }}{{ self }}{{ config }}]", conv, "[]"},
 		{"tools and dates", "{% if tools is not none %}T{% endif %}{% if strftime_now is defined %}D{% else %}{{ '26 Jul 2024' }}{% endif %}", nil, "26 Jul 2024"},
 		{"selectattr", "{{ messages|selectattr('role', 'equalto', 'user')|map(attribute='content')|join(',') }}|{{ messages|rejectattr('role', 'equalto', 'user')|list|length }}|{{ messages|selectattr('content')|list|length }}", conv, "Hi,Bye|2|4"},
@@ -129,7 +131,11 @@ func TestJinjaHostile(t *testing.T) {
 		{"repr bomb", "{% set ns = namespace(l=['" + strings.Repeat("x", 1000) + "']) %}{% for i in range(200) %}{% set ns.l = ns.l + ns.l[:1000] %}{% endfor %}{{ ns.l }}", ErrTooLarge, ""},
 		{"deep blocks", strings.Repeat("{% if true %}", 1000) + strings.Repeat("{% endif %}", 1000), ErrUnsupported, ""},
 		{"deep expression", "{{ " + strings.Repeat("(", 1000) + "1" + strings.Repeat(")", 1000) + " }}", ErrUnsupported, ""},
-		{"macro", "{% macro f() %}x{% endmacro %}", ErrUnsupported, "{% macro %}"},
+		{"call block", "{% call f() %}x{% endcall %}", ErrUnsupported, "{% call %}"},
+		{"macro recursion", "{% macro m() %}{{ m() }}{% endmacro %}{{ m() }}", ErrTooLarge, ""},
+		{"macro fan-out", "{% macro m(n) %}{% if n > 0 %}{{ m(n - 1) }}{{ m(n - 1) }}{% endif %}x{% endmacro %}{{ m(60) }}", ErrTooLarge, ""},
+		{"macro bad argument", "{% macro m(a) %}{% endmacro %}{{ m(b=1) }}", ErrTemplate, ""},
+		{"macro unclosed", "{% macro m() %}x", ErrUnsupported, ""},
 		{"include", "{% include 'x' %}", ErrUnsupported, "{% include %}"},
 		{"unknown filter", "{{ 'x'|wordwrap }}", ErrUnsupported, "the filter wordwrap"},
 		{"unterminated", "{{ 'x' ", ErrUnsupported, ""},
@@ -138,7 +144,7 @@ func TestJinjaHostile(t *testing.T) {
 		{"division", "{{ 1 // 0 }}", ErrTemplate, ""},
 		{"call non-function", "{{ messages() }}", ErrTemplate, ""},
 	}
-	msgs := []Message{{"user", "a"}, {"user", "b"}}
+	msgs := []Message{{Role: "user", Content: "a"}, {Role: "user", Content: "b"}}
 	for _, c := range cases {
 		start := time.Now()
 		_, err := Apply(c.tmpl, msgs, true, "", "")
@@ -159,7 +165,7 @@ func TestJinjaWorkLimit(t *testing.T) {
 	big := strings.Repeat("x", 900_000)
 	tmpl := "{% for i in range(100000) %}{% if 'y' in messages[0].content %}{% endif %}{% endfor %}"
 	start := time.Now()
-	_, err := RenderJinja(tmpl, []Message{{"user", big}}, false, "", "")
+	_, err := RenderJinja(tmpl, []Message{{Role: "user", Content: big}}, false, "", "")
 	if !errors.Is(err, ErrTooLarge) {
 		t.Errorf("err = %v, want ErrTooLarge", err)
 	}
@@ -182,7 +188,7 @@ func FuzzApply(f *testing.F) {
 		f.Add(s, "hello")
 	}
 	f.Fuzz(func(t *testing.T, tmpl, content string) {
-		msgs := []Message{{"system", "s"}, {"user", content}, {"assistant", "a"}}
+		msgs := []Message{{Role: "system", Content: "s"}, {Role: "user", Content: content}, {Role: "assistant", Content: "a"}}
 		for _, render := range []func(string, []Message, bool, string, string) (string, error){Apply, RenderJinja} {
 			out, err := render(tmpl, msgs, true, "<s>", "</s>")
 			if err == nil && len(out) > MaxOutput {
@@ -197,8 +203,8 @@ func TestValidate(t *testing.T) {
 		tmpl string
 		ok   bool
 	}{
-		{"", true}, {"chatml", true}, {"<|im_start|>{% macro %}", true}, {jinjaLlama3, true},
-		{"{% macro f() %}{% endmacro %}", false}, {"{{ 'x' ", false}, {strings.Repeat("x", MaxTemplate+1), false},
+		{"", true}, {"chatml", true}, {"<|im_start|>{% call %}", true}, {jinjaLlama3, true},
+		{"{% call f() %}{% endcall %}", false}, {"{{ 'x' ", false}, {strings.Repeat("x", MaxTemplate+1), false},
 	}
 	for _, c := range cases {
 		if err := Validate(c.tmpl); (err == nil) != c.ok {

@@ -4,14 +4,15 @@ import "fmt"
 
 // stmt is a statement of the template tree.
 type stmt struct {
-	kind     string // "text", "out", "if", "for", "set", "break", "continue"
+	kind     string // "text", "out", "if", "for", "set", "break", "continue", "macro"
 	text     string
 	e        *expr
 	branches []branch // if: the if and elif branches
 	elseBody []*stmt  // if / for: the else part
 	vars     []string // for: the loop variables; set: target name (and attribute)
 	cond     *expr    // for: the "if" filter
-	body     []*stmt  // for: the loop body
+	body     []*stmt  // for: the loop body; macro: its body
+	defaults []*expr  // macro: the parameters' defaults (nil: none)
 	off      int
 }
 
@@ -23,7 +24,7 @@ type branch struct {
 
 // unsupportedTags are Jinja statements the subset refuses by name.
 var unsupportedTags = map[string]bool{
-	"macro": true, "call": true, "filter": true, "include": true, "import": true, "from": true,
+	"call": true, "filter": true, "include": true, "import": true, "from": true,
 	"extends": true, "block": true, "raw": true, "with": true, "autoescape": true, "do": true,
 }
 
@@ -113,7 +114,7 @@ func (tp *treeParser) statement(pc piece, depth int) (*stmt, string, error) {
 	p := &parser{toks: toks, pos: 1}
 	name := toks[0].text
 	switch name {
-	case "elif", "else", "endif", "endfor":
+	case "elif", "else", "endif", "endfor", "endmacro":
 		tp.i-- // let the caller see the tag
 		return nil, name, nil
 	case "generation", "endgeneration":
@@ -128,6 +129,9 @@ func (tp *treeParser) statement(pc piece, depth int) (*stmt, string, error) {
 		return s, "", err
 	case "set":
 		s, err := setStmt(p, pc)
+		return s, "", err
+	case "macro":
+		s, err := tp.macroStmt(p, pc, depth)
 		return s, "", err
 	}
 	if unsupportedTags[name] {
@@ -266,5 +270,52 @@ func setStmt(p *parser, pc piece) (*stmt, error) {
 	if s.e, err = tail(p); err != nil {
 		return nil, err
 	}
+	return s, nil
+}
+
+// macroStmt parses {% macro name(a, b=default) %}body{% endmacro %}.
+// A macro is a function returning its body's output (Hermes 3's
+// template converts schemas to Python types with a recursive one).
+func (tp *treeParser) macroStmt(p *parser, pc piece, depth int) (*stmt, error) {
+	name, err := p.name()
+	if err != nil {
+		return nil, err
+	}
+	s := &stmt{kind: "macro", text: name, off: pc.off}
+	if err := p.expect('o', "("); err != nil {
+		return nil, err
+	}
+	for !p.accept('o', ")") {
+		v, err := p.name()
+		if err != nil {
+			return nil, err
+		}
+		var def *expr
+		if p.accept('o', "=") {
+			if def, err = p.parseBinary(0); err != nil {
+				return nil, err
+			}
+		}
+		s.vars = append(s.vars, v)
+		s.defaults = append(s.defaults, def)
+		if !p.accept('o', ",") {
+			if err := p.expect('o', ")"); err != nil {
+				return nil, err
+			}
+			break
+		}
+	}
+	if p.pos != len(p.toks) {
+		return nil, p.errf("unexpected %q in {%% macro %%}", p.peek().text)
+	}
+	body, end, err := tp.block(depth + 1)
+	if err != nil {
+		return nil, err
+	}
+	if end != "endmacro" {
+		return nil, &SyntaxError{pc.off, "missing {% endmacro %}"}
+	}
+	tp.i++
+	s.body = body
 	return s, nil
 }

@@ -1,17 +1,15 @@
 package chat
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
-	"sort"
 	"strconv"
 	"strings"
 	"unicode"
 )
 
 // Values of the interpreter are string, int64, float64, bool, nil
-// (None), undefined, []any (lists and tuples), map[string]any (dicts),
+// (None), undefined, []any (lists and tuples), *dict (dicts),
 // *namespace and builtin.
 
 // maxValueDepth bounds how deep rendering and comparison look into
@@ -32,8 +30,8 @@ func truthy(v any) bool {
 		return x != 0
 	case []any:
 		return len(x) > 0
-	case map[string]any:
-		return len(x) > 0
+	case *dict:
+		return len(x.keys) > 0
 	}
 	return true
 }
@@ -54,11 +52,11 @@ func typeName(v any) string {
 		return "boolean"
 	case []any:
 		return "list"
-	case map[string]any:
+	case *dict:
 		return "dict"
 	case *namespace:
 		return "namespace"
-	case builtin:
+	case builtin, *macro:
 		return "function"
 	}
 	return fmt.Sprintf("%T", v)
@@ -111,19 +109,19 @@ func writeValue(b *strings.Builder, v any, quoted bool, depth int) {
 			}
 		}
 		b.WriteByte(']')
-	case map[string]any:
+	case *dict:
 		if depth > maxValueDepth {
 			b.WriteString("{...}")
 			return
 		}
 		b.WriteByte('{')
-		for i, k := range sortedKeys(x) {
+		for i, k := range x.keys {
 			if i > 0 {
 				b.WriteString(", ")
 			}
 			writeValue(b, k, true, depth+1)
 			b.WriteString(": ")
-			writeValue(b, x[k], true, depth+1)
+			writeValue(b, x.m[k], true, depth+1)
 			if b.Len() > MaxOutput {
 				return
 			}
@@ -141,24 +139,14 @@ func formatFloat(f float64) string {
 	return strconv.FormatFloat(f, 'g', -1, 64)
 }
 
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
 // iterate returns the elements a for loop visits.
 func iterate(v any) ([]any, error) {
 	switch x := v.(type) {
 	case []any:
 		return x, nil
-	case map[string]any:
-		keys := sortedKeys(x)
-		out := make([]any, len(keys))
-		for i, k := range keys {
+	case *dict:
+		out := make([]any, len(x.keys))
+		for i, k := range x.keys {
 			out[i] = k
 		}
 		return out, nil
@@ -192,7 +180,7 @@ func operate(op string, val any, a []any) (any, error) {
 	case "index":
 		return index(a[0], a[1])
 	case "slice":
-		return slice(a[0], a[1], a[2])
+		return slice(a[0], a[1], a[2], a[3])
 	case "not":
 		return !truthy(a[0]), nil
 	case "neg":
@@ -200,13 +188,13 @@ func operate(op string, val any, a []any) (any, error) {
 	case "list":
 		return append([]any{}, a...), nil
 	case "dict":
-		d := map[string]any{}
+		d := newDict(len(a) / 2)
 		for i := 0; i+1 < len(a); i += 2 {
 			k, ok := a[i].(string)
 			if !ok {
 				return nil, fmt.Errorf("dict keys must be strings")
 			}
-			d[k] = a[i+1]
+			d.set(k, a[i+1])
 		}
 		return d, nil
 	case "==":
@@ -226,8 +214,8 @@ func operate(op string, val any, a []any) (any, error) {
 
 func attribute(obj any, name string) any {
 	switch x := obj.(type) {
-	case map[string]any:
-		if v, ok := x[name]; ok {
+	case *dict:
+		if v, ok := x.m[name]; ok {
 			return v
 		}
 	case *namespace:
@@ -240,9 +228,9 @@ func attribute(obj any, name string) any {
 
 func index(obj, key any) (any, error) {
 	switch x := obj.(type) {
-	case map[string]any:
+	case *dict:
 		if k, ok := key.(string); ok {
-			if v, ok := x[k]; ok {
+			if v, ok := x.m[k]; ok {
 				return v, nil
 			}
 		}
@@ -305,7 +293,10 @@ func bounds(lo, hi any, n int) (int, int, error) {
 	return a, max(a, b), nil
 }
 
-func slice(obj, lo, hi any) (any, error) {
+func slice(obj, lo, hi, step any) (any, error) {
+	if step != nil {
+		return stepSlice(obj, lo, hi, step)
+	}
 	switch x := obj.(type) {
 	case []any:
 		a, b, err := bounds(lo, hi, len(x))
@@ -322,6 +313,69 @@ func slice(obj, lo, hi any) (any, error) {
 		return string(r[a:b]), nil
 	}
 	return nil, fmt.Errorf("cannot slice %s", typeName(obj))
+}
+
+// stepSlice is x[lo:hi:step] with Python's rules (Qwen3's template walks
+// messages[::-1]).
+func stepSlice(obj, lo, hi, step any) (any, error) {
+	st, ok := step.(int64)
+	if !ok || st == 0 {
+		return nil, fmt.Errorf("slice step must be a non-zero integer")
+	}
+	var items []any
+	var runes []rune
+	n, isStr := 0, false
+	switch x := obj.(type) {
+	case []any:
+		items, n = x, len(x)
+	case string:
+		runes, isStr = []rune(x), true
+		n = len(runes)
+	default:
+		return nil, fmt.Errorf("cannot slice %s", typeName(obj))
+	}
+	// Python's slice.indices: clamp to [0, n] for a positive step, to
+	// [-1, n-1] for a negative one.
+	bound := func(v any, def int64) (int64, error) {
+		if v == nil {
+			return def, nil
+		}
+		i, ok := v.(int64)
+		if !ok {
+			return 0, fmt.Errorf("slice bound is %s, not an integer", typeName(v))
+		}
+		if i < 0 {
+			i += int64(n)
+		}
+		if st > 0 {
+			return max(0, min(i, int64(n))), nil
+		}
+		return max(-1, min(i, int64(n)-1)), nil
+	}
+	a, err := bound(lo, map[bool]int64{true: 0, false: int64(n) - 1}[st > 0])
+	if err != nil {
+		return nil, err
+	}
+	b, err := bound(hi, map[bool]int64{true: int64(n), false: -1}[st > 0])
+	if err != nil {
+		return nil, err
+	}
+	var idx []int
+	for i := a; (st > 0 && i < b) || (st < 0 && i > b); i += st {
+		idx = append(idx, int(i))
+	}
+	if isStr {
+		out := make([]rune, len(idx))
+		for k, i := range idx {
+			out[k] = runes[i]
+		}
+		return string(out), nil
+	}
+	out := make([]any, len(idx))
+	for k, i := range idx {
+		out[k] = items[i]
+	}
+	return out, nil
 }
 
 func equal(a, b any, depth int) bool {
@@ -344,13 +398,13 @@ func equal(a, b any, depth int) bool {
 			}
 		}
 		return true
-	case map[string]any:
-		y, ok := b.(map[string]any)
-		if !ok || len(x) != len(y) {
+	case *dict:
+		y, ok := b.(*dict)
+		if !ok || len(x.keys) != len(y.keys) {
 			return false
 		}
-		for k, v := range x {
-			if w, ok := y[k]; !ok || !equal(v, w, depth+1) {
+		for k, v := range x.m {
+			if w, ok := y.m[k]; !ok || !equal(v, w, depth+1) {
 				return false
 			}
 		}
@@ -415,9 +469,9 @@ func contains(container, item any) (bool, error) {
 			}
 		}
 		return false, nil
-	case map[string]any:
+	case *dict:
 		s, ok := item.(string)
-		_, in := x[s]
+		_, in := x.m[s]
 		return ok && in, nil
 	case undefined, nil:
 		return false, nil
@@ -511,53 +565,6 @@ func arith(op string, a, b any) (any, error) {
 		return fx - fy*math.Floor(fx/fy), nil
 	}
 	return nil, &UnsupportedError{Construct: "operator " + op}
-}
-
-// toJSON renders v as JSON with a size bound.
-func toJSON(v any, depth int) (string, error) {
-	if depth > maxValueDepth {
-		return "", fmt.Errorf("value nested deeper than %d", maxValueDepth)
-	}
-	switch x := v.(type) {
-	case string:
-		b, _ := json.Marshal(x)
-		return string(b), nil
-	case nil, undefined:
-		return "null", nil
-	case bool, int64, float64:
-		b, _ := json.Marshal(x)
-		return string(b), nil
-	case []any:
-		parts := make([]string, len(x))
-		total := 0
-		for i, e := range x {
-			s, err := toJSON(e, depth+1)
-			if err != nil {
-				return "", err
-			}
-			if total += len(s); total > MaxOutput {
-				return "", fmt.Errorf("%w: JSON of more than %d bytes", ErrTooLarge, MaxOutput)
-			}
-			parts[i] = s
-		}
-		return "[" + strings.Join(parts, ", ") + "]", nil
-	case map[string]any:
-		var parts []string
-		total := 0
-		for _, k := range sortedKeys(x) {
-			s, err := toJSON(x[k], depth+1)
-			if err != nil {
-				return "", err
-			}
-			kb, _ := json.Marshal(k)
-			if total += len(s) + len(kb); total > MaxOutput {
-				return "", fmt.Errorf("%w: JSON of more than %d bytes", ErrTooLarge, MaxOutput)
-			}
-			parts = append(parts, string(kb)+": "+s)
-		}
-		return "{" + strings.Join(parts, ", ") + "}", nil
-	}
-	return "", fmt.Errorf("cannot render %s as JSON", typeName(v))
 }
 
 func capitalize(s string) string {

@@ -20,6 +20,11 @@ type Options struct {
 	// The zero time leaves strftime_now undefined, so such templates
 	// fall back to the date they carry.
 	Now time.Time
+	// Tools are the functions the model may call, given to the template
+	// as its tools variable; a template that does not describe tools (and
+	// every family rendered in Go) gets them in a system message with
+	// llama.cpp's generic JSON call format instead (see polyfill).
+	Tools []Tool
 }
 
 // Render renders msgs with a model's chat template as llama-server does
@@ -32,19 +37,35 @@ type Options struct {
 func Render(tmpl string, msgs []Message, o Options) (string, error) {
 	fam := Detect(tmpl)
 	if _, ok := renderers[fam]; ok && (tmpl == fam || fam == Plain) {
-		return Apply(tmpl, msgs, o.AddGenerationPrompt, o.BOS, o.EOS)
+		return applyFamily(tmpl, msgs, o)
 	}
 	if err := check(tmpl, msgs); err != nil {
 		return "", err
 	}
 	bos, eos := defaults(o.BOS, o.EOS)
-	out, err := applyJinjaAt(tmpl, fam, msgs, o.AddGenerationPrompt, bos, eos, o.Now)
+	out, err := applyJinjaAt(tmpl, fam, msgs, o.Tools, o.AddGenerationPrompt, bos, eos, o.Now)
 	if err != nil && errors.Is(err, ErrUnsupported) {
 		if _, ok := renderers[fam]; ok {
-			return Apply(tmpl, msgs, o.AddGenerationPrompt, o.BOS, o.EOS)
+			return applyFamily(tmpl, msgs, o)
 		}
 	}
 	return out, err
+}
+
+// applyFamily renders a family in Go, with tools, tool calls and tool
+// responses written as plain messages (a Go renderer shows none of
+// them).
+func applyFamily(tmpl string, msgs []Message, o Options) (string, error) {
+	if err := check(tmpl, msgs); err != nil {
+		return "", err
+	}
+	if needsToolHandling(msgs, o.Tools) {
+		var err error
+		if msgs, err = polyfill(msgs, o.Tools, toolCaps{}); err != nil {
+			return "", err
+		}
+	}
+	return Apply(tmpl, msgs, o.AddGenerationPrompt, o.BOS, o.EOS)
 }
 
 // strftime formats t as C's strftime does for the conversions chat

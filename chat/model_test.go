@@ -43,9 +43,9 @@ func TestRender(t *testing.T) {
 	msgs := []Message{{Role: "user", Content: "Hi"}}
 	at := time.Date(2025, time.March, 2, 0, 0, 0, 0, time.UTC)
 	dated := `{% if strftime_now is defined %}{{ strftime_now("%d %b %Y") }}{% else %}no clock{% endif %}|{{ messages[0].content }}`
-	// A ChatML template the interpreter refuses (a macro) still renders,
+	// A ChatML template the interpreter refuses (a call block) still renders,
 	// as its family.
-	macro := `{% macro m(x) %}{{ x }}{% endmacro %}<|im_start|>{{ m(1) }}`
+	macro := `{% call m(x) %}{{ x }}{% endcall %}<|im_start|>{{ m(1) }}`
 	tests := []struct {
 		name, tmpl string
 		now        time.Time
@@ -62,7 +62,7 @@ func TestRender(t *testing.T) {
 			t.Errorf("%s: %q, %v; want %q", tc.name, got, err, tc.want)
 		}
 	}
-	if _, err := Render(`{% macro m() %}{% endmacro %}unknown family`, msgs, Options{}); !errors.Is(err, ErrUnsupported) {
+	if _, err := Render(`{% call m() %}{% endcall %}unknown family`, msgs, Options{}); !errors.Is(err, ErrUnsupported) {
 		t.Errorf("a refused template of no family: %v, want ErrUnsupported", err)
 	}
 }

@@ -38,6 +38,11 @@ type Span struct{ A, B int }
 // A template that derives output from content without copying it (a
 // count, a length that survives the markers, a branch) writes template
 // text, not client text; it is not marked.
+//
+// Only message content is traced: tool definitions, tool-call names,
+// arguments and ids go through JSON and tojson, which no marker
+// survives. A caller that keeps client text out of special tokens must
+// refuse those that hold a special token's text; ToolStrings lists them.
 func RenderTraced(tmpl string, msgs []Message, o Options, alphabet func(rune) bool) (string, []Span, error) {
 	text, err := Render(tmpl, msgs, o)
 	if err != nil {
@@ -57,7 +62,8 @@ func RenderTraced(tmpl string, msgs []Message, o Options, alphabet func(rune) bo
 	anyMarked := false
 	for i, m := range msgs {
 		c, n := markContent(m.Content, mark, alphabet)
-		marked[i] = Message{Role: m.Role, Content: c}
+		marked[i] = m
+		marked[i].Content = c
 		anyMarked = anyMarked || n > 0 || (spaceInAlphabet && m.Content != "")
 	}
 	if !anyMarked {

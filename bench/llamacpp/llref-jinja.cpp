@@ -25,6 +25,18 @@
 //                             clock_gettime() (exported with -rdynamic, they
 //                             take precedence over the C library's; only
 //                             CLOCK_REALTIME is fixed) and sets TZ=UTC.
+//   msg_json JSON             one message of the current chat in OpenAI's
+//                             shape, on one line (tool role with
+//                             tool_call_id, assistant tool_calls, null
+//                             content), read by llama-server's own parser
+//                             (common_chat_msgs_parse_oaicompat)
+//   tools JSON                the current chat's tools, OpenAI's array on
+//                             one line (common_chat_tools_parse_oaicompat)
+//   tool_choice auto|required|none   of the current chat (default auto)
+//   parallel_tool_calls 0|1   of the current chat (default 0)
+//
+// With tools, a result also gives the chat format llama.cpp chose, its
+// grammar (lazy or not) and the triggers that start it.
 //
 // Output strings follow llref.c's rules (invalid UTF-8 runs as one U+FFFD,
 // a "_hex" twin with the exact bytes).
@@ -187,6 +199,11 @@ std::vector<llama_token> tokenize(const llama_vocab *vocab, const std::string &s
 
 struct conv {
 	std::vector<common_chat_msg> msgs;
+	std::vector<std::string> msg_json; // each message as given, for the output
+	std::vector<common_chat_tool> tools;
+	std::string tools_json;
+	common_chat_tool_choice choice = COMMON_CHAT_TOOL_CHOICE_AUTO;
+	bool parallel = false;
 };
 
 void quiet(ggml_log_level level, const char *text, void *user) {
@@ -237,6 +254,32 @@ int main(int argc, char **argv) {
 			if (m.role.empty() || !unescape(s2 == std::string::npos ? "" : arg.substr(s2 + 1), m.content))
 				bad("want ROLE TEXT with valid escapes");
 			convs.back().msgs.push_back(m);
+			convs.back().msg_json.push_back("{\"role\": " + json_str(m.role) + ", " + json_str_hex("content", m.content) + "}");
+		} else if (key == "msg_json" || key == "tools") {
+			if (convs.empty())
+				bad("before any chat");
+			try {
+				common_json j = common_json::parse(arg);
+				if (key == "tools") {
+					convs.back().tools = common_chat_tools_parse_oaicompat(j);
+					convs.back().tools_json = arg;
+				} else {
+					common_json arr = common_json::parse("[" + arg + "]");
+					for (auto &m : common_chat_msgs_parse_oaicompat(arr))
+						convs.back().msgs.push_back(m);
+					convs.back().msg_json.push_back(arg);
+				}
+			} catch (const std::exception &e) {
+				bad(e.what());
+			}
+		} else if (key == "tool_choice" && (arg == "auto" || arg == "required" || arg == "none")) {
+			if (convs.empty())
+				bad("before any chat");
+			convs.back().choice = common_chat_tool_choice_parse_oaicompat(arg);
+		} else if (key == "parallel_tool_calls" && (arg == "0" || arg == "1")) {
+			if (convs.empty())
+				bad("before any chat");
+			convs.back().parallel = arg == "1";
 		} else if (key == "template") {
 			if (!unescape(arg, tmpl))
 				bad("bad escape");
@@ -296,10 +339,14 @@ int main(int argc, char **argv) {
 		  << ", \"reasoning_format\": \"deepseek\", \"now\": " << now << ",\n \"results\": [";
 	for (size_t i = 0; i < convs.size(); i++) {
 		std::cout << (i ? "," : "") << "\n  {\"messages\": [";
-		for (size_t j = 0; j < convs[i].msgs.size(); j++)
-			std::cout << (j ? ", " : "") << "{\"role\": " << json_str(convs[i].msgs[j].role)
-				  << ", " << json_str_hex("content", convs[i].msgs[j].content) << "}";
+		for (size_t j = 0; j < convs[i].msg_json.size(); j++)
+			std::cout << (j ? ", " : "") << convs[i].msg_json[j];
 		std::cout << "],\n   ";
+		if (!convs[i].tools.empty())
+			std::cout << "\"tools\": " << convs[i].tools_json << ",\n   \"tool_choice\": \""
+				  << (convs[i].choice == COMMON_CHAT_TOOL_CHOICE_AUTO ? "auto"
+				      : convs[i].choice == COMMON_CHAT_TOOL_CHOICE_REQUIRED ? "required" : "none")
+				  << "\", \"parallel_tool_calls\": " << (convs[i].parallel ? "true" : "false") << ",\n   ";
 		common_chat_templates_inputs in;
 		in.messages = convs[i].msgs;
 		in.use_jinja = true;
@@ -307,10 +354,22 @@ int main(int argc, char **argv) {
 		in.reasoning_format = COMMON_REASONING_FORMAT_DEEPSEEK; // llama-server's default
 		in.enable_thinking = enable;
 		in.now = std::chrono::system_clock::time_point(std::chrono::seconds(now));
+		in.tools = convs[i].tools;
+		in.tool_choice = convs[i].choice;
+		in.parallel_tool_calls = convs[i].parallel;
 		try {
 			common_chat_params p = common_chat_templates_apply(tmpls.get(), in);
 			std::vector<llama_token> ids = tokenize(vocab, p.prompt);
-			std::cout << json_str_hex("rendered", p.prompt) << ",\n   \"ids\": [";
+			std::cout << json_str_hex("rendered", p.prompt) << ",\n   ";
+			if (!convs[i].tools.empty()) {
+				std::cout << "\"format\": " << json_str(common_chat_format_name(p.format))
+					  << ", \"grammar_lazy\": " << (p.grammar_lazy ? "true" : "false")
+					  << ",\n   \"grammar\": " << json_str(p.grammar) << ",\n   \"triggers\": [";
+				for (size_t k = 0; k < p.grammar_triggers.size(); k++)
+					std::cout << (k ? ", " : "") << json_str(p.grammar_triggers[k].value);
+				std::cout << "],\n   ";
+			}
+			std::cout << "\"ids\": [";
 			for (size_t k = 0; k < ids.size(); k++)
 				std::cout << (k ? ", " : "") << ids[k];
 			std::cout << "]}";

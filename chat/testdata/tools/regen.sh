@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Regenerates this folder: llama.cpp's renderings (bench/llamacpp/ref.sh
+# chat-jinja, llama-server's default path) of the tool conversations in
+# conversations.in, for the real tool-aware templates: each tiny family
+# file `lisa gguf synth` makes carries its family's template (Llama 3.1,
+# Qwen2.5, Qwen3, Mistral Nemo); Llama 3.2 and Hermes 3 are given as a
+# template file to the Llama 3 file. hermes-3.jinja is llama.cpp's copy
+# (models/templates/NousResearch-Hermes-3-Llama-3.1-8B-tool_use.jinja).
+#
+#   chat/testdata/tools/regen.sh    (from the repository root)
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../../.." && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+(cd "$root" && CGO_ENABLED=0 go build -o "$tmp/lisa" ./cmd/lisa)
+for shape in llama3-tiny qwen2-tiny qwen3-tiny mistral-tiny; do
+	"$tmp/lisa" gguf synth --shape "$shape" --type f16 --seed 1 -o "$tmp/$shape.gguf" > /dev/null
+done
+ref() { # model output [template file]
+	{
+		if [ -n "${3:-}" ]; then echo "template_file $3"; fi
+		cat "$here/conversations.in"
+	} | "$root/bench/llamacpp/ref.sh" chat-jinja "$tmp/$1.gguf" - > "$here/$2.json"
+}
+ref llama3-tiny llama-3.1
+ref qwen2-tiny qwen2.5
+ref qwen3-tiny qwen3
+ref mistral-tiny mistral-nemo
+ref llama3-tiny llama-3.2 "$root/model/synth/vocab/templates/llama-3.2.jinja"
+ref llama3-tiny hermes-3 "$here/hermes-3.jinja"

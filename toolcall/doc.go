@@ -1,0 +1,48 @@
+// Package toolcall finds function calls in a model's output, per family,
+// and describes the call syntax a forced call must follow.
+//
+// Formats (Detect picks one from the chat template's text):
+//
+//   - Hermes: Qwen2.5, Qwen3 and Hermes-style templates;
+//     <tool_call>{"name": ..., "arguments": {...}}</tool_call>, repeated
+//     for parallel calls.
+//   - Mistral: [TOOL_CALLS][{"name": ..., "arguments": {...}, "id": ...}, ...]
+//     (Mistral Nemo and v3 templates with [AVAILABLE_TOOLS]).
+//   - Llama3: Llama 3.1/3.2/3.3 answer a call with the bare object
+//     {"name": ..., "parameters": {...}} as the whole reply, or after
+//     <|python_tag|>; <|python_tag|>name.call(key=value) is a built-in
+//     tool call.
+//   - Generic: llama.cpp's JSON format for templates without tool
+//     support (chat.Render describes it to the model):
+//     {"tool_call": {"name", "arguments"}}, {"tool_calls": [...]} or
+//     {"response": "..."}.
+//
+// Parse reads a whole output; Stream reads it piece by piece and yields
+// OpenAI-shaped deltas (content text, then one delta per call carrying
+// its index, id, name and arguments). Both apply the same rules, so a
+// stream split anywhere gives the same content and calls as Parse:
+//
+//   - Text that may still turn out to be markup (a partial "<tool_c",
+//     white space before it, an unfinished call) is held back, never
+//     sent as content.
+//   - A call is emitted once it is complete (its JSON closed and
+//     checked); its arguments come in one piece, compact JSON.
+//   - White space next to call markup is dropped; other text around
+//     calls is content (llama.cpp keeps the text before a Hermes call
+//     too).
+//   - Output is untrusted. A call whose JSON is malformed, has no name
+//     or non-object arguments, names a function not offered (when
+//     Options.Tools is set), or exceeds the limits is not a call: from
+//     its markup on, the rest of the output is content, as llama.cpp's
+//     Hermes parser falls back to the whole text as content (its Llama
+//     and Mistral parsers fail the request instead; a fallback keeps
+//     the reply readable and cannot be worse than a 500). Result.Err
+//     says why, for logs; it is never a reason to fail the request.
+//
+// Call ids are generated (call_ and 24 random letters and digits) unless
+// the model wrote a plausible one (Mistral's 9-character ids).
+//
+// Constraint gives, for tool_choice "required" or a named function, the
+// literal text around the call and the JSON Schema of the call's JSON,
+// so a grammar compiler can force a valid call.
+package toolcall
