@@ -27,6 +27,8 @@ type Sampler struct {
 	p      Params
 	nVocab int
 	cand   []Candidate
+	row    []float32 // penalised logits of the bucket path
+	fast   fastState
 	hist   []int32 // ring of the last PenaltyLastN accepted tokens
 	head   int     // next slot of hist to write
 	filled int     // how many slots of hist hold tokens
@@ -45,8 +47,9 @@ func New(p Params, nVocab int) (*Sampler, error) {
 	if p.MinKeep < 1 {
 		p.MinKeep = 1
 	}
-	s := &Sampler{p: p, nVocab: nVocab, cand: make([]Candidate, nVocab)}
+	s := &Sampler{p: p, nVocab: nVocab, cand: make([]Candidate, nVocab), fast: newFastState(nVocab)}
 	if p.penalised() {
+		s.row = make([]float32, nVocab)
 		s.hist = make([]int32, p.PenaltyLastN)
 		s.counts = make([]int32, nVocab)
 	}
@@ -115,23 +118,38 @@ func (s *Sampler) load(logits []float32) ([]Candidate, error) {
 // penalise applies the repetition, frequency and presence penalties to c,
 // which is indexed by token id, as llama.cpp's penalties sampler does.
 func (s *Sampler) penalise(c []Candidate) {
+	for id, n := range s.counts {
+		if n != 0 {
+			c[id].Logit = s.penalty(c[id].Logit, n)
+		}
+	}
+}
+
+// penaliseRow is penalise on a logits row.
+func (s *Sampler) penaliseRow(row []float32) {
+	for id, n := range s.counts {
+		if n != 0 {
+			l := row[id]
+			if l != l {
+				l = float32(math.Inf(-1))
+			}
+			row[id] = s.penalty(l, n)
+		}
+	}
+}
+
+// penalty returns logit l of a token seen n times in the window, penalised.
+func (s *Sampler) penalty(l float32, n int32) float32 {
 	rep := s.p.RepeatPenalty
 	if rep == 0 {
 		rep = 1
 	}
-	for id, n := range s.counts {
-		if n == 0 {
-			continue
-		}
-		l := c[id].Logit
-		if l <= 0 {
-			l *= rep
-		} else {
-			l /= rep
-		}
-		l -= float32(n)*s.p.FrequencyPenalty + s.p.PresencePenalty
-		c[id].Logit = l
+	if l <= 0 {
+		l *= rep
+	} else {
+		l /= rep
 	}
+	return l - (float32(n)*s.p.FrequencyPenalty + s.p.PresencePenalty)
 }
 
 // Candidates runs the chain on logits up to, but not including, the draw:
@@ -223,6 +241,18 @@ func (s *Sampler) minP(c []Candidate) []Candidate {
 // draw with the seeded generator (greedy needs no draw). It does not record
 // the token; call Accept with it.
 func (s *Sampler) Sample(logits []float32) (int32, error) {
+	if s.p.Temperature > 0 && (s.p.TopK <= 0 || s.p.TopK >= s.nVocab) {
+		if len(logits) != s.nVocab {
+			return 0, fmt.Errorf("sample: logits row of %d values for %d tokens: %w", len(logits), s.nVocab, ErrVocab)
+		}
+		row := logits
+		if s.counts != nil {
+			row = s.row
+			copy(row, logits)
+			s.penaliseRow(row)
+		}
+		return s.sampleFast(row), nil
+	}
 	c, err := s.Candidates(logits)
 	if err != nil {
 		return 0, err
