@@ -71,6 +71,11 @@ func (f *fastState) bucket(d float32) int {
 // weight returns the fixed-point weight exp((l - top)/temp) of a logit, as
 // float32 softmax computes it (scaled logits, then the difference).
 func (f *fastState) weight(l, top, temp float32) uint64 {
+	if l == top {
+		// The top token weighs 1, also where l/temp overflows (which
+		// would make the difference NaN).
+		return uint64(1) << f.fracBits
+	}
 	d := l/temp - top/temp
 	if !(d > -50) { // below 2^-64: a zero weight (also NaN)
 		return 0
@@ -258,6 +263,9 @@ func (s *Sampler) sampleFast(row []float32) int32 {
 	total, n := s.fill(row, top, keep, s.p.Temperature)
 	if n == 1 {
 		return int32(best) // a single survivor needs no draw (and takes no random number)
+	}
+	if total == 0 {
+		return int32(best) // cannot happen: the top token weighs 1
 	}
 	u := s.rng.Float64()
 	target := min(uint64(u*float64(total)), total-1)

@@ -428,3 +428,70 @@ func TestSampleMatchesFullSort(t *testing.T) {
 	}
 	t.Logf("%d draws, %d differ", draws, differ)
 }
+
+// maskConstraint allows a fixed set of tokens.
+type maskConstraint struct {
+	allow    []bool
+	accepted []int32
+}
+
+func (m *maskConstraint) Allowed(mask []uint64) error {
+	clear(mask)
+	for i, ok := range m.allow {
+		if ok {
+			mask[i/64] |= 1 << (i % 64)
+		}
+	}
+	return nil
+}
+
+func (m *maskConstraint) Accept(tok int32) error {
+	m.accepted = append(m.accepted, tok)
+	return nil
+}
+
+func TestConstraint(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	const n = 300
+	for _, p := range []Params{{}, {Temperature: 1}, DefaultParams(), {Temperature: 0.7, TopP: 0.9, MinP: 0.1, RepeatPenalty: 1.2, PenaltyLastN: 8}} {
+		c := &maskConstraint{allow: make([]bool, n)}
+		for i := range c.allow {
+			c.allow[i] = r.IntN(7) == 0
+		}
+		s, err := New(p, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.SetConstraint(c)
+		rows := [][]float32{randomRow(r, n, 1), randomRow(r, n, 4)}
+		allInf := make([]float32, n)
+		for i := range allInf {
+			allInf[i] = float32(math.Inf(-1))
+		}
+		rows = append(rows, allInf)
+		for _, row := range rows {
+			for range 50 {
+				tok, err := s.Sample(row)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !c.allow[tok] {
+					t.Fatalf("%+v: token %d not allowed", p, tok)
+				}
+			}
+		}
+		allocs := testing.AllocsPerRun(20, func() {
+			if _, err := s.Sample(rows[0]); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if allocs != 0 {
+			t.Errorf("%+v: %v allocations per Sample", p, allocs)
+		}
+	}
+	s, _ := New(Params{Temperature: 1}, 4)
+	s.SetConstraint(&maskConstraint{allow: make([]bool, 4)})
+	if _, err := s.Sample([]float32{1, 2, 3, 4}); !errors.Is(err, ErrNoAllowedToken) {
+		t.Fatalf("nothing allowed: %v", err)
+	}
+}
