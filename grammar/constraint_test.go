@@ -63,6 +63,9 @@ func TestMaskMatchesBruteForce(t *testing.T) {
 				if got != want {
 					t.Fatalf("trial %d step %d after %q: token %d %q allowed %v, brute force %v", trial, step, prefix, id, texts[id], got, want)
 				}
+				if ok, err := c.AllowsToken(id); err != nil || ok != got {
+					t.Fatalf("after %q: AllowsToken(%d %q) = %v, %v; mask %v", prefix, id, texts[id], ok, err, got)
+				}
 				if got {
 					allowed = append(allowed, id)
 				}

@@ -28,16 +28,19 @@ type utf8State struct {
 // Matcher follows one generation through a Grammar. It is not safe for
 // concurrent use.
 type Matcher struct {
-	g       *Grammar
-	lim     Limits
-	nodes   []node
-	index   table // (pos, parent) -> node id
-	seen    table // expansions done in the current step
-	cur     []int32
-	part    utf8State
-	work    int // expansions in the current mask or step, against MaxMaskNodes
-	outBase int // where the current step's output starts in its buffer
-	err     error
+	g        *Grammar
+	lim      Limits
+	nodes    []node
+	index    table // (pos, parent) -> node id
+	seen     table // expansions done in the current step
+	cur      []int32
+	part     utf8State
+	work     int   // expansions in the current mask or step, against MaxMaskNodes
+	outBase  int   // where the current step's output starts in its buffer
+	cache    table // step cache: hash of (set, rune) -> cacheEnt index
+	cacheEnt []cacheEntry
+	cacheBuf []int32
+	err      error
 }
 
 // NewMatcher returns a Matcher at the start of g.
@@ -45,6 +48,7 @@ func NewMatcher(g *Grammar, lim Limits) (*Matcher, error) {
 	m := &Matcher{g: g, lim: lim, nodes: []node{{pos: -1, parent: -1}}}
 	m.index.init(64)
 	m.seen.init(64)
+	m.cache.init(64)
 	m.seen.next()
 	var err error
 	m.cur, err = m.start(nil)
@@ -137,8 +141,68 @@ func (m *Matcher) expand(parent, pos int32, out []int32) []int32 {
 	}
 }
 
-// step advances the stacks in set over code point r into out.
+// maxCache bounds the ints the step cache holds before it starts over.
+const maxCache = 1 << 20
+
+// step advances the stacks in set over code point r into out. Results are
+// cached by (set, r): a mask walk meets the same few sets again and again
+// (inside a string, every ordinary character leads back to one set), and
+// node ids never change until compact, which empties the cache.
 func (m *Matcher) step(set []int32, r rune, out []int32) []int32 {
+	h := uint64(r)*0x9e3779b97f4a7c15 ^ uint64(len(set))
+	for _, s := range set {
+		h = hash64(h ^ uint64(uint32(s)))
+	}
+	if i, ok := m.cache.get(h); ok {
+		e := m.cacheEnt[i]
+		if e.r == r && slicesEqual(m.cacheBuf[e.in:e.in+e.nIn], set) {
+			return append(out, m.cacheBuf[e.out:e.out+e.nOut]...)
+		}
+	}
+	n0 := len(out)
+	out = m.stepSlow(set, r, out)
+	if m.err != nil {
+		return out
+	}
+	if len(m.cacheBuf)+len(set)+len(out)-n0 > maxCache {
+		m.resetCache()
+	}
+	e := cacheEntry{r: r, in: int32(len(m.cacheBuf)), nIn: int32(len(set))}
+	m.cacheBuf = append(m.cacheBuf, set...)
+	e.out, e.nOut = int32(len(m.cacheBuf)), int32(len(out)-n0)
+	m.cacheBuf = append(m.cacheBuf, out[n0:]...)
+	m.cache.put(h, int32(len(m.cacheEnt)))
+	m.cacheEnt = append(m.cacheEnt, e)
+	return out
+}
+
+// cacheEntry is one cached step: input set and output set in cacheBuf.
+type cacheEntry struct {
+	r         rune
+	in, nIn   int32
+	out, nOut int32
+}
+
+func slicesEqual(a, b []int32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func (m *Matcher) resetCache() {
+	m.cache.next()
+	m.cacheBuf = m.cacheBuf[:0]
+	m.cacheEnt = m.cacheEnt[:0]
+}
+
+// stepSlow is step without the cache.
+func (m *Matcher) stepSlow(set []int32, r rune, out []int32) []int32 {
 	m.seen.next()
 	m.outBase = len(out)
 	for _, s := range set {
@@ -266,6 +330,7 @@ func (m *Matcher) compact() {
 		m.cur[i] = copyNode(s)
 	}
 	m.nodes = nodes
+	m.resetCache()
 	m.index.init(len(nodes) * 2)
 	for id, n := range nodes[1:] {
 		m.index.put(uint64(uint32(n.pos))<<32|uint64(uint32(n.parent)), int32(id+1))

@@ -112,10 +112,11 @@ func (v *Vocab) Len() int { return v.n }
 // mask of the tokens allowed next, and the advance over the token chosen.
 // It satisfies model/sample's Constraint. Not safe for concurrent use.
 type Constraint struct {
-	m    *Matcher
-	v    *Vocab
-	sets []int32 // scratch: the stack sets of the trie walk, by depth
-	text func(id int32) []byte
+	m     *Matcher
+	v     *Vocab
+	sets  []int32    // scratch: the stack sets of the trie walk, by depth
+	check [2][]int32 // scratch of AllowsToken
+	text  func(id int32) []byte
 }
 
 // NewConstraint starts g over v; text returns a token's bytes (as given to
@@ -182,6 +183,38 @@ func (c *Constraint) walk(n int32, lo, hi int, part utf8State, mask []uint64) {
 		}
 		c.sets = c.sets[:start]
 	}
+}
+
+// AllowsToken reports whether the grammar can take token tok next, without
+// changing the state: the cheap check model/sample makes on its
+// unconstrained choice before it computes a whole mask, as llama.cpp's
+// sampler does.
+func (c *Constraint) AllowsToken(tok int32) (bool, error) {
+	if tok < 0 || int(tok) >= c.v.n {
+		return false, fmt.Errorf("grammar: token %d outside a vocabulary of %d", tok, c.v.n)
+	}
+	if slices.Contains(c.v.eos, tok) {
+		return c.m.Complete(), nil
+	}
+	if c.v.tokLen[tok] < 0 {
+		return false, nil
+	}
+	m := c.m
+	m.err = nil
+	m.work = 0
+	set, part := m.cur, m.part
+	for i, b := range c.text(tok) {
+		next, p, ok := m.feed(set, part, b, c.check[i%2][:0])
+		c.check[i%2] = next
+		if m.err != nil {
+			return false, fmt.Errorf("grammar: token %d: %w", tok, m.err)
+		}
+		if !ok {
+			return false, nil
+		}
+		set, part = next, p
+	}
+	return true, nil
 }
 
 // Accept advances the grammar over token tok. A special token is

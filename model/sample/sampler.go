@@ -68,6 +68,15 @@ type Constraint interface {
 	Accept(tok int32) error
 }
 
+// TokenChecker is a Constraint that can also tell cheaply whether one
+// token is allowed. Sample then first picks without the constraint and
+// computes the whole mask only when that token is not allowed, as
+// llama.cpp's sampler does (for plain temperature sampling the result has
+// the same distribution as masking first; greedy picks the same token).
+type TokenChecker interface {
+	AllowsToken(tok int32) (bool, error)
+}
+
 // ErrNoAllowedToken is returned (wrapped) when a constraint allows no token.
 var ErrNoAllowedToken = errors.New("the constraint allows no token")
 
@@ -274,6 +283,17 @@ func (s *Sampler) Sample(logits []float32) (int32, error) {
 		return 0, fmt.Errorf("sample: logits row of %d values for %d tokens: %w", len(logits), s.nVocab, ErrVocab)
 	}
 	if s.con != nil {
+		if ch, ok := s.con.(TokenChecker); ok {
+			tok, err := s.sampleFree(logits)
+			if err != nil {
+				return 0, err
+			}
+			if ok, err := ch.AllowsToken(tok); err != nil {
+				return 0, fmt.Errorf("sample: constraint: %w", err)
+			} else if ok {
+				return tok, nil
+			}
+		}
 		if err := s.con.Allowed(s.mask); err != nil {
 			return 0, fmt.Errorf("sample: constraint: %w", err)
 		}
@@ -300,6 +320,11 @@ func (s *Sampler) Sample(logits []float32) (int32, error) {
 		}
 		return s.sampleRow(row, true)
 	}
+	return s.sampleFree(logits)
+}
+
+// sampleFree is Sample without the constraint.
+func (s *Sampler) sampleFree(logits []float32) (int32, error) {
 	row := logits
 	if s.counts != nil && s.fastPath() {
 		row = s.row
