@@ -40,6 +40,11 @@ type Matcher struct {
 	cache    table // step cache: hash of (set, rune) -> cacheEnt index
 	cacheEnt []cacheEntry
 	cacheBuf []int32
+	setTab   table // hash of a stack set -> set id
+	setOff   []int32
+	setBuf   []int32
+	trans    table // (set id, UTF-8 state, byte) -> set id, -1 when rejected
+	scratch  []int32
 	err      error
 }
 
@@ -49,6 +54,8 @@ func NewMatcher(g *Grammar, lim Limits) (*Matcher, error) {
 	m.index.init(64)
 	m.seen.init(64)
 	m.cache.init(64)
+	m.setTab.init(64)
+	m.trans.init(64)
 	m.seen.next()
 	var err error
 	m.cur, err = m.start(nil)
@@ -199,6 +206,41 @@ func (m *Matcher) resetCache() {
 	m.cache.next()
 	m.cacheBuf = m.cacheBuf[:0]
 	m.cacheEnt = m.cacheEnt[:0]
+	m.setTab.next()
+	m.setOff = m.setOff[:0]
+	m.setBuf = m.setBuf[:0]
+	m.trans.next()
+}
+
+// internSet returns the id of the stack set s, making one if new. Set ids
+// let a mask walk memoize byte transitions: (set, UTF-8 state, byte) ->
+// set.
+func (m *Matcher) internSet(s []int32) int32 {
+	h := uint64(len(s))
+	for _, x := range s {
+		h = hash64(h ^ uint64(uint32(x)))
+	}
+	for {
+		id, ok := m.setTab.get(h)
+		if !ok {
+			break
+		}
+		if slicesEqual(m.setSlice(id), s) {
+			return id
+		}
+		h++ // a collision: probe the next hash
+	}
+	id := int32(len(m.setOff) / 2)
+	m.setOff = append(m.setOff, int32(len(m.setBuf)), int32(len(s)))
+	m.setBuf = append(m.setBuf, s...)
+	m.setTab.put(h, id)
+	return id
+}
+
+// setSlice returns the stacks of set id.
+func (m *Matcher) setSlice(id int32) []int32 {
+	off, n := m.setOff[2*id], m.setOff[2*id+1]
+	return m.setBuf[off : off+n]
 }
 
 // stepSlow is step without the cache.
@@ -217,33 +259,43 @@ func (m *Matcher) stepSlow(set []int32, r rune, out []int32) []int32 {
 	return out
 }
 
+// utf8Next advances a UTF-8 decoding state over byte b: ok is false for
+// a byte that cannot come next, done is set when b completes code point r.
+func utf8Next(part utf8State, b byte) (next utf8State, r rune, done, ok bool) {
+	if part.need == 0 {
+		switch {
+		case b < 0x80:
+			return part, rune(b), true, true
+		case b>>5 == 6:
+			return utf8State{rune(b & 0x1f), 1}, 0, false, true
+		case b>>4 == 14:
+			return utf8State{rune(b & 0x0f), 2}, 0, false, true
+		case b>>3 == 30:
+			return utf8State{rune(b & 0x07), 3}, 0, false, true
+		}
+		return part, 0, false, false
+	}
+	if b>>6 != 2 {
+		return part, 0, false, false
+	}
+	next = utf8State{part.val<<6 | rune(b&0x3f), part.need - 1}
+	if next.need == 0 {
+		return utf8State{}, next.val, true, true
+	}
+	return next, 0, false, true
+}
+
 // feed advances (set, part) over one byte into out; ok is false when the
 // grammar cannot take it.
 func (m *Matcher) feed(set []int32, part utf8State, b byte, out []int32) ([]int32, utf8State, bool) {
 	n0 := len(out)
-	if part.need == 0 {
-		switch {
-		case b < 0x80:
-			out = m.step(set, rune(b), out)
-			return out, part, len(out) > n0
-		case b>>5 == 6:
-			part = utf8State{rune(b & 0x1f), 1}
-		case b>>4 == 14:
-			part = utf8State{rune(b & 0x0f), 2}
-		case b>>3 == 30:
-			part = utf8State{rune(b & 0x07), 3}
-		default:
-			return out, part, false
-		}
-	} else {
-		if b>>6 != 2 {
-			return out, part, false
-		}
-		part = utf8State{part.val<<6 | rune(b&0x3f), part.need - 1}
-		if part.need == 0 {
-			out = m.step(set, part.val, out)
-			return out, part, len(out) > n0
-		}
+	part, r, done, ok := utf8Next(part, b)
+	if !ok {
+		return out, part, false
+	}
+	if done {
+		out = m.step(set, r, out)
+		return out, part, len(out) > n0
 	}
 	// Mid-sequence: keep the stacks only if some completion could match.
 	shift := 6 * uint(part.need)

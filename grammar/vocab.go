@@ -114,7 +114,6 @@ func (v *Vocab) Len() int { return v.n }
 type Constraint struct {
 	m     *Matcher
 	v     *Vocab
-	sets  []int32    // scratch: the stack sets of the trie walk, by depth
 	check [2][]int32 // scratch of AllowsToken
 	text  func(id int32) []byte
 }
@@ -146,8 +145,10 @@ func (c *Constraint) Allowed(mask []uint64) error {
 	m := c.m
 	m.err = nil
 	m.work = 0
-	c.sets = append(c.sets[:0], m.cur...)
-	c.walk(0, 0, len(c.sets), m.part, mask)
+	if len(m.setBuf)+len(m.cacheBuf) > maxCache {
+		m.resetCache()
+	}
+	c.walk(0, m.internSet(m.cur), m.part, mask)
 	if m.err != nil {
 		return fmt.Errorf("grammar: token mask: %w", m.err)
 	}
@@ -159,29 +160,42 @@ func (c *Constraint) Allowed(mask []uint64) error {
 	return nil
 }
 
-// walk visits the children of trie node n with the stack set
-// c.sets[lo:hi] and UTF-8 state part, marking the tokens that end on a
-// path the grammar takes.
-func (c *Constraint) walk(n int32, lo, hi int, part utf8State, mask []uint64) {
+// walk visits the children of trie node n with the stack set set and
+// UTF-8 state part, marking the tokens that end on a path the grammar
+// takes. Transitions are memoized by (set, state, byte), so the walk
+// mostly costs one table lookup per trie edge.
+func (c *Constraint) walk(n, set int32, part utf8State, mask []uint64) {
 	m := c.m
 	tn := c.v.nodes[n]
 	for _, e := range c.v.edges[tn.edgeLo:tn.edgeHi] {
 		if m.err != nil {
 			return
 		}
-		start := len(c.sets)
-		out, p, ok := m.feed(c.sets[lo:hi], part, e.b, c.sets)
-		c.sets = out
-		if ok {
-			child := c.v.nodes[e.node]
-			for _, t := range c.v.toks[child.tokLo:child.tokHi] {
-				mask[t/64] |= 1 << (t % 64)
-			}
-			if child.edgeHi > child.edgeLo {
-				c.walk(e.node, start, len(c.sets), p, mask)
-			}
+		p, _, _, ok := utf8Next(part, e.b)
+		if !ok {
+			continue
 		}
-		c.sets = c.sets[:start]
+		key := uint64(uint32(set))<<32 | uint64(part.need)<<24 | uint64(part.val&0xffff)<<8 | uint64(e.b)
+		next, hit := m.trans.get(key)
+		if !hit {
+			out, _, ok := m.feed(m.setSlice(set), part, e.b, m.scratch[:0])
+			m.scratch = out
+			next = -1
+			if ok && m.err == nil {
+				next = m.internSet(out)
+			}
+			m.trans.put(key, next)
+		}
+		if next < 0 {
+			continue
+		}
+		child := c.v.nodes[e.node]
+		for _, t := range c.v.toks[child.tokLo:child.tokHi] {
+			mask[t/64] |= 1 << (t % 64)
+		}
+		if child.edgeHi > child.edgeLo {
+			c.walk(e.node, next, p, mask)
+		}
 	}
 }
 
