@@ -40,6 +40,7 @@ func BenchmarkSample(b *testing.B) {
 						b.Fatal(err)
 					}
 					b.ReportAllocs()
+					cpu0 := cpuTime()
 					i := 0
 					for b.Loop() {
 						row := rows[i%len(rows)]
@@ -50,6 +51,7 @@ func BenchmarkSample(b *testing.B) {
 							b.Fatal(err)
 						}
 					}
+					b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
 				})
 			}
 		}

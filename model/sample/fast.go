@@ -30,6 +30,9 @@ import (
 // bucket takes -Inf (and NaN) tokens.
 const nBuckets = 4097
 
+// noBucket marks a token a cut removed.
+const noBucket = 0xffff
+
 // cut is a position in the sorted order: the token with this logit and id.
 // A token survives a cut when it ranks ahead of it or is it.
 type cut struct {
@@ -47,6 +50,7 @@ func (c cut) keeps(l float32, id int32) bool {
 type fastState struct {
 	mass     []uint64 // per bucket: fixed-point weight
 	count    []int32  // per bucket: tokens
+	bucketOf []uint16 // per token: its bucket in the last fill, noBucket when cut
 	fracBits uint     // fixed-point fraction bits of a weight
 	scale    float32  // buckets per unit of logit distance for this row
 }
@@ -55,7 +59,8 @@ func newFastState(nVocab int) fastState {
 	// A weight is at most 2^fracBits, so the total of nVocab weights stays
 	// below 2^63.
 	fb := 62 - bits.Len(uint(nVocab))
-	return fastState{mass: make([]uint64, nBuckets), count: make([]int32, nBuckets), fracBits: uint(fb)}
+	return fastState{mass: make([]uint64, nBuckets), count: make([]int32, nBuckets),
+		bucketOf: make([]uint16, nVocab), fracBits: uint(fb)}
 }
 
 // bucket returns the bucket of a token whose logit is d below the top one
@@ -69,18 +74,30 @@ func (f *fastState) bucket(d float32) int {
 }
 
 // weight returns the fixed-point weight exp((l - top)/temp) of a logit, as
-// float32 softmax computes it (scaled logits, then the difference).
+// float32 softmax computes it (scaled logits, then the difference). It is
+// exp's arithmetic written out, as one call per token matters here
+// (TestWeightIsExp keeps the two the same).
 func (f *fastState) weight(l, top, temp float32) uint64 {
 	if l == top {
 		// The top token weighs 1, also where l/temp overflows (which
 		// would make the difference NaN).
 		return uint64(1) << f.fracBits
 	}
-	d := l/temp - top/temp
-	if !(d > -50) { // below 2^-64: a zero weight (also NaN)
+	d32 := l - top // l/1 - top/1, without two divisions
+	if temp != 1 {
+		d32 = l/temp - top/temp
+	}
+	if !(d32 > -50) { // below 2^-64: a zero weight (also NaN)
 		return 0
 	}
-	return uint64(float64(exp(float64(d)) * float64(uint64(1)<<f.fracBits)))
+	d := float64(d32)
+	k := float64(float64(d*expScale)+expRound) - expRound
+	r := float64(d - float64(k*expLn2Hi))
+	r = float64(r - float64(k*expLn2Lo))
+	p := float64(float64(float64(float64(float64(r*(1.0/6))+0.5)*r)+1)*r) + 1
+	ki := int64(k)
+	e := float64(math.Float64frombits(uint64(int64(math.Float64bits(expTable[ki&255]))+(ki>>8)<<52)) * p)
+	return uint64(float64(e * float64(uint64(1)<<f.fracBits)))
 }
 
 // logitAt returns the penalised logit of token i, NaN as -Inf.
@@ -104,10 +121,12 @@ func (s *Sampler) fill(row []float32, top float32, c cut, temp float32) (uint64,
 	for i := range row {
 		l := s.logitAt(row, i)
 		if !c.keeps(l, int32(i)) {
+			f.bucketOf[i] = noBucket
 			continue
 		}
 		n++
 		b := f.bucket(top - l)
+		f.bucketOf[i] = uint16(b)
 		f.count[b]++
 		if temp > 0 {
 			w := f.weight(l, top, temp)
@@ -118,14 +137,13 @@ func (s *Sampler) fill(row []float32, top float32, c cut, temp float32) (uint64,
 	return total, n
 }
 
-// band collects the surviving tokens of bucket b, sorted best first, into
-// the Sampler's candidate buffer.
-func (s *Sampler) band(row []float32, top float32, c cut, b int) []Candidate {
+// band collects the surviving tokens of bucket b (as the last fill put
+// them), sorted best first, into the Sampler's candidate buffer.
+func (s *Sampler) band(row []float32, b int) []Candidate {
 	out := s.cand[:0]
-	for i := range row {
-		l := s.logitAt(row, i)
-		if c.keeps(l, int32(i)) && s.fast.bucket(top-l) == b {
-			out = append(out, Candidate{ID: int32(i), Logit: l})
+	for i, tb := range s.fast.bucketOf {
+		if int(tb) == b {
+			out = append(out, Candidate{ID: int32(i), Logit: s.logitAt(row, i)})
 		}
 	}
 	slices.SortFunc(out, func(a, b Candidate) int {
@@ -156,7 +174,7 @@ func (s *Sampler) atMass(row []float32, top float32, c cut, temp float32, target
 		cum += f.mass[b]
 		rank += int(f.count[b])
 	}
-	band := s.band(row, top, c, b)
+	band := s.band(row, b)
 	for i, x := range band {
 		cum += f.weight(x.Logit, top, temp)
 		if passed(cum) {
@@ -183,7 +201,7 @@ func (s *Sampler) atRank(row []float32, top float32, c cut, r int) Candidate {
 		}
 		r -= int(f.count[b])
 	}
-	band := s.band(row, top, c, b)
+	band := s.band(row, b)
 	return band[r]
 }
 
