@@ -53,7 +53,7 @@ func TestWeightIsExp(t *testing.T) {
 		temp := []float32{1, 0.7, 1.3}[r.IntN(3)]
 		d := l/temp - top/temp
 		var want uint64
-		if d > -50 {
+		if d > -40 {
 			want = uint64(exp(float64(d)) * float64(uint64(1)<<f.fracBits))
 		}
 		if l == top {

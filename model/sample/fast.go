@@ -52,6 +52,7 @@ type fastState struct {
 	count    []int32  // per bucket: tokens
 	bucketOf []uint16 // per token: its bucket in the last fill, noBucket when cut
 	fracBits uint     // fixed-point fraction bits of a weight
+	minD     float32  // below this distance a weight truncates to zero
 	scale    float32  // buckets per unit of logit distance for this row
 }
 
@@ -60,7 +61,9 @@ func newFastState(nVocab int) fastState {
 	// below 2^63.
 	fb := 62 - bits.Len(uint(nVocab))
 	return fastState{mass: make([]uint64, nBuckets), count: make([]int32, nBuckets),
-		bucketOf: make([]uint16, nVocab), fracBits: uint(fb)}
+		bucketOf: make([]uint16, nVocab), fracBits: uint(fb),
+		// e^d * 2^fb < 1/2 below -(fb+1) ln 2.
+		minD: -float32(fb+1) * math.Ln2}
 }
 
 // bucket returns the bucket of a token whose logit is d below the top one
@@ -87,7 +90,7 @@ func (f *fastState) weight(l, top, temp float32) uint64 {
 	if temp != 1 {
 		d32 = l/temp - top/temp
 	}
-	if !(d32 > -50) { // below 2^-64: a zero weight (also NaN)
+	if !(d32 > f.minD) { // a zero weight (also NaN), no need for exp
 		return 0
 	}
 	d := float64(d32)
