@@ -84,8 +84,9 @@ func FromJSONSchema(schema []byte, lim Limits) (*Grammar, error) {
 // integers, anyOf, oneOf (as anyOf), allOf of one schema, and $ref to "#",
 // "#/$defs/..." and "#/definitions/...". Annotations (title, description,
 // default, examples...) are ignored; any other assertion keyword gives an
-// *UnsupportedError naming it. Properties appear sorted by name. Keys allowed by additionalProperties are not checked against
-// the declared ones.
+// *UnsupportedError naming it. Properties appear in the schema's order.
+// Keys allowed by additionalProperties are not checked against the
+// declared ones.
 func SchemaToGBNF(schema []byte, lim Limits) (string, error) {
 	if len(schema) > lim.MaxSource {
 		return "", &LimitError{What: "MaxSource", Limit: lim.MaxSource}
@@ -99,7 +100,10 @@ func SchemaToGBNF(schema []byte, lim Limits) (string, error) {
 	if dec.More() {
 		return "", &SchemaError{Path: "", Msg: "text after the schema"}
 	}
-	c := &compiler{root: root, lim: lim, refs: map[string]string{}}
+	c := &compiler{root: root, lim: lim, refs: map[string]string{}, order: map[string][]string{}}
+	if err := keyOrder(schema, c.order); err != nil {
+		return "", &SchemaError{Path: "", Msg: "not JSON: " + err.Error()}
+	}
 	name, err := c.visit(root, "", 0)
 	if err != nil {
 		return "", err
@@ -121,7 +125,55 @@ type compiler struct {
 	root  any
 	lim   Limits
 	rules []string
-	refs  map[string]string // $ref -> rule name
+	refs  map[string]string   // $ref -> rule name
+	order map[string][]string // JSON pointer of an object -> its keys in text order
+}
+
+// escapePointer escapes a key for a JSON pointer.
+func escapePointer(k string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1")
+}
+
+// keyOrder records, for every object in the JSON text, its keys in the
+// order they appear (decoding into a map loses it), by JSON pointer.
+func keyOrder(text []byte, order map[string][]string) error {
+	dec := json.NewDecoder(bytes.NewReader(text))
+	dec.UseNumber()
+	var walk func(path string) error
+	walk = func(path string) error {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		switch tok {
+		case json.Delim('{'):
+			var keys []string
+			for dec.More() {
+				k, err := dec.Token()
+				if err != nil {
+					return err
+				}
+				key, _ := k.(string)
+				keys = append(keys, key)
+				if err := walk(path + "/" + escapePointer(key)); err != nil {
+					return err
+				}
+			}
+			order[path] = keys
+			_, err = dec.Token()
+			return err
+		case json.Delim('['):
+			for i := 0; dec.More(); i++ {
+				if err := walk(path + "/" + strconv.Itoa(i)); err != nil {
+					return err
+				}
+			}
+			_, err = dec.Token()
+			return err
+		}
+		return nil
+	}
+	return walk("")
 }
 
 // rule adds a rule with a fresh name and returns the name.
@@ -336,7 +388,7 @@ func (c *compiler) ref(r, path string, depth int) (string, error) {
 		return "", err
 	}
 	c.refs[r] = name
-	body, err := c.visit(target, r, depth+1)
+	body, err := c.visit(target, strings.TrimPrefix(r, "#"), depth+1)
 	if err != nil {
 		return "", err
 	}
@@ -479,12 +531,12 @@ func (c *compiler) objectType(s map[string]any, path string, depth int) (string,
 			return "", err
 		}
 	}
-	names := propertyOrder(props)
+	names := propertyOrder(props, c.order[path+"/properties"])
 	// after[i]: members from i on, something already written (commas before).
 	// first[i]: members from i on, nothing written yet.
 	kv := make([]string, len(names))
 	for i, n := range names {
-		v, err := c.visit(props[n], path+"/properties/"+n, depth+1)
+		v, err := c.visit(props[n], path+"/properties/"+escapePointer(n), depth+1)
 		if err != nil {
 			return "", err
 		}
@@ -523,14 +575,23 @@ func (c *compiler) objectType(s map[string]any, path string, depth int) (string,
 	return c.rule(`"{" space ` + first + ` "}" space`)
 }
 
-// propertyOrder returns the property names sorted, so one schema always
-// compiles to one grammar (the decoded object keeps no order).
-func propertyOrder(props map[string]any) []string {
+// propertyOrder returns the property names in the order the schema text
+// lists them (a repeated key where it last appears, as the decoded value
+// has it), as llama.cpp keeps them.
+func propertyOrder(props map[string]any, text []string) []string {
 	names := make([]string, 0, len(props))
-	for n := range props {
-		names = append(names, n)
+	for i, n := range text {
+		if _, ok := props[n]; ok && !slices.Contains(text[i+1:], n) {
+			names = append(names, n)
+		}
 	}
-	slices.Sort(names)
+	if len(names) != len(props) { // cannot happen for the text decoded
+		names = names[:0]
+		for n := range props {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+	}
 	return names
 }
 

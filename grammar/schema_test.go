@@ -17,6 +17,8 @@ func TestSchemaMatch(t *testing.T) {
 		{"optional only", `{"type":"object","properties":{"x":{"type":"boolean"},"y":{"type":"null"}},"additionalProperties":false}`,
 			[]string{`{}`, `{"x":true}`, `{"y":null}`, `{"x":false,"y":null}`},
 			[]string{`{,"y":null}`, `{"y":null,"x":true}`}},
+		{"schema order kept", `{"type":"object","properties":{"z":{"type":"integer"},"a/b~":{"type":"integer"},"m":{"type":"integer"}},"required":["z","a/b~","m"],"additionalProperties":false}`,
+			[]string{`{"z":1,"a/b~":2,"m":3}`}, []string{`{"a/b~":2,"m":3,"z":1}`, `{"z":1,"m":3,"a/b~":2}`}},
 		{"additional", `{"type":"object","properties":{"x":{"type":"boolean"}},"additionalProperties":{"type":"integer"}}`,
 			[]string{`{}`, `{"x":true,"k":1}`, `{"k":1,"j":2}`},
 			[]string{`{"k":"s"}`}},
