@@ -43,7 +43,9 @@ type Matcher struct {
 	setTab   table // hash of a stack set -> set id
 	setOff   []int32
 	setBuf   []int32
-	trans    table // (set id, UTF-8 state, byte) -> set id, -1 when rejected
+	trans    table   // (set id, UTF-8 state, byte) -> set id, -1 when rejected
+	dense    []int32 // per set id: its row in denseBuf, or -1
+	denseBuf []int32 // rows of 256 transitions from a set at a code point start
 	scratch  []int32
 	err      error
 }
@@ -210,6 +212,37 @@ func (m *Matcher) resetCache() {
 	m.setOff = m.setOff[:0]
 	m.setBuf = m.setBuf[:0]
 	m.trans.next()
+	m.dense = m.dense[:0]
+	m.denseBuf = m.denseBuf[:0]
+}
+
+// unknownSet marks a transition not computed yet.
+const unknownSet = -2
+
+// maxDenseRows bounds the sets with a direct transition row (1 KiB each).
+const maxDenseRows = 2048
+
+// denseRow returns the 256 byte transitions of set id at a code point
+// start (unknownSet where not computed yet), making the row on first use,
+// or nil when there are too many rows (the hash table serves then). Most
+// trie edges are ASCII bytes from such a state, and an array index is
+// several times cheaper than a hash lookup.
+func (m *Matcher) denseRow(id int32) []int32 {
+	for int(id) >= len(m.dense) {
+		m.dense = append(m.dense, -1)
+	}
+	r := m.dense[id]
+	if r < 0 {
+		if len(m.denseBuf) >= maxDenseRows*256 {
+			return nil
+		}
+		r = int32(len(m.denseBuf))
+		for range 256 {
+			m.denseBuf = append(m.denseBuf, unknownSet)
+		}
+		m.dense[id] = r
+	}
+	return m.denseBuf[r : r+256 : r+256]
 }
 
 // internSet returns the id of the stack set s, making one if new. Set ids
@@ -357,10 +390,15 @@ func (m *Matcher) Done() bool {
 	return true
 }
 
+// compactNodes is the arena size (12 bytes a node) that triggers compact.
+const compactNodes = 1 << 18
+
 // compact drops the nodes no current stack uses, so the arena does not
 // grow with the length of the generation.
 func (m *Matcher) compact() {
-	if len(m.nodes) < 4096 {
+	// Rarely: compaction renumbers nodes and so empties the caches that
+	// make the next masks cheap.
+	if len(m.nodes) < compactNodes {
 		return
 	}
 	remap := make(map[int32]int32, len(m.cur)*4)

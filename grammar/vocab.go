@@ -175,16 +175,28 @@ func (c *Constraint) walk(n, set int32, part utf8State, mask []uint64) {
 		if !ok {
 			continue
 		}
-		key := uint64(uint32(set))<<32 | uint64(part.need)<<24 | uint64(part.val&0xffff)<<8 | uint64(e.b)
-		next, hit := m.trans.get(key)
-		if !hit {
+		next := int32(unknownSet)
+		var row []int32
+		if part.need == 0 {
+			row = m.denseRow(set)
+		}
+		if row != nil {
+			next = row[e.b]
+		} else if v, hit := m.trans.get(uint64(uint32(set))<<32 | uint64(part.need)<<24 | uint64(part.val&0xffff)<<8 | uint64(e.b)); hit {
+			next = v
+		}
+		if next == unknownSet {
 			out, _, ok := m.feed(m.setSlice(set), part, e.b, m.scratch[:0])
 			m.scratch = out
 			next = -1
 			if ok && m.err == nil {
 				next = m.internSet(out)
 			}
-			m.trans.put(key, next)
+			if row != nil {
+				row[e.b] = next
+			} else {
+				m.trans.put(uint64(uint32(set))<<32|uint64(part.need)<<24|uint64(part.val&0xffff)<<8|uint64(e.b), next)
+			}
 		}
 		if next < 0 {
 			continue
