@@ -43,9 +43,11 @@ type Matcher struct {
 	setTab   table // hash of a stack set -> set id
 	setOff   []int32
 	setBuf   []int32
-	trans    table   // (set id, UTF-8 state, byte) -> set id, -1 when rejected
-	dense    []int32 // per set id: its row in denseBuf, or -1
-	denseBuf []int32 // rows of 256 transitions from a set at a code point start
+	trans    table    // (set id, UTF-8 state, byte) -> set id, -1 when rejected
+	masks    table    // (set id, UTF-8 state) -> index of its mask in maskBuf
+	maskBuf  []uint64 // masks computed, for states met again
+	dense    []int32  // per set id: its row in denseBuf, or -1
+	denseBuf []int32  // rows of 256 transitions from a set at a code point start
 	scratch  []int32
 	err      error
 }
@@ -58,6 +60,7 @@ func NewMatcher(g *Grammar, lim Limits) (*Matcher, error) {
 	m.cache.init(64)
 	m.setTab.init(64)
 	m.trans.init(64)
+	m.masks.init(64)
 	m.seen.next()
 	var err error
 	m.cur, err = m.start(nil)
@@ -214,6 +217,8 @@ func (m *Matcher) resetCache() {
 	m.trans.next()
 	m.dense = m.dense[:0]
 	m.denseBuf = m.denseBuf[:0]
+	m.masks.next()
+	m.maskBuf = m.maskBuf[:0]
 }
 
 // unknownSet marks a transition not computed yet.

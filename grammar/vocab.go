@@ -148,7 +148,16 @@ func (c *Constraint) Allowed(mask []uint64) error {
 	if len(m.setBuf)+len(m.cacheBuf) > maxCache {
 		m.resetCache()
 	}
-	c.walk(0, m.internSet(m.cur), m.part, mask)
+	set := m.internSet(m.cur)
+	// The mask depends only on the state: a state met again (inside an
+	// unbounded string, after every ordinary token) reuses its mask.
+	key := uint64(uint32(set))<<32 | uint64(m.part.need)<<24 | uint64(m.part.val&0xffff)
+	words := (c.v.n + 63) / 64
+	if at, ok := m.masks.get(key); ok {
+		copy(mask, m.maskBuf[int(at)*words:(int(at)+1)*words])
+		return nil
+	}
+	c.walk(0, set, m.part, mask)
 	if m.err != nil {
 		return fmt.Errorf("grammar: token mask: %w", m.err)
 	}
@@ -157,8 +166,17 @@ func (c *Constraint) Allowed(mask []uint64) error {
 			mask[e/64] |= 1 << (e % 64)
 		}
 	}
+	if (len(m.maskBuf)+words)*8 > maxMaskBytes {
+		m.masks.next()
+		m.maskBuf = m.maskBuf[:0]
+	}
+	m.masks.put(key, int32(len(m.maskBuf)/words))
+	m.maskBuf = append(m.maskBuf, mask[:words]...)
 	return nil
 }
+
+// maxMaskBytes bounds the memory of remembered masks (per Matcher).
+const maxMaskBytes = 4 << 20
 
 // walk visits the children of trie node n with the stack set set and
 // UTF-8 state part, marking the tokens that end on a path the grammar
