@@ -32,8 +32,9 @@ func exp(d float64) float64 {
 	k := float64(float64(d*expScale)+expRound) - expRound
 	r := float64(d - float64(k*expLn2Hi))
 	r = float64(r - float64(k*expLn2Lo))
-	// e^r for |r| <= ln2/512: Taylor to r^3, truncation below 1.5e-13.
-	p := float64(float64(float64(float64(float64(r*(1.0/6))+0.5)*r)+1)*r) + 1
+	// e^r for |r| <= ln2/512: Taylor to r^3 as 1 + r + r^2 (1/2 + r/6),
+	// truncation below 1.5e-13.
+	p := float64(r+1) + float64(float64(r*r)*float64(float64(r*(1.0/6))+0.5)) // a short dependency chain
 	ki := int64(k)
 	return float64(math.Float64frombits(uint64(int64(math.Float64bits(expTable[ki&255]))+(ki>>8)<<52)) * p)
 }

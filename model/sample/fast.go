@@ -97,7 +97,7 @@ func (f *fastState) weight(l, top, temp float32) uint64 {
 	k := float64(float64(d*expScale)+expRound) - expRound
 	r := float64(d - float64(k*expLn2Hi))
 	r = float64(r - float64(k*expLn2Lo))
-	p := float64(float64(float64(float64(float64(r*(1.0/6))+0.5)*r)+1)*r) + 1
+	p := float64(r+1) + float64(float64(r*r)*float64(float64(r*(1.0/6))+0.5)) // a short dependency chain
 	ki := int64(k)
 	e := float64(math.Float64frombits(uint64(int64(math.Float64bits(expTable[ki&255]))+(ki>>8)<<52)) * p)
 	return uint64(float64(e * float64(uint64(1)<<f.fracBits)))
