@@ -548,7 +548,14 @@ func (c *compiler) objectType(s map[string]any, path string, depth int) (string,
 	}
 	afterEnd, firstEnd := `""`, `""`
 	if extra != "" {
-		ekv := `string ":" space ` + extra
+		key := "string"
+		if len(names) > 0 {
+			var err error
+			if key, err = c.otherKey(names); err != nil {
+				return "", err
+			}
+		}
+		ekv := key + ` ":" space ` + extra
 		afterEnd = `("," space ` + ekv + `)*`
 		firstEnd = `(` + ekv + ` ("," space ` + ekv + `)*)?`
 	}
@@ -573,6 +580,76 @@ func (c *compiler) objectType(s map[string]any, path string, depth int) (string,
 		}
 	}
 	return c.rule(`"{" space ` + first + ` "}" space`)
+}
+
+// otherKey returns a rule for a JSON string that is none of names (as
+// llama.cpp does, so an additional property cannot repeat a declared
+// one): a walk down the trie of the names' JSON texts that leaves it by a
+// character no name continues with, or ends the string where no name
+// ends. A key spelt with escapes where the name has plain characters is
+// not recognised as the same.
+func (c *compiler) otherKey(names []string) (string, error) {
+	type tnode struct {
+		kids map[rune]*tnode
+		end  bool
+	}
+	root := &tnode{kids: map[rune]*tnode{}}
+	for _, n := range names {
+		t, err := jsonText(n)
+		if err != nil {
+			return "", err
+		}
+		t = t[1 : len(t)-1] // the text between the quotes
+		x := root
+		for _, r := range t {
+			k, ok := x.kids[r]
+			if !ok {
+				k = &tnode{kids: map[rune]*tnode{}}
+				x.kids[r] = k
+			}
+			x = k
+		}
+		x.end = true
+	}
+	var build func(x *tnode) (string, error)
+	build = func(x *tnode) (string, error) {
+		runes := make([]rune, 0, len(x.kids))
+		for r := range x.kids {
+			runes = append(runes, r)
+		}
+		slices.Sort(runes)
+		var alts []string
+		excl := `"\\`
+		for _, r := range runes {
+			sub, err := build(x.kids[r])
+			if err != nil {
+				return "", err
+			}
+			alts = append(alts, literal(string(r))+" "+sub)
+			switch {
+			case r == ']' || r == '\\':
+				excl += `\` + string(r)
+			case r == '^' || r == '-' || r < 0x20 || r == 0x7f:
+				excl += fmt.Sprintf("\\x%02X", r)
+			default:
+				excl += string(r)
+			}
+		}
+		// Leave the trie with a character no name continues with.
+		alts = append(alts, `[^`+excl+`\x7F\x00-\x1F] char* "\"" space`)
+		if _, ok := x.kids['\\']; !ok {
+			alts = append(alts, `[\\] (["\\bfnrt/] | "u" [0-9a-fA-F]{4}) char* "\"" space`)
+		}
+		if !x.end {
+			alts = append(alts, `"\"" space`)
+		}
+		return c.rule(strings.Join(alts, " | "))
+	}
+	body, err := build(root)
+	if err != nil {
+		return "", err
+	}
+	return c.rule(`"\"" ` + body)
 }
 
 // propertyOrder returns the property names in the order the schema text
