@@ -19,4 +19,15 @@
 // grammar is built. Errors are typed: *SyntaxError (with a byte offset),
 // *LimitError, *UnsupportedError (naming the schema keyword and its path)
 // and *SchemaError.
+//
+// Wiring into a generation (what the engine does with a request's
+// response_format, json_schema or grammar field):
+//
+//	v, _ := grammar.NewVocab(tok.NVocab(), tok.Piece, isControl, eogIDs) // once per model
+//	g, err := grammar.FromJSONSchema(schema, grammar.DefaultLimits())   // or ParseGBNF, JSONObject
+//	// err is a client error (400): *SyntaxError, *LimitError, *UnsupportedError, *SchemaError, *LeftRecursionError
+//	c, err := grammar.NewConstraint(g, v, tok.Piece, grammar.DefaultLimits())
+//	smp.SetConstraint(c) // model/sample
+//	// per generated token: id := smp.Sample(row); c.Accept(id); smp.Accept(id)
+//	// stop at an EOS (allowed only once c.Matcher().Complete()) or when c.Matcher().Done().
 package grammar
