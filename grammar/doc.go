@@ -14,9 +14,11 @@
 //
 // Grammars and schemas come from clients, so everything is bounded (see
 // Limits): source size, rule and element counts, nesting, repetition
-// counts, and the number and depth of the matcher's stacks. Left recursion,
-// which would make the stack expansion loop forever, is refused when the
-// grammar is built. Errors are typed: *SyntaxError (with a byte offset),
+// counts, and the number and depth of the matcher's stacks. Left recursion
+// that would grow a stack forever (*LeftRecursionError) and a start rule
+// that matches no text (*NoTextError) are refused when the grammar is
+// built; a star of something that may be empty is accepted, as llama.cpp
+// does. Other errors are typed too: *SyntaxError (with a byte offset),
 // *LimitError, *UnsupportedError (naming the schema keyword and its path)
 // and *SchemaError.
 //

@@ -59,7 +59,8 @@ func FuzzGBNF(f *testing.F) {
 			var syn *SyntaxError
 			var lim *LimitError
 			var left *LeftRecursionError
-			if !errors.As(err, &syn) && !errors.As(err, &lim) && !errors.As(err, &left) {
+			var none *NoTextError
+			if !errors.As(err, &syn) && !errors.As(err, &lim) && !errors.As(err, &left) && !errors.As(err, &none) {
 				t.Fatalf("untyped error %T: %v", err, err)
 			}
 			return
@@ -85,7 +86,8 @@ func FuzzSchema(f *testing.F) {
 			var left *LeftRecursionError
 			var un *UnsupportedError
 			var se *SchemaError
-			if !errors.As(err, &syn) && !errors.As(err, &lim) && !errors.As(err, &left) && !errors.As(err, &un) && !errors.As(err, &se) {
+			var none *NoTextError
+			if !errors.As(err, &syn) && !errors.As(err, &lim) && !errors.As(err, &left) && !errors.As(err, &un) && !errors.As(err, &se) && !errors.As(err, &none) {
 				t.Fatalf("untyped error %T: %v", err, err)
 			}
 			if errors.As(err, &syn) {

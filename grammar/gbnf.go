@@ -528,7 +528,47 @@ func (p *parser) build(root int32) (*Grammar, error) {
 	if err := g.checkLeftRecursion(); err != nil {
 		return nil, err
 	}
+	if !g.productive()[g.root] {
+		return nil, &NoTextError{Rule: g.names[g.root]}
+	}
 	return g, nil
+}
+
+// NoTextError reports a grammar whose start rule can match no text at all
+// (every way through it recurses without end), such as a schema $ref that
+// refers to itself.
+type NoTextError struct{ Rule string }
+
+func (e *NoTextError) Error() string {
+	return fmt.Sprintf("grammar: rule %q matches no text (it only recurses)", e.Rule)
+}
+
+// productive returns which rules can match some finite text: those with an
+// alternative whose references are all productive, to a fixed point.
+func (g *Grammar) productive() []bool {
+	ok := make([]bool, len(g.alts))
+	for changed := true; changed; {
+		changed = false
+		for r, alts := range g.alts {
+			if ok[r] {
+				continue
+			}
+			for _, a := range alts {
+				all := true
+				for i := a; g.elems[i].kind != kEnd; i++ {
+					if e := g.elems[i]; e.kind == kRef && !ok[e.ref] {
+						all = false
+						break
+					}
+				}
+				if all {
+					ok[r], changed = true, true
+					break
+				}
+			}
+		}
+	}
+	return ok
 }
 
 // LeftRecursionError reports a rule that can reach itself without
@@ -559,54 +599,76 @@ func (g *Grammar) checkLeftRecursion() error {
 			}
 		}
 	}
-	// Depth-first search with colours over "r may start with rule s".
-	const (
-		white = iota
-		grey
-		black
-	)
-	colour := make([]uint8, n)
-	type frame struct {
-		r   int32
-		out []int32
+	// The graph "r may start with rule s": an edge pushes a frame unless
+	// s is the last element of its alternative (the matcher tail-calls
+	// it). A cycle of tail calls only is harmless (a star of something
+	// that may be empty, which llama.cpp accepts too); a cycle with a
+	// push would grow the stack forever. Tarjan's strongly connected
+	// components find the cycles.
+	type edge struct {
+		to   int32
+		push bool
 	}
-	firsts := func(r int32) []int32 {
-		var out []int32
+	adj := make([][]edge, n)
+	for r := range n {
 		for _, a := range g.alts[r] {
 			for i := a; g.elems[i].kind != kEnd; i++ {
 				e := g.elems[i]
 				if e.kind == kChar {
 					break
 				}
-				out = append(out, e.ref)
+				adj[r] = append(adj[r], edge{e.ref, g.elems[i+1].kind != kEnd})
 				if !nullable[e.ref] {
 					break
 				}
 			}
 		}
-		return out
 	}
-	for s := range n {
-		if colour[s] != white {
-			continue
-		}
-		stack := []frame{{int32(s), firsts(int32(s))}}
-		colour[s] = grey
-		for len(stack) > 0 {
-			top := &stack[len(stack)-1]
-			if len(top.out) == 0 {
-				colour[top.r] = black
-				stack = stack[:len(stack)-1]
-				continue
+	index := make([]int32, n)
+	low := make([]int32, n)
+	comp := make([]int32, n)
+	onStack := make([]bool, n)
+	for i := range index {
+		index[i], comp[i] = -1, -1
+	}
+	var stack []int32
+	next, nComp := int32(0), int32(0)
+	var connect func(v int32)
+	connect = func(v int32) {
+		index[v], low[v] = next, next
+		next++
+		stack = append(stack, v)
+		onStack[v] = true
+		for _, e := range adj[v] {
+			if index[e.to] < 0 {
+				connect(e.to)
+				low[v] = min(low[v], low[e.to])
+			} else if onStack[e.to] {
+				low[v] = min(low[v], index[e.to])
 			}
-			next := top.out[0]
-			top.out = top.out[1:]
-			switch colour[next] {
-			case grey:
-				return &LeftRecursionError{Rule: g.names[next]}
-			case white:
-				colour[next] = grey
-				stack = append(stack, frame{next, firsts(next)})
+		}
+		if low[v] == index[v] {
+			for {
+				w := stack[len(stack)-1]
+				stack = stack[:len(stack)-1]
+				onStack[w] = false
+				comp[w] = nComp
+				if w == v {
+					break
+				}
+			}
+			nComp++
+		}
+	}
+	for v := range int32(n) {
+		if index[v] < 0 {
+			connect(v)
+		}
+	}
+	for r := range n {
+		for _, e := range adj[r] {
+			if e.push && comp[e.to] == comp[r] {
+				return &LeftRecursionError{Rule: g.names[r]}
 			}
 		}
 	}

@@ -50,6 +50,7 @@ func TestGBNFMatch(t *testing.T) {
 		{"ambiguous", `root ::= ("a" | "a" | "aa")* "b"`, []string{"b", "aaab"}, []string{"ba"}},
 		{"redefined rule (last wins)", "root ::= x\nx ::= \"a\"\nx ::= \"b\"", []string{"b"}, []string{"a"}},
 		{"dash in name", "root ::= my-rule\nmy-rule ::= \"z\"", []string{"z"}, []string{""}},
+		{"star of something empty (llama.cpp accepts it)", `root ::= ("a" | "b"?)* "c"`, []string{"c", "abac", "bbc"}, []string{"", "ca"}},
 		{"nullable middle", "root ::= \"a\" e \"b\"\ne ::= \"\" | \"x\"", []string{"ab", "axb"}, []string{"axxb"}},
 	}
 	for _, tc := range tests {
@@ -99,7 +100,8 @@ func TestGBNFErrors(t *testing.T) {
 		{"newline outside group", "root ::= \"a\"\n| \"b\"", DefaultLimits(), &syn},
 		{"left recursion", `root ::= root "a" | "b"`, DefaultLimits(), &left},
 		{"indirect left recursion", "root ::= a\na ::= b \"x\"\nb ::= \"\" | root", DefaultLimits(), &left},
-		{"star of nullable (llama.cpp refuses it too)", `root ::= ("a" | "a"?)* "b"`, DefaultLimits(), &left},
+		{"left recursion through an empty rule", "root ::= e root \"x\" | \"y\"\ne ::= \"\" | \"z\"", DefaultLimits(), &left},
+		{"no text", "root ::= a\na ::= \"x\" a", DefaultLimits(), new(*NoTextError)},
 		{"huge repetition", `root ::= "a"{100000}`, DefaultLimits(), &lim},
 		{"too many rules", `root ::= "a"{0,30}`, small, &lim},
 		{"deep nesting", "root ::= " + repeat("(", 100) + `"a"` + repeat(")", 100), DefaultLimits(), &lim},

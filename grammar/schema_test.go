@@ -71,7 +71,7 @@ func TestSchemaErrors(t *testing.T) {
 	var un *UnsupportedError
 	var se *SchemaError
 	var lim *LimitError
-	var left *LeftRecursionError
+	var none *NoTextError
 	tests := []struct {
 		name, schema string
 		want         any
@@ -91,7 +91,7 @@ func TestSchemaErrors(t *testing.T) {
 		{"empty int range", `{"type":"integer","minimum":5,"maximum":4}`, &se},
 		{"huge maxItems", `{"type":"array","maxItems":100000}`, &lim},
 		{"deep", repeat(`{"type":"array","items":`, 100) + "{}" + repeat("}", 100), &lim},
-		{"self ref", `{"$defs":{"a":{"$ref":"#/$defs/a"}},"$ref":"#/$defs/a"}`, &left},
+		{"self ref", `{"$defs":{"a":{"$ref":"#/$defs/a"}},"$ref":"#/$defs/a"}`, &none},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

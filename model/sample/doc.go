@@ -27,7 +27,7 @@
 // token as the full sort of Candidates would for the same seed, except
 // when the draw falls within float32 rounding of a boundary between two
 // tokens (TestSampleMatchesFullSort), and tokens below 2^-44 of the top
-// one's probability are never drawn.
+// one's probability (for vocabularies up to 2^18 tokens) are never drawn.
 //
 // A Constraint (a grammar) masks the logits before the chain; when it is
 // also a TokenChecker, Sample first picks without it and masks only when
