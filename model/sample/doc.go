@@ -19,4 +19,17 @@
 // token id first on equal logits, so a given seed reproduces the same
 // tokens on every run and platform. Logprobs reports the log-probability of
 // a chosen token and the most likely alternatives under the raw logits.
+//
+// Sample does not sort the vocabulary when top-k does not cut (OpenAI's
+// defaults): it finds top-p's cut, min-p's cut and the draw in buckets of
+// the logits with an exact fixed-point sum of the weights, sorting only the
+// one bucket that holds each position (see fast.go). It picks the same
+// token as the full sort of Candidates would for the same seed, except
+// when the draw falls within float32 rounding of a boundary between two
+// tokens (TestSampleMatchesFullSort), and tokens below 2^-44 of the top
+// one's probability (for vocabularies up to 2^18 tokens) are never drawn.
+//
+// A Constraint (a grammar) masks the logits before the chain; when it is
+// also a TokenChecker, Sample first picks without it and masks only when
+// the constraint refuses that token, as llama.cpp's sampler does.
 package sample

@@ -27,6 +27,10 @@ type Sampler struct {
 	p      Params
 	nVocab int
 	cand   []Candidate
+	row    []float32 // penalised (and masked) logits
+	con    Constraint
+	mask   []uint64
+	fast   fastState
 	hist   []int32 // ring of the last PenaltyLastN accepted tokens
 	head   int     // next slot of hist to write
 	filled int     // how many slots of hist hold tokens
@@ -45,13 +49,50 @@ func New(p Params, nVocab int) (*Sampler, error) {
 	if p.MinKeep < 1 {
 		p.MinKeep = 1
 	}
-	s := &Sampler{p: p, nVocab: nVocab, cand: make([]Candidate, nVocab)}
+	s := &Sampler{p: p, nVocab: nVocab, cand: make([]Candidate, nVocab), fast: newFastState(nVocab)}
 	if p.penalised() {
+		s.row = make([]float32, nVocab)
 		s.hist = make([]int32, p.PenaltyLastN)
 		s.counts = make([]int32, nVocab)
 	}
 	s.rng = rand.New(rand.NewPCG(p.Seed, p.Seed^0x9e3779b97f4a7c15))
 	return s, nil
+}
+
+// Constraint restricts the tokens a Sampler may pick, such as a grammar
+// (package grammar's Constraint). Allowed sets bit i%64 of mask[i/64] for
+// every token i that may come next and clears the others; Accept advances
+// the constraint over the token chosen.
+type Constraint interface {
+	Allowed(mask []uint64) error
+	Accept(tok int32) error
+}
+
+// TokenChecker is a Constraint that can also tell cheaply whether one
+// token is allowed. Sample then first picks without the constraint and
+// computes the whole mask only when that token is not allowed, as
+// llama.cpp's sampler does (for plain temperature sampling the result has
+// the same distribution as masking first; greedy picks the same token).
+type TokenChecker interface {
+	AllowsToken(tok int32) (bool, error)
+}
+
+// ErrNoAllowedToken is returned (wrapped) when a constraint allows no token.
+var ErrNoAllowedToken = errors.New("the constraint allows no token")
+
+// SetConstraint makes Sample pick only tokens c allows, applied before the
+// chain (disallowed tokens get a logit of -Inf); nil removes it. Sample
+// does not advance c: the caller calls c.Accept with the token it keeps,
+// as it calls Sampler.Accept. SetConstraint allocates the mask once; Sample
+// still allocates nothing.
+func (s *Sampler) SetConstraint(c Constraint) {
+	s.con = c
+	if c != nil && s.mask == nil {
+		s.mask = make([]uint64, (s.nVocab+63)/64)
+		if s.row == nil {
+			s.row = make([]float32, s.nVocab)
+		}
+	}
 }
 
 // Params returns the parameters the Sampler was made with.
@@ -115,23 +156,38 @@ func (s *Sampler) load(logits []float32) ([]Candidate, error) {
 // penalise applies the repetition, frequency and presence penalties to c,
 // which is indexed by token id, as llama.cpp's penalties sampler does.
 func (s *Sampler) penalise(c []Candidate) {
+	for id, n := range s.counts {
+		if n != 0 {
+			c[id].Logit = s.penalty(c[id].Logit, n)
+		}
+	}
+}
+
+// penaliseRow is penalise on a logits row.
+func (s *Sampler) penaliseRow(row []float32) {
+	for id, n := range s.counts {
+		if n != 0 {
+			l := row[id]
+			if l != l {
+				l = float32(math.Inf(-1))
+			}
+			row[id] = s.penalty(l, n)
+		}
+	}
+}
+
+// penalty returns logit l of a token seen n times in the window, penalised.
+func (s *Sampler) penalty(l float32, n int32) float32 {
 	rep := s.p.RepeatPenalty
 	if rep == 0 {
 		rep = 1
 	}
-	for id, n := range s.counts {
-		if n == 0 {
-			continue
-		}
-		l := c[id].Logit
-		if l <= 0 {
-			l *= rep
-		} else {
-			l /= rep
-		}
-		l -= float32(n)*s.p.FrequencyPenalty + s.p.PresencePenalty
-		c[id].Logit = l
+	if l <= 0 {
+		l *= rep
+	} else {
+		l /= rep
 	}
+	return l - (float32(n)*s.p.FrequencyPenalty + s.p.PresencePenalty)
 }
 
 // Candidates runs the chain on logits up to, but not including, the draw:
@@ -223,7 +279,78 @@ func (s *Sampler) minP(c []Candidate) []Candidate {
 // draw with the seeded generator (greedy needs no draw). It does not record
 // the token; call Accept with it.
 func (s *Sampler) Sample(logits []float32) (int32, error) {
-	c, err := s.Candidates(logits)
+	if len(logits) != s.nVocab {
+		return 0, fmt.Errorf("sample: logits row of %d values for %d tokens: %w", len(logits), s.nVocab, ErrVocab)
+	}
+	if s.con != nil {
+		if ch, ok := s.con.(TokenChecker); ok {
+			tok, err := s.sampleFree(logits)
+			if err != nil {
+				return 0, err
+			}
+			if ok, err := ch.AllowsToken(tok); err != nil {
+				return 0, fmt.Errorf("sample: constraint: %w", err)
+			} else if ok {
+				return tok, nil
+			}
+		}
+		if err := s.con.Allowed(s.mask); err != nil {
+			return 0, fmt.Errorf("sample: constraint: %w", err)
+		}
+		row, some := s.row, false
+		for i, l := range logits {
+			switch {
+			case s.mask[i/64]&(1<<(i%64)) == 0:
+				l = float32(math.Inf(-1))
+			case l != l || l < -math.MaxFloat32:
+				// Allowed with no weight (NaN, -Inf): ranked after every
+				// other allowed token but before the disallowed ones, so
+				// a row of such tokens still yields an allowed one.
+				l, some = -math.MaxFloat32, true
+			default:
+				some = true
+			}
+			row[i] = l
+		}
+		if !some {
+			return 0, fmt.Errorf("sample: %w", ErrNoAllowedToken)
+		}
+		if s.counts != nil {
+			s.penaliseRow(row)
+		}
+		return s.sampleRow(row, true)
+	}
+	return s.sampleFree(logits)
+}
+
+// sampleFree is Sample without the constraint.
+func (s *Sampler) sampleFree(logits []float32) (int32, error) {
+	row := logits
+	if s.counts != nil && s.fastPath() {
+		row = s.row
+		copy(row, logits)
+		s.penaliseRow(row)
+		return s.sampleRow(row, true)
+	}
+	return s.sampleRow(row, false)
+}
+
+// fastPath reports whether Sample takes the bucket path.
+func (s *Sampler) fastPath() bool {
+	return s.p.Temperature > 0 && (s.p.TopK <= 0 || s.p.TopK >= s.nVocab)
+}
+
+// sampleRow samples from row, whose penalties are applied when penalised.
+func (s *Sampler) sampleRow(row []float32, penalised bool) (int32, error) {
+	if s.fastPath() {
+		return s.sampleFast(row), nil
+	}
+	saved := s.counts
+	if penalised {
+		s.counts = nil // already applied
+	}
+	c, err := s.Candidates(row)
+	s.counts = saved
 	if err != nil {
 		return 0, err
 	}

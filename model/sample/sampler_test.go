@@ -326,3 +326,172 @@ func TestSampleAllocs(t *testing.T) {
 		}
 	}
 }
+
+// refSample is the full-sort chain Sample ran before the bucket path: sort
+// the whole vocabulary (Candidates), then draw. It is the reference the
+// bucket path must agree with token for token.
+func refSample(s *Sampler, logits []float32) int32 {
+	c, err := s.Candidates(logits)
+	if err != nil {
+		panic(err)
+	}
+	if len(c) == 1 {
+		return c[0].ID
+	}
+	return draw(c, s.rng.Float64())
+}
+
+// randomRow returns a logits row of one of several shapes: near uniform (a
+// random-weight model), peaked, quantised (many ties), with -Inf and NaN.
+func randomRow(r *rand.Rand, n, shape int) []float32 {
+	row := make([]float32, n)
+	for i := range row {
+		switch shape {
+		case 0:
+			row[i] = float32(r.NormFloat64() * 0.05)
+		case 1:
+			row[i] = float32(r.NormFloat64() * 3)
+		case 2:
+			row[i] = float32(r.IntN(6))
+		case 3:
+			row[i] = float32(r.NormFloat64() * 30)
+		default:
+			row[i] = float32(r.NormFloat64() * 2)
+			switch r.IntN(10) {
+			case 0:
+				row[i] = float32(math.Inf(-1))
+			case 1:
+				row[i] = float32(math.NaN())
+			}
+		}
+	}
+	if shape == 1 && n > 0 {
+		row[r.IntN(n)] += 15 // one dominant token
+	}
+	return row
+}
+
+func TestSampleMatchesFullSort(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 11))
+	temps := []float32{0.3, 0.8, 1, 1.7}
+	topPs := []float32{0, 0.3, 0.9, 0.95, 1}
+	minPs := []float32{0, 0.05, 0.5, 1}
+	draws, differ := 0, 0
+	for trial := range 600 {
+		n := []int{1, 2, 3, 17, 300, 2000}[trial%6]
+		p := Params{
+			Temperature: temps[r.IntN(len(temps))],
+			TopP:        topPs[r.IntN(len(topPs))],
+			MinP:        minPs[r.IntN(len(minPs))],
+			MinKeep:     r.IntN(4),
+			Seed:        r.Uint64(),
+		}
+		if r.IntN(3) == 0 {
+			p.RepeatPenalty, p.PresencePenalty, p.FrequencyPenalty, p.PenaltyLastN = 1.3, 0.5, 0.2, 16
+		}
+		if r.IntN(5) == 0 {
+			p.TopK = n + r.IntN(3) // top-k that does not cut
+		}
+		fast, err := New(p, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref, err := New(p, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		shape := r.IntN(5)
+		for step := range 20 {
+			row := randomRow(r, n, shape)
+			orig := slices.Clone(row)
+			got, err := fast.Sample(row)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := refSample(ref, row)
+			draws++
+			if got != want {
+				differ++
+				t.Errorf("trial %d step %d (n %d shape %d %+v): token %d, full sort %d", trial, step, n, shape, p, got, want)
+			}
+			for i := range orig {
+				if math.Float32bits(orig[i]) != math.Float32bits(row[i]) {
+					t.Fatalf("logits modified at %d", i)
+				}
+			}
+			for _, s := range []*Sampler{fast, ref} {
+				if err := s.Accept(want); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	t.Logf("%d draws, %d differ", draws, differ)
+}
+
+// maskConstraint allows a fixed set of tokens.
+type maskConstraint struct {
+	allow    []bool
+	accepted []int32
+}
+
+func (m *maskConstraint) Allowed(mask []uint64) error {
+	clear(mask)
+	for i, ok := range m.allow {
+		if ok {
+			mask[i/64] |= 1 << (i % 64)
+		}
+	}
+	return nil
+}
+
+func (m *maskConstraint) Accept(tok int32) error {
+	m.accepted = append(m.accepted, tok)
+	return nil
+}
+
+func TestConstraint(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	const n = 300
+	for _, p := range []Params{{}, {Temperature: 1}, DefaultParams(), {Temperature: 0.7, TopP: 0.9, MinP: 0.1, RepeatPenalty: 1.2, PenaltyLastN: 8}} {
+		c := &maskConstraint{allow: make([]bool, n)}
+		for i := range c.allow {
+			c.allow[i] = r.IntN(7) == 0
+		}
+		s, err := New(p, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.SetConstraint(c)
+		rows := [][]float32{randomRow(r, n, 1), randomRow(r, n, 4)}
+		allInf := make([]float32, n)
+		for i := range allInf {
+			allInf[i] = float32(math.Inf(-1))
+		}
+		rows = append(rows, allInf)
+		for _, row := range rows {
+			for range 50 {
+				tok, err := s.Sample(row)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !c.allow[tok] {
+					t.Fatalf("%+v: token %d not allowed", p, tok)
+				}
+			}
+		}
+		allocs := testing.AllocsPerRun(20, func() {
+			if _, err := s.Sample(rows[0]); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if allocs != 0 {
+			t.Errorf("%+v: %v allocations per Sample", p, allocs)
+		}
+	}
+	s, _ := New(Params{Temperature: 1}, 4)
+	s.SetConstraint(&maskConstraint{allow: make([]bool, 4)})
+	if _, err := s.Sample([]float32{1, 2, 3, 4}); !errors.Is(err, ErrNoAllowedToken) {
+		t.Fatalf("nothing allowed: %v", err)
+	}
+}
