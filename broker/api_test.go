@@ -9,6 +9,7 @@ import (
 	"github.com/lisa-llm/lisa/broker"
 	"github.com/lisa-llm/lisa/broker/brokertest"
 	"github.com/lisa-llm/lisa/config"
+	"github.com/lisa-llm/lisa/gen"
 )
 
 type chatResp struct {
@@ -64,7 +65,7 @@ func TestChatCompletion(t *testing.T) {
 	}
 	g := reqs[0]
 	if len(g.Messages) != 2 || g.Messages[1].Content != "hi there" || g.Sampling.Temperature != 0.5 || g.Sampling.TopK != 40 ||
-		!g.Sampling.HasSeed || g.Sampling.Seed != 7 || len(g.Stop) != 1 || g.MaxTokens != 512-len("be brief\nhi there") {
+		!g.Sampling.HasSeed || g.Sampling.Seed != 7 || len(g.Stop) != 1 || g.MaxTokens != 512 || !g.FitContext {
 		t.Fatalf("bad GenerateRequest: %+v", g)
 	}
 }
@@ -124,18 +125,18 @@ func TestChatStream(t *testing.T) {
 func TestCompletions(t *testing.T) {
 	tests := []struct {
 		name, body string
-		check      func(broker.GenerateRequest) bool
+		check      func(gen.Request) bool
 	}{
-		{"string", `{"prompt":"Once upon","max_tokens":5}`, func(g broker.GenerateRequest) bool { return g.Prompt == "Once upon" && g.MaxTokens == 5 }},
-		{"one string in array", `{"prompt":["Once"]}`, func(g broker.GenerateRequest) bool {
-			return g.Prompt == "Once" && g.MaxTokens == broker.DefaultCompletionTokens
+		{"string", `{"prompt":"Once upon","max_tokens":5}`, func(g gen.Request) bool { return g.PromptText() == "Once upon" && g.MaxTokens == 5 }},
+		{"one string in array", `{"prompt":["Once"]}`, func(g gen.Request) bool {
+			return g.PromptText() == "Once" && g.MaxTokens == broker.DefaultCompletionTokens
 		}},
-		{"ids", `{"prompt":[1,2,3],"logprobs":2}`, func(g broker.GenerateRequest) bool {
+		{"ids", `{"prompt":[1,2,3],"logprobs":2}`, func(g gen.Request) bool {
 			return len(g.PromptIDs) == 3 && g.Logprobs && g.TopLogprobs == 2
 		}},
-		{"nested ids", `{"prompt":[[5,6]],"echo":false,"best_of":1}`, func(g broker.GenerateRequest) bool { return len(g.PromptIDs) == 2 }},
-		{"empty string (BOS alone)", `{"prompt":""}`, func(g broker.GenerateRequest) bool { return g.Prompt == "" && g.PromptIDs == nil && g.Messages == nil }},
-		{"empty string in array", `{"prompt":[""]}`, func(g broker.GenerateRequest) bool { return g.Prompt == "" && g.PromptIDs == nil }},
+		{"nested ids", `{"prompt":[[5,6]],"echo":false,"best_of":1}`, func(g gen.Request) bool { return len(g.PromptIDs) == 2 }},
+		{"empty string (BOS alone)", `{"prompt":""}`, func(g gen.Request) bool { return g.PromptText() == "" && g.PromptIDs == nil && g.Messages == nil }},
+		{"empty string in array", `{"prompt":[""]}`, func(g gen.Request) bool { return g.PromptText() == "" && g.PromptIDs == nil }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -3,6 +3,8 @@ package broker
 import (
 	"crypto/rand"
 	"encoding/hex"
+
+	"github.com/lisa-llm/lisa/gen"
 )
 
 // Response shapes of the OpenAI API, for chat completions and (legacy)
@@ -19,7 +21,7 @@ type promptTokensJS struct {
 	CachedTokens int `json:"cached_tokens"`
 }
 
-func toUsage(u Usage) *usageJSON {
+func toUsage(u gen.Usage) *usageJSON {
 	return &usageJSON{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens,
 		TotalTokens: u.PromptTokens + u.CompletionTokens, PromptTokensDetails: &promptTokensJS{u.CachedTokens}}
 }
@@ -92,7 +94,7 @@ func bytesOf(s string) []int {
 	return b
 }
 
-func chatLogprobs(lps []TokenProb) *chatLogprobsJSON {
+func chatLogprobs(lps []gen.TokenProb) *chatLogprobsJSON {
 	if lps == nil {
 		return nil
 	}
@@ -109,7 +111,7 @@ func chatLogprobs(lps []TokenProb) *chatLogprobsJSON {
 
 // completionLogprobs converts lps; offset is where their text starts in the
 // completion.
-func completionLogprobs(lps []TokenProb, offset int) *completionLogprobsJSON {
+func completionLogprobs(lps []gen.TokenProb, offset int) *completionLogprobsJSON {
 	if lps == nil {
 		return nil
 	}
@@ -167,7 +169,7 @@ func (s *shaper) roleChunk() any {
 }
 
 // textChunk is a streamed piece of text.
-func (s *shaper) textChunk(text string, lps []TokenProb) any {
+func (s *shaper) textChunk(text string, lps []gen.TokenProb) any {
 	r := s.base(true)
 	if s.chat {
 		r.Choices = []chatChoiceJSON{{Delta: &chatDeltaJSON{Content: &text}, Logprobs: chatLogprobs(lps)}}
@@ -179,7 +181,8 @@ func (s *shaper) textChunk(text string, lps []TokenProb) any {
 }
 
 // finishChunk is the streamed chunk carrying the finish reason.
-func (s *shaper) finishChunk(finish string) any {
+func (s *shaper) finishChunk(reason gen.FinishReason) any {
+	finish := string(reason)
 	r := s.base(true)
 	if s.chat {
 		r.Choices = []chatChoiceJSON{{Delta: &chatDeltaJSON{}, FinishReason: &finish}}
@@ -190,7 +193,7 @@ func (s *shaper) finishChunk(finish string) any {
 }
 
 // usageChunk is the last streamed chunk with stream_options.include_usage.
-func (s *shaper) usageChunk(u Usage) any {
+func (s *shaper) usageChunk(u gen.Usage) any {
 	r := s.base(true)
 	if s.chat {
 		r.Choices = []chatChoiceJSON{}
@@ -202,10 +205,11 @@ func (s *shaper) usageChunk(u Usage) any {
 }
 
 // whole is the response of a request without stream.
-func (s *shaper) whole(text string, lps []TokenProb, finish string, u Usage, wantLogprobs bool) any {
+func (s *shaper) whole(text string, lps []gen.TokenProb, reason gen.FinishReason, u gen.Usage, wantLogprobs bool) any {
+	finish := string(reason)
 	r := s.base(false)
 	if wantLogprobs && lps == nil {
-		lps = []TokenProb{}
+		lps = []gen.TokenProb{}
 	}
 	if s.chat {
 		r.Choices = []chatChoiceJSON{{Message: &chatMessageJSON{Role: "assistant", Content: text}, Logprobs: chatLogprobs(lps), FinishReason: &finish}}

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
+
+	"github.com/lisa-llm/lisa/gen"
 )
 
 // checkDecoded asserts the invariants every accepted request must hold.
@@ -15,7 +17,7 @@ func checkDecoded(t *testing.T, r *genRequest, chat bool) {
 		t.Fatal("chat request without messages accepted")
 	case !chat && r.Prompt == nil && len(r.PromptIDs) == 0:
 		t.Fatal("completion without prompt accepted")
-	case len(r.Stop) > maxStops:
+	case len(r.Stop) > gen.MaxStop:
 		t.Fatalf("%d stops accepted", len(r.Stop))
 	case s.Temperature < 0 || s.Temperature > 2 || s.TopP < 0 || s.TopP > 1 || s.MinP < 0 || s.MinP > 1:
 		t.Fatalf("sampling out of range: %+v", s)

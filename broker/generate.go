@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/lisa-llm/lisa/gen"
 )
 
 // infoTimeout bounds the Backend.Info call of each request.
@@ -103,47 +105,28 @@ func (s *Server) admit(ctx context.Context) (func(), error) {
 	return release, err
 }
 
-// countPrompt counts the prompt's tokens (for chat, a lower bound: the
-// contents without the template) and fixes max_tokens within the context.
-func (s *Server) countPrompt(ctx context.Context, req *genRequest, info ModelInfo) (int, error) {
-	var n int
-	param := "prompt"
-	switch {
-	case req.PromptIDs != nil:
-		n = len(req.PromptIDs)
-	case req.Prompt != nil:
-		ids, err := s.backend.Tokenize(ctx, *req.Prompt, false)
-		if err != nil {
-			return 0, err
-		}
-		n = len(ids)
-	default:
-		param = "messages"
-		parts := make([]string, len(req.Messages))
-		for i, m := range req.Messages {
-			parts[i] = m.Content
-		}
-		ids, err := s.backend.Tokenize(ctx, strings.Join(parts, "\n"), false)
-		if err != nil {
-			return 0, err
-		}
-		n = len(ids)
-	}
+// budget settles the output budget. The worker renders and tokenizes the
+// prompt once and refuses one that does not fit (a *gen.Error the client
+// gets as a 400); here only what needs no tokenization is checked: a
+// token-id prompt and a max_tokens that fill the context alone. A request
+// without max_tokens gets the rest of the context (chat) or OpenAI's
+// default for completions, clipped to the context's room by the worker.
+func budget(req *genRequest, info ModelInfo) error {
 	ctxSize := info.ContextSize
-	if n >= ctxSize {
-		return 0, invalidCode(param, "context_length_exceeded",
+	if n := len(req.PromptIDs); n >= ctxSize {
+		return invalidCode("prompt", "context_length_exceeded",
 			"the prompt has %d tokens; the context holds %d, leaving no room to generate", n, ctxSize)
 	}
 	switch {
 	case req.MaxTokens == 0 && req.chat:
-		req.MaxTokens = ctxSize - n
+		req.MaxTokens, req.FitContext = ctxSize, true
 	case req.MaxTokens == 0:
-		req.MaxTokens = min(DefaultCompletionTokens, ctxSize-n)
-	case n+req.MaxTokens > ctxSize:
-		return 0, invalidCode("max_tokens", "context_length_exceeded",
-			"the context holds %d tokens, but %d were requested (%d in the prompt, %d to generate)", ctxSize, n+req.MaxTokens, n, req.MaxTokens)
+		req.MaxTokens, req.FitContext = DefaultCompletionTokens, true
+	case req.MaxTokens+max(1, len(req.PromptIDs)) > ctxSize:
+		return invalidCode("max_tokens", "context_length_exceeded",
+			"the context holds %d tokens, but max_tokens is %d and the prompt needs at least %d", ctxSize, req.MaxTokens, max(1, len(req.PromptIDs)))
 	}
-	return n, nil
+	return nil
 }
 
 func (s *Server) generate(w http.ResponseWriter, r *http.Request, ri *reqInfo, req *genRequest) error {
@@ -164,17 +147,12 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, ri *reqInfo, r
 		return err
 	}
 	defer release()
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout.D())
-	defer cancel()
-	if ri.promptTokens, err = s.countPrompt(ctx, req, info); err != nil {
+	if err := budget(req, info); err != nil {
 		return err
 	}
-	greq := GenerateRequest{Messages: req.Messages, PromptIDs: req.PromptIDs, MaxTokens: req.MaxTokens,
-		Stop: req.Stop, Sampling: req.Sampling, TopLogprobs: req.TopLogprobs, Logprobs: req.Logprobs}
-	if req.Prompt != nil {
-		greq.Prompt = *req.Prompt
-	}
-	events, err := s.backend.Generate(ctx, greq)
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout.D())
+	defer cancel()
+	events, err := s.backend.Generate(ctx, req.Request)
 	if err != nil {
 		return err
 	}
@@ -261,7 +239,7 @@ func (g *generation) next() (Event, error) {
 			g.s.metrics.ttft.observeN(g.ri.ttft.Seconds(), 1)
 		}
 	case EventDone:
-		if ev.Finish != "stop" && ev.Finish != "length" {
+		if !ev.Finish.Valid() {
 			return ev, fmt.Errorf("%w: unknown finish reason", ErrWorkerFailed)
 		}
 		g.finish(ev.Usage)
@@ -276,7 +254,7 @@ func (g *generation) next() (Event, error) {
 	return ev, nil
 }
 
-func (g *generation) finish(u Usage) {
+func (g *generation) finish(u gen.Usage) {
 	g.ri.completionTokens = u.CompletionTokens
 	if u.PromptTokens > 0 {
 		g.ri.promptTokens = u.PromptTokens
@@ -293,7 +271,7 @@ func (g *generation) finish(u Usage) {
 // collect gathers the whole generation into one response.
 func (g *generation) collect(w http.ResponseWriter) error {
 	var text strings.Builder
-	var lps []TokenProb
+	var lps []gen.TokenProb
 	for {
 		ev, err := g.next()
 		if err != nil {

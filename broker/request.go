@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/lisa-llm/lisa/gen"
 	"github.com/lisa-llm/lisa/ipc"
 )
 
@@ -23,35 +24,21 @@ import (
 //     ("" ), logit_bias ({}), tools ([]), tool_choice ("none"),
 //     response_format ({"type":"text"}). Any other value is a 400.
 
-// maxStops is the most stop strings a request may give.
-const maxStops = 4
-
-// maxStopBytes bounds one stop string.
-const maxStopBytes = 256
-
 // DefaultCompletionTokens is max_tokens for /v1/completions when the
 // request does not say (OpenAI's default). Chat completions default to
 // the rest of the context.
 const DefaultCompletionTokens = 16
 
-// defaultRepeatLastN is the penalty window when the request does not say.
-const defaultRepeatLastN = 64
-
 // genRequest is a decoded completion or chat completion request, checked
 // for types and ranges but not yet against the model.
+// Its gen.Request is what goes to the worker (MaxTokens 0: not given,
+// settled by budget).
 type genRequest struct {
+	gen.Request
 	Model        string
-	Prompt       *string // completions: a text prompt
-	PromptIDs    []int32 // completions: a token prompt
-	Messages     []Message
-	MaxTokens    int // 0: not given
-	Stop         []string
-	Sampling     Sampling
 	Stream       bool
 	IncludeUsage bool
 	streamOpts   bool // stream_options was given
-	Logprobs     bool
-	TopLogprobs  int
 	chat         bool
 }
 
@@ -80,7 +67,7 @@ func decodeRequest(body []byte, chat bool) (*genRequest, error) {
 		return nil, err
 	}
 	r := &genRequest{chat: chat}
-	r.Sampling = Sampling{Temperature: 1, TopP: 1, RepeatPenalty: 1, RepeatLastN: defaultRepeatLastN}
+	r.Sampling = gen.DefaultSampling()
 	var havePrompt bool
 	for _, f := range fields {
 		if isNull(f.raw) || ignoredField(f.name) {
@@ -128,7 +115,7 @@ func (r *genRequest) chatField(f field) (bool, error) {
 		r.Logprobs, err = decBool(f.raw, f.name)
 	case "top_logprobs":
 		var n int64
-		n, err = decInt(f.raw, f.name, 0, 20)
+		n, err = decInt(f.raw, f.name, 0, gen.MaxTopLogprobs)
 		r.TopLogprobs = int(n)
 	case "max_completion_tokens":
 		err = r.setMaxTokens(f)
@@ -297,8 +284,8 @@ func decodeStop(raw json.RawMessage) ([]string, error) {
 		if err != nil {
 			return nil, invalid("stop", "stop must be a string or an array of strings")
 		}
-		if len(items) > maxStops {
-			return nil, invalid("stop", "stop has %d strings, at most %d are allowed", len(items), maxStops)
+		if len(items) > gen.MaxStop {
+			return nil, invalid("stop", "stop has %d strings, at most %d are allowed", len(items), gen.MaxStop)
 		}
 		for i, it := range items {
 			s, err := decString(it, fmt.Sprintf("stop[%d]", i))
@@ -309,8 +296,8 @@ func decodeStop(raw json.RawMessage) ([]string, error) {
 		}
 	}
 	for i, s := range list {
-		if s == "" || len(s) > maxStopBytes {
-			return nil, invalid("stop", "stop string %d must have 1 to %d bytes", i, maxStopBytes)
+		if s == "" || len(s) > gen.MaxStopBytes {
+			return nil, invalid("stop", "stop string %d must have 1 to %d bytes", i, gen.MaxStopBytes)
 		}
 	}
 	return list, nil

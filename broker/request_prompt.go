@@ -5,24 +5,23 @@ import (
 	"fmt"
 	"math"
 	"strings"
-)
 
-// maxMessages bounds the messages of one chat request.
-const maxMessages = 4096
+	"github.com/lisa-llm/lisa/gen"
+)
 
 // decodeMessages decodes the messages of a chat request. Roles are system,
 // developer (treated as system), user and assistant; content is a string
 // or an array of {"type":"text","text":...} parts, joined without
 // separator; "name" is accepted and ignored. Anything else is refused.
-func decodeMessages(raw json.RawMessage) ([]Message, error) {
+func decodeMessages(raw json.RawMessage) ([]gen.Message, error) {
 	items, err := arrayItems(raw, "messages")
 	if err != nil {
 		return nil, err
 	}
-	if len(items) > maxMessages {
-		return nil, invalid("messages", "%d messages, at most %d are allowed", len(items), maxMessages)
+	if len(items) > gen.MaxMessages {
+		return nil, invalid("messages", "%d messages, at most %d are allowed", len(items), gen.MaxMessages)
 	}
-	msgs := make([]Message, 0, len(items))
+	msgs := make([]gen.Message, 0, len(items))
 	for i, it := range items {
 		m, err := decodeMessage(it, fmt.Sprintf("messages[%d]", i))
 		if err != nil {
@@ -33,8 +32,8 @@ func decodeMessages(raw json.RawMessage) ([]Message, error) {
 	return msgs, nil
 }
 
-func decodeMessage(raw json.RawMessage, param string) (Message, error) {
-	var m Message
+func decodeMessage(raw json.RawMessage, param string) (gen.Message, error) {
+	var m gen.Message
 	fields, err := objectFields(raw, param)
 	if err != nil {
 		return m, err
