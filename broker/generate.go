@@ -85,6 +85,11 @@ func (s *Server) checkModel(req *genRequest, info ModelInfo) error {
 				"prompt[%d] is the control token id %d; control tokens (EOS, turn markers, BOS past the start) are not allowed in token-id prompts unless the server sets allow_control_token_ids", i, id)
 		}
 	}
+	for _, b := range req.Sampling.LogitBias {
+		if int(b.Token) >= info.VocabSize {
+			return invalid(fmt.Sprintf("logit_bias.%d", b.Token), "token id %d is not below the vocabulary size %d", b.Token, info.VocabSize)
+		}
+	}
 	// Chat messages may spell special tokens: the worker tokenizes
 	// message content with special parsing off (engine.chatIDs), so such
 	// text stays text and cannot forge a turn.
@@ -152,18 +157,34 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, ri *reqInfo, r
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout.D())
 	defer cancel()
+	echo, err := s.echoText(ctx, req)
+	if err != nil {
+		return err
+	}
 	events, err := s.backend.Generate(ctx, req.Request)
 	if err != nil {
 		return err
 	}
 	g := &generation{s: s, ri: ri, req: req, ctx: ctx, events: events, cancel: cancel,
 		shape: newShaper(req.chat, s.servedName(info), time.Now().Unix()),
-		limit: max(minOutputCap, req.MaxTokens*maxBytesPerToken)}
+		limit: max(minOutputCap, req.MaxTokens*maxBytesPerToken), echo: echo}
 	defer g.drain()
 	if req.Stream {
 		return g.stream(w, rc)
 	}
 	return g.collect(w)
+}
+
+// echoText is the prompt's text when the request asks for it back (echo
+// on completions): the text given, or the text of the token ids.
+func (s *Server) echoText(ctx context.Context, req *genRequest) (string, error) {
+	switch {
+	case !req.Echo:
+		return "", nil
+	case req.PromptIDs != nil:
+		return s.backend.Detokenize(ctx, req.PromptIDs)
+	}
+	return req.PromptText(), nil
 }
 
 // extendDeadlines is called once the body is read, before the wait for
@@ -202,7 +223,8 @@ type generation struct {
 	events <-chan Event
 	cancel context.CancelFunc
 	shape  *shaper
-	limit  int // output bytes allowed
+	limit  int    // output bytes allowed
+	echo   string // the prompt's text, sent before the output (echo)
 	sent   int
 	first  time.Time
 }
@@ -271,6 +293,7 @@ func (g *generation) finish(u gen.Usage) {
 // collect gathers the whole generation into one response.
 func (g *generation) collect(w http.ResponseWriter) error {
 	var text strings.Builder
+	text.WriteString(g.echo)
 	var lps []gen.TokenProb
 	for {
 		ev, err := g.next()

@@ -61,6 +61,10 @@ func (g *generation) stream(w http.ResponseWriter, rc *http.ResponseController) 
 		if err := out.sendJSON(g.shape.roleChunk()); err != nil {
 			return clientGone(err)
 		}
+	} else if g.echo != "" {
+		if err := out.sendJSON(g.shape.textChunk(g.echo, nil)); err != nil {
+			return clientGone(err)
+		}
 	} else if err := rc.Flush(); err != nil {
 		return clientGone(err)
 	}

@@ -167,8 +167,10 @@ func (f *Fake) Generate(ctx context.Context, req gen.Request) (<-chan broker.Eve
 func (f *Fake) refusal(req *gen.Request, prompt int) error {
 	ctxSize := f.Model.ContextSize
 	switch {
+	case req.Constrained() && len(req.Tools) > 0:
+		return gen.Errorf(gen.CodeUnsupported, "tools", "the fake model follows no tools")
 	case req.Constrained():
-		return gen.Errorf(gen.CodeUnsupported, "tools", "the fake model follows no tools or formats")
+		return gen.Errorf(gen.CodeUnsupported, "response_format", "the fake model follows no formats")
 	case prompt >= ctxSize:
 		param := "prompt"
 		if req.Messages != nil {
