@@ -65,7 +65,7 @@ func (s *Server) servedName(info ModelInfo) string {
 // checkModel validates req against the loaded model: its name and token
 // ids.
 func (s *Server) checkModel(req *genRequest, info ModelInfo) error {
-	if name := s.servedName(info); req.Model != "" && req.Model != name {
+	if name := s.servedName(info); req.Model != "" && req.Model != name && !slices.Contains(s.cfg.ModelAliases, req.Model) {
 		return &APIError{Status: http.StatusNotFound, Type: "invalid_request_error", Param: "model", Code: "model_not_found",
 			Message: fmt.Sprintf("the model %q does not exist; this server serves %q", abbreviate(req.Model), name)}
 	}
