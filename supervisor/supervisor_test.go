@@ -108,8 +108,21 @@ func TestServesOverIPC(t *testing.T) {
 		t.Fatal(err)
 	}
 	ch, _ := s.Generate(ctx, gen.Request{Prompt: sp("fail"), MaxTokens: 2})
-	if _, evs := collect(t, ch); last(evs).Kind != broker.EventError || !errors.Is(last(evs).Err, ErrRequestFailed) {
+	_, evs := collect(t, ch)
+	if last(evs).Kind != broker.EventError || !errors.Is(last(evs).Err, ErrRequestFailed) {
 		t.Fatalf("engine error: %+v", evs)
+	}
+	if ge := gen.AsError(last(evs).Err); ge != nil {
+		t.Fatalf("the engine's own failure came back typed: %+v", ge)
+	}
+	// A refusal the request caused comes back typed, across the process
+	// line, and the worker stays up.
+	ch, _ = s.Generate(ctx, gen.Request{Prompt: sp("x"), MaxTokens: 2, Format: gen.Format{Type: gen.FormatJSONObject}})
+	if _, evs := collect(t, ch); last(evs).Kind != broker.EventError {
+		t.Fatalf("constrained request: %+v", evs)
+	} else if ge := gen.AsError(last(evs).Err); ge == nil || ge.Code != gen.CodeUnsupported || ge.Param != "tools" ||
+		ge.Message != "the echo model follows no tools or formats" || !errors.Is(last(evs).Err, ErrRequestFailed) {
+		t.Fatalf("want a typed unsupported_for_model error, got %v", last(evs).Err)
 	}
 	if _, err := s.Generate(ctx, gen.Request{Prompt: sp("x"), MaxTokens: 0}); err == nil {
 		t.Fatal("max_tokens 0 accepted")
