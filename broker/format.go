@@ -26,10 +26,19 @@ func toUsage(u gen.Usage) *usageJSON {
 		TotalTokens: u.PromptTokens + u.CompletionTokens, PromptTokensDetails: &promptTokensJS{u.CachedTokens}}
 }
 
+// chatMessageJSON is the assistant's message. Refusal (always null: the
+// server never refuses in words of its own) and Annotations (always
+// empty) are in OpenAI's shape, so a client that sends the message back
+// as history sends what OpenAI's clients send.
 type chatMessageJSON struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
+	Role        string      `json:"role"`
+	Content     string      `json:"content"`
+	Refusal     *string     `json:"refusal"`
+	Annotations []emptyJSON `json:"annotations"`
 }
+
+// emptyJSON is an element of a list that is always empty.
+type emptyJSON struct{}
 
 type chatDeltaJSON struct {
 	Role    string  `json:"role,omitempty"`
@@ -212,7 +221,7 @@ func (s *shaper) whole(text string, lps []gen.TokenProb, reason gen.FinishReason
 		lps = []gen.TokenProb{}
 	}
 	if s.chat {
-		r.Choices = []chatChoiceJSON{{Message: &chatMessageJSON{Role: "assistant", Content: text}, Logprobs: chatLogprobs(lps), FinishReason: &finish}}
+		r.Choices = []chatChoiceJSON{{Message: &chatMessageJSON{Role: "assistant", Content: text, Annotations: []emptyJSON{}}, Logprobs: chatLogprobs(lps), FinishReason: &finish}}
 	} else {
 		r.Choices = []completionChoiceJSON{{Text: text, Logprobs: completionLogprobs(lps, 0), FinishReason: &finish}}
 	}

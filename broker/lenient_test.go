@@ -256,3 +256,29 @@ func TestEcho(t *testing.T) {
 		})
 	}
 }
+
+// TestMessageRoundTrip: the assistant message of a response carries
+// OpenAI's refusal and annotations, and goes back verbatim as history.
+func TestMessageRoundTrip(t *testing.T) {
+	ts := start(t, newFake("Hello"), testConfig(t, nil))
+	code, _, b := ts.do(t, "POST", "/v1/chat/completions", "", chatBody(""))
+	var r struct {
+		Choices []struct {
+			Message json.RawMessage `json:"message"`
+		} `json:"choices"`
+	}
+	if code != 200 || json.Unmarshal(b, &r) != nil || len(r.Choices) != 1 {
+		t.Fatalf("status %d: %s", code, b)
+	}
+	var msg map[string]any
+	if err := json.Unmarshal(r.Choices[0].Message, &msg); err != nil {
+		t.Fatal(err)
+	}
+	if ann, ok := msg["annotations"].([]any); msg["refusal"] != nil || !ok || len(ann) != 0 || msg["content"] != "Hello" {
+		t.Fatalf("message %s, want refusal null and annotations []", r.Choices[0].Message)
+	}
+	body := `{"messages":[` + userX + `,` + string(r.Choices[0].Message) + `,` + userX + `]}`
+	if code, _, b := ts.do(t, "POST", "/v1/chat/completions", "", body); code != 200 {
+		t.Fatalf("the message sent back: status %d: %s", code, b)
+	}
+}

@@ -50,10 +50,11 @@ async function main() {
   const retrieved = await client.models.retrieve(model);
   check("models.retrieve", retrieved.id === model && retrieved.object === "model", `got ${JSON.stringify(retrieved)}`);
 
-  // What the SDK returned goes back as history, with the fields OpenAI's
-  // own responses carry (refusal, annotations), and x-request-id is on
-  // the response.
-  const returned = { ...chat.choices[0].message, refusal: null, annotations: [] };
+  // What the SDK returned goes back as history as it is (with the
+  // refusal and annotations OpenAI's responses carry), and x-request-id
+  // is on the response.
+  const returned = chat.choices[0].message;
+  check("chat message", returned.refusal === null && Array.isArray(returned.annotations), `message ${JSON.stringify(returned)}`);
   const { data: again, response } = await client.chat.completions
     .create({
       model,
