@@ -9,6 +9,7 @@ import (
 	"github.com/lisa-llm/lisa/broker"
 	"github.com/lisa-llm/lisa/broker/brokertest"
 	"github.com/lisa-llm/lisa/config"
+	"github.com/lisa-llm/lisa/gen"
 )
 
 type chatResp struct {
@@ -64,7 +65,7 @@ func TestChatCompletion(t *testing.T) {
 	}
 	g := reqs[0]
 	if len(g.Messages) != 2 || g.Messages[1].Content != "hi there" || g.Sampling.Temperature != 0.5 || g.Sampling.TopK != 40 ||
-		!g.Sampling.HasSeed || g.Sampling.Seed != 7 || len(g.Stop) != 1 || g.MaxTokens != 512-len("be brief\nhi there") {
+		!g.Sampling.HasSeed || g.Sampling.Seed != 7 || len(g.Stop) != 1 || g.MaxTokens != 512 || !g.FitContext {
 		t.Fatalf("bad GenerateRequest: %+v", g)
 	}
 }
@@ -124,18 +125,18 @@ func TestChatStream(t *testing.T) {
 func TestCompletions(t *testing.T) {
 	tests := []struct {
 		name, body string
-		check      func(broker.GenerateRequest) bool
+		check      func(gen.Request) bool
 	}{
-		{"string", `{"prompt":"Once upon","max_tokens":5}`, func(g broker.GenerateRequest) bool { return g.Prompt == "Once upon" && g.MaxTokens == 5 }},
-		{"one string in array", `{"prompt":["Once"]}`, func(g broker.GenerateRequest) bool {
-			return g.Prompt == "Once" && g.MaxTokens == broker.DefaultCompletionTokens
+		{"string", `{"prompt":"Once upon","max_tokens":5}`, func(g gen.Request) bool { return g.PromptText() == "Once upon" && g.MaxTokens == 5 }},
+		{"one string in array", `{"prompt":["Once"]}`, func(g gen.Request) bool {
+			return g.PromptText() == "Once" && g.MaxTokens == broker.DefaultCompletionTokens
 		}},
-		{"ids", `{"prompt":[1,2,3],"logprobs":2}`, func(g broker.GenerateRequest) bool {
+		{"ids", `{"prompt":[1,2,3],"logprobs":2}`, func(g gen.Request) bool {
 			return len(g.PromptIDs) == 3 && g.Logprobs && g.TopLogprobs == 2
 		}},
-		{"nested ids", `{"prompt":[[5,6]],"echo":false,"best_of":1}`, func(g broker.GenerateRequest) bool { return len(g.PromptIDs) == 2 }},
-		{"empty string (BOS alone)", `{"prompt":""}`, func(g broker.GenerateRequest) bool { return g.Prompt == "" && g.PromptIDs == nil && g.Messages == nil }},
-		{"empty string in array", `{"prompt":[""]}`, func(g broker.GenerateRequest) bool { return g.Prompt == "" && g.PromptIDs == nil }},
+		{"nested ids", `{"prompt":[[5,6]],"echo":false,"best_of":1}`, func(g gen.Request) bool { return len(g.PromptIDs) == 2 }},
+		{"empty string (BOS alone)", `{"prompt":""}`, func(g gen.Request) bool { return g.PromptText() == "" && g.PromptIDs == nil && g.Messages == nil }},
+		{"empty string in array", `{"prompt":[""]}`, func(g gen.Request) bool { return g.PromptText() == "" && g.PromptIDs == nil }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -180,7 +181,8 @@ func TestValidation(t *testing.T) {
 		{"duplicate", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"stream":true,"stream":false}`, 400, "stream"},
 		{"no messages", "/v1/chat/completions", `{"model":"fake-model"}`, 400, "messages"},
 		{"empty messages", "/v1/chat/completions", `{"messages":[]}`, 400, "messages"},
-		{"bad role", "/v1/chat/completions", `{"messages":[{"role":"tool","content":"x"}]}`, 400, "messages[0].role"},
+		{"bad role", "/v1/chat/completions", `{"messages":[{"role":"robot","content":"x"}]}`, 400, "messages[0].role"},
+		{"tool without id", "/v1/chat/completions", `{"messages":[{"role":"tool","content":"x"}]}`, 400, "messages[0].tool_call_id"},
 		{"no content", "/v1/chat/completions", `{"messages":[{"role":"user"}]}`, 400, "messages[0].content"},
 		{"message extra", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x","tool_calls":[]}]}`, 400, "messages[0].tool_calls"},
 		{"image part", "/v1/chat/completions", `{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{}}]}]}`, 400, "messages[0].content[0].image_url"},
@@ -192,7 +194,7 @@ func TestValidation(t *testing.T) {
 		{"max_tokens zero", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"max_tokens":0}`, 400, "max_tokens"},
 		{"max_tokens conflict", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"max_tokens":3,"max_completion_tokens":4}`, 400, "max_completion_tokens"},
 		{"n=2", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"n":2}`, 400, "n"},
-		{"tools", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function"}]}`, 400, "tools"},
+		{"tools", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function"}]}`, 400, "tools[0].function"},
 		{"five stops", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"stop":["a","b","c","d","e"]}`, 400, "stop"},
 		{"empty stop", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"stop":""}`, 400, "stop"},
 		{"stop type", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"stop":[1]}`, 400, "stop[0]"},
@@ -200,7 +202,7 @@ func TestValidation(t *testing.T) {
 		{"stream_options extra", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"stream":true,"stream_options":{"x":1}}`, 400, "stream_options.x"},
 		{"top_logprobs alone", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"top_logprobs":3}`, 400, "top_logprobs"},
 		{"seed range", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"seed":-2}`, 400, "seed"},
-		{"response_format json", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_object"}}`, 400, "response_format"},
+		{"response_format json (the model cannot)", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_object"}}`, 400, "response_format"},
 		{"unknown model", "/v1/chat/completions", `{"model":"gpt-4","messages":[{"role":"user","content":"x"}]}`, 404, "model"},
 		{"prompt too long", "/v1/chat/completions", `{"messages":[{"role":"user","content":"` + long + `"}]}`, 400, "messages"},
 		{"max_tokens past context", "/v1/completions", `{"prompt":"abc","max_tokens":510}`, 400, "max_tokens"},
@@ -208,7 +210,7 @@ func TestValidation(t *testing.T) {
 		{"batch prompt", "/v1/completions", `{"prompt":["a","b"]}`, 400, "prompt"},
 		{"token out of vocab", "/v1/completions", `{"prompt":[1,300]}`, 400, "prompt[1]"},
 		{"negative token", "/v1/completions", `{"prompt":[-1]}`, 400, "prompt[0]"},
-		{"echo", "/v1/completions", `{"prompt":"a","echo":true}`, 400, "echo"},
+		{"echo with logprobs", "/v1/completions", `{"prompt":"a","echo":true,"logprobs":1}`, 400, "echo"},
 		{"completion logprobs range", "/v1/completions", `{"prompt":"a","logprobs":6}`, 400, "logprobs"},
 		{"chat field on completions", "/v1/completions", `{"prompt":"a","messages":[]}`, 400, "messages"},
 		{"tokenize add_special", "/tokenize", `{"content":"a","add_special":true}`, 400, "add_special"},

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+
+	"github.com/lisa-llm/lisa/gen"
 )
 
 // APIError is an error a handler returns to be rendered in the OpenAI
@@ -73,6 +75,9 @@ func toAPIError(err error) *APIError {
 	if errors.As(err, &ae) {
 		return ae
 	}
+	if ge := gen.AsError(err); ge != nil {
+		return fromGenError(ge, err)
+	}
 	var mbe *http.MaxBytesError
 	switch {
 	case errors.As(err, &mbe):
@@ -96,6 +101,18 @@ func toAPIError(err error) *APIError {
 	}
 	return &APIError{Status: http.StatusInternalServerError, Type: "server_error", Code: "internal_error",
 		Message: "internal error", Err: err}
+}
+
+// fromGenError maps a failure the request caused, as the worker reported
+// it, to its 400: the code is the error's own (a closed list), the message
+// names the request's values.
+func fromGenError(ge *gen.Error, err error) *APIError {
+	code := string(ge.Code)
+	if !ge.Code.Known() {
+		code = string(gen.CodeInvalidRequest)
+	}
+	return &APIError{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: ge.Param, Code: code,
+		Message: ge.Message, Err: err}
 }
 
 // writeAPIError renders e as the whole response.

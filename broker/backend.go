@@ -1,6 +1,10 @@
 package broker
 
-import "context"
+import (
+	"context"
+
+	"github.com/lisa-llm/lisa/gen"
+)
 
 // Backend is what the HTTP layer asks to do the model's work. The real
 // implementation (package supervisor) forwards every call over IPC to the
@@ -15,7 +19,9 @@ type Backend interface {
 	// channel, which is closed after the final EventDone or EventError.
 	// Cancelling ctx cancels the generation within one decode step; the
 	// channel is still closed.
-	Generate(ctx context.Context, req GenerateRequest) (<-chan Event, error)
+	// The worker renders and tokenizes the prompt; a request the model
+	// cannot serve ends with an EventError whose Err is a *gen.Error.
+	Generate(ctx context.Context, req gen.Request) (<-chan Event, error)
 	// Tokenize turns text into token ids. With special set, the text of
 	// special tokens is parsed into their ids; otherwise it is plain text.
 	Tokenize(ctx context.Context, text string, special bool) ([]int32, error)
@@ -37,39 +43,6 @@ type ModelInfo struct {
 	LandlockABI   int      // Landlock ABI applied in the worker (0: none)
 }
 
-// Message is one chat message.
-type Message struct {
-	Role    string // "system", "user" or "assistant"
-	Content string
-}
-
-// Sampling holds the sampling parameters of one request, already validated.
-type Sampling struct {
-	Temperature      float32 // 0 means greedy
-	TopK             int     // 0 disables
-	TopP             float32 // 1 disables
-	MinP             float32 // 0 disables
-	RepeatPenalty    float32 // 1 disables
-	RepeatLastN      int     // tokens considered by the penalties
-	PresencePenalty  float32
-	FrequencyPenalty float32
-	Seed             uint64
-	HasSeed          bool // false: the worker picks a seed
-}
-
-// GenerateRequest is one completion or chat completion, validated by the
-// broker. Exactly one of Prompt, PromptIDs and Messages is set.
-type GenerateRequest struct {
-	Prompt      string    // raw prompt text, tokenized with special parsing off
-	PromptIDs   []int32   // pre-tokenized prompt
-	Messages    []Message // chat messages, formatted by the model's template in the worker
-	MaxTokens   int       // generated tokens at most (> 0)
-	Stop        []string  // stop strings, at most 4
-	Sampling    Sampling
-	TopLogprobs int  // alternatives to report per token (0: none)
-	Logprobs    bool // report the chosen token's log-probability
-}
-
 // EventKind says what an Event carries.
 type EventKind int
 
@@ -83,29 +56,9 @@ const (
 // Event is one step of a generation's stream.
 type Event struct {
 	Kind     EventKind
-	Text     string      // EventText: valid UTF-8 text, already cut at stop strings
-	Logprobs []TokenProb // EventText, when requested: one entry per token of Text
-	Finish   string      // EventDone: "stop" or "length"
-	Usage    Usage       // EventDone
-	Err      error       // EventError
-}
-
-// TokenProb is the log-probability of one generated token and its alternatives.
-type TokenProb struct {
-	Token   string
-	Logprob float32
-	Top     []TokenAlt
-}
-
-// TokenAlt is one alternative token and its log-probability.
-type TokenAlt struct {
-	Token   string
-	Logprob float32
-}
-
-// Usage counts the tokens of one generation.
-type Usage struct {
-	PromptTokens     int
-	CompletionTokens int
-	CachedTokens     int // prompt tokens reused from the KV cache
+	Text     string           // EventText: valid UTF-8 text, already cut at stop strings
+	Logprobs []gen.TokenProb  // EventText, when requested: one entry per token of Text
+	Finish   gen.FinishReason // EventDone
+	Usage    gen.Usage        // EventDone
+	Err      error            // EventError
 }

@@ -6,7 +6,8 @@
 // # Endpoints
 //
 //   - GET /v1/models: the one served model (config model_name, by default
-//     the model file's name without ".gguf").
+//     the model file's name without ".gguf"), then its aliases
+//     (model_aliases, --alias); GET /v1/models/{id} for any of them.
 //   - POST /v1/chat/completions and POST /v1/completions, whole or with
 //     "stream": true as server-sent events (one "data: {chunk}" per event,
 //     "data: [DONE]" at the end; with stream_options.include_usage a last
@@ -25,17 +26,28 @@
 //     deaths by signal from a Backend that implements Stats).
 //
 // Every route but /health needs the API key when keys are configured.
+// Every response carries X-Request-Id (the client's when sane, else a
+// fresh one; the log line names it). Browser origins listed in
+// cors_origins get CORS headers, and preflights (OPTIONS, no key needed)
+// of the API routes are answered; by default no origin is allowed.
 //
 // # Requests
 //
 // See request.go for the decoding rules: strict JSON, every type and
-// range checked, unknown fields refused with 400 naming them except a
-// documented list of OpenAI fields that are accepted and ignored. n must
-// be 1 and a completion has one prompt. Bodies are limited to
+// range checked; every field of OpenAI's request and message schemas is
+// accepted (those without effect here ignored, those asking for what the
+// server cannot do, such as n above 1, a 400 unsupported_value); unknown
+// fields are refused with 400 naming them. Bodies are limited to
 // MaxBodyBytes (413). The model name, when given, must be the served one
-// (404). Prompt tokens plus max_tokens must fit in the context; chat
-// prompts are counted without the chat template, so the worker still
-// enforces the exact bound. A chat message may spell the text of any of
+// or an alias (404). The request goes to the worker as one gen.Request;
+// the worker renders and tokenizes the prompt once and refuses what it
+// cannot serve with a typed error the broker answers as a 400 with that
+// code: context_length_exceeded (the prompt, or the prompt with the
+// client's max_tokens, does not fit the context), invalid_prompt,
+// unsupported_for_model (tools and response formats until the model can
+// be steered to them), invalid_request. Streams wait for the first event
+// before sending headers, so such a refusal is a plain 400 there too.
+// A chat message may spell the text of any of
 // the model's special tokens ("<s>", "<|im_start|>"): the worker
 // tokenizes message content with special parsing off, apart from the
 // template's own text, so content never becomes a control token, even

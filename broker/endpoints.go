@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"unicode/utf8"
 )
 
@@ -47,20 +48,46 @@ type modelListJSON struct {
 	Data   []modelJSON `json:"data"`
 }
 
-func (s *Server) listModels(w http.ResponseWriter, r *http.Request, _ *reqInfo) error {
+// modelNames are the names the model answers to: its served name, then
+// the configured aliases.
+func (s *Server) modelNames(r *http.Request) ([]string, error) {
 	name := s.cfg.ModelName
 	if name == "" {
 		info, err := s.modelInfo(r.Context())
 		if err != nil {
-			return err
+			return nil, err
 		}
 		name = info.Name
 	}
-	return writeJSON(w, http.StatusOK, modelListJSON{Object: "list",
-		Data: []modelJSON{{ID: name, Object: "model", Created: s.started.Unix(), OwnedBy: "lisa"}}})
+	return append([]string{name}, s.cfg.ModelAliases...), nil
 }
 
-// health reports 200 only when the worker has the model loaded.
+func (s *Server) listModels(w http.ResponseWriter, r *http.Request, _ *reqInfo) error {
+	names, err := s.modelNames(r)
+	if err != nil {
+		return err
+	}
+	list := modelListJSON{Object: "list"}
+	for _, n := range names {
+		list.Data = append(list.Data, modelJSON{ID: n, Object: "model", Created: s.started.Unix(), OwnedBy: "lisa"})
+	}
+	return writeJSON(w, http.StatusOK, list)
+}
+
+// getModel answers GET /v1/models/{id} for the served name or an alias.
+func (s *Server) getModel(w http.ResponseWriter, r *http.Request, ri *reqInfo) error {
+	id := ri.params.ByName("id")
+	names, err := s.modelNames(r)
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(names, id) {
+		return &APIError{Status: http.StatusNotFound, Type: "invalid_request_error", Param: "model", Code: "model_not_found",
+			Message: fmt.Sprintf("the model %q does not exist; this server serves %q", abbreviate(id), names[0])}
+	}
+	return writeJSON(w, http.StatusOK, modelJSON{ID: id, Object: "model", Created: s.started.Unix(), OwnedBy: "lisa"})
+}
+
 func (s *Server) health(w http.ResponseWriter, r *http.Request, _ *reqInfo) error {
 	_, err := s.modelInfo(r.Context())
 	switch {

@@ -3,6 +3,8 @@ package broker
 import (
 	"crypto/rand"
 	"encoding/hex"
+
+	"github.com/lisa-llm/lisa/gen"
 )
 
 // Response shapes of the OpenAI API, for chat completions and (legacy)
@@ -19,15 +21,24 @@ type promptTokensJS struct {
 	CachedTokens int `json:"cached_tokens"`
 }
 
-func toUsage(u Usage) *usageJSON {
+func toUsage(u gen.Usage) *usageJSON {
 	return &usageJSON{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens,
 		TotalTokens: u.PromptTokens + u.CompletionTokens, PromptTokensDetails: &promptTokensJS{u.CachedTokens}}
 }
 
+// chatMessageJSON is the assistant's message. Refusal (always null: the
+// server never refuses in words of its own) and Annotations (always
+// empty) are in OpenAI's shape, so a client that sends the message back
+// as history sends what OpenAI's clients send.
 type chatMessageJSON struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
+	Role        string      `json:"role"`
+	Content     string      `json:"content"`
+	Refusal     *string     `json:"refusal"`
+	Annotations []emptyJSON `json:"annotations"`
 }
+
+// emptyJSON is an element of a list that is always empty.
+type emptyJSON struct{}
 
 type chatDeltaJSON struct {
 	Role    string  `json:"role,omitempty"`
@@ -92,7 +103,7 @@ func bytesOf(s string) []int {
 	return b
 }
 
-func chatLogprobs(lps []TokenProb) *chatLogprobsJSON {
+func chatLogprobs(lps []gen.TokenProb) *chatLogprobsJSON {
 	if lps == nil {
 		return nil
 	}
@@ -109,7 +120,7 @@ func chatLogprobs(lps []TokenProb) *chatLogprobsJSON {
 
 // completionLogprobs converts lps; offset is where their text starts in the
 // completion.
-func completionLogprobs(lps []TokenProb, offset int) *completionLogprobsJSON {
+func completionLogprobs(lps []gen.TokenProb, offset int) *completionLogprobsJSON {
 	if lps == nil {
 		return nil
 	}
@@ -167,7 +178,7 @@ func (s *shaper) roleChunk() any {
 }
 
 // textChunk is a streamed piece of text.
-func (s *shaper) textChunk(text string, lps []TokenProb) any {
+func (s *shaper) textChunk(text string, lps []gen.TokenProb) any {
 	r := s.base(true)
 	if s.chat {
 		r.Choices = []chatChoiceJSON{{Delta: &chatDeltaJSON{Content: &text}, Logprobs: chatLogprobs(lps)}}
@@ -179,7 +190,8 @@ func (s *shaper) textChunk(text string, lps []TokenProb) any {
 }
 
 // finishChunk is the streamed chunk carrying the finish reason.
-func (s *shaper) finishChunk(finish string) any {
+func (s *shaper) finishChunk(reason gen.FinishReason) any {
+	finish := string(reason)
 	r := s.base(true)
 	if s.chat {
 		r.Choices = []chatChoiceJSON{{Delta: &chatDeltaJSON{}, FinishReason: &finish}}
@@ -190,7 +202,7 @@ func (s *shaper) finishChunk(finish string) any {
 }
 
 // usageChunk is the last streamed chunk with stream_options.include_usage.
-func (s *shaper) usageChunk(u Usage) any {
+func (s *shaper) usageChunk(u gen.Usage) any {
 	r := s.base(true)
 	if s.chat {
 		r.Choices = []chatChoiceJSON{}
@@ -202,13 +214,14 @@ func (s *shaper) usageChunk(u Usage) any {
 }
 
 // whole is the response of a request without stream.
-func (s *shaper) whole(text string, lps []TokenProb, finish string, u Usage, wantLogprobs bool) any {
+func (s *shaper) whole(text string, lps []gen.TokenProb, reason gen.FinishReason, u gen.Usage, wantLogprobs bool) any {
+	finish := string(reason)
 	r := s.base(false)
 	if wantLogprobs && lps == nil {
-		lps = []TokenProb{}
+		lps = []gen.TokenProb{}
 	}
 	if s.chat {
-		r.Choices = []chatChoiceJSON{{Message: &chatMessageJSON{Role: "assistant", Content: text}, Logprobs: chatLogprobs(lps), FinishReason: &finish}}
+		r.Choices = []chatChoiceJSON{{Message: &chatMessageJSON{Role: "assistant", Content: text, Annotations: []emptyJSON{}}, Logprobs: chatLogprobs(lps), FinishReason: &finish}}
 	} else {
 		r.Choices = []completionChoiceJSON{{Text: text, Logprobs: completionLogprobs(lps, 0), FinishReason: &finish}}
 	}

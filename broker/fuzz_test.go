@@ -3,7 +3,11 @@ package broker
 import (
 	"encoding/json"
 	"reflect"
+	"slices"
 	"testing"
+
+	"github.com/lisa-llm/lisa/gen"
+	"github.com/lisa-llm/lisa/ipc"
 )
 
 // checkDecoded asserts the invariants every accepted request must hold.
@@ -15,7 +19,7 @@ func checkDecoded(t *testing.T, r *genRequest, chat bool) {
 		t.Fatal("chat request without messages accepted")
 	case !chat && r.Prompt == nil && len(r.PromptIDs) == 0:
 		t.Fatal("completion without prompt accepted")
-	case len(r.Stop) > maxStops:
+	case len(r.Stop) > gen.MaxStop:
 		t.Fatalf("%d stops accepted", len(r.Stop))
 	case s.Temperature < 0 || s.Temperature > 2 || s.TopP < 0 || s.TopP > 1 || s.MinP < 0 || s.MinP > 1:
 		t.Fatalf("sampling out of range: %+v", s)
@@ -27,8 +31,20 @@ func checkDecoded(t *testing.T, r *genRequest, chat bool) {
 		t.Fatal("include_usage without stream accepted")
 	}
 	for _, m := range r.Messages {
-		if m.Role != "system" && m.Role != "user" && m.Role != "assistant" {
+		if m.Role != "system" && m.Role != "user" && m.Role != "assistant" && m.Role != "tool" {
 			t.Fatalf("role %q accepted", m.Role)
+		}
+	}
+	// What the broker accepts, the process line must accept too: a
+	// disagreement would fail later as a worker error.
+	// (Token ids are checked against the model's vocabulary later, by
+	// checkModel: a vocabulary of ipc.MaxTokens lets every id through.)
+	fixed := *r
+	inVocab := !slices.ContainsFunc(r.PromptIDs, func(id int32) bool { return id >= ipc.MaxTokens }) &&
+		!slices.ContainsFunc(r.Sampling.LogitBias, func(b gen.Bias) bool { return b.Token >= ipc.MaxTokens })
+	if err := budget(&fixed, ModelInfo{ContextSize: ipc.MaxTokens - 1}); err == nil && inVocab {
+		if err := ipc.Check(&ipc.Generate{ID: 1, Request: fixed.Request}); err != nil {
+			t.Fatalf("accepted by the broker, refused by ipc: %v", err)
 		}
 	}
 	for _, id := range r.PromptIDs {
@@ -48,9 +64,23 @@ func reencode(r *genRequest) []byte {
 		m["stop"] = r.Stop
 	}
 	if r.Messages != nil {
-		var msgs []map[string]string
+		var msgs []map[string]any
 		for _, x := range r.Messages {
-			msgs = append(msgs, map[string]string{"role": x.Role, "content": x.Content})
+			msg := map[string]any{"role": x.Role, "content": x.Content}
+			switch {
+			case x.Role == "tool" && x.ToolCallID == "": // the deprecated function role
+				msg["role"], msg["name"] = "function", "f"
+			case x.Role == "tool":
+				msg["tool_call_id"] = x.ToolCallID
+			}
+			var calls []map[string]any
+			for _, c := range x.ToolCalls {
+				calls = append(calls, map[string]any{"id": c.ID, "type": "function", "function": map[string]string{"name": c.Name, "arguments": c.Arguments}})
+			}
+			if calls != nil {
+				msg["tool_calls"] = calls
+			}
+			msgs = append(msgs, msg)
 		}
 		m["messages"] = msgs
 	}
@@ -98,6 +128,10 @@ func FuzzDecodeChatRequest(f *testing.F) {
 		`{"model":"m","messages":[{"role":"user","content":"hi"}]}`,
 		`{"messages":[{"role":"system","content":[{"type":"text","text":"a"}]},{"role":"assistant","content":"b","name":"x"}],"stream":true,"stream_options":{"include_usage":true},"stop":["x","y"],"max_tokens":5,"temperature":0.7,"top_p":0.9,"seed":1,"logprobs":true,"top_logprobs":2}`,
 		`{"messages":[{"role":"user","content":"x"}],"n":1,"tools":[],"logit_bias":{},"response_format":{"type":"text"},"user":"u"}`,
+		`{"messages":[{"role":"user","content":"x"},{"role":"assistant","content":null,"refusal":null,"annotations":[],"audio":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c","content":"r"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"a":{"type":"string"}}}}}],"tool_choice":"required","parallel_tool_calls":false}`,
+		`{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"n","strict":true,"schema":{"type":"object"}}},"logit_bias":{"1":-100,"2":5},"metadata":{"a":"b"},"store":true}`,
+		`{"messages":[{"role":"user","content":"x"}],"functions":[{"name":"g"}],"function_call":{"name":"g"},"grammar":"root ::= \"a\""}`,
+		`{"messages":[{"role":"assistant","content":[{"type":"refusal","refusal":"no"}]},{"role":"function","name":"f","content":"1"}],"prediction":{"type":"content","content":"x"},"modalities":["text"]}`,
 		`{"messages":[{"role":"user","content":"x"}],"stop":"\n","min_p":0.05,"repeat_penalty":1.1,"top_k":40}`,
 		`{"messages":[{"role":"user","content":"\u00e9\ud83d\ude00"}]}`,
 		`{"messages":null}`, `[]`, `{"messages":[{"role":"user","content":"x"}]}{}`,
@@ -108,6 +142,7 @@ func FuzzDecodeCompletionRequest(f *testing.F) {
 	fuzzDecode(f, false, []string{
 		`{"model":"m","prompt":"Once upon a time","max_tokens":16}`,
 		`{"prompt":["one"],"echo":false,"best_of":1,"suffix":""}`,
+		`{"prompt":"x","echo":true,"json_schema":{"type":"object","properties":{"a":{"type":"array","items":{"type":"integer"}}}},"logit_bias":{"7":100}}`,
 		`{"prompt":[1,2,3],"logprobs":3}`,
 		`{"prompt":[[1,2]],"stream":true,"stream_options":{"include_usage":false}}`,
 		`{"prompt":"x","stop":["a","b","c","d"],"presence_penalty":-2,"frequency_penalty":2}`,

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/lisa-llm/lisa/gen"
 )
 
 // infoTimeout bounds the Backend.Info call of each request.
@@ -63,7 +65,7 @@ func (s *Server) servedName(info ModelInfo) string {
 // checkModel validates req against the loaded model: its name and token
 // ids.
 func (s *Server) checkModel(req *genRequest, info ModelInfo) error {
-	if name := s.servedName(info); req.Model != "" && req.Model != name {
+	if name := s.servedName(info); req.Model != "" && req.Model != name && !slices.Contains(s.cfg.ModelAliases, req.Model) {
 		return &APIError{Status: http.StatusNotFound, Type: "invalid_request_error", Param: "model", Code: "model_not_found",
 			Message: fmt.Sprintf("the model %q does not exist; this server serves %q", abbreviate(req.Model), name)}
 	}
@@ -81,6 +83,11 @@ func (s *Server) checkModel(req *genRequest, info ModelInfo) error {
 		if _, found := slices.BinarySearch(info.ControlIDs, id); found && !s.cfg.AllowControlTokenIDs {
 			return invalidCode(fmt.Sprintf("prompt[%d]", i), "control_token_id",
 				"prompt[%d] is the control token id %d; control tokens (EOS, turn markers, BOS past the start) are not allowed in token-id prompts unless the server sets allow_control_token_ids", i, id)
+		}
+	}
+	for _, b := range req.Sampling.LogitBias {
+		if int(b.Token) >= info.VocabSize {
+			return invalid(fmt.Sprintf("logit_bias.%d", b.Token), "token id %d is not below the vocabulary size %d", b.Token, info.VocabSize)
 		}
 	}
 	// Chat messages may spell special tokens: the worker tokenizes
@@ -103,47 +110,28 @@ func (s *Server) admit(ctx context.Context) (func(), error) {
 	return release, err
 }
 
-// countPrompt counts the prompt's tokens (for chat, a lower bound: the
-// contents without the template) and fixes max_tokens within the context.
-func (s *Server) countPrompt(ctx context.Context, req *genRequest, info ModelInfo) (int, error) {
-	var n int
-	param := "prompt"
-	switch {
-	case req.PromptIDs != nil:
-		n = len(req.PromptIDs)
-	case req.Prompt != nil:
-		ids, err := s.backend.Tokenize(ctx, *req.Prompt, false)
-		if err != nil {
-			return 0, err
-		}
-		n = len(ids)
-	default:
-		param = "messages"
-		parts := make([]string, len(req.Messages))
-		for i, m := range req.Messages {
-			parts[i] = m.Content
-		}
-		ids, err := s.backend.Tokenize(ctx, strings.Join(parts, "\n"), false)
-		if err != nil {
-			return 0, err
-		}
-		n = len(ids)
-	}
+// budget settles the output budget. The worker renders and tokenizes the
+// prompt once and refuses one that does not fit (a *gen.Error the client
+// gets as a 400); here only what needs no tokenization is checked: a
+// token-id prompt and a max_tokens that fill the context alone. A request
+// without max_tokens gets the rest of the context (chat) or OpenAI's
+// default for completions, clipped to the context's room by the worker.
+func budget(req *genRequest, info ModelInfo) error {
 	ctxSize := info.ContextSize
-	if n >= ctxSize {
-		return 0, invalidCode(param, "context_length_exceeded",
+	if n := len(req.PromptIDs); n >= ctxSize {
+		return invalidCode("prompt", "context_length_exceeded",
 			"the prompt has %d tokens; the context holds %d, leaving no room to generate", n, ctxSize)
 	}
 	switch {
 	case req.MaxTokens == 0 && req.chat:
-		req.MaxTokens = ctxSize - n
+		req.MaxTokens, req.FitContext = ctxSize, true
 	case req.MaxTokens == 0:
-		req.MaxTokens = min(DefaultCompletionTokens, ctxSize-n)
-	case n+req.MaxTokens > ctxSize:
-		return 0, invalidCode("max_tokens", "context_length_exceeded",
-			"the context holds %d tokens, but %d were requested (%d in the prompt, %d to generate)", ctxSize, n+req.MaxTokens, n, req.MaxTokens)
+		req.MaxTokens, req.FitContext = DefaultCompletionTokens, true
+	case req.MaxTokens+max(1, len(req.PromptIDs)) > ctxSize:
+		return invalidCode("max_tokens", "context_length_exceeded",
+			"the context holds %d tokens, but max_tokens is %d and the prompt needs at least %d", ctxSize, req.MaxTokens, max(1, len(req.PromptIDs)))
 	}
-	return n, nil
+	return nil
 }
 
 func (s *Server) generate(w http.ResponseWriter, r *http.Request, ri *reqInfo, req *genRequest) error {
@@ -164,28 +152,39 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, ri *reqInfo, r
 		return err
 	}
 	defer release()
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout.D())
-	defer cancel()
-	if ri.promptTokens, err = s.countPrompt(ctx, req, info); err != nil {
+	if err := budget(req, info); err != nil {
 		return err
 	}
-	greq := GenerateRequest{Messages: req.Messages, PromptIDs: req.PromptIDs, MaxTokens: req.MaxTokens,
-		Stop: req.Stop, Sampling: req.Sampling, TopLogprobs: req.TopLogprobs, Logprobs: req.Logprobs}
-	if req.Prompt != nil {
-		greq.Prompt = *req.Prompt
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout.D())
+	defer cancel()
+	echo, err := s.echoText(ctx, req)
+	if err != nil {
+		return err
 	}
-	events, err := s.backend.Generate(ctx, greq)
+	events, err := s.backend.Generate(ctx, req.Request)
 	if err != nil {
 		return err
 	}
 	g := &generation{s: s, ri: ri, req: req, ctx: ctx, events: events, cancel: cancel,
 		shape: newShaper(req.chat, s.servedName(info), time.Now().Unix()),
-		limit: max(minOutputCap, req.MaxTokens*maxBytesPerToken)}
+		limit: max(minOutputCap, req.MaxTokens*maxBytesPerToken), echo: echo}
 	defer g.drain()
 	if req.Stream {
 		return g.stream(w, rc)
 	}
 	return g.collect(w)
+}
+
+// echoText is the prompt's text when the request asks for it back (echo
+// on completions): the text given, or the text of the token ids.
+func (s *Server) echoText(ctx context.Context, req *genRequest) (string, error) {
+	switch {
+	case !req.Echo:
+		return "", nil
+	case req.PromptIDs != nil:
+		return s.backend.Detokenize(ctx, req.PromptIDs)
+	}
+	return req.PromptText(), nil
 }
 
 // extendDeadlines is called once the body is read, before the wait for
@@ -224,7 +223,8 @@ type generation struct {
 	events <-chan Event
 	cancel context.CancelFunc
 	shape  *shaper
-	limit  int // output bytes allowed
+	limit  int    // output bytes allowed
+	echo   string // the prompt's text, sent before the output (echo)
 	sent   int
 	first  time.Time
 }
@@ -261,7 +261,7 @@ func (g *generation) next() (Event, error) {
 			g.s.metrics.ttft.observeN(g.ri.ttft.Seconds(), 1)
 		}
 	case EventDone:
-		if ev.Finish != "stop" && ev.Finish != "length" {
+		if !ev.Finish.Valid() {
 			return ev, fmt.Errorf("%w: unknown finish reason", ErrWorkerFailed)
 		}
 		g.finish(ev.Usage)
@@ -276,7 +276,7 @@ func (g *generation) next() (Event, error) {
 	return ev, nil
 }
 
-func (g *generation) finish(u Usage) {
+func (g *generation) finish(u gen.Usage) {
 	g.ri.completionTokens = u.CompletionTokens
 	if u.PromptTokens > 0 {
 		g.ri.promptTokens = u.PromptTokens
@@ -293,7 +293,8 @@ func (g *generation) finish(u Usage) {
 // collect gathers the whole generation into one response.
 func (g *generation) collect(w http.ResponseWriter) error {
 	var text strings.Builder
-	var lps []TokenProb
+	text.WriteString(g.echo)
+	var lps []gen.TokenProb
 	for {
 		ev, err := g.next()
 		if err != nil {

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/lisa-llm/lisa/broker"
 	"github.com/lisa-llm/lisa/config"
+	"github.com/lisa-llm/lisa/gen"
 	"github.com/lisa-llm/lisa/ipc"
 )
 
@@ -21,7 +21,7 @@ func TestSamplingLimitsAgreeWithIPC(t *testing.T) {
 		lo, hi      string // edges the broker must accept
 		past        string // just outside
 		belowToo    string // just below lo ("" when lo is the type's own edge)
-		checkLoaded func(broker.Sampling) bool
+		checkLoaded func(gen.Sampling) bool
 	}{
 		{"temperature", "0", fmt.Sprint(ipc.MaxTemperature), fmt.Sprint(ipc.MaxTemperature + 0.01), "-0.01", nil},
 		{"top_p", "0", "1", "1.01", "-0.01", nil},
@@ -30,9 +30,9 @@ func TestSamplingLimitsAgreeWithIPC(t *testing.T) {
 		{"presence_penalty", fmt.Sprint(-ipc.MaxPenalty), fmt.Sprint(ipc.MaxPenalty), fmt.Sprint(ipc.MaxPenalty + 0.01), fmt.Sprint(-ipc.MaxPenalty - 0.01), nil},
 		{"frequency_penalty", fmt.Sprint(-ipc.MaxPenalty), fmt.Sprint(ipc.MaxPenalty), fmt.Sprint(ipc.MaxPenalty + 0.01), fmt.Sprint(-ipc.MaxPenalty - 0.01), nil},
 		{"top_k", "0", fmt.Sprint(ipc.MaxTopK), fmt.Sprint(ipc.MaxTopK + 1), "-1",
-			func(s broker.Sampling) bool { return s.TopK == ipc.MaxTopK }},
+			func(s gen.Sampling) bool { return s.TopK == ipc.MaxTopK }},
 		{"repeat_last_n", "0", fmt.Sprint(ipc.MaxRepeatLastN), fmt.Sprint(ipc.MaxRepeatLastN + 1), "-1",
-			func(s broker.Sampling) bool { return s.RepeatLastN == ipc.MaxRepeatLastN }},
+			func(s gen.Sampling) bool { return s.RepeatLastN == ipc.MaxRepeatLastN }},
 	}
 	fake := newFake("x")
 	ts := start(t, fake, testConfig(t, nil))
@@ -69,15 +69,9 @@ func TestSamplingLimitsAgreeWithIPC(t *testing.T) {
 	}
 }
 
-// ipcGenerate is the generate frame the supervisor builds from req
-// (field for field, as supervisor.generateMessage does).
-func ipcGenerate(req broker.GenerateRequest) *ipc.Generate {
-	s := req.Sampling
-	p := req.Prompt
-	return &ipc.Generate{ID: 1, Prompt: &p, MaxTokens: req.MaxTokens, Sampling: ipc.Sampling{
-		Temperature: s.Temperature, TopK: s.TopK, TopP: s.TopP, MinP: s.MinP, RepeatPenalty: s.RepeatPenalty,
-		RepeatLastN: s.RepeatLastN, PresencePenalty: s.PresencePenalty, FrequencyPenalty: s.FrequencyPenalty,
-		Seed: s.Seed, HasSeed: s.HasSeed}}
+// ipcGenerate is the generate frame the supervisor sends for req.
+func ipcGenerate(req gen.Request) *ipc.Generate {
+	return &ipc.Generate{ID: 1, Request: req}
 }
 
 // TestControlTokenIDs checks that token-id prompts carrying a control id

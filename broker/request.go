@@ -4,8 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"strings"
+	"slices"
 
+	"github.com/lisa-llm/lisa/gen"
 	"github.com/lisa-llm/lisa/ipc"
 )
 
@@ -14,54 +15,40 @@ import (
 //   - The body is one JSON object; duplicate keys, trailing data and any
 //     value of the wrong type or out of range are 400 errors naming the
 //     field in "param". JSON null counts as an absent field.
-//   - A key the server does not know is a 400 naming it, except the keys
-//     OpenAI clients send that change nothing here, which are accepted and
-//     ignored: user, metadata, store, service_tier, parallel_tool_calls,
-//     cache_prompt.
-//   - Some OpenAI keys are accepted only with the value that asks for
-//     nothing this server lacks: n (1), best_of (1), echo (false), suffix
-//     ("" ), logit_bias ({}), tools ([]), tool_choice ("none"),
-//     response_format ({"type":"text"}). Any other value is a 400.
-
-// maxStops is the most stop strings a request may give.
-const maxStops = 4
-
-// maxStopBytes bounds one stop string.
-const maxStopBytes = 256
+//   - Every field of OpenAI's request schemas is accepted and checked by
+//     type. Those that change nothing here (storage, billing, tracking,
+//     latency hints: user, metadata, store, service_tier, prediction,
+//     reasoning_effort, verbosity, prompt_cache_key, safety_identifier) are
+//     then ignored; those that ask for what this server cannot do (n > 1,
+//     audio output, web search) are a 400 with code "unsupported_value".
+//     A key OpenAI does not define (nor llama.cpp's min_p, top_k,
+//     repeat_penalty, repeat_last_n, cache_prompt, grammar, json_schema)
+//     is a 400 naming it, as OpenAI's own API answers.
+//   - tools, tool_choice, response_format, grammar and json_schema are
+//     carried to the worker, which refuses what the model cannot follow
+//     with a typed error (400).
 
 // DefaultCompletionTokens is max_tokens for /v1/completions when the
 // request does not say (OpenAI's default). Chat completions default to
 // the rest of the context.
 const DefaultCompletionTokens = 16
 
-// defaultRepeatLastN is the penalty window when the request does not say.
-const defaultRepeatLastN = 64
-
 // genRequest is a decoded completion or chat completion request, checked
 // for types and ranges but not yet against the model.
+// Its gen.Request is what goes to the worker (MaxTokens 0: not given,
+// settled by budget).
 type genRequest struct {
+	gen.Request
 	Model        string
-	Prompt       *string // completions: a text prompt
-	PromptIDs    []int32 // completions: a token prompt
-	Messages     []Message
-	MaxTokens    int // 0: not given
-	Stop         []string
-	Sampling     Sampling
 	Stream       bool
 	IncludeUsage bool
+	Echo         bool // completions: the prompt's text comes first in the output
 	streamOpts   bool // stream_options was given
-	Logprobs     bool
-	TopLogprobs  int
 	chat         bool
-}
-
-// ignoredField reports the fields accepted and ignored (see the decoding rules above).
-func ignoredField(name string) bool {
-	switch name {
-	case "user", "metadata", "store", "service_tier", "parallel_tool_calls", "cache_prompt":
-		return true
-	}
-	return false
+	choiceSet    bool // tool_choice or function_call was given
+	parallelSet  bool // parallel_tool_calls was given
+	functions    bool // the deprecated functions gave the tools
+	formatParam  string
 }
 
 // decodeChatRequest decodes the body of POST /v1/chat/completions.
@@ -80,13 +67,19 @@ func decodeRequest(body []byte, chat bool) (*genRequest, error) {
 		return nil, err
 	}
 	r := &genRequest{chat: chat}
-	r.Sampling = Sampling{Temperature: 1, TopP: 1, RepeatPenalty: 1, RepeatLastN: defaultRepeatLastN}
+	r.Sampling = gen.DefaultSampling()
 	var havePrompt bool
 	for _, f := range fields {
-		if isNull(f.raw) || ignoredField(f.name) {
+		if isNull(f.raw) {
 			continue
 		}
-		var handled bool
+		handled, err := ignoredField(f, chat)
+		if err != nil {
+			return nil, err
+		}
+		if handled {
+			continue
+		}
 		if chat {
 			handled, err = r.chatField(f)
 		} else {
@@ -96,15 +89,15 @@ func decodeRequest(body []byte, chat bool) (*genRequest, error) {
 		if !handled && err == nil {
 			handled, err = r.commonField(f)
 		}
-		if !handled && err == nil {
-			handled, err = r.restrictedField(f)
-		}
 		if err != nil {
 			return nil, err
 		}
 		if !handled {
-			return nil, invalidCode(f.name, "unknown_parameter", "unknown field %q", f.name)
+			return nil, unknownField(f.name)
 		}
+	}
+	if err := r.checkTools(); err != nil {
+		return nil, err
 	}
 	switch {
 	case chat && len(r.Messages) == 0:
@@ -115,6 +108,8 @@ func decodeRequest(body []byte, chat bool) (*genRequest, error) {
 		return nil, invalid("stream_options", "stream_options is only allowed when stream is true")
 	case r.TopLogprobs > 0 && !r.Logprobs:
 		return nil, invalid("top_logprobs", "top_logprobs needs logprobs set to true")
+	case r.Echo && r.Logprobs:
+		return nil, invalidCode("echo", "unsupported_value", "echo with logprobs (the prompt's log-probabilities) is not supported")
 	}
 	return r, nil
 }
@@ -128,14 +123,75 @@ func (r *genRequest) chatField(f field) (bool, error) {
 		r.Logprobs, err = decBool(f.raw, f.name)
 	case "top_logprobs":
 		var n int64
-		n, err = decInt(f.raw, f.name, 0, 20)
+		n, err = decInt(f.raw, f.name, 0, gen.MaxTopLogprobs)
 		r.TopLogprobs = int(n)
 	case "max_completion_tokens":
 		err = r.setMaxTokens(f)
+	case "tools":
+		if r.functions {
+			return true, invalid(f.name, "give tools or the deprecated functions, not both")
+		}
+		r.Tools, err = decodeTools(f.raw, f.name)
+	case "functions":
+		if r.Tools != nil {
+			return true, invalid(f.name, "give tools or the deprecated functions, not both")
+		}
+		r.Tools, err = decodeFunctions(f.raw)
+		r.functions = true
+	case "tool_choice", "function_call":
+		if r.choiceSet {
+			return true, invalid(f.name, "give tool_choice or the deprecated function_call, not both")
+		}
+		r.choiceSet = true
+		if f.name == "tool_choice" {
+			r.ToolChoice, err = decodeToolChoice(f.raw)
+		} else {
+			r.ToolChoice, err = decodeFunctionCall(f.raw)
+		}
+	case "parallel_tool_calls":
+		r.ParallelToolCalls, err = decBool(f.raw, f.name)
+		r.parallelSet = true
+	case "response_format":
+		var format gen.Format
+		if format, err = decodeResponseFormat(f.raw); err == nil {
+			err = r.setFormat(format, f.name)
+		}
+	case "modalities":
+		err = checkModalities(f.raw)
+	case "audio", "web_search_options":
+		err = invalidCode(f.name, "unsupported_value", "%s is not supported: this server generates text alone", f.name)
 	default:
 		return false, nil
 	}
 	return true, err
+}
+
+// setFormat sets the output format once: response_format, grammar and
+// json_schema each ask for one.
+func (r *genRequest) setFormat(f gen.Format, param string) error {
+	if f.Type == gen.FormatText || f.Type == "" {
+		return nil
+	}
+	if r.formatParam != "" {
+		return invalid(param, "%s and %s both constrain the output; give one", r.formatParam, param)
+	}
+	r.Format, r.formatParam = f, param
+	return nil
+}
+
+// checkTools checks tools against tool_choice and sets OpenAI's defaults.
+func (r *genRequest) checkTools() error {
+	c := r.ToolChoice
+	switch {
+	case c.Mode == gen.ChoiceFunction && !slices.ContainsFunc(r.Tools, func(t gen.Tool) bool { return t.Name == c.Name }):
+		return invalid("tool_choice", "tool_choice names the function %q, which is not among the tools", c.Name)
+	case c.Mode == gen.ChoiceRequired && len(r.Tools) == 0:
+		return invalid("tool_choice", "tool_choice \"required\" needs tools")
+	}
+	if !r.parallelSet {
+		r.ParallelToolCalls = true
+	}
+	return nil
 }
 
 func (r *genRequest) completionField(f field) (bool, error) {
@@ -147,6 +203,18 @@ func (r *genRequest) completionField(f field) (bool, error) {
 		var n int64
 		n, err = decInt(f.raw, f.name, 0, 5)
 		r.Logprobs, r.TopLogprobs = true, int(n)
+	case "echo":
+		r.Echo, err = decBool(f.raw, f.name)
+	case "best_of":
+		_, err = decInt(f.raw, f.name, 1, 20)
+		if err == nil && string(f.raw) != "1" {
+			err = invalidCode(f.name, "unsupported_value", "best_of above 1 is not supported")
+		}
+	case "suffix":
+		var suffix string
+		if suffix, err = decString(f.raw, f.name); err == nil && suffix != "" {
+			err = invalidCode(f.name, "unsupported_value", "suffix (insertion) is not supported")
+		}
 	default:
 		return false, nil
 	}
@@ -206,55 +274,32 @@ func (r *genRequest) commonField(f field) (bool, error) {
 		var n int64
 		n, err = decInt(f.raw, f.name, -1, math.MaxInt64)
 		s.Seed, s.HasSeed = uint64(n), n >= 0
+	case "logit_bias":
+		s.LogitBias, err = decodeLogitBias(f.raw)
+	case "n":
+		// OpenAI allows 1 to 128 choices; one is what this server makes.
+		if _, err = decInt(f.raw, f.name, 1, 128); err == nil && string(f.raw) != "1" {
+			err = invalidCode(f.name, "unsupported_value", "n above 1 is not supported: ask for one choice per request")
+		}
+	case "grammar":
+		var g string
+		if g, err = decString(f.raw, f.name); err == nil {
+			if len(g) > gen.MaxGrammarBytes {
+				return true, invalid(f.name, "grammar has %d bytes, at most %d", len(g), gen.MaxGrammarBytes)
+			}
+			if g != "" {
+				err = r.setFormat(gen.Format{Type: gen.FormatGrammar, Grammar: g}, f.name)
+			}
+		}
+	case "json_schema":
+		var schema string
+		if schema, err = decodeSchema(f.raw, f.name); err == nil {
+			err = r.setFormat(gen.Format{Type: gen.FormatJSONSchema, Schema: schema}, f.name)
+		}
 	default:
 		return false, nil
 	}
 	return true, err
-}
-
-// restrictedField accepts OpenAI fields only with their do-nothing value.
-func (r *genRequest) restrictedField(f field) (bool, error) {
-	v := strings.TrimSpace(string(f.raw))
-	var ok bool
-	switch f.name {
-	case "n":
-		ok = v == "1"
-	case "best_of":
-		ok = v == "1" && !r.chat
-	case "echo":
-		ok = v == "false" && !r.chat
-	case "suffix":
-		ok = v == `""` && !r.chat
-	case "logit_bias":
-		ok = isEmptyObject(f.raw)
-	case "tools", "functions":
-		ok = r.chat && isEmptyArray(f.raw)
-	case "tool_choice", "function_call":
-		ok = r.chat && v == `"none"`
-	case "response_format":
-		ok = r.chat && isTextFormat(f.raw)
-	default:
-		return false, nil
-	}
-	if !ok {
-		return true, invalidCode(f.name, "unsupported_value", "unsupported value for %s: %s", f.name, abbreviate(v))
-	}
-	return true, nil
-}
-
-func isEmptyObject(raw json.RawMessage) bool {
-	var m map[string]json.RawMessage
-	return json.Unmarshal(raw, &m) == nil && len(m) == 0 && strings.HasPrefix(strings.TrimSpace(string(raw)), "{")
-}
-
-func isEmptyArray(raw json.RawMessage) bool {
-	var a []json.RawMessage
-	return json.Unmarshal(raw, &a) == nil && len(a) == 0 && strings.HasPrefix(strings.TrimSpace(string(raw)), "[")
-}
-
-func isTextFormat(raw json.RawMessage) bool {
-	fields, err := objectFields(raw, "response_format")
-	return err == nil && len(fields) == 1 && fields[0].name == "type" && string(fields[0].raw) == `"text"`
 }
 
 // abbreviate shortens a value quoted back in an error message.
@@ -297,8 +342,8 @@ func decodeStop(raw json.RawMessage) ([]string, error) {
 		if err != nil {
 			return nil, invalid("stop", "stop must be a string or an array of strings")
 		}
-		if len(items) > maxStops {
-			return nil, invalid("stop", "stop has %d strings, at most %d are allowed", len(items), maxStops)
+		if len(items) > gen.MaxStop {
+			return nil, invalid("stop", "stop has %d strings, at most %d are allowed", len(items), gen.MaxStop)
 		}
 		for i, it := range items {
 			s, err := decString(it, fmt.Sprintf("stop[%d]", i))
@@ -309,8 +354,8 @@ func decodeStop(raw json.RawMessage) ([]string, error) {
 		}
 	}
 	for i, s := range list {
-		if s == "" || len(s) > maxStopBytes {
-			return nil, invalid("stop", "stop string %d must have 1 to %d bytes", i, maxStopBytes)
+		if s == "" || len(s) > gen.MaxStopBytes {
+			return nil, invalid("stop", "stop string %d must have 1 to %d bytes", i, gen.MaxStopBytes)
 		}
 	}
 	return list, nil

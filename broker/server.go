@@ -76,12 +76,19 @@ func (s *Server) routes() *httprouter.Router {
 	r.RedirectFixedPath = false
 	r.HandleOPTIONS = false
 	r.GET("/v1/models", s.handle("/v1/models", true, s.listModels))
+	r.GET("/v1/models/:id", s.handle("/v1/models/{id}", true, s.getModel))
 	r.POST("/v1/completions", s.handle("/v1/completions", true, s.completions))
 	r.POST("/v1/chat/completions", s.handle("/v1/chat/completions", true, s.chatCompletions))
 	r.POST("/tokenize", s.handle("/tokenize", true, s.tokenize))
 	r.POST("/detokenize", s.handle("/detokenize", true, s.detokenize))
 	r.GET("/health", s.handle("/health", false, s.health))
 	r.GET("/metrics", s.handle("/metrics", true, s.writeMetrics))
+	// CORS preflights of the API routes (HandleOPTIONS is off: an
+	// OPTIONS elsewhere is a 405 like any other method).
+	for path, methods := range map[string]string{"/v1/models": "GET", "/v1/models/:id": "GET",
+		"/v1/completions": "POST", "/v1/chat/completions": "POST", "/tokenize": "POST", "/detokenize": "POST"} {
+		r.OPTIONS(path, s.handle("preflight", false, s.preflight(methods)))
+	}
 	r.NotFound = s.plain("other", &APIError{Status: http.StatusNotFound, Type: "invalid_request_error",
 		Code: "unknown_url", Message: "unknown URL"})
 	r.MethodNotAllowed = s.plain("other", &APIError{Status: http.StatusMethodNotAllowed, Type: "invalid_request_error",
@@ -104,6 +111,8 @@ func (s *Server) plain(route string, e *APIError) http.Handler {
 // reqInfo collects what the request log line and the metrics need.
 type reqInfo struct {
 	route            string
+	id               string // x-request-id
+	params           httprouter.Params
 	start            time.Time
 	key              int // index of the API key used, -1 for none
 	stream           bool
@@ -119,8 +128,10 @@ type handler func(w http.ResponseWriter, r *http.Request, ri *reqInfo) error
 // handle wraps h with authentication, rate limiting, error rendering,
 // metrics and the request log line: the one place errors are rendered.
 func (s *Server) handle(route string, auth bool, h handler) httprouter.Handle {
-	return func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
-		ri := &reqInfo{route: route, start: time.Now(), key: -1}
+	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+		ri := &reqInfo{route: route, start: time.Now(), key: -1, id: requestID(r), params: ps}
+		w.Header().Set("X-Request-Id", ri.id)
+		s.setCORS(w, r)
 		sw := &statusWriter{ResponseWriter: w}
 		if s.tlsConfig != nil {
 			w.Header().Set("Strict-Transport-Security", hstsValue)
@@ -227,6 +238,7 @@ func (s *Server) logRequest(r *http.Request, ri *reqInfo, status int, ae *APIErr
 		slog.Int("status", status),
 		slog.Float64("duration_ms", msec(time.Since(ri.start))),
 		slog.String("remote", remoteIP(r)),
+		slog.String("request_id", ri.id),
 	}
 	if ri.key >= 0 {
 		attrs = append(attrs, slog.Int("key", ri.key))

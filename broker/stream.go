@@ -36,7 +36,16 @@ func (e *sse) sendJSON(v any) error {
 }
 
 // stream sends the generation as server-sent events ending in [DONE].
+//
+// The headers wait for the generation's first event: the worker refuses a
+// request it cannot serve (a prompt too long for the context, say) before
+// it generates anything, and that refusal is a whole error response with
+// its 4xx status, not an event in a stream that began with 200.
 func (g *generation) stream(w http.ResponseWriter, rc *http.ResponseController) error {
+	first, err := g.next()
+	if err != nil {
+		return err
+	}
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -52,17 +61,20 @@ func (g *generation) stream(w http.ResponseWriter, rc *http.ResponseController) 
 		if err := out.sendJSON(g.shape.roleChunk()); err != nil {
 			return clientGone(err)
 		}
+	} else if g.echo != "" {
+		if err := out.sendJSON(g.shape.textChunk(g.echo, nil)); err != nil {
+			return clientGone(err)
+		}
 	} else if err := rc.Flush(); err != nil {
 		return clientGone(err)
 	}
-	for {
-		ev, err := g.next()
-		if err != nil {
-			return err
-		}
+	for ev := first; ; {
 		if ev.Kind == EventText {
 			if err := out.sendJSON(g.shape.textChunk(ev.Text, ev.Logprobs)); err != nil {
 				return clientGone(err)
+			}
+			if ev, err = g.next(); err != nil {
+				return err
 			}
 			continue
 		}

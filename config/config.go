@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -22,13 +23,19 @@ const maxFileBytes = 1 << 20
 // Config is the whole configuration of lisa serve. The yaml/json tags are
 // the documented keys of the configuration file.
 type Config struct {
-	Model       string   `yaml:"model" json:"model"`               // path of the GGUF file
-	ModelName   string   `yaml:"model_name" json:"model_name"`     // name served in /v1/models
-	ModelSHA256 string   `yaml:"model_sha256" json:"model_sha256"` // expected SHA-256 (hex) of the model file (a split model's first shard)
-	HF          string   `yaml:"hf" json:"hf"`                     // OWNER/NAME[:QUANT] on Hugging Face, pulled if absent (instead of model)
-	ModelsDir   string   `yaml:"models_dir" json:"models_dir"`     // where hf models are kept ("": $LISA_MODELS or ~/.cache/lisa/models)
-	Listen      string   `yaml:"listen" json:"listen"`             // host:port
-	APIKeys     []string `yaml:"api_keys" json:"api_keys"`         // "sha256:<hex>" digests
+	Model       string `yaml:"model" json:"model"`               // path of the GGUF file
+	ModelName   string `yaml:"model_name" json:"model_name"`     // name served in /v1/models
+	ModelSHA256 string `yaml:"model_sha256" json:"model_sha256"` // expected SHA-256 (hex) of the model file (a split model's first shard)
+	// ModelAliases are further names clients may ask for the model by (a
+	// client that hard-codes "gpt-4o-mini"); /v1/models lists them too.
+	ModelAliases []string `yaml:"model_aliases" json:"model_aliases"`
+	// CORSOrigins are the browser origins allowed to call the API
+	// ("https://app.example:8443", or "*" for any); none by default.
+	CORSOrigins []string `yaml:"cors_origins" json:"cors_origins"`
+	HF          string   `yaml:"hf" json:"hf"`                 // OWNER/NAME[:QUANT] on Hugging Face, pulled if absent (instead of model)
+	ModelsDir   string   `yaml:"models_dir" json:"models_dir"` // where hf models are kept ("": $LISA_MODELS or ~/.cache/lisa/models)
+	Listen      string   `yaml:"listen" json:"listen"`         // host:port
+	APIKeys     []string `yaml:"api_keys" json:"api_keys"`     // "sha256:<hex>" digests
 	APIKeysFile string   `yaml:"api_keys_file" json:"api_keys_file"`
 
 	Threads          int   `yaml:"threads" json:"threads"`   // worker compute threads (0: one per core)
@@ -237,6 +244,8 @@ func (c *Config) validate() []error {
 	if len(c.ModelName) > 256 || strings.ContainsFunc(c.ModelName, func(r rune) bool { return r < ' ' || r == 0x7f }) {
 		bad("model_name", "must be at most 256 printable characters")
 	}
+	errs = append(errs, c.validateAliases()...)
+	errs = append(errs, c.validateOrigins()...)
 	errs = append(errs, c.validateListen()...)
 	intRange := func(key string, v, lo, hi int) {
 		if v < lo || v > hi {
@@ -292,6 +301,51 @@ func (c *Config) validate() []error {
 		bad("log_format", "must be text or json, got %q", c.LogFormat)
 	}
 	return errs
+}
+
+// MaxAliases bounds model_aliases and cors_origins.
+const MaxAliases = 64
+
+// validName reports whether s may name the model: 1 to 256 printable
+// characters.
+func validName(s string) bool {
+	return s != "" && len(s) <= 256 && !strings.ContainsFunc(s, func(r rune) bool { return r < ' ' || r == 0x7f })
+}
+
+func (c *Config) validateAliases() []error {
+	if len(c.ModelAliases) > MaxAliases {
+		return []error{fmt.Errorf("model_aliases: %d aliases, at most %d", len(c.ModelAliases), MaxAliases)}
+	}
+	seen := map[string]bool{c.ModelName: true}
+	for _, a := range c.ModelAliases {
+		switch {
+		case !validName(a):
+			return []error{fmt.Errorf("model_aliases: %q must be 1 to 256 printable characters", a)}
+		case seen[a]:
+			return []error{fmt.Errorf("model_aliases: %q is the model's name or given twice", a)}
+		}
+		seen[a] = true
+	}
+	return nil
+}
+
+// validateOrigins accepts "*" or scheme://host[:port] with an http or
+// https scheme and nothing after the host, as browsers send Origin.
+func (c *Config) validateOrigins() []error {
+	if len(c.CORSOrigins) > MaxAliases {
+		return []error{fmt.Errorf("cors_origins: %d origins, at most %d", len(c.CORSOrigins), MaxAliases)}
+	}
+	for _, o := range c.CORSOrigins {
+		if o == "*" {
+			continue
+		}
+		u, err := url.Parse(o)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
+			u.Path != "" || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" || strings.ToLower(o) != o {
+			return []error{fmt.Errorf("cors_origins: %q is not an origin (lower-case scheme://host[:port], or *)", o)}
+		}
+	}
+	return nil
 }
 
 func (c *Config) validateListen() []error {

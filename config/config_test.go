@@ -110,6 +110,16 @@ func TestResolve(t *testing.T) {
 		{"hf instead of model", func(c *Config) { c.Model, c.HF, c.ModelName = "", "o/n:Q4_K_M", "x" }, ""},
 		{"model and hf", func(c *Config) { c.HF = "o/n" }, "hf:"},
 		{"bad sha", func(c *Config) { c.ModelSHA256 = "xyz" }, "model_sha256"},
+		{"aliases", func(c *Config) { c.ModelAliases = []string{"gpt-4o-mini", "my model"} }, ""},
+		{"empty alias", func(c *Config) { c.ModelAliases = []string{""} }, "model_aliases"},
+		{"alias control char", func(c *Config) { c.ModelAliases = []string{"a\nb"} }, "model_aliases"},
+		{"alias twice", func(c *Config) { c.ModelAliases = []string{"a", "a"} }, "model_aliases"},
+		{"too many aliases", func(c *Config) { c.ModelAliases = make([]string, MaxAliases+1) }, "model_aliases"},
+		{"origins", func(c *Config) { c.CORSOrigins = []string{"https://app.example:8443", "http://localhost:3000", "*"} }, ""},
+		{"origin with path", func(c *Config) { c.CORSOrigins = []string{"https://app.example/"} }, "cors_origins"},
+		{"origin scheme", func(c *Config) { c.CORSOrigins = []string{"ftp://app.example"} }, "cors_origins"},
+		{"origin host only", func(c *Config) { c.CORSOrigins = []string{"app.example"} }, "cors_origins"},
+		{"origin upper case", func(c *Config) { c.CORSOrigins = []string{"https://App.example"} }, "cors_origins"},
 		{"bad listen", func(c *Config) { c.Listen = "8080" }, "listen"},
 		{"bad parallel", func(c *Config) { c.Parallel = 0 }, "parallel"},
 		{"negative ctx", func(c *Config) { c.CtxSize = -1 }, "ctx_size"},
@@ -286,5 +296,25 @@ func TestExampleDocumentsEveryKey(t *testing.T) {
 		if !strings.Contains(string(body), "\n"+key+":") {
 			t.Errorf("example.yaml does not document %s", key)
 		}
+	}
+}
+
+// TestRepeatableFlags: --alias and --cors-origin add one element each,
+// replacing the file's list.
+func TestRepeatableFlags(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "c.yaml")
+	if err := os.WriteFile(file, []byte("model: /m.gguf\nmodel_aliases: [from-file]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Parse([]string{"--config", file, "--alias", "gpt-4o-mini", "--alias", "my model", "--cors-origin", "https://a.example"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(c.ModelAliases, []string{"gpt-4o-mini", "my model"}) || !reflect.DeepEqual(c.CORSOrigins, []string{"https://a.example"}) {
+		t.Fatalf("aliases %q origins %q", c.ModelAliases, c.CORSOrigins)
+	}
+	if c, err = Parse([]string{"--config", file}, io.Discard); err != nil || !reflect.DeepEqual(c.ModelAliases, []string{"from-file"}) || c.CORSOrigins != nil {
+		t.Fatalf("from the file: %q %q %v", c.ModelAliases, c.CORSOrigins, err)
 	}
 }

@@ -49,6 +49,28 @@ func (v listValue) Set(s string) error {
 	return nil
 }
 
+// repeatValue is a flag.Value for a list given one element per flag
+// (--alias a --alias b); the first use replaces the list of the file.
+type repeatValue struct {
+	p   *[]string
+	set bool
+}
+
+func (v *repeatValue) String() string {
+	if v == nil || v.p == nil {
+		return ""
+	}
+	return strings.Join(*v.p, ",")
+}
+
+func (v *repeatValue) Set(s string) error {
+	if !v.set {
+		*v.p, v.set = nil, true
+	}
+	*v.p = append(*v.p, s)
+	return nil
+}
+
 // Bind registers one flag per configuration key on fs, each writing into c.
 // The flag of a key is its name with dashes for underscores; model also
 // has the short form -m. --config is registered by Parse, not here.
@@ -72,6 +94,8 @@ func Bind(fs *flag.FlagSet, c *Config) {
 	s(&c.HF, "hf", "serve `OWNER/NAME[:QUANT]` from Hugging Face, pulled into the models directory if absent and pinned to its verified SHA-256")
 	s(&c.ModelsDir, "models-dir", "`directory` of pulled models (default: $LISA_MODELS, else ~/.cache/lisa/models)")
 	s(&c.Listen, "listen", "`host:port` to listen on; off loopback API keys are required")
+	fs.Var(&repeatValue{p: &c.ModelAliases}, "alias", "a further model `name` clients may use (repeatable; key model_aliases)")
+	fs.Var(&repeatValue{p: &c.CORSOrigins}, "cors-origin", "a browser `origin` allowed to call the API, scheme://host[:port] or * (repeatable; key cors_origins)")
 	fs.Var(listValue{&c.APIKeys}, "api-keys", "comma-separated API key `digests` (\"sha256:<hex>\", from lisa hash-key) (key api_keys)")
 	s(&c.APIKeysFile, "api-keys-file", "`file` with one API key digest per line")
 	i(&c.Threads, "threads", "compute threads of the worker (0: one per core)")

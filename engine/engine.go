@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lisa-llm/lisa/chat"
+	"github.com/lisa-llm/lisa/gen"
 	"github.com/lisa-llm/lisa/gguf"
 	"github.com/lisa-llm/lisa/ipc"
 	"github.com/lisa-llm/lisa/kernels"
@@ -301,55 +302,108 @@ func (e *Engine) Detokenize(ids []int32) (string, error) {
 func (e *Engine) checkIDs(ids []int32) error {
 	for i, id := range ids {
 		if id < 0 || int(id) >= e.tok.NVocab() {
-			return fmt.Errorf("%w: token %d is %d, outside the vocabulary of %d", ErrPrompt, i, id, e.tok.NVocab())
+			return promptError(gen.CodeInvalidPrompt, "prompt", "token %d is %d, outside the vocabulary of %d", i, id, e.tok.NVocab())
 		}
 	}
 	return nil
 }
 
-// promptIDs turns the request's input into the prompt's token ids: chat
-// messages through the model's template (special tokens parsed in the
-// template's text but never in message content, a BOS or EOS text the
-// tokenizer adds itself trimmed off as llama.cpp does), raw text
-// with special-token parsing off, BOS added as the vocabulary asks; an
-// empty prompt is BOS alone.
-func (e *Engine) promptIDs(p worker.GenerateParams) ([]int32, error) {
-	return e.PromptIDs(p)
-}
-
-// PromptIDs is the prompt the engine would evaluate for p: the token ids
-// of its input as promptIDs makes them, or the error a generation of p
-// would end with before it starts.
-func (e *Engine) PromptIDs(p worker.GenerateParams) ([]int32, error) {
+// PromptIDs is the prompt the engine evaluates for req: its input turned
+// into token ids once — chat messages through the model's template
+// (special tokens parsed in the template's text but never in message
+// content, a BOS or EOS text the tokenizer adds itself trimmed off as
+// llama.cpp does), raw text with special-token parsing off and BOS added
+// as the vocabulary asks, token ids as given; an empty prompt is BOS
+// alone — or the *gen.Error (wrapping ErrPrompt) a generation of req ends
+// with before it starts.
+func (e *Engine) PromptIDs(req gen.Request) ([]int32, error) {
 	var ids []int32
+	param := "prompt"
 	switch {
-	case p.Messages != nil:
+	case req.Messages != nil:
+		param = "messages"
+		msgs, err := chatMessages(req.Messages)
+		if err != nil {
+			return nil, err
+		}
 		if e.tmplErr != nil {
-			return nil, fmt.Errorf("%w: the model's chat template cannot be used: %v", ErrPrompt, e.tmplErr)
+			return nil, promptError(gen.CodeUnsupported, param, "the model's chat template cannot be used: %v", e.tmplErr)
 		}
-		msgs := make([]chat.Message, len(p.Messages))
-		for i, m := range p.Messages {
-			msgs[i] = chat.Message{Role: m.Role, Content: m.Content}
-		}
-		var err error
 		if ids, err = chatIDs(e.tok, e.tmpl, msgs, e.now()); err != nil {
 			return nil, err
 		}
-	case p.PromptIDs != nil:
-		if err := e.checkIDs(p.PromptIDs); err != nil {
+	case req.PromptIDs != nil:
+		if err := e.checkIDs(req.PromptIDs); err != nil {
 			return nil, err
 		}
-		ids = append([]int32(nil), p.PromptIDs...)
+		ids = append([]int32(nil), req.PromptIDs...)
 	default:
-		ids = e.tok.Encode(p.Prompt, true, false)
+		ids = e.tok.Encode(req.PromptText(), true, false)
 	}
 	if len(ids) == 0 {
 		ids = []int32{e.tok.BOS()}
 	}
 	if len(ids) >= e.info.ContextSize {
-		return nil, fmt.Errorf("%w: the prompt has %d tokens; the context holds %d, leaving no room to generate", ErrPrompt, len(ids), e.info.ContextSize)
+		return nil, promptError(gen.CodeContextLength, param, "the prompt has %d tokens; the context holds %d, leaving no room to generate", len(ids), e.info.ContextSize)
 	}
 	return ids, nil
+}
+
+// promptError is a *gen.Error that also matches ErrPrompt.
+func promptError(code gen.Code, param, format string, args ...any) error {
+	return fmt.Errorf("%w: %w", ErrPrompt, gen.Errorf(code, param, format, args...))
+}
+
+// chatMessages converts the request's messages for the template renderer.
+// Tool calls in the history and tool results are refused until the
+// renderer passes them to the template (chat.Message has text alone).
+func chatMessages(in []gen.Message) ([]chat.Message, error) {
+	msgs := make([]chat.Message, len(in))
+	for i, m := range in {
+		if m.Role == gen.RoleTool || len(m.ToolCalls) > 0 {
+			return nil, promptError(gen.CodeUnsupported, fmt.Sprintf("messages[%d]", i), "tool calls and tool results in the history are not supported yet")
+		}
+		msgs[i] = chat.Message{Role: m.Role, Content: m.Content}
+	}
+	return msgs, nil
+}
+
+// budget is the request's output budget for a prompt of n tokens: within
+// the context's room, clipped to it when the client set no limit, else
+// refused when the two do not fit.
+func (e *Engine) budget(req *gen.Request, n int) (int, error) {
+	room := e.info.ContextSize - n
+	switch {
+	case req.MaxTokens <= 0:
+		return 0, promptError(gen.CodeInvalidRequest, "max_tokens", "max_tokens %d is not positive", req.MaxTokens)
+	case req.FitContext:
+		// The last token sampled is never fed back, so it takes no
+		// place in the cache: a full context yields one token more.
+		return min(req.MaxTokens, room+1), nil
+	case req.MaxTokens > room:
+		return 0, promptError(gen.CodeContextLength, "max_tokens",
+			"the context holds %d tokens, but %d were requested (%d in the prompt, %d to generate)", e.info.ContextSize, n+req.MaxTokens, n, req.MaxTokens)
+	}
+	return req.MaxTokens, nil
+}
+
+// checkConstraints refuses what the engine cannot steer yet: tool
+// definitions and output formats. This is where the tools and grammar
+// integration plugs in: the tools go to the template, the format and a
+// required or named tool choice become the sampler's grammar.
+func (e *Engine) checkConstraints(req *gen.Request) error {
+	switch {
+	case len(req.Tools) > 0 && req.ToolChoice.Mode != gen.ChoiceNone:
+		return promptError(gen.CodeUnsupported, "tools", "function calling is not supported yet")
+	case req.Format.Type != "" && req.Format.Type != gen.FormatText:
+		return promptError(gen.CodeUnsupported, "response_format", "response format %q is not supported yet", req.Format.Type)
+	}
+	for i, b := range req.Sampling.LogitBias {
+		if int(b.Token) >= e.tok.NVocab() {
+			return promptError(gen.CodeInvalidRequest, "logit_bias", "logit_bias[%d]: token id %d is outside the vocabulary of %d", i, b.Token, e.tok.NVocab())
+		}
+	}
+	return nil
 }
 
 // chatIDs renders msgs with the chat template tmpl as llama-server does
@@ -363,7 +417,9 @@ func chatIDs(tok *tokenizer.Tokenizer, tmpl string, msgs []chat.Message, now tim
 	o := chat.Options{AddGenerationPrompt: true, BOS: bos, EOS: eos, Now: now}
 	text, spans, err := chat.RenderTraced(tmpl, msgs, o, tok.InSpecialText)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrPrompt, err)
+		ge := gen.Errorf(gen.CodeInvalidPrompt, "messages", "the model's chat template failed on these messages: %v", err)
+		ge.Err = err
+		return nil, fmt.Errorf("%w: %w", ErrPrompt, ge)
 	}
 	text, spans = chat.TrimAddedTraced(text, spans, bos, eos, tok.AddBOS(), tok.AddEOS())
 	plain := make([]tokenizer.Range, len(spans))
@@ -375,7 +431,7 @@ func chatIDs(tok *tokenizer.Tokenizer, tmpl string, msgs []chat.Message, now tim
 
 // samplerParams converts the request's sampling parameters; without a
 // seed the engine picks one.
-func samplerParams(s ipc.Sampling) sample.Params {
+func samplerParams(s gen.Sampling) sample.Params {
 	seed := s.Seed
 	if !s.HasSeed {
 		seed = rand.Uint64()
@@ -386,29 +442,34 @@ func samplerParams(s ipc.Sampling) sample.Params {
 }
 
 // Generate runs one generation in a slot, calling emit with each piece of
-// text (at most once per generated token) from the calling goroutine.
-func (e *Engine) Generate(ctx context.Context, p worker.GenerateParams, emit func(worker.TextChunk) error) (worker.DoneInfo, error) {
-	if p.MaxTokens <= 0 {
-		return worker.DoneInfo{}, fmt.Errorf("%w: max_tokens %d", ErrPrompt, p.MaxTokens)
+// text (at most once per generated token) from the calling goroutine. The
+// prompt is rendered and tokenized once, here.
+func (e *Engine) Generate(ctx context.Context, req gen.Request, emit func(gen.Chunk) error) (gen.End, error) {
+	if err := e.checkConstraints(&req); err != nil {
+		return gen.End{}, err
 	}
-	ids, err := e.promptIDs(p)
+	ids, err := e.PromptIDs(req)
 	if err != nil {
-		return worker.DoneInfo{}, err
+		return gen.End{}, err
 	}
-	smp, err := sample.New(samplerParams(p.Sampling), e.model.Config.NVocab)
+	maxTokens, err := e.budget(&req, len(ids))
 	if err != nil {
-		return worker.DoneInfo{}, fmt.Errorf("%w: %v", ErrPrompt, err)
+		return gen.End{}, err
+	}
+	smp, err := sample.New(samplerParams(req.Sampling), e.model.Config.NVocab)
+	if err != nil {
+		return gen.End{}, promptError(gen.CodeInvalidRequest, "", "sampling parameters: %v", err)
 	}
 	for _, id := range ids {
 		if err := smp.Accept(id); err != nil {
-			return worker.DoneInfo{}, err
+			return gen.End{}, err
 		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	r := newRequest(ctx, ids, p, smp, e.tok.NewContinuationDecoder())
+	r := newRequest(ctx, ids, maxTokens, &req, smp, e.tok.NewContinuationDecoder())
 	if err := e.sched.submit(r); err != nil {
-		return worker.DoneInfo{}, err
+		return gen.End{}, err
 	}
 	return r.wait(ctx, cancel, emit)
 }

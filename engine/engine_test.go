@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lisa-llm/lisa/gen"
 	"github.com/lisa-llm/lisa/gguf"
 	"github.com/lisa-llm/lisa/internal/shared"
 	"github.com/lisa-llm/lisa/internal/splitgguf"
@@ -70,14 +71,14 @@ func newEngine(t *testing.T, o Options) *Engine {
 
 // result is what one generation produced.
 type result struct {
-	chunks []worker.TextChunk
+	chunks []gen.Chunk
 	text   string
-	done   worker.DoneInfo
+	done   gen.End
 	err    error
 }
 
-func (r result) logprobs() []ipc.TokenProb {
-	var out []ipc.TokenProb
+func (r result) logprobs() []gen.TokenProb {
+	var out []gen.TokenProb
 	for _, c := range r.chunks {
 		out = append(out, c.Logprobs...)
 	}
@@ -85,9 +86,9 @@ func (r result) logprobs() []ipc.TokenProb {
 }
 
 // gen runs one generation to its end.
-func gen(ctx context.Context, e *Engine, p worker.GenerateParams) result {
+func runGen(ctx context.Context, e *Engine, p gen.Request) result {
 	var r result
-	r.done, r.err = e.Generate(ctx, p, func(c worker.TextChunk) error {
+	r.done, r.err = e.Generate(ctx, p, func(c gen.Chunk) error {
 		r.chunks = append(r.chunks, c)
 		r.text += c.Text
 		return nil
@@ -95,13 +96,13 @@ func gen(ctx context.Context, e *Engine, p worker.GenerateParams) result {
 	return r
 }
 
-func greedy(ids []int32, n int) worker.GenerateParams {
-	return worker.GenerateParams{PromptIDs: ids, MaxTokens: n, Logprobs: true, TopLogprobs: 3}
+func greedy(ids []int32, n int) gen.Request {
+	return gen.Request{PromptIDs: ids, MaxTokens: n, Logprobs: true, TopLogprobs: 3}
 }
 
-func seeded(ids []int32, n int, seed uint64) worker.GenerateParams {
-	return worker.GenerateParams{PromptIDs: ids, MaxTokens: n, Logprobs: true,
-		Sampling: ipc.Sampling{Temperature: 0.9, TopK: 40, TopP: 0.95, MinP: 0.05, Seed: seed, HasSeed: true}}
+func seeded(ids []int32, n int, seed uint64) gen.Request {
+	return gen.Request{PromptIDs: ids, MaxTokens: n, Logprobs: true,
+		Sampling: gen.Sampling{Temperature: 0.9, TopK: 40, TopP: 0.95, MinP: 0.05, Seed: seed, HasSeed: true}}
 }
 
 // wantText is llama.cpp's greedy text for p up to its first EOG token.
@@ -117,7 +118,7 @@ func TestReferenceGreedy(t *testing.T) {
 	refs := loadRef(t)
 	e := newEngine(t, Options{Threads: 2, Parallel: 1})
 	for _, p := range refs {
-		r := gen(context.Background(), e, worker.GenerateParams{Prompt: p.Prompt, MaxTokens: len(p.GeneratedIDs)})
+		r := runGen(context.Background(), e, gen.Request{Prompt: &p.Prompt, MaxTokens: len(p.GeneratedIDs)})
 		if r.err != nil {
 			t.Fatalf("%q: %v", p.Prompt, r.err)
 		}
@@ -134,11 +135,11 @@ func TestReferenceGreedy(t *testing.T) {
 }
 
 // concurrently runs every params at once and returns the results in order.
-func concurrently(e *Engine, ps []worker.GenerateParams) []result {
+func concurrently(e *Engine, ps []gen.Request) []result {
 	out := make([]result, len(ps))
 	var wg sync.WaitGroup
 	for i, p := range ps {
-		wg.Go(func() { out[i] = gen(context.Background(), e, p) })
+		wg.Go(func() { out[i] = runGen(context.Background(), e, p) })
 	}
 	wg.Wait()
 	return out
@@ -150,7 +151,7 @@ func concurrently(e *Engine, ps []worker.GenerateParams) []result {
 func TestBatchIndependence(t *testing.T) {
 	refs := loadRef(t)
 	e := newEngine(t, Options{Threads: 2, Parallel: 4})
-	var ps []worker.GenerateParams
+	var ps []gen.Request
 	for i, p := range refs[:4] {
 		if i%2 == 0 {
 			ps = append(ps, greedy(p.PromptIDs, 40))
@@ -160,7 +161,7 @@ func TestBatchIndependence(t *testing.T) {
 	}
 	var alone []result
 	for _, p := range ps {
-		alone = append(alone, gen(context.Background(), e, p))
+		alone = append(alone, runGen(context.Background(), e, p))
 	}
 	for round := range 2 {
 		together := concurrently(e, ps)
@@ -189,16 +190,16 @@ func TestJoinAndLeaveMidBatch(t *testing.T) {
 	short := greedy(refs[1].PromptIDs, 5)
 	late := greedy(refs[2].PromptIDs, 20)
 	want := map[string]result{}
-	for name, p := range map[string]worker.GenerateParams{"long": long, "short": short, "late": late} {
-		want[name] = gen(context.Background(), e, p)
+	for name, p := range map[string]gen.Request{"long": long, "short": short, "late": late} {
+		want[name] = runGen(context.Background(), e, p)
 	}
 	got := map[string]result{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	run := func(name string, p worker.GenerateParams, started chan<- struct{}) {
+	run := func(name string, p gen.Request, started chan<- struct{}) {
 		defer wg.Done()
 		var r result
-		r.done, r.err = e.Generate(context.Background(), p, func(c worker.TextChunk) error {
+		r.done, r.err = e.Generate(context.Background(), p, func(c gen.Chunk) error {
 			r.chunks = append(r.chunks, c)
 			r.text += c.Text
 			if started != nil && len(r.chunks) == 3 {
@@ -240,7 +241,7 @@ func TestPrefixReuse(t *testing.T) {
 	refs := loadRef(t)
 	p := refs[0]
 	e := newEngine(t, Options{Threads: 2, Parallel: 2})
-	first := gen(context.Background(), e, greedy(p.PromptIDs, 20))
+	first := runGen(context.Background(), e, greedy(p.PromptIDs, 20))
 	if first.err != nil || first.done.Usage.CachedTokens != 0 {
 		t.Fatalf("first request: %+v %v", first.done, first.err)
 	}
@@ -248,7 +249,7 @@ func TestPrefixReuse(t *testing.T) {
 	// two new ones. The slot holds the prompt and the 19 generated tokens
 	// that were fed back.
 	grown := append(append(append([]int32{}, p.PromptIDs...), p.GeneratedIDs[:10]...), 13, 14)
-	second := gen(context.Background(), e, greedy(grown, 10))
+	second := runGen(context.Background(), e, greedy(grown, 10))
 	if second.err != nil {
 		t.Fatal(second.err)
 	}
@@ -256,11 +257,11 @@ func TestPrefixReuse(t *testing.T) {
 		t.Errorf("cached tokens %d, want %d", second.done.Usage.CachedTokens, want)
 	}
 	// The same prompt again reuses all but its last token.
-	again := gen(context.Background(), e, greedy(grown, 10))
+	again := runGen(context.Background(), e, greedy(grown, 10))
 	if again.done.Usage.CachedTokens != len(grown)-1 {
 		t.Errorf("repeated prompt: cached tokens %d, want %d", again.done.Usage.CachedTokens, len(grown)-1)
 	}
-	fresh := gen(context.Background(), newEngine(t, Options{Threads: 2, Parallel: 1}), greedy(grown, 10))
+	fresh := runGen(context.Background(), newEngine(t, Options{Threads: 2, Parallel: 1}), greedy(grown, 10))
 	for _, r := range []result{second, again} {
 		if r.text != fresh.text || !reflect.DeepEqual(r.logprobs(), fresh.logprobs()) {
 			t.Errorf("with the reused prefix %q, fresh %q", r.text, fresh.text)
@@ -268,11 +269,11 @@ func TestPrefixReuse(t *testing.T) {
 	}
 	// A different prompt goes to the other (least recently used) slot and
 	// leaves this cache alone.
-	other := gen(context.Background(), e, greedy(refs[2].PromptIDs, 5))
+	other := runGen(context.Background(), e, greedy(refs[2].PromptIDs, 5))
 	if other.done.Usage.CachedTokens != 0 {
 		t.Errorf("unrelated prompt reused %d tokens", other.done.Usage.CachedTokens)
 	}
-	if r := gen(context.Background(), e, greedy(grown, 3)); r.done.Usage.CachedTokens != len(grown)-1 {
+	if r := runGen(context.Background(), e, greedy(grown, 3)); r.done.Usage.CachedTokens != len(grown)-1 {
 		t.Errorf("after another request, cached tokens %d, want %d", r.done.Usage.CachedTokens, len(grown)-1)
 	}
 }
@@ -296,7 +297,7 @@ func TestCancel(t *testing.T) {
 	emitted := 0
 	errc := make(chan error, 1)
 	go func() {
-		_, err := e.Generate(ctx, seeded(refs[0].PromptIDs, 100, 3), func(c worker.TextChunk) error {
+		_, err := e.Generate(ctx, seeded(refs[0].PromptIDs, 100, 3), func(c gen.Chunk) error {
 			mu.Lock()
 			emitted += len(c.Logprobs)
 			mu.Unlock()
@@ -307,7 +308,7 @@ func TestCancel(t *testing.T) {
 	// A second request waits for the only slot; cancel it while queued.
 	qctx, qcancel := context.WithCancel(context.Background())
 	qerr := make(chan error, 1)
-	go func() { qerr <- gen(qctx, e, greedy(refs[1].PromptIDs, 5)).err }()
+	go func() { qerr <- runGen(qctx, e, greedy(refs[1].PromptIDs, 5)).err }()
 	waitFor(t, "the second request to queue", func() bool {
 		e.sched.mu.Lock()
 		defer e.sched.mu.Unlock()
@@ -328,10 +329,10 @@ func TestCancel(t *testing.T) {
 	close(gate)
 	// A failing emit (the broker is gone) frees the slot too.
 	boom := errors.New("emit failed")
-	if _, err := e.Generate(context.Background(), greedy(refs[2].PromptIDs, 30), func(worker.TextChunk) error { return boom }); !errors.Is(err, boom) {
+	if _, err := e.Generate(context.Background(), greedy(refs[2].PromptIDs, 30), func(gen.Chunk) error { return boom }); !errors.Is(err, boom) {
 		t.Fatalf("emit failure gave %v", err)
 	}
-	r := gen(context.Background(), e, worker.GenerateParams{Prompt: refs[2].Prompt, MaxTokens: 16})
+	r := runGen(context.Background(), e, gen.Request{Prompt: &refs[2].Prompt, MaxTokens: 16})
 	if r.err != nil || !strings.HasPrefix(wantText(refs[2]), r.text) || r.text == "" {
 		t.Fatalf("after cancellations: %q %v, want a prefix of %q", r.text, r.err, wantText(refs[2]))
 	}
@@ -376,8 +377,8 @@ func TestStopAcrossTokens(t *testing.T) {
 	}
 	for _, stops := range [][]string{{stop}, {"no such text", stop}, {stop, stop[:len(stop)-1] + "\x00"}} {
 		var sent []string
-		done, err := e.Generate(context.Background(), worker.GenerateParams{Prompt: p.Prompt, MaxTokens: 40, Stop: stops},
-			func(c worker.TextChunk) error {
+		done, err := e.Generate(context.Background(), gen.Request{Prompt: &p.Prompt, MaxTokens: 40, Stop: stops},
+			func(c gen.Chunk) error {
 				sent = append(sent, c.Text)
 				return nil
 			})
@@ -391,7 +392,7 @@ func TestStopAcrossTokens(t *testing.T) {
 	}
 	// A stop string that never completes lets everything through at the end.
 	never := p.Pieces[len(p.Pieces)-1] + "\x01"
-	r := gen(context.Background(), e, worker.GenerateParams{Prompt: p.Prompt, MaxTokens: len(p.Pieces), Stop: []string{never}})
+	r := runGen(context.Background(), e, gen.Request{Prompt: &p.Prompt, MaxTokens: len(p.Pieces), Stop: []string{never}})
 	if r.text != full || r.done.Finish != "length" {
 		t.Errorf("incomplete stop: %q (%s), want %q", r.text, r.done.Finish, full)
 	}
@@ -447,7 +448,9 @@ func TestContextFull(t *testing.T) {
 		t.Fatalf("context size %d", got)
 	}
 	p := refs[1].PromptIDs // 10 tokens
-	r := gen(context.Background(), e, greedy(p, 100))
+	fit := greedy(p, 100)
+	fit.FitContext = true
+	r := runGen(context.Background(), e, fit)
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
@@ -460,21 +463,111 @@ func TestContextFull(t *testing.T) {
 	for i := range long {
 		long[i] = p[i%len(p)]
 	}
-	if _, err := e.Generate(context.Background(), greedy(long, 1), func(worker.TextChunk) error { return nil }); !errors.Is(err, ErrPrompt) {
+	_, err := e.Generate(context.Background(), greedy(long, 1), func(gen.Chunk) error { return nil })
+	if ge := gen.AsError(err); !errors.Is(err, ErrPrompt) || ge == nil || ge.Code != gen.CodeContextLength || ge.Param != "prompt" {
 		t.Errorf("prompt of %d tokens in a context of %d: %v", len(long), ctxSize, err)
 	}
+	// Without FitContext, max_tokens is the client's own: refused when
+	// it does not fit beside the prompt.
+	_, err = e.Generate(context.Background(), greedy(p, ctxSize-len(p)+1), func(gen.Chunk) error { return nil })
+	if ge := gen.AsError(err); ge == nil || ge.Code != gen.CodeContextLength || ge.Param != "max_tokens" {
+		t.Errorf("max_tokens past the context: %v", err)
+	}
+	if r := runGen(context.Background(), e, greedy(p, ctxSize-len(p))); r.err != nil || r.done.Usage.CompletionTokens != ctxSize-len(p) {
+		t.Errorf("max_tokens filling the context: %v, %d tokens", r.err, r.done.Usage.CompletionTokens)
+	}
 }
+
+// TestTypedRefusals: what the engine cannot serve ends with a *gen.Error
+// of the right code and field, before any output.
+func TestTypedRefusals(t *testing.T) {
+	refs := loadRef(t)
+	e := newEngine(t, Options{Threads: 1, Parallel: 1, CtxSize: 64})
+	p := refs[1].PromptIDs
+	with := func(f func(*gen.Request)) gen.Request {
+		r := greedy(p, 4)
+		f(&r)
+		return r
+	}
+	tests := []struct {
+		name  string
+		req   gen.Request
+		code  gen.Code
+		param string
+	}{
+		{"tools", with(func(r *gen.Request) { r.Tools = []gen.Tool{{Name: "f"}} }), gen.CodeUnsupported, "tools"},
+		{"json format", with(func(r *gen.Request) { r.Format = gen.Format{Type: gen.FormatJSONObject} }), gen.CodeUnsupported, "response_format"},
+		{"grammar", with(func(r *gen.Request) { r.Format = gen.Format{Type: gen.FormatGrammar, Grammar: "root ::= \"a\""} }), gen.CodeUnsupported, "response_format"},
+		{"bias past vocabulary", with(func(r *gen.Request) { r.Sampling.LogitBias = []gen.Bias{{Token: 512, Bias: 1}} }), gen.CodeInvalidRequest, "logit_bias"},
+		{"id past vocabulary", gen.Request{PromptIDs: []int32{1, 600}, MaxTokens: 1}, gen.CodeInvalidPrompt, "prompt"},
+		{"tool result", gen.Request{Messages: []gen.Message{{Role: gen.RoleTool, Content: "x", ToolCallID: "c"}}, MaxTokens: 1}, gen.CodeUnsupported, "messages[0]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := runGen(context.Background(), e, tt.req)
+			ge := gen.AsError(r.err)
+			if ge == nil || ge.Code != tt.code || ge.Param != tt.param || len(r.chunks) != 0 {
+				t.Fatalf("got %v after %d chunks, want %s on %s", r.err, len(r.chunks), tt.code, tt.param)
+			}
+		})
+	}
+	// Tools the request declines to use (tool_choice "none") are no
+	// constraint.
+	if r := runGen(context.Background(), e, with(func(r *gen.Request) {
+		r.Tools, r.ToolChoice = []gen.Tool{{Name: "f"}}, gen.ToolChoice{Mode: gen.ChoiceNone}
+	})); r.err != nil {
+		t.Fatalf("tools with choice none: %v", r.err)
+	}
+}
+
+// TestLogitBias: a bias of -100 bans the greedy choice, +100 forces a
+// token.
+func TestLogitBias(t *testing.T) {
+	refs := loadRef(t)
+	e := newEngine(t, Options{Threads: 1, Parallel: 1, CtxSize: 64})
+	p := refs[1].PromptIDs
+	plain := runGen(context.Background(), e, greedy(p, 1))
+	if plain.err != nil || len(plain.chunks) == 0 {
+		t.Fatalf("plain: %v", plain.err)
+	}
+	first := plain.chunks[0].Logprobs[0].Token
+	// llama.cpp's greedy continuation starts with the same token.
+	ids := refs[1].GeneratedIDs[:1]
+	if got := strings.ToValidUTF8(string(e.tok.Piece(ids[0])), "\uFFFD"); got != first {
+		t.Fatalf("greedy token %q, llama.cpp's %q", first, got)
+	}
+	ban := greedy(p, 1)
+	ban.Sampling.LogitBias = []gen.Bias{{Token: ids[0], Bias: -gen.MaxBias}}
+	if r := runGen(context.Background(), e, ban); r.err != nil || r.chunks[0].Logprobs[0].Token == first {
+		t.Fatalf("banned %q still chosen (%v)", first, r.err)
+	}
+	force := greedy(p, 3)
+	force.Sampling.LogitBias = []gen.Bias{{Token: 65, Bias: gen.MaxBias}}
+	r := runGen(context.Background(), e, force)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	want := strings.ToValidUTF8(string(e.tok.Piece(65)), "\uFFFD")
+	for i, c := range r.chunks {
+		if c.Logprobs[0].Token != want {
+			t.Fatalf("token %d is %q, want the forced %q", i, c.Logprobs[0].Token, want)
+		}
+	}
+}
+
+// sp points at s.
+func sp(s string) *string { return &s }
 
 // TestBadRequests: hostile parameters get ErrPrompt, not a panic.
 func TestBadRequests(t *testing.T) {
 	e := newEngine(t, Options{Threads: 1, Parallel: 1, CtxSize: 64})
-	for name, p := range map[string]worker.GenerateParams{
+	for name, p := range map[string]gen.Request{
 		"id beyond vocabulary": {PromptIDs: []int32{1, 512}, MaxTokens: 2},
 		"negative id":          {PromptIDs: []int32{-1}, MaxTokens: 2},
-		"no max tokens":        {Prompt: "x"},
-		"bad sampling":         {Prompt: "x", MaxTokens: 2, Sampling: ipc.Sampling{TopK: -5, RepeatLastN: -1}},
+		"no max tokens":        {Prompt: sp("x")},
+		"bad sampling":         {Prompt: sp("x"), MaxTokens: 2, Sampling: gen.Sampling{TopK: -5, RepeatLastN: -1}},
 	} {
-		if _, err := e.Generate(context.Background(), p, func(worker.TextChunk) error { return nil }); !errors.Is(err, ErrPrompt) {
+		if _, err := e.Generate(context.Background(), p, func(gen.Chunk) error { return nil }); !errors.Is(err, ErrPrompt) {
 			t.Errorf("%s: %v, want ErrPrompt", name, err)
 		}
 	}
@@ -576,8 +669,8 @@ func TestLoadSplit(t *testing.T) {
 		}
 		defer eng.(*Engine).Close()
 		var b strings.Builder
-		req := worker.GenerateParams{Prompt: "Once upon a time", MaxTokens: 16, Sampling: ipc.Sampling{Temperature: 0}}
-		if _, err := eng.Generate(context.Background(), req, func(c worker.TextChunk) error { b.WriteString(c.Text); return nil }); err != nil {
+		req := gen.Request{Prompt: sp("Once upon a time"), MaxTokens: 16, Sampling: gen.Sampling{Temperature: 0}}
+		if _, err := eng.Generate(context.Background(), req, func(c gen.Chunk) error { b.WriteString(c.Text); return nil }); err != nil {
 			t.Fatal(err)
 		}
 		return b.String()

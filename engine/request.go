@@ -5,10 +5,9 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/lisa-llm/lisa/ipc"
+	"github.com/lisa-llm/lisa/gen"
 	"github.com/lisa-llm/lisa/model/sample"
 	"github.com/lisa-llm/lisa/tokenizer"
-	"github.com/lisa-llm/lisa/worker"
 )
 
 // request is one generation: the scheduler's state for it, and the output
@@ -16,9 +15,10 @@ import (
 type request struct {
 	ctx       context.Context
 	prompt    []int32
-	maxTokens int
+	maxTokens int // the output budget, within the context
 	logprobs  bool
 	topN      int
+	bias      []gen.Bias // added to the logits before sampling
 	smp       *sample.Sampler
 	dec       *tokenizer.StreamDecoder
 	stop      stopper
@@ -28,16 +28,16 @@ type request struct {
 	cached    int // prompt tokens reused from the slot's cache
 
 	mu     sync.Mutex
-	chunks []worker.TextChunk // output not yet emitted
+	chunks []gen.Chunk // output not yet emitted
 	done   bool
-	info   worker.DoneInfo
+	info   gen.End
 	err    error
 	ready  chan struct{} // signalled (capacity 1) when output or the end is there
 }
 
-func newRequest(ctx context.Context, prompt []int32, p worker.GenerateParams, smp *sample.Sampler, dec *tokenizer.StreamDecoder) *request {
-	return &request{ctx: ctx, prompt: prompt, maxTokens: p.MaxTokens, logprobs: p.Logprobs, topN: p.TopLogprobs,
-		smp: smp, dec: dec, stop: newStopper(p.Stop), ready: make(chan struct{}, 1)}
+func newRequest(ctx context.Context, prompt []int32, maxTokens int, p *gen.Request, smp *sample.Sampler, dec *tokenizer.StreamDecoder) *request {
+	return &request{ctx: ctx, prompt: prompt, maxTokens: maxTokens, logprobs: p.Logprobs, topN: p.TopLogprobs,
+		bias: p.Sampling.LogitBias, smp: smp, dec: dec, stop: newStopper(p.Stop), ready: make(chan struct{}, 1)}
 }
 
 // signal wakes the waiting goroutine.
@@ -49,13 +49,13 @@ func (r *request) signal() {
 }
 
 // push queues one token's output; empty output is dropped.
-func (r *request) push(text string, lp *ipc.TokenProb) {
+func (r *request) push(text string, lp *gen.TokenProb) {
 	if text == "" && lp == nil {
 		return
 	}
-	c := worker.TextChunk{Text: text}
+	c := gen.Chunk{Text: text}
 	if lp != nil {
-		c.Logprobs = []ipc.TokenProb{*lp}
+		c.Logprobs = []gen.TokenProb{*lp}
 	}
 	r.mu.Lock()
 	r.chunks = append(r.chunks, c)
@@ -64,7 +64,7 @@ func (r *request) push(text string, lp *ipc.TokenProb) {
 }
 
 // finish records the end of the generation.
-func (r *request) finish(info worker.DoneInfo, err error) {
+func (r *request) finish(info gen.End, err error) {
 	r.mu.Lock()
 	r.done, r.info, r.err = true, info, err
 	r.mu.Unlock()
@@ -75,12 +75,12 @@ func (r *request) finish(info worker.DoneInfo, err error) {
 // done. Chunks that piled up while emit was busy go out as one, so emit
 // is called at most once per generated token. When emit fails, cancel
 // tells the scheduler to free the slot.
-func (r *request) wait(ctx context.Context, cancel context.CancelFunc, emit func(worker.TextChunk) error) (worker.DoneInfo, error) {
+func (r *request) wait(ctx context.Context, cancel context.CancelFunc, emit func(gen.Chunk) error) (gen.End, error) {
 	for {
 		select {
 		case <-r.ready:
 		case <-ctx.Done():
-			return worker.DoneInfo{}, ctx.Err()
+			return gen.End{}, ctx.Err()
 		}
 		r.mu.Lock()
 		chunks, done, info, err := r.chunks, r.done, r.info, r.err
@@ -89,7 +89,7 @@ func (r *request) wait(ctx context.Context, cancel context.CancelFunc, emit func
 		if len(chunks) > 0 {
 			if err := emit(merge(chunks)); err != nil {
 				cancel()
-				return worker.DoneInfo{}, err
+				return gen.End{}, err
 			}
 		}
 		if done {
@@ -99,17 +99,17 @@ func (r *request) wait(ctx context.Context, cancel context.CancelFunc, emit func
 }
 
 // merge joins chunks into one.
-func merge(chunks []worker.TextChunk) worker.TextChunk {
+func merge(chunks []gen.Chunk) gen.Chunk {
 	if len(chunks) == 1 {
 		return chunks[0]
 	}
 	var b strings.Builder
-	var lps []ipc.TokenProb
+	var lps []gen.TokenProb
 	for _, c := range chunks {
 		b.WriteString(c.Text)
 		lps = append(lps, c.Logprobs...)
 	}
-	return worker.TextChunk{Text: b.String(), Logprobs: lps}
+	return gen.Chunk{Text: b.String(), Logprobs: lps}
 }
 
 // stopper matches stop strings in a stream of text pieces. It holds back

@@ -6,11 +6,10 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/lisa-llm/lisa/ipc"
+	"github.com/lisa-llm/lisa/gen"
 	"github.com/lisa-llm/lisa/model"
 	"github.com/lisa-llm/lisa/model/sample"
 	"github.com/lisa-llm/lisa/tokenizer"
-	"github.com/lisa-llm/lisa/worker"
 )
 
 // slot is one sequence of the cache and the request using it.
@@ -109,11 +108,11 @@ func (s *scheduler) loop() {
 		s.mu.Unlock()
 		if closed {
 			for _, r := range queued {
-				r.finish(worker.DoneInfo{}, ErrClosed)
+				r.finish(gen.End{}, ErrClosed)
 			}
 			for _, sl := range s.slots {
 				if sl.req != nil {
-					s.release(sl, worker.DoneInfo{}, ErrClosed)
+					s.release(sl, gen.End{}, ErrClosed)
 				}
 			}
 			return
@@ -196,12 +195,12 @@ func commonPrefix(a, b []int32) int {
 // least the prompt's last token is computed again, for its logits.
 func (s *scheduler) assign(sl *slot, r *request) {
 	if err := r.ctx.Err(); err != nil {
-		r.finish(worker.DoneInfo{}, err)
+		r.finish(gen.End{}, err)
 		return
 	}
 	n := min(commonPrefix(sl.cached, r.prompt), len(r.prompt)-1)
 	if err := s.cache.Truncate(sl.seq, n); err != nil {
-		r.finish(worker.DoneInfo{}, err)
+		r.finish(gen.End{}, err)
 		return
 	}
 	sl.cached = sl.cached[:n]
@@ -215,7 +214,7 @@ func (s *scheduler) dropCancelled() {
 	for _, sl := range s.slots {
 		if sl.req != nil {
 			if err := sl.req.ctx.Err(); err != nil {
-				s.release(sl, worker.DoneInfo{}, err)
+				s.release(sl, gen.End{}, err)
 			}
 		}
 	}
@@ -223,7 +222,7 @@ func (s *scheduler) dropCancelled() {
 
 // release ends the slot's generation and frees the slot; its cache stays
 // for prefix reuse.
-func (s *scheduler) release(sl *slot, info worker.DoneInfo, err error) {
+func (s *scheduler) release(sl *slot, info gen.End, err error) {
 	sl.req.finish(info, err)
 	sl.req, sl.pending, sl.lastUse = nil, nil, s.step
 }
@@ -271,7 +270,7 @@ func (s *scheduler) stepOnce() {
 	if err != nil {
 		err = fmt.Errorf("engine: decode step: %w", err)
 		for _, sp := range s.spans {
-			s.release(sp.sl, worker.DoneInfo{}, err)
+			s.release(sp.sl, gen.End{}, err)
 		}
 		return
 	}
@@ -288,38 +287,41 @@ func (s *scheduler) stepOnce() {
 // text to the request and decides whether the generation goes on.
 func (s *scheduler) advance(sl *slot, row []float32) {
 	r := sl.req
+	for _, b := range r.bias {
+		row[b.Token] += b.Bias
+	}
 	id, err := r.smp.Sample(row)
 	if err == nil {
 		err = r.smp.Accept(id)
 	}
 	if err != nil {
-		s.release(sl, worker.DoneInfo{}, fmt.Errorf("engine: sample: %w", err))
+		s.release(sl, gen.End{}, fmt.Errorf("engine: sample: %w", err))
 		return
 	}
-	var lp *ipc.TokenProb
+	var lp *gen.TokenProb
 	if r.logprobs {
 		if lp, err = s.logprob(row, id, r.topN); err != nil {
-			s.release(sl, worker.DoneInfo{}, err)
+			s.release(sl, gen.End{}, err)
 			return
 		}
 	}
 	r.generated++
-	finish := ""
+	var finish gen.FinishReason
 	var text string
 	if s.tok.IsEOG(id) {
-		finish = "stop"
+		finish = gen.FinishStop
 		text, _ = r.stop.push(r.dec.Flush())
 		text += r.stop.flush()
 	} else {
 		var hit bool
 		if text, hit = r.stop.push(r.dec.Add(id)); hit {
-			finish = "stop"
+			finish = gen.FinishStop
 		} else if r.generated >= r.maxTokens || len(sl.cached) >= s.cache.NCtx() {
-			finish = "length"
+			finish = gen.FinishLength
 			tail, hit := r.stop.push(r.dec.Flush())
 			text += tail
 			if hit {
-				finish = "stop"
+				finish = gen.FinishStop
 			} else {
 				text += r.stop.flush()
 			}
@@ -330,21 +332,21 @@ func (s *scheduler) advance(sl *slot, row []float32) {
 		sl.pending = append(sl.pending[:0:0], id)
 		return
 	}
-	s.release(sl, worker.DoneInfo{Finish: finish, Usage: ipc.Usage{PromptTokens: len(r.prompt),
+	s.release(sl, gen.End{Finish: finish, Usage: gen.Usage{PromptTokens: len(r.prompt),
 		CompletionTokens: r.generated, CachedTokens: r.cached}}, nil)
 }
 
 // logprob returns the chosen token's log-probability under row and the
 // topN most likely alternatives.
-func (s *scheduler) logprob(row []float32, id int32, topN int) (*ipc.TokenProb, error) {
+func (s *scheduler) logprob(row []float32, id int32, topN int) (*gen.TokenProb, error) {
 	lp, top, err := sample.Logprobs(row, id, topN, s.lps)
 	if err != nil {
 		return nil, fmt.Errorf("engine: logprobs: %w", err)
 	}
 	s.lps = top[:0]
-	tp := &ipc.TokenProb{Token: s.pieceText(id), Logprob: lp}
+	tp := &gen.TokenProb{Token: s.pieceText(id), Logprob: lp}
 	for _, t := range top {
-		tp.Top = append(tp.Top, ipc.TokenAlt{Token: s.pieceText(t.ID), Logprob: t.Logprob})
+		tp.Top = append(tp.Top, gen.TokenAlt{Token: s.pieceText(t.ID), Logprob: t.Logprob})
 	}
 	return tp, nil
 }

@@ -3,10 +3,12 @@ package ipc
 import (
 	"bytes"
 	"testing"
+
+	"github.com/lisa-llm/lisa/gen"
 )
 
 func BenchmarkDecodeTokens(b *testing.B) {
-	body, _ := Marshal(&Tokens{ID: 12345, Text: " the", Logprobs: []TokenProb{{Token: " the", Logprob: -0.1}}})
+	body, _ := Marshal(&Tokens{ID: 12345, Text: " the", Logprobs: []gen.TokenProb{{Token: " the", Logprob: -0.1}}})
 	b.SetBytes(int64(len(body)))
 	for b.Loop() {
 		if _, err := DecodeReply(body); err != nil {

@@ -3,9 +3,12 @@ package ipc
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/lisa-llm/lisa/gen"
 )
 
 func strp(s string) *string { return &s }
@@ -14,12 +17,18 @@ func strp(s string) *string { return &s }
 func sampleRequests() []Message {
 	return []Message{
 		&Hello{ID: 1, Protocol: Version, ModelName: "tiny", Threads: 2, CtxSize: 512, Parallel: 2, KVType: "f16"},
-		&Generate{ID: 2, Prompt: strp("Once upon a time"), MaxTokens: 16, Stop: []string{"\n", "The end"},
-			Sampling: Sampling{Temperature: 0.7, TopK: 40, TopP: 0.9, MinP: 0.05, RepeatPenalty: 1.1, RepeatLastN: 64, Seed: 1 << 60, HasSeed: true},
-			Logprobs: true, TopLogprobs: 3},
-		&Generate{ID: 3, PromptIDs: []int32{1, 2, 3}, MaxTokens: 1, Sampling: Sampling{TopP: 1}},
-		&Generate{ID: 4, Messages: []ChatMessage{{Role: "system", Content: "be brief"}, {Role: "user", Content: "héllo \u2028 \x00"}}, MaxTokens: 8},
-		&Generate{ID: 5, Prompt: strp(""), MaxTokens: 8},
+		&Generate{ID: 2, Request: gen.Request{Prompt: strp("Once upon a time"), MaxTokens: 16, Stop: []string{"\n", "The end"},
+			Sampling: gen.Sampling{Temperature: 0.7, TopK: 40, TopP: 0.9, MinP: 0.05, RepeatPenalty: 1.1, RepeatLastN: 64, Seed: 1 << 60, HasSeed: true,
+				LogitBias: []gen.Bias{{Token: 5, Bias: -100}, {Token: 7, Bias: 2.5}}},
+			Logprobs: true, TopLogprobs: 3}},
+		&Generate{ID: 3, Request: gen.Request{PromptIDs: []int32{1, 2, 3}, MaxTokens: 1, FitContext: true, Sampling: gen.Sampling{TopP: 1}}},
+		&Generate{ID: 4, Request: gen.Request{Messages: []gen.Message{{Role: "system", Content: "be brief"}, {Role: "user", Content: "héllo \u2028 \x00"},
+			{Role: "assistant", ToolCalls: []gen.ToolCall{{ID: "call_1", Name: "get_weather", Arguments: `{"city":"Paris"}`}}},
+			{Role: "tool", Content: "sunny", ToolCallID: "call_1"}}, MaxTokens: 8,
+			Tools:      []gen.Tool{{Name: "get_weather", Description: "weather", Parameters: `{"type":"object","properties":{"city":{"type":"string"}}}`, Strict: true}},
+			ToolChoice: gen.ToolChoice{Mode: gen.ChoiceFunction, Name: "get_weather"}, ParallelToolCalls: true}},
+		&Generate{ID: 5, Request: gen.Request{Prompt: strp(""), MaxTokens: 8, Format: gen.Format{Type: gen.FormatJSONSchema, Name: "x", Schema: `{"type":"object"}`, Strict: true}}},
+		&Generate{ID: 9, Request: gen.Request{Prompt: strp("a"), MaxTokens: 8, Format: gen.Format{Type: gen.FormatGrammar, Grammar: `root ::= "yes" | "no"`}}},
 		&Tokenize{ID: 6, Text: "a <s> b", Special: true},
 		&Detokenize{ID: 7, IDs: []int32{0, 5, 31999}},
 		&Detokenize{ID: 8, IDs: []int32{}},
@@ -35,10 +44,11 @@ func sampleReplies() []Message {
 			Tensors: 48, TensorBytes: 1 << 20, LoadUS: 12},
 		&Progress{ID: 1, Tensors: 12, TensorsTotal: 48, Bytes: 4096, BytesTotal: 1 << 20, ElapsedUS: 1500},
 		&Progress{ID: 1},
-		&Tokens{ID: 2, Text: "Once", Logprobs: []TokenProb{{Token: "Once", Logprob: -0.25, Top: []TokenAlt{{Token: "One", Logprob: -2}}}}},
+		&Tokens{ID: 2, Text: "Once", Logprobs: []gen.TokenProb{{Token: "Once", Logprob: -0.25, Top: []gen.TokenAlt{{Token: "One", Logprob: -2}}}}},
 		&Tokens{ID: 2, Text: ""},
-		&Done{ID: 2, FinishReason: "length", Usage: Usage{PromptTokens: 5, CompletionTokens: 16, CachedTokens: 2}},
+		&Done{ID: 2, FinishReason: "length", Usage: gen.Usage{PromptTokens: 5, CompletionTokens: 16, CachedTokens: 2}},
 		&Error{ID: 3, Message: "context full"},
+		&Error{ID: 3, Message: "the prompt has 9 tokens", Code: gen.CodeContextLength, Param: "messages"},
 		&Tokenized{ID: 6, IDs: []int32{1, 2}},
 		&Tokenized{ID: 6, IDs: []int32{}},
 		&Detokenized{ID: 7, Text: "hello"},
@@ -134,14 +144,14 @@ func TestDecodeViolations(t *testing.T) {
 		{"ids overflow int32", `{"type":"tokenized","id":1,"ids":[2147483648]}`, KindWrongType, "ids[0]"},
 		{"ids negative", `{"type":"tokenized","id":1,"ids":[-1]}`, KindBadValue, "ids[0]"},
 		{"logprob too big", `{"type":"tokens","id":1,"text":"a","logprobs":[{"token":"a","logprob":1e39}]}`, KindWrongType, "logprobs[0].logprob"},
-		{"bool as number", `{"type":"ready","id":1,"protocol":1,"n_ctx":1,"n_vocab":1,"layers":[{"name":"x","applied":1}]}`, KindWrongType, "layers[0].applied"},
+		{"bool as number", `{"type":"ready","id":1,"protocol":2,"n_ctx":1,"n_vocab":1,"layers":[{"name":"x","applied":1}]}`, KindWrongType, "layers[0].applied"},
 		{"finish reason", `{"type":"done","id":1,"finish_reason":"eos","usage":{"prompt_tokens":1,"completion_tokens":1}}`, KindBadValue, "finish_reason"},
 		{"cached above prompt", `{"type":"done","id":1,"finish_reason":"stop","usage":{"prompt_tokens":1,"completion_tokens":1,"cached_tokens":2}}`, KindBadValue, "usage.cached_tokens"},
 		{"negative usage", `{"type":"done","id":1,"finish_reason":"stop","usage":{"prompt_tokens":-1,"completion_tokens":1}}`, KindBadValue, "usage.prompt_tokens"},
-		{"protocol", `{"type":"ready","id":1,"protocol":2,"n_ctx":1,"n_vocab":1}`, KindBadValue, "protocol"},
-		{"n_ctx zero", `{"type":"ready","id":1,"protocol":1,"n_ctx":0,"n_vocab":1}`, KindBadValue, "n_ctx"},
+		{"protocol", `{"type":"ready","id":1,"protocol":1,"n_ctx":1,"n_vocab":1}`, KindBadValue, "protocol"},
+		{"n_ctx zero", `{"type":"ready","id":1,"protocol":2,"n_ctx":0,"n_vocab":1}`, KindBadValue, "n_ctx"},
 		{"too many alternatives", `{"type":"tokens","id":1,"text":"a","logprobs":[{"token":"a","logprob":0,"top":[` +
-			strings.Repeat(`{"token":"b","logprob":-1},`, MaxTopLogprobs) + `{"token":"c","logprob":-1}]}]}`, KindBadValue, "logprobs[0].top"},
+			strings.Repeat(`{"token":"b","logprob":-1},`, gen.MaxTopLogprobs) + `{"token":"c","logprob":-1}]}]}`, KindBadValue, "logprobs[0].top"},
 		{"progress past total", `{"type":"progress","id":1,"tensors":49,"tensors_total":48,"bytes":0,"bytes_total":0,"elapsed_us":0}`, KindBadValue, "tensors"},
 		{"progress negative", `{"type":"progress","id":1,"tensors":-1,"tensors_total":48,"bytes":0,"bytes_total":0,"elapsed_us":0}`, KindBadValue, "tensors"},
 		{"progress total", `{"type":"progress","id":1,"tensors":0,"tensors_total":1048577,"bytes":0,"bytes_total":0,"elapsed_us":0}`, KindBadValue, "tensors_total"},
@@ -150,16 +160,22 @@ func TestDecodeViolations(t *testing.T) {
 		{"progress time", `{"type":"progress","id":1,"tensors":0,"tensors_total":1,"bytes":0,"bytes_total":0,"elapsed_us":-5}`, KindBadValue, "elapsed_us"},
 		{"progress bytes overflow", `{"type":"progress","id":1,"tensors":0,"tensors_total":1,"bytes":0,"bytes_total":9223372036854775808,"elapsed_us":0}`, KindWrongType, "bytes_total"},
 		{"progress missing", `{"type":"progress","id":1,"tensors":0,"tensors_total":1,"bytes":0,"bytes_total":0}`, KindMissingField, "elapsed_us"},
-		{"ready tensors", `{"type":"ready","id":1,"protocol":1,"n_ctx":1,"n_vocab":1,"tensors":-1}`, KindBadValue, "tensors"},
-		{"ready bytes", `{"type":"ready","id":1,"protocol":1,"n_ctx":1,"n_vocab":1,"tensor_bytes":-1}`, KindBadValue, "tensor_bytes"},
-		{"ready control id past vocab", `{"type":"ready","id":1,"protocol":1,"n_ctx":1,"n_vocab":4,"control_ids":[1,4]}`, KindBadValue, "control_ids[1]"},
-		{"ready control ids unsorted", `{"type":"ready","id":1,"protocol":1,"n_ctx":1,"n_vocab":4,"control_ids":[2,1]}`, KindBadValue, "control_ids[1]"},
-		{"ready control ids repeated", `{"type":"ready","id":1,"protocol":1,"n_ctx":1,"n_vocab":4,"control_ids":[2,2]}`, KindBadValue, "control_ids[1]"},
-		{"ready bos past vocab", `{"type":"ready","id":1,"protocol":1,"n_ctx":1,"n_vocab":4,"bos":4}`, KindBadValue, "bos"},
-		{"ready control id negative", `{"type":"ready","id":1,"protocol":1,"n_ctx":1,"n_vocab":4,"control_ids":[-1]}`, KindBadValue, "control_ids[0]"},
-		{"generate repeat_last_n", `{"type":"generate","id":1,"prompt":"x","max_tokens":1,"sampling":{"repeat_last_n":65537}}`, KindBadValue, "sampling.repeat_last_n"},
-		{"generate temperature", `{"type":"generate","id":1,"prompt":"x","max_tokens":1,"sampling":{"temperature":3}}`, KindBadValue, "sampling.temperature"},
-		{"ready load time", `{"type":"ready","id":1,"protocol":1,"n_ctx":1,"n_vocab":1,"load_us":1125899906842625}`, KindBadValue, "load_us"},
+		{"ready tensors", `{"type":"ready","id":1,"protocol":2,"n_ctx":1,"n_vocab":1,"tensors":-1}`, KindBadValue, "tensors"},
+		{"ready bytes", `{"type":"ready","id":1,"protocol":2,"n_ctx":1,"n_vocab":1,"tensor_bytes":-1}`, KindBadValue, "tensor_bytes"},
+		{"ready control id past vocab", `{"type":"ready","id":1,"protocol":2,"n_ctx":1,"n_vocab":4,"control_ids":[1,4]}`, KindBadValue, "control_ids[1]"},
+		{"ready control ids unsorted", `{"type":"ready","id":1,"protocol":2,"n_ctx":1,"n_vocab":4,"control_ids":[2,1]}`, KindBadValue, "control_ids[1]"},
+		{"ready control ids repeated", `{"type":"ready","id":1,"protocol":2,"n_ctx":1,"n_vocab":4,"control_ids":[2,2]}`, KindBadValue, "control_ids[1]"},
+		{"ready bos past vocab", `{"type":"ready","id":1,"protocol":2,"n_ctx":1,"n_vocab":4,"bos":4}`, KindBadValue, "bos"},
+		{"ready control id negative", `{"type":"ready","id":1,"protocol":2,"n_ctx":1,"n_vocab":4,"control_ids":[-1]}`, KindBadValue, "control_ids[0]"},
+		{"generate repeat_last_n", `{"type":"generate","id":1,"request":{"prompt":"x","max_tokens":1,"sampling":{"repeat_last_n":65537}}}`, KindBadValue, "request.sampling.repeat_last_n"},
+		{"generate temperature", `{"type":"generate","id":1,"request":{"prompt":"x","max_tokens":1,"sampling":{"temperature":3}}}`, KindBadValue, "request.sampling.temperature"},
+		{"generate request missing", `{"type":"generate","id":1}`, KindMissingField, "request"},
+		{"generate tool unknown field", `{"type":"generate","id":1,"request":{"prompt":"x","max_tokens":1,"sampling":{},"tools":[{"name":"f","x":1}]}}`, KindUnknownField, "request.tools[0].x"},
+		{"generate schema not string", `{"type":"generate","id":1,"request":{"prompt":"x","max_tokens":1,"sampling":{},"format":{"type":"json_schema","schema":{}}}}`, KindWrongType, "request.format.schema"},
+		{"error code", `{"type":"error","id":1,"message":"x","code":"teapot"}`, KindBadValue, "code"},
+		{"error code type", `{"type":"error","id":1,"message":"x","code":5}`, KindWrongType, "code"},
+		{"finish tool_calls ok but bad", `{"type":"done","id":1,"finish_reason":"tool_call","usage":{"prompt_tokens":1,"completion_tokens":1}}`, KindBadValue, "finish_reason"},
+		{"ready load time", `{"type":"ready","id":1,"protocol":2,"n_ctx":1,"n_vocab":1,"load_us":1125899906842625}`, KindBadValue, "load_us"},
 		{"invalid UTF-8", "{\"type\":\"tokens\",\"id\":1,\"text\":\"\xff\"}", KindInvalidUTF8, ""},
 		{"overlong UTF-8", "{\"type\":\"tokens\",\"id\":1,\"text\":\"\xc0\xaf\"}", KindInvalidUTF8, ""},
 		{"surrogate in UTF-8", "{\"type\":\"tokens\",\"id\":1,\"text\":\"\xed\xa0\x80\"}", KindInvalidUTF8, ""},
@@ -202,16 +218,42 @@ func TestRequestViolations(t *testing.T) {
 		body  string
 		field string
 	}{
-		{"two prompts", `{"type":"generate","id":1,"prompt":"a","prompt_ids":[1],"max_tokens":1,"sampling":{}}`, "prompt"},
-		{"no prompt", `{"type":"generate","id":1,"max_tokens":1,"sampling":{}}`, "prompt"},
-		{"empty ids", `{"type":"generate","id":1,"prompt_ids":[],"max_tokens":1,"sampling":{}}`, "prompt_ids"},
-		{"empty messages", `{"type":"generate","id":1,"messages":[],"max_tokens":1,"sampling":{}}`, "messages"},
-		{"zero max", `{"type":"generate","id":1,"prompt":"a","max_tokens":0,"sampling":{}}`, "max_tokens"},
-		{"five stops", `{"type":"generate","id":1,"prompt":"a","max_tokens":1,"sampling":{},"stop":["a","b","c","d","e"]}`, "stop"},
-		{"role", `{"type":"generate","id":1,"messages":[{"role":"tool","content":"x"}],"max_tokens":1,"sampling":{}}`, "messages[0].role"},
-		{"top logprobs", `{"type":"generate","id":1,"prompt":"a","max_tokens":1,"sampling":{},"top_logprobs":21}`, "top_logprobs"},
+		{"two prompts", gr(`"prompt":"a","prompt_ids":[1],"max_tokens":1`), "request.prompt"},
+		{"no prompt", gr(`"max_tokens":1`), "request.prompt"},
+		{"empty ids", gr(`"prompt_ids":[],"max_tokens":1`), "request.prompt_ids"},
+		{"empty messages", gr(`"messages":[],"max_tokens":1`), "request.messages"},
+		{"zero max", gr(`"prompt":"a","max_tokens":0`), "request.max_tokens"},
+		{"five stops", gr(`"prompt":"a","max_tokens":1,"stop":["a","b","c","d","e"]`), "request.stop"},
+		{"empty stop", gr(`"prompt":"a","max_tokens":1,"stop":[""]`), "request.stop[0]"},
+		{"long stop", gr(`"prompt":"a","max_tokens":1,"stop":["` + strings.Repeat("s", gen.MaxStopBytes+1) + `"]`), "request.stop[0]"},
+		{"role", gr(`"messages":[{"role":"function","content":"x"}],"max_tokens":1`), "request.messages[0].role"},
+		{"top logprobs", gr(`"prompt":"a","max_tokens":1,"logprobs":true,"top_logprobs":21`), "request.top_logprobs"},
+		{"top logprobs alone", gr(`"prompt":"a","max_tokens":1,"top_logprobs":2`), "request.top_logprobs"},
+		{"tool calls on user", gr(`"messages":[{"role":"user","content":"x","tool_calls":[{"name":"f","arguments":"{}"}]}],"max_tokens":1`), "request.messages[0].tool_calls"},
+		{"tool call id on user", gr(`"messages":[{"role":"user","content":"x","tool_call_id":"c"}],"max_tokens":1`), "request.messages[0].tool_call_id"},
+		{"tool call no name", gr(`"messages":[{"role":"assistant","content":"","tool_calls":[{"name":"","arguments":"{}"}]}],"max_tokens":1`), "request.messages[0].tool_calls[0].name"},
+		{"tool call long args", gr(`"messages":[{"role":"assistant","content":"","tool_calls":[{"name":"f","arguments":"` + strings.Repeat("a", gen.MaxTextBytes+1) + `"}]}],"max_tokens":1`), "request.messages[0].tool_calls[0].arguments"},
+		{"tool name long", gr(`"prompt":"a","max_tokens":1,"tools":[{"name":"` + strings.Repeat("n", gen.MaxNameBytes+1) + `"}]`), "request.tools[0].name"},
+		{"tool twice", gr(`"prompt":"a","max_tokens":1,"tools":[{"name":"f"},{"name":"f"}]`), "request.tools[1].name"},
+		{"tool schema not JSON", gr(`"prompt":"a","max_tokens":1,"tools":[{"name":"f","parameters":"{"}]`), "request.tools[0].parameters"},
+		{"tool schema array", gr(`"prompt":"a","max_tokens":1,"tools":[{"name":"f","parameters":"[]"}]`), "request.tools[0].parameters"},
+		{"tool schema deep", gr(`"prompt":"a","max_tokens":1,"tools":[{"name":"f","parameters":"` + strings.Repeat(`{\"a\":`, gen.MaxSchemaDepth+1) + "1" + strings.Repeat("}", gen.MaxSchemaDepth+1) + `"}]`), "request.tools[0].parameters"},
+		{"tool schema large", gr(`"prompt":"a","max_tokens":1,"tools":[{"name":"f","parameters":"{\"d\":\"` + strings.Repeat("x", gen.MaxSchemaBytes) + `\"}"}]`), "request.tools[0].parameters"},
+		{"choice mode", gr(`"prompt":"a","max_tokens":1,"tool_choice":{"mode":"any"}`), "request.tool_choice.mode"},
+		{"choice unknown function", gr(`"prompt":"a","max_tokens":1,"tools":[{"name":"f"}],"tool_choice":{"mode":"function","name":"g"}`), "request.tool_choice.name"},
+		{"choice required no tools", gr(`"prompt":"a","max_tokens":1,"tool_choice":{"mode":"required"}`), "request.tool_choice"},
+		{"format type", gr(`"prompt":"a","max_tokens":1,"format":{"type":"xml"}`), "request.format.type"},
+		{"format schema missing", gr(`"prompt":"a","max_tokens":1,"format":{"type":"json_schema"}`), "request.format.schema"},
+		{"format schema deep", gr(`"prompt":"a","max_tokens":1,"format":{"type":"json_schema","schema":"` + strings.Repeat(`{\"a\":[`, gen.MaxSchemaDepth) + "1" + strings.Repeat("]}", gen.MaxSchemaDepth) + `"}`), "request.format.schema"},
+		{"format grammar empty", gr(`"prompt":"a","max_tokens":1,"format":{"type":"grammar"}`), "request.format"},
+		{"format grammar large", gr(`"prompt":"a","max_tokens":1,"format":{"type":"grammar","grammar":"` + strings.Repeat("x", gen.MaxGrammarBytes+1) + `"}`), "request.format.grammar"},
+		{"format text with schema", gr(`"prompt":"a","max_tokens":1,"format":{"type":"text","schema":"{}"}`), "request.format"},
+		{"bias token", gr(`"prompt":"a","max_tokens":1`, `"logit_bias":[{"token":-1,"bias":1}]`), "request.sampling.logit_bias[0].token"},
+		{"bias twice", gr(`"prompt":"a","max_tokens":1`, `"logit_bias":[{"token":1,"bias":1},{"token":1,"bias":2}]`), "request.sampling.logit_bias[1].token"},
+		{"bias value", gr(`"prompt":"a","max_tokens":1`, `"logit_bias":[{"token":1,"bias":101}]`), "request.sampling.logit_bias[0].bias"},
+		{"bias count", gr(`"prompt":"a","max_tokens":1`, `"logit_bias":[`+manyBiases(gen.MaxLogitBias+1)+`]`), "request.sampling.logit_bias"},
 		{"hello protocol", `{"type":"hello","id":1,"protocol":0}`, "protocol"},
-		{"hello threads", `{"type":"hello","id":1,"protocol":1,"threads":-1}`, "threads"},
+		{"hello threads", `{"type":"hello","id":1,"protocol":2,"threads":-1}`, "threads"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -222,6 +264,21 @@ func TestRequestViolations(t *testing.T) {
 			}
 		})
 	}
+}
+
+// gr builds a generate body around request members, with the sampling
+// members given (or none).
+func gr(members string, sampling ...string) string {
+	return `{"type":"generate","id":1,"request":{` + members + `,"sampling":{` + strings.Join(sampling, ",") + `}}}`
+}
+
+// manyBiases lists n distinct logit_bias entries.
+func manyBiases(n int) string {
+	parts := make([]string, n)
+	for i := range parts {
+		parts[i] = fmt.Sprintf(`{"token":%d,"bias":1}`, i)
+	}
+	return strings.Join(parts, ",")
 }
 
 func TestErrorMessage(t *testing.T) {

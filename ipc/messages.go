@@ -1,20 +1,22 @@
 package ipc
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/lisa-llm/lisa/gen"
+)
 
 // Version is the protocol version carried by hello and ready; both sides
 // must agree on it.
-const Version = 1
+const Version = 2
 
 // Limits that decoding enforces on values, besides MaxFrame.
 const (
-	MaxStop        = 4       // stop strings per generate
-	MaxTopLogprobs = 20      // alternatives per token
-	MaxTokens      = 1 << 24 // context size, vocabulary size, token counts and ids stay below this
-	MaxListLen     = 1 << 17 // special tokens in ready
-	MaxLayers      = 64      // sandbox layers in ready
-	MaxTensors     = 1 << 20 // tensors in progress and ready
-	MaxLoadMicros  = 1 << 50 // load times in microseconds in progress and ready (about 35 years)
+	MaxTokens     = 1 << 24 // context size, vocabulary size, token counts and ids stay below this
+	MaxListLen    = 1 << 17 // special tokens in ready
+	MaxLayers     = 64      // sandbox layers in ready
+	MaxTensors    = 1 << 20 // tensors in progress and ready
+	MaxLoadMicros = 1 << 50 // load times in microseconds in progress and ready (about 35 years)
 )
 
 // The message types. Broker→worker: hello, generate, tokenize, detokenize,
@@ -58,39 +60,12 @@ type Hello struct {
 	KVType    string `json:"kv_type"`                 // KV cache element type ("f16", "f32"; empty: the engine's default)
 }
 
-// ChatMessage is one chat message of a Generate.
-type ChatMessage struct {
-	Role    string `json:"role" ipc:"required"` // "system", "user" or "assistant"
-	Content string `json:"content" ipc:"required"`
-}
-
-// Sampling holds a Generate's sampling parameters (see broker.Sampling).
-type Sampling struct {
-	Temperature      float32 `json:"temperature"`
-	TopK             int     `json:"top_k"`
-	TopP             float32 `json:"top_p"`
-	MinP             float32 `json:"min_p"`
-	RepeatPenalty    float32 `json:"repeat_penalty"`
-	RepeatLastN      int     `json:"repeat_last_n"`
-	PresencePenalty  float32 `json:"presence_penalty"`
-	FrequencyPenalty float32 `json:"frequency_penalty"`
-	Seed             uint64  `json:"seed"`
-	HasSeed          bool    `json:"has_seed"`
-}
-
-// Generate starts one generation. Exactly one of Prompt, PromptIDs and
-// Messages is set. The worker answers with zero or more Tokens, then one
-// Done or Error, all naming Generate's id; at most MaxTokens Tokens.
+// Generate starts one generation. The worker answers with zero or more
+// Tokens, then one Done or Error, all naming Generate's id; at most
+// Request.MaxTokens Tokens.
 type Generate struct {
-	ID          uint64        `json:"id" ipc:"required"`
-	Prompt      *string       `json:"prompt,omitempty"`     // raw text, tokenized with special parsing off
-	PromptIDs   []int32       `json:"prompt_ids,omitempty"` // pre-tokenized prompt
-	Messages    []ChatMessage `json:"messages,omitempty"`   // formatted by the model's chat template
-	MaxTokens   int           `json:"max_tokens" ipc:"required"`
-	Stop        []string      `json:"stop,omitempty"`
-	Sampling    Sampling      `json:"sampling" ipc:"required"`
-	Logprobs    bool          `json:"logprobs,omitempty"`
-	TopLogprobs int           `json:"top_logprobs,omitempty"`
+	ID      uint64      `json:"id" ipc:"required"`
+	Request gen.Request `json:"request" ipc:"required"`
 }
 
 // Tokenize asks for text's token ids; the answer is Tokenized or Error.
@@ -153,46 +128,30 @@ type Ready struct {
 	LoadUS        int64    `json:"load_us"`                  // from reading Hello to the engine being ready
 }
 
-// TokenAlt is one alternative token with its log-probability.
-type TokenAlt struct {
-	Token   string  `json:"token" ipc:"required"`
-	Logprob float32 `json:"logprob" ipc:"required"`
-}
-
-// TokenProb is one generated token's log-probability and alternatives.
-type TokenProb struct {
-	Token   string     `json:"token" ipc:"required"`
-	Logprob float32    `json:"logprob" ipc:"required"`
-	Top     []TokenAlt `json:"top,omitempty"`
-}
-
 // Tokens is a chunk of generated text, already cut at stop strings and
 // whole UTF-8 characters, with one Logprobs entry per token when asked.
 type Tokens struct {
-	ID       uint64      `json:"id" ipc:"required"`
-	Text     string      `json:"text" ipc:"required"`
-	Logprobs []TokenProb `json:"logprobs,omitempty"`
-}
-
-// Usage counts a generation's tokens.
-type Usage struct {
-	PromptTokens     int `json:"prompt_tokens" ipc:"required"`
-	CompletionTokens int `json:"completion_tokens" ipc:"required"`
-	CachedTokens     int `json:"cached_tokens"` // prompt tokens reused from the KV cache
+	ID       uint64          `json:"id" ipc:"required"`
+	Text     string          `json:"text" ipc:"required"`
+	Logprobs []gen.TokenProb `json:"logprobs,omitempty"`
 }
 
 // Done ends a generation normally.
 type Done struct {
-	ID           uint64 `json:"id" ipc:"required"`
-	FinishReason string `json:"finish_reason" ipc:"required"` // "stop" or "length"
-	Usage        Usage  `json:"usage" ipc:"required"`
+	ID           uint64           `json:"id" ipc:"required"`
+	FinishReason gen.FinishReason `json:"finish_reason" ipc:"required"`
+	Usage        gen.Usage        `json:"usage" ipc:"required"`
 }
 
 // Error ends any request with a failure. With Hello's id it says the model
-// could not be loaded.
+// could not be loaded. A failure the request caused carries its Code (one
+// of gen's closed list) and the request field at fault; the broker passes
+// those on to the client. Without a Code it is the worker's own failure.
 type Error struct {
-	ID      uint64 `json:"id" ipc:"required"`
-	Message string `json:"message" ipc:"required"`
+	ID      uint64   `json:"id" ipc:"required"`
+	Message string   `json:"message" ipc:"required"`
+	Code    gen.Code `json:"code,omitempty"`
+	Param   string   `json:"param,omitempty"`
 }
 
 // Tokenized answers Tokenize.
@@ -323,40 +282,7 @@ func (m *Hello) validate() error {
 }
 
 func (m *Generate) validate() error {
-	n := 0
-	if m.Prompt != nil {
-		n++
-	}
-	if m.PromptIDs != nil {
-		n++
-	}
-	if m.Messages != nil {
-		n++
-	}
-	switch {
-	case m.PromptIDs != nil && len(m.PromptIDs) == 0:
-		return bad(TypeGenerate, "prompt_ids", "empty")
-	case m.Messages != nil && len(m.Messages) == 0:
-		return bad(TypeGenerate, "messages", "empty")
-	case n != 1:
-		return bad(TypeGenerate, "prompt", "want exactly one of prompt, prompt_ids and messages, got %d", n)
-	case len(m.Stop) > MaxStop:
-		return bad(TypeGenerate, "stop", "%d stop strings, at most %d", len(m.Stop), MaxStop)
-	case m.TopLogprobs < 0 || m.TopLogprobs > MaxTopLogprobs:
-		return bad(TypeGenerate, "top_logprobs", "%d outside 0..%d", m.TopLogprobs, MaxTopLogprobs)
-	}
-	for i, msg := range m.Messages {
-		if msg.Role != "system" && msg.Role != "user" && msg.Role != "assistant" {
-			return bad(TypeGenerate, fmt.Sprintf("messages[%d].role", i), "unknown role %.32q", msg.Role)
-		}
-	}
-	if err := checkCount(TypeGenerate, "max_tokens", m.MaxTokens, 1); err != nil {
-		return err
-	}
-	if err := m.Sampling.validate(TypeGenerate); err != nil {
-		return err
-	}
-	if err := checkIDs(TypeGenerate, "prompt_ids", m.PromptIDs); err != nil {
+	if err := validateRequest(&m.Request); err != nil {
 		return err
 	}
 	return checkID(TypeGenerate, m.ID)
@@ -364,7 +290,6 @@ func (m *Generate) validate() error {
 
 func (m *Tokenize) validate() error    { return checkID(TypeTokenize, m.ID) }
 func (m *Cancel) validate() error      { return checkID(TypeCancel, m.ID) }
-func (m *Error) validate() error       { return checkID(TypeError, m.ID) }
 func (m *Detokenized) validate() error { return checkID(TypeDetokenized, m.ID) }
 
 func (m *Detokenize) validate() error {
@@ -426,18 +351,31 @@ func (m *Progress) validate() error {
 	return checkID(TypeProgress, m.ID)
 }
 
+func (m *Error) validate() error {
+	switch {
+	case m.Code != "" && !m.Code.Known():
+		return bad(TypeError, "code", "%.32q is not a known error code", m.Code)
+	case len(m.Param) > maxParamBytes:
+		return bad(TypeError, "param", "%d bytes, at most %d", len(m.Param), maxParamBytes)
+	}
+	return checkID(TypeError, m.ID)
+}
+
+// maxParamBytes bounds the field path an error names.
+const maxParamBytes = 256
+
 func (m *Tokens) validate() error {
 	for i, p := range m.Logprobs {
-		if len(p.Top) > MaxTopLogprobs {
-			return bad(TypeTokens, fmt.Sprintf("logprobs[%d].top", i), "%d alternatives, at most %d", len(p.Top), MaxTopLogprobs)
+		if len(p.Top) > gen.MaxTopLogprobs {
+			return bad(TypeTokens, fmt.Sprintf("logprobs[%d].top", i), "%d alternatives, at most %d", len(p.Top), gen.MaxTopLogprobs)
 		}
 	}
 	return checkID(TypeTokens, m.ID)
 }
 
 func (m *Done) validate() error {
-	if m.FinishReason != "stop" && m.FinishReason != "length" {
-		return bad(TypeDone, "finish_reason", "%.32q is neither \"stop\" nor \"length\"", m.FinishReason)
+	if !m.FinishReason.Valid() {
+		return bad(TypeDone, "finish_reason", "%.32q is not a finish reason", m.FinishReason)
 	}
 	u := m.Usage
 	if err := checkCount(TypeDone, "usage.prompt_tokens", u.PromptTokens, 0); err != nil {

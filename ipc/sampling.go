@@ -1,8 +1,10 @@
 package ipc
 
 import (
+	"fmt"
 	"math"
 
+	"github.com/lisa-llm/lisa/gen"
 	"github.com/lisa-llm/lisa/model/sample"
 )
 
@@ -21,7 +23,7 @@ const (
 
 // validate checks every parameter against the ranges above; NaN and the
 // infinities fail every range.
-func (s Sampling) validate(typ string) error {
+func validateSampling(typ string, s gen.Sampling) error {
 	in := func(v float32, lo, hi float64) bool {
 		f := float64(v)
 		return !math.IsNaN(f) && f >= lo && f <= hi
@@ -40,14 +42,31 @@ func (s Sampling) validate(typ string) error {
 	}
 	for _, f := range floats {
 		if !in(f.v, f.lo, f.hi) {
-			return bad(typ, "sampling."+f.field, "%g outside %g..%g", f.v, f.lo, f.hi)
+			return bad(typ, "request.sampling."+f.field, "%g outside %g..%g", f.v, f.lo, f.hi)
 		}
 	}
 	switch {
 	case s.TopK < 0 || s.TopK > MaxTopK:
-		return bad(typ, "sampling.top_k", "%d outside 0..%d", s.TopK, MaxTopK)
+		return bad(typ, "request.sampling.top_k", "%d outside 0..%d", s.TopK, MaxTopK)
 	case s.RepeatLastN < 0 || s.RepeatLastN > MaxRepeatLastN:
-		return bad(typ, "sampling.repeat_last_n", "%d outside 0..%d", s.RepeatLastN, MaxRepeatLastN)
+		return bad(typ, "request.sampling.repeat_last_n", "%d outside 0..%d", s.RepeatLastN, MaxRepeatLastN)
+	case len(s.LogitBias) > gen.MaxLogitBias:
+		return bad(typ, "request.sampling.logit_bias", "%d entries, at most %d", len(s.LogitBias), gen.MaxLogitBias)
+	}
+	// Token ids are checked against MaxTokens here and against the
+	// vocabulary by the engine (the broker checks both).
+	seen := make(map[int32]bool, len(s.LogitBias))
+	for i, b := range s.LogitBias {
+		field := fmt.Sprintf("request.sampling.logit_bias[%d]", i)
+		switch {
+		case b.Token < 0 || b.Token >= MaxTokens:
+			return bad(typ, field+".token", "token id %d out of range", b.Token)
+		case seen[b.Token]:
+			return bad(typ, field+".token", "token id %d given twice", b.Token)
+		case !in(b.Bias, -gen.MaxBias, gen.MaxBias):
+			return bad(typ, field+".bias", "%g outside %d..%d", b.Bias, -gen.MaxBias, gen.MaxBias)
+		}
+		seen[b.Token] = true
 	}
 	return nil
 }

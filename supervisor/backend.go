@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lisa-llm/lisa/broker"
+	"github.com/lisa-llm/lisa/gen"
 	"github.com/lisa-llm/lisa/ipc"
 )
 
@@ -23,7 +24,7 @@ func (s *Supervisor) Info(ctx context.Context) (broker.ModelInfo, error) {
 }
 
 // Generate starts one generation on the ready worker.
-func (s *Supervisor) Generate(ctx context.Context, req broker.GenerateRequest) (<-chan broker.Event, error) {
+func (s *Supervisor) Generate(ctx context.Context, req gen.Request) (<-chan broker.Event, error) {
 	in, err := s.serving()
 	if err != nil {
 		return nil, err
@@ -58,34 +59,15 @@ func (s *Supervisor) Detokenize(ctx context.Context, ids []int32) (string, error
 	return r.text, err
 }
 
-// generateMessage converts a broker request.
-func generateMessage(req broker.GenerateRequest) *ipc.Generate {
-	sp := req.Sampling
-	g := &ipc.Generate{ID: 1, MaxTokens: req.MaxTokens, Stop: req.Stop, Logprobs: req.Logprobs || req.TopLogprobs > 0,
-		TopLogprobs: req.TopLogprobs, Sampling: ipc.Sampling{Temperature: sp.Temperature, TopK: sp.TopK, TopP: sp.TopP,
-			MinP: sp.MinP, RepeatPenalty: sp.RepeatPenalty, RepeatLastN: sp.RepeatLastN, PresencePenalty: sp.PresencePenalty,
-			FrequencyPenalty: sp.FrequencyPenalty, Seed: sp.Seed, HasSeed: sp.HasSeed}}
-	switch {
-	case req.Messages != nil:
-		for _, m := range req.Messages {
-			g.Messages = append(g.Messages, ipc.ChatMessage{Role: m.Role, Content: m.Content})
-		}
-	case req.PromptIDs != nil:
-		g.PromptIDs = req.PromptIDs
-	default:
-		p := req.Prompt
-		g.Prompt = &p
-	}
-	return g
-}
-
-func (in *instance) generate(ctx context.Context, req broker.GenerateRequest) (<-chan broker.Event, error) {
-	g := generateMessage(req)
+func (in *instance) generate(ctx context.Context, req gen.Request) (<-chan broker.Event, error) {
+	// The worker checks the message as strictly; checking it here first
+	// keeps a broker bug from looking like a worker failure.
+	g := &ipc.Generate{ID: 1, Request: req}
 	if err := ipc.Check(g); err != nil {
 		return nil, fmt.Errorf("supervisor: invalid generate request: %w", err)
 	}
-	c := &call{kind: ipc.ReqGenerate, maxTokens: g.MaxTokens, maxBytes: min(g.MaxTokens*in.s.cfg.MaxTokenBytes, in.s.cfg.MaxTextBytes),
-		logprobs: g.Logprobs, topLogprobs: g.TopLogprobs, wake: make(chan struct{}, 1)}
+	c := &call{kind: ipc.ReqGenerate, maxTokens: req.MaxTokens, maxBytes: min(req.MaxTokens*in.s.cfg.MaxTokenBytes, in.s.cfg.MaxTextBytes),
+		logprobs: req.Logprobs, topLogprobs: req.TopLogprobs, wake: make(chan struct{}, 1)}
 	id, err := in.register(c)
 	if err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/lisa-llm/lisa/broker"
+	"github.com/lisa-llm/lisa/gen"
 	"github.com/lisa-llm/lisa/worker/workertest"
 )
 
@@ -22,7 +23,7 @@ func BenchmarkStream(b *testing.B) {
 	const n = 1000
 	b.ReportAllocs()
 	for b.Loop() {
-		ch, err := s.Generate(context.Background(), broker.GenerateRequest{Prompt: "x", MaxTokens: n})
+		ch, err := s.Generate(context.Background(), gen.Request{Prompt: sp("x"), MaxTokens: n})
 		if err != nil {
 			b.Fatal(err)
 		}

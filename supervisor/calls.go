@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lisa-llm/lisa/broker"
+	"github.com/lisa-llm/lisa/gen"
 	"github.com/lisa-llm/lisa/ipc"
 )
 
@@ -35,7 +36,7 @@ type call struct {
 
 	mu      sync.Mutex
 	text    strings.Builder
-	tprobs  []broker.TokenProb
+	tprobs  []gen.TokenProb
 	hasText bool
 	final   *broker.Event
 	wake    chan struct{} // capacity 1: something to deliver
@@ -80,13 +81,7 @@ func (c *call) onTokens(m *ipc.Tokens) error {
 	c.mu.Lock()
 	c.text.WriteString(m.Text)
 	c.hasText = true
-	for _, p := range m.Logprobs {
-		tp := broker.TokenProb{Token: p.Token, Logprob: p.Logprob}
-		for _, a := range p.Top {
-			tp.Top = append(tp.Top, broker.TokenAlt{Token: a.Token, Logprob: a.Logprob})
-		}
-		c.tprobs = append(c.tprobs, tp)
-	}
+	c.tprobs = append(c.tprobs, m.Logprobs...)
 	c.mu.Unlock()
 	c.notify()
 	return nil
@@ -97,8 +92,7 @@ func (c *call) onDone(m *ipc.Done) error {
 	if m.Usage.CompletionTokens > c.maxTokens {
 		return tooMuch(m.Type(), "usage.completion_tokens", "%d tokens for a request for %d", m.Usage.CompletionTokens, c.maxTokens)
 	}
-	c.end(broker.Event{Kind: broker.EventDone, Finish: m.FinishReason, Usage: broker.Usage{
-		PromptTokens: m.Usage.PromptTokens, CompletionTokens: m.Usage.CompletionTokens, CachedTokens: m.Usage.CachedTokens}})
+	c.end(broker.Event{Kind: broker.EventDone, Finish: m.FinishReason, Usage: m.Usage})
 	return nil
 }
 

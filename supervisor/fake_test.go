@@ -229,3 +229,6 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// sp points at s.
+func sp(s string) *string { return &s }

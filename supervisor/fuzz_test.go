@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/lisa-llm/lisa/broker"
+	"github.com/lisa-llm/lisa/gen"
 	"github.com/lisa-llm/lisa/ipc"
 	"github.com/lisa-llm/lisa/worker/workertest"
 )
@@ -23,10 +24,10 @@ func FuzzWorkerStream(f *testing.F) {
 		}
 		return b
 	}
-	f.Add(frame(&ipc.Tokens{ID: 2, Text: "hello"}, &ipc.Done{ID: 2, FinishReason: "stop", Usage: ipc.Usage{PromptTokens: 1, CompletionTokens: 1}}))
+	f.Add(frame(&ipc.Tokens{ID: 2, Text: "hello"}, &ipc.Done{ID: 2, FinishReason: "stop", Usage: gen.Usage{PromptTokens: 1, CompletionTokens: 1}}))
 	f.Add(frame(&ipc.Error{ID: 2, Message: "context full"}))
 	f.Add(frame(&ipc.Tokens{ID: 2, Text: "a"}, &ipc.Tokens{ID: 3, Text: "b"}))
-	f.Add(frame(&ipc.Done{ID: 2, FinishReason: "length", Usage: ipc.Usage{CompletionTokens: 4}}, &ipc.Tokens{ID: 2, Text: "late"}))
+	f.Add(frame(&ipc.Done{ID: 2, FinishReason: "length", Usage: gen.Usage{CompletionTokens: 4}}, &ipc.Tokens{ID: 2, Text: "late"}))
 	f.Add(frame(&ipc.Progress{ID: 1, Tensors: 1, TensorsTotal: 2, BytesTotal: 1})) // the load is over
 	f.Add(frame(&ipc.Progress{ID: 2, Tensors: 1, TensorsTotal: 2, BytesTotal: 1})) // no answer to a generate
 	f.Add([]byte{0, 0, 0, 5, '{', '}', '{', '}', '}'})
@@ -50,7 +51,7 @@ func checkStream(t *testing.T, stream []byte) {
 		}
 		defer s.Close()
 		const maxTokens = 4
-		ch, err := s.Generate(context.Background(), broker.GenerateRequest{Prompt: "x", MaxTokens: maxTokens})
+		ch, err := s.Generate(context.Background(), gen.Request{Prompt: sp("x"), MaxTokens: maxTokens})
 		if err != nil {
 			t.Fatal(err)
 		}

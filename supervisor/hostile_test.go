@@ -5,13 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"testing"
 	"time"
 
-	"net"
-
 	"github.com/lisa-llm/lisa/broker"
+	"github.com/lisa-llm/lisa/gen"
 	"github.com/lisa-llm/lisa/ipc"
 	"github.com/lisa-llm/lisa/worker/workertest"
 )
@@ -106,7 +106,7 @@ func replyCases() []violationCase {
 		{name: "unknown id", reason: "unknown id", act: func(p *fakePeer, r ipc.Message) { p.frame(tokens(id(r)+100, "a")) }},
 		{name: "id zero", reason: "bad value", act: func(p *fakePeer, r ipc.Message) { p.frame(tokens(0, "a")) }},
 		{name: "finished id", reason: "finished id", firstOK: true, act: func(p *fakePeer, r ipc.Message) {
-			p.send(&ipc.Done{ID: id(r), FinishReason: "stop", Usage: ipc.Usage{PromptTokens: 1, CompletionTokens: 1}})
+			p.send(&ipc.Done{ID: id(r), FinishReason: "stop", Usage: gen.Usage{PromptTokens: 1, CompletionTokens: 1}})
 			p.frame(tokens(id(r), "late"))
 		}},
 		{name: "second ready", reason: "finished id", act: func(p *fakePeer, r ipc.Message) {
@@ -131,10 +131,10 @@ func replyCases() []violationCase {
 			p.frame(string(append(body, `"}`...)))
 		}},
 		{name: "logprobs not requested", reason: "not requested", act: func(p *fakePeer, r ipc.Message) {
-			p.send(&ipc.Tokens{ID: id(r), Text: "a", Logprobs: []ipc.TokenProb{{Token: "a"}}})
+			p.send(&ipc.Tokens{ID: id(r), Text: "a", Logprobs: []gen.TokenProb{{Token: "a"}}})
 		}},
 		{name: "usage above max_tokens", reason: "usage.completion_tokens", act: func(p *fakePeer, r ipc.Message) {
-			p.send(&ipc.Done{ID: id(r), FinishReason: "length", Usage: ipc.Usage{CompletionTokens: 5000}})
+			p.send(&ipc.Done{ID: id(r), FinishReason: "length", Usage: gen.Usage{CompletionTokens: 5000}})
 		}},
 		{name: "bad finish reason", reason: "finish_reason", act: func(p *fakePeer, r ipc.Message) {
 			p.frame(fmt.Sprintf(`{"type":"done","id":%d,"finish_reason":"eos","usage":{"prompt_tokens":1,"completion_tokens":1}}`, id(r)))
@@ -164,7 +164,7 @@ func TestHostileWorker(t *testing.T) {
 			s := startSupervisor(t, testConfig(logs), l)
 			checkFirstRequest(t, s, tc)
 			waitFor(t, "the restarted worker", func() bool { return s.Health() == nil && l.launches.Load() == 2 })
-			ch, err := s.Generate(context.Background(), broker.GenerateRequest{Prompt: "x", MaxTokens: 2})
+			ch, err := s.Generate(context.Background(), gen.Request{Prompt: sp("x"), MaxTokens: 2})
 			if err != nil {
 				t.Fatalf("after restart: %v", err)
 			}
@@ -200,7 +200,7 @@ func checkFirstRequest(t *testing.T, s *Supervisor, tc violationCase) {
 	}
 	gctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	ch, err := s.Generate(gctx, broker.GenerateRequest{Prompt: "x", MaxTokens: tc.maxToken})
+	ch, err := s.Generate(gctx, gen.Request{Prompt: sp("x"), MaxTokens: tc.maxToken})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +231,7 @@ func TestSendQueueFull(t *testing.T) {
 	refused := 0
 	start := time.Now()
 	for range sendQueue + 8 {
-		ch, err := s.Generate(context.Background(), broker.GenerateRequest{Prompt: "x", MaxTokens: 2})
+		ch, err := s.Generate(context.Background(), gen.Request{Prompt: sp("x"), MaxTokens: 2})
 		if err != nil {
 			if !errors.Is(err, broker.ErrWorkerFailed) && !errors.Is(err, broker.ErrNotReady) {
 				t.Fatalf("refused with %v", err)

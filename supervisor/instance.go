@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lisa-llm/lisa/broker"
+	"github.com/lisa-llm/lisa/gen"
 	"github.com/lisa-llm/lisa/ipc"
 )
 
@@ -228,7 +229,7 @@ func (in *instance) dispatch(m ipc.Message) error {
 			return err
 		}
 	case *ipc.Error:
-		c.finish(fmt.Errorf("%w: %q", ErrRequestFailed, limitText(m.Message)))
+		c.finish(requestError(m))
 	case *ipc.Tokenized:
 		for i, id := range m.IDs {
 			if int(id) >= in.vocab {
@@ -242,6 +243,16 @@ func (in *instance) dispatch(m ipc.Message) error {
 	}
 	delete(in.calls, m.RequestID())
 	return nil
+}
+
+// requestError is the error an ipc.Error ends a request with: a
+// *gen.Error (matching ErrRequestFailed) when the request caused it, so
+// the broker can answer with its 4xx; else the worker's own failure.
+func requestError(m *ipc.Error) error {
+	if m.Code == "" {
+		return fmt.Errorf("%w: %q", ErrRequestFailed, limitText(m.Message))
+	}
+	return &gen.Error{Code: m.Code, Param: m.Param, Message: limitText(m.Message), Err: ErrRequestFailed}
 }
 
 // onHello handles the answer to hello.

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/lisa-llm/lisa/broker"
+	"github.com/lisa-llm/lisa/gen"
 	"github.com/lisa-llm/lisa/ipc"
 	"github.com/lisa-llm/lisa/sandbox"
 	"github.com/lisa-llm/lisa/worker"
@@ -154,7 +155,7 @@ func TestWorkerProcesses(t *testing.T) {
 	l := &procLauncher{t: t, modes: []string{"honest", "garbage", "panic", "honest"}}
 	s := startSupervisor(t, testConfig(logs), l)
 	ctx := context.Background()
-	ch, err := s.Generate(ctx, broker.GenerateRequest{Prompt: "x", MaxTokens: 5})
+	ch, err := s.Generate(ctx, gen.Request{Prompt: sp("x"), MaxTokens: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +164,7 @@ func TestWorkerProcesses(t *testing.T) {
 	}
 	// Cancellation reaches the real process.
 	cctx, cancel := context.WithCancel(ctx)
-	ch, _ = s.Generate(cctx, broker.GenerateRequest{Prompt: "x", MaxTokens: 1000000})
+	ch, _ = s.Generate(cctx, gen.Request{Prompt: sp("x"), MaxTokens: 1000000})
 	<-ch
 	cancel()
 	collect(t, ch)
@@ -174,7 +175,7 @@ func TestWorkerProcesses(t *testing.T) {
 	// The "garbage" worker dies before ready; the "panic" one gets ready
 	// and dies on the first request.
 	waitFor(t, "the panicking worker to be ready", func() bool { return l.launched() == 3 && s.Health() == nil })
-	ch, _ = s.Generate(ctx, broker.GenerateRequest{Prompt: "x", MaxTokens: 5})
+	ch, _ = s.Generate(ctx, gen.Request{Prompt: sp("x"), MaxTokens: 5})
 	if _, evs := collect(t, ch); !errors.Is(last(evs).Err, broker.ErrWorkerFailed) {
 		t.Fatalf("request to a panicking worker: %+v", last(evs))
 	}
@@ -191,7 +192,7 @@ func TestWorkerProcesses(t *testing.T) {
 			t.Errorf("death line %d %q lacks %q", i, lines[i], want)
 		}
 	}
-	ch, _ = s.Generate(ctx, broker.GenerateRequest{Prompt: "x", MaxTokens: 2})
+	ch, _ = s.Generate(ctx, gen.Request{Prompt: sp("x"), MaxTokens: 2})
 	if _, evs := collect(t, ch); last(evs).Kind != broker.EventDone {
 		t.Fatalf("after the restarts: %+v", evs)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lisa-llm/lisa/broker"
+	"github.com/lisa-llm/lisa/gen"
 	"github.com/lisa-llm/lisa/ipc"
 	"github.com/lisa-llm/lisa/sandbox"
 	"github.com/lisa-llm/lisa/worker/workertest"
@@ -41,7 +42,7 @@ func TestRestartBudget(t *testing.T) {
 	cfg.RestartBackoff, cfg.MaxRestartBackoff = 40*time.Millisecond, 160*time.Millisecond
 	cfg.RestartWindow = time.Minute
 	s := startSupervisor(t, cfg, l)
-	ch, err := s.Generate(context.Background(), broker.GenerateRequest{Prompt: "x", MaxTokens: 3})
+	ch, err := s.Generate(context.Background(), gen.Request{Prompt: sp("x"), MaxTokens: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +75,7 @@ func TestRestartBudget(t *testing.T) {
 	if strings.Join(waits, " ") != "40ms 80ms 160ms 160ms" {
 		t.Fatalf("backoff waits %q, want doubling from 40ms up to 160ms", waits)
 	}
-	ch, err = s.Generate(context.Background(), broker.GenerateRequest{Prompt: "x", MaxTokens: 3})
+	ch, err = s.Generate(context.Background(), gen.Request{Prompt: sp("x"), MaxTokens: 3})
 	if err != nil {
 		t.Fatalf("generate after recovery: %v", err)
 	}
@@ -127,7 +128,7 @@ func TestStartFailures(t *testing.T) {
 	badReady := func(t *testing.T, conn net.Conn, stop <-chan struct{}) {
 		p := &fakePeer{conn: conn, r: ipc.NewReader(conn)}
 		if _, ok := p.next(); ok {
-			p.frame(`{"type":"ready","id":1,"protocol":1,"n_ctx":0,"n_vocab":5}`)
+			p.frame(`{"type":"ready","id":1,"protocol":2,"n_ctx":0,"n_vocab":5}`)
 		}
 		p.drain()
 	}
@@ -174,7 +175,7 @@ func TestRestartLaunchFailureSpendsBudget(t *testing.T) {
 	logs := &logBuffer{}
 	l := &failingLauncher{first: &fakeLauncher{t: t, scripts: []script{hostile(func(p *fakePeer, r ipc.Message) { p.frame("{}") })}}}
 	s := startSupervisor(t, testConfig(logs), l)
-	ch, _ := s.Generate(context.Background(), broker.GenerateRequest{Prompt: "x", MaxTokens: 3})
+	ch, _ := s.Generate(context.Background(), gen.Request{Prompt: sp("x"), MaxTokens: 3})
 	collect(t, ch)
 	waitFor(t, "the supervisor to give up", func() bool { return errors.Is(s.Health(), ErrGaveUp) })
 	if n := len(logs.lines("worker start failed")); n != 3 {
@@ -189,7 +190,7 @@ func TestDeathByEvent(t *testing.T) {
 	dies := hostile(func(p *fakePeer, r ipc.Message) { p.conn.Close() })
 	l := &fakeLauncher{t: t, scripts: []script{dies, honest(eng)}, exit: seccompExit}
 	s := startSupervisor(t, testConfig(logs), l)
-	ch, _ := s.Generate(context.Background(), broker.GenerateRequest{Prompt: "x", MaxTokens: 3})
+	ch, _ := s.Generate(context.Background(), gen.Request{Prompt: sp("x"), MaxTokens: 3})
 	if _, evs := collect(t, ch); !errors.Is(last(evs).Err, broker.ErrWorkerFailed) {
 		t.Fatalf("events %+v", evs)
 	}
@@ -208,7 +209,7 @@ func TestCloseFailsInFlight(t *testing.T) {
 	eng := &workertest.Engine{Step: 5 * time.Millisecond}
 	l := &fakeLauncher{t: t, scripts: []script{honest(eng)}}
 	s := startSupervisor(t, testConfig(logs), l)
-	ch, err := s.Generate(context.Background(), broker.GenerateRequest{Prompt: "x", MaxTokens: 100000})
+	ch, err := s.Generate(context.Background(), gen.Request{Prompt: sp("x"), MaxTokens: 100000})
 	if err != nil {
 		t.Fatal(err)
 	}

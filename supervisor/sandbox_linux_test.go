@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lisa-llm/lisa/broker"
+	"github.com/lisa-llm/lisa/gen"
 	"github.com/lisa-llm/lisa/sandbox"
 )
 
@@ -49,7 +50,7 @@ func TestSandboxLauncher(t *testing.T) {
 			if enabled && info.LandlockABI == 0 {
 				t.Logf("no Landlock ABI reported (kernel without Landlock?)")
 			}
-			ch, err := s.Generate(ctx, broker.GenerateRequest{Prompt: "x", MaxTokens: 3})
+			ch, err := s.Generate(ctx, gen.Request{Prompt: sp("x"), MaxTokens: 3})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -60,7 +61,7 @@ func TestSandboxLauncher(t *testing.T) {
 				t.Fatalf("tokenize %v %v", ids, err)
 			}
 			cctx, cancel := context.WithCancel(ctx)
-			ch, _ = s.Generate(cctx, broker.GenerateRequest{Prompt: "x", MaxTokens: 100000})
+			ch, _ = s.Generate(cctx, gen.Request{Prompt: sp("x"), MaxTokens: 100000})
 			<-ch
 			cancel()
 			collect(t, ch)

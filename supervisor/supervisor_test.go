@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lisa-llm/lisa/broker"
+	"github.com/lisa-llm/lisa/gen"
 	"github.com/lisa-llm/lisa/worker/workertest"
 )
 
@@ -75,9 +76,9 @@ func TestServesOverIPC(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			req := broker.GenerateRequest{Prompt: "abc", MaxTokens: 3 + i, Logprobs: i%2 == 0}
+			req := gen.Request{Prompt: sp("abc"), MaxTokens: 3 + i, Logprobs: i%2 == 0}
 			if i == 1 {
-				req = broker.GenerateRequest{Messages: []broker.Message{{Role: "user", Content: "x"}}, MaxTokens: 4}
+				req = gen.Request{Messages: []gen.Message{{Role: "user", Content: "x"}}, MaxTokens: 4}
 			}
 			ch, err := s.Generate(ctx, req)
 			if err != nil {
@@ -103,14 +104,27 @@ func TestServesOverIPC(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if _, err := s.Generate(ctx, broker.GenerateRequest{Prompt: "fail", MaxTokens: 2}); err != nil {
+	if _, err := s.Generate(ctx, gen.Request{Prompt: sp("fail"), MaxTokens: 2}); err != nil {
 		t.Fatal(err)
 	}
-	ch, _ := s.Generate(ctx, broker.GenerateRequest{Prompt: "fail", MaxTokens: 2})
-	if _, evs := collect(t, ch); last(evs).Kind != broker.EventError || !errors.Is(last(evs).Err, ErrRequestFailed) {
+	ch, _ := s.Generate(ctx, gen.Request{Prompt: sp("fail"), MaxTokens: 2})
+	_, evs := collect(t, ch)
+	if last(evs).Kind != broker.EventError || !errors.Is(last(evs).Err, ErrRequestFailed) {
 		t.Fatalf("engine error: %+v", evs)
 	}
-	if _, err := s.Generate(ctx, broker.GenerateRequest{Prompt: "x", MaxTokens: 0}); err == nil {
+	if ge := gen.AsError(last(evs).Err); ge != nil {
+		t.Fatalf("the engine's own failure came back typed: %+v", ge)
+	}
+	// A refusal the request caused comes back typed, across the process
+	// line, and the worker stays up.
+	ch, _ = s.Generate(ctx, gen.Request{Prompt: sp("x"), MaxTokens: 2, Format: gen.Format{Type: gen.FormatJSONObject}})
+	if _, evs := collect(t, ch); last(evs).Kind != broker.EventError {
+		t.Fatalf("constrained request: %+v", evs)
+	} else if ge := gen.AsError(last(evs).Err); ge == nil || ge.Code != gen.CodeUnsupported || ge.Param != "tools" ||
+		ge.Message != "the echo model follows no tools or formats" || !errors.Is(last(evs).Err, ErrRequestFailed) {
+		t.Fatalf("want a typed unsupported_for_model error, got %v", last(evs).Err)
+	}
+	if _, err := s.Generate(ctx, gen.Request{Prompt: sp("x"), MaxTokens: 0}); err == nil {
 		t.Fatal("max_tokens 0 accepted")
 	}
 	if st := s.WorkerStats(); st.Restarts != 0 || len(st.Deaths) != 0 || l.launches.Load() != 1 {
@@ -123,7 +137,7 @@ func TestCancelReachesWorker(t *testing.T) {
 	eng := &workertest.Engine{Step: 2 * time.Millisecond}
 	s := startSupervisor(t, testConfig(logs), &fakeLauncher{t: t, scripts: []script{honest(eng)}})
 	ctx, cancel := context.WithCancel(context.Background())
-	ch, err := s.Generate(ctx, broker.GenerateRequest{Prompt: "x", MaxTokens: 100000})
+	ch, err := s.Generate(ctx, gen.Request{Prompt: sp("x"), MaxTokens: 100000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +152,7 @@ func TestCancelReachesWorker(t *testing.T) {
 		t.Fatalf("cancel took %v", d)
 	}
 	// The worker is still the same one, and still serves.
-	ch, _ = s.Generate(context.Background(), broker.GenerateRequest{Prompt: "x", MaxTokens: 2})
+	ch, _ = s.Generate(context.Background(), gen.Request{Prompt: sp("x"), MaxTokens: 2})
 	if _, evs := collect(t, ch); last(evs).Kind != broker.EventDone {
 		t.Fatalf("after cancel: %+v", evs)
 	}
@@ -158,12 +172,12 @@ func TestSlowReaderDoesNotBlockOthers(t *testing.T) {
 	eng := &workertest.Engine{}
 	s := startSupervisor(t, testConfig(logs), &fakeLauncher{t: t, scripts: []script{honest(eng)}})
 	ctx := context.Background()
-	slow, err := s.Generate(ctx, broker.GenerateRequest{Prompt: "x", MaxTokens: 500})
+	slow, err := s.Generate(ctx, gen.Request{Prompt: sp("x"), MaxTokens: 500})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Nobody reads slow while another generation runs to its end.
-	fast, _ := s.Generate(ctx, broker.GenerateRequest{Prompt: "y", MaxTokens: 5})
+	fast, _ := s.Generate(ctx, gen.Request{Prompt: sp("y"), MaxTokens: 5})
 	if _, evs := collect(t, fast); last(evs).Kind != broker.EventDone {
 		t.Fatalf("fast generation: %+v", evs)
 	}
@@ -187,7 +201,7 @@ func TestNotReadyAndClosed(t *testing.T) {
 	if _, err := s.Info(context.Background()); !errors.Is(err, broker.ErrNotReady) {
 		t.Fatalf("info before start: %v", err)
 	}
-	if _, err := s.Generate(context.Background(), broker.GenerateRequest{Prompt: "x", MaxTokens: 1}); !errors.Is(err, broker.ErrNotReady) {
+	if _, err := s.Generate(context.Background(), gen.Request{Prompt: sp("x"), MaxTokens: 1}); !errors.Is(err, broker.ErrNotReady) {
 		t.Fatalf("generate before start: %v", err)
 	}
 	if err := s.Health(); !errors.Is(err, broker.ErrNotReady) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 
+	"github.com/lisa-llm/lisa/gen"
 	"github.com/lisa-llm/lisa/ipc"
 )
 
@@ -19,33 +20,6 @@ type Info struct {
 	Kernels       string   // kernel path in use
 }
 
-// GenerateParams is one generation request. Exactly one input is set:
-// Messages when it is non-nil, else PromptIDs when it is non-nil, else
-// Prompt (which may be empty).
-type GenerateParams struct {
-	Prompt      string            // raw text, to tokenize with special-token parsing off
-	PromptIDs   []int32           // pre-tokenized prompt
-	Messages    []ipc.ChatMessage // to format with the model's chat template
-	MaxTokens   int               // tokens to generate at most, > 0
-	Stop        []string          // stop strings; the text emitted is cut before them
-	Sampling    ipc.Sampling
-	Logprobs    bool // report each token's log-probability
-	TopLogprobs int  // alternatives per token to report
-}
-
-// TextChunk is a piece of generated text: whole UTF-8 characters, cut at
-// stop strings, with one Logprobs entry per token when they were asked for.
-type TextChunk struct {
-	Text     string
-	Logprobs []ipc.TokenProb
-}
-
-// DoneInfo is how a generation ended.
-type DoneInfo struct {
-	Finish string // "stop" or "length"
-	Usage  ipc.Usage
-}
-
 // Engine is the loaded model as the worker loop uses it. Its methods may be
 // called from several goroutines at once.
 type Engine interface {
@@ -57,10 +31,12 @@ type Engine interface {
 	// Detokenize turns token ids into text.
 	Detokenize(ids []int32) (string, error)
 	// Generate runs one generation, calling emit for each chunk of text
-	// (at most MaxTokens times). It returns early, with ctx's error, once
-	// ctx is done — checked at least once per decode step — and returns
-	// emit's error when emit fails.
-	Generate(ctx context.Context, req GenerateParams, emit func(TextChunk) error) (DoneInfo, error)
+	// (at most req.MaxTokens times). It renders and tokenizes the prompt
+	// once; a request the model cannot serve fails with a *gen.Error
+	// before any chunk. It returns early, with ctx's error, once ctx is
+	// done — checked at least once per decode step — and returns emit's
+	// error when emit fails.
+	Generate(ctx context.Context, req gen.Request, emit func(gen.Chunk) error) (gen.End, error)
 }
 
 // LoadProgress is how far an EngineLoader has got validating the model's

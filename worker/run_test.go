@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lisa-llm/lisa/gen"
 	"github.com/lisa-llm/lisa/ipc"
 	"github.com/lisa-llm/lisa/worker"
 	"github.com/lisa-llm/lisa/worker/workertest"
@@ -81,7 +82,7 @@ func TestRunServes(t *testing.T) {
 	if !ok || r.ID != 1 || r.Name != "served" || r.VocabSize != workertest.VocabSize || len(r.Layers) != 1 {
 		t.Fatalf("ready: %#v", r)
 	}
-	p.send(&ipc.Generate{ID: 2, Prompt: strp("hi"), MaxTokens: 3, Logprobs: true})
+	p.send(&ipc.Generate{ID: 2, Request: gen.Request{Prompt: strp("hi"), MaxTokens: 3, Logprobs: true}})
 	var text strings.Builder
 	for {
 		m := p.recv()
@@ -116,9 +117,17 @@ func TestRunServes(t *testing.T) {
 	if e, ok := p.recv().(*ipc.Error); !ok || e.ID != 5 {
 		t.Fatalf("want an error for a bad id, got %#v", e)
 	}
-	p.send(&ipc.Generate{ID: 6, Prompt: strp("fail"), MaxTokens: 3})
+	p.send(&ipc.Generate{ID: 6, Request: gen.Request{Prompt: strp("fail"), MaxTokens: 3}})
 	if e, ok := p.recv().(*ipc.Error); !ok || e.ID != 6 || !strings.Contains(e.Message, "engine failure") {
 		t.Fatalf("want the engine's error, got %#v", e)
+	} else if e.Code != "" {
+		t.Fatalf("the engine's own failure carries code %q", e.Code)
+	}
+	// A failure the request caused keeps its code, field and message.
+	p.send(&ipc.Generate{ID: 7, Request: gen.Request{Prompt: strp("x"), MaxTokens: 3, Format: gen.Format{Type: gen.FormatJSONObject}}})
+	if e, ok := p.recv().(*ipc.Error); !ok || e.ID != 7 || e.Code != gen.CodeUnsupported || e.Param != "tools" ||
+		e.Message != "the echo model follows no tools or formats" {
+		t.Fatalf("want a typed unsupported error, got %#v", e)
 	}
 	if err := p.end(); err != nil {
 		t.Fatalf("Run after EOF: %v", err)
@@ -132,8 +141,8 @@ func TestCancelStopsGeneration(t *testing.T) {
 	p := startWorker(t, eng.Loader(), noLayers)
 	p.send(&ipc.Hello{ID: 1, Protocol: ipc.Version})
 	p.recv()
-	p.send(&ipc.Generate{ID: 2, Prompt: strp("x"), MaxTokens: 100000})
-	p.send(&ipc.Generate{ID: 3, Prompt: strp("y"), MaxTokens: 100000})
+	p.send(&ipc.Generate{ID: 2, Request: gen.Request{Prompt: strp("x"), MaxTokens: 100000}})
+	p.send(&ipc.Generate{ID: 3, Request: gen.Request{Prompt: strp("y"), MaxTokens: 100000}})
 	p.recv()
 	start := time.Now()
 	p.send(&ipc.Cancel{ID: 2})
@@ -211,8 +220,8 @@ func TestBadRequestEndsServe(t *testing.T) {
 	}{
 		{"empty object", []byte{0, 0, 0, 4, '{', '}', '{', '}'}, "missing field"},
 		{"second hello", mustFrame(t, &ipc.Hello{ID: 9, Protocol: ipc.Version}), "hello after the handshake"},
-		{"duplicate generate", append(mustFrame(t, &ipc.Generate{ID: 5, Prompt: strp("x"), MaxTokens: 1 << 20}),
-			mustFrame(t, &ipc.Generate{ID: 5, Prompt: strp("x"), MaxTokens: 1})...), "already running"},
+		{"duplicate generate", append(mustFrame(t, &ipc.Generate{ID: 5, Request: gen.Request{Prompt: strp("x"), MaxTokens: 1 << 20}}),
+			mustFrame(t, &ipc.Generate{ID: 5, Request: gen.Request{Prompt: strp("x"), MaxTokens: 1}})...), "already running"},
 		{"oversized", []byte{0x7f, 0, 0, 0}, "frame size"},
 	}
 	for _, tt := range tests {
@@ -253,13 +262,13 @@ func mustFrame(t *testing.T, m ipc.Message) []byte {
 // chatty emits more chunks than asked for.
 type chatty struct{ workertest.Engine }
 
-func (c *chatty) Generate(ctx context.Context, req worker.GenerateParams, emit func(worker.TextChunk) error) (worker.DoneInfo, error) {
+func (c *chatty) Generate(ctx context.Context, req gen.Request, emit func(gen.Chunk) error) (gen.End, error) {
 	for range req.MaxTokens + 5 {
-		if err := emit(worker.TextChunk{Text: "x"}); err != nil {
-			return worker.DoneInfo{}, err
+		if err := emit(gen.Chunk{Text: "x"}); err != nil {
+			return gen.End{}, err
 		}
 	}
-	return worker.DoneInfo{Finish: "stop"}, nil
+	return gen.End{Finish: gen.FinishStop}, nil
 }
 
 func TestChunkLimit(t *testing.T) {
@@ -268,7 +277,7 @@ func TestChunkLimit(t *testing.T) {
 	p := startWorker(t, load, noLayers)
 	p.send(&ipc.Hello{ID: 1, Protocol: ipc.Version})
 	p.recv()
-	p.send(&ipc.Generate{ID: 2, Prompt: strp("x"), MaxTokens: 3})
+	p.send(&ipc.Generate{ID: 2, Request: gen.Request{Prompt: strp("x"), MaxTokens: 3}})
 	n := 0
 	for {
 		m := p.recv()

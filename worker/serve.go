@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/lisa-llm/lisa/gen"
 	"github.com/lisa-llm/lisa/ipc"
 )
 
@@ -37,16 +38,30 @@ func (s *sender) send(m ipc.Message) error {
 	return nil
 }
 
-// sendError answers request id with err.
+// sendError answers request id with err: with its code and field when it
+// is a *gen.Error the request caused (the message is then the one meant
+// for the client), else as the worker's own failure.
 func (s *sender) sendError(id uint64, err error) error {
-	msg := strings.ToValidUTF8(err.Error(), "\uFFFD")
-	if len(msg) > maxErrorText {
-		msg = strings.ToValidUTF8(msg[:maxErrorText], "")
+	m := &ipc.Error{ID: id, Message: err.Error()}
+	if ge := gen.AsError(err); ge != nil && ge.Code.Known() {
+		m.Code, m.Param, m.Message = ge.Code, clip(ge.Param, maxParamText), ge.Message
 	}
-	if msg == "" {
-		msg = "error"
+	if m.Message = clip(m.Message, maxErrorText); m.Message == "" {
+		m.Message = "error"
 	}
-	return s.send(&ipc.Error{ID: id, Message: msg})
+	return s.send(m)
+}
+
+// maxParamText bounds the field path an error names (ipc's own bound).
+const maxParamText = 256
+
+// clip makes s valid UTF-8 of at most n bytes.
+func clip(s string, n int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) > n {
+		s = strings.ToValidUTF8(s[:n], "")
+	}
+	return s
 }
 
 // server serves requests after the handshake.
@@ -151,19 +166,18 @@ func (s *server) start(g *ipc.Generate) error {
 // generate runs g and sends its chunks and its end. Send errors mean the
 // broker is gone; the read loop sees that too and ends Serve.
 func (s *server) generate(ctx context.Context, g *ipc.Generate) {
-	p := params(g)
 	chunks := 0
-	emit := func(c TextChunk) error {
+	emit := func(c gen.Chunk) error {
 		if c.Text == "" && len(c.Logprobs) == 0 {
 			return nil
 		}
-		if chunks++; chunks > g.MaxTokens {
+		if chunks++; chunks > g.Request.MaxTokens {
 			return errTooManyChunks
 		}
 		return s.out.send(&ipc.Tokens{ID: g.ID, Text: c.Text, Logprobs: c.Logprobs})
 	}
-	done, err := s.eng.Generate(ctx, p, emit)
-	if err == nil && done.Finish != "stop" && done.Finish != "length" {
+	done, err := s.eng.Generate(ctx, g.Request, emit)
+	if err == nil && !done.Finish.Valid() {
 		err = fmt.Errorf("worker: engine finished with reason %q", done.Finish)
 	}
 	if err != nil {
@@ -171,13 +185,4 @@ func (s *server) generate(ctx context.Context, g *ipc.Generate) {
 		return
 	}
 	_ = s.out.send(&ipc.Done{ID: g.ID, FinishReason: done.Finish, Usage: done.Usage})
-}
-
-func params(g *ipc.Generate) GenerateParams {
-	p := GenerateParams{PromptIDs: g.PromptIDs, Messages: g.Messages, MaxTokens: g.MaxTokens,
-		Stop: g.Stop, Sampling: g.Sampling, Logprobs: g.Logprobs, TopLogprobs: g.TopLogprobs}
-	if g.Prompt != nil {
-		p.Prompt = *g.Prompt
-	}
-	return p
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lisa-llm/lisa/broker"
+	"github.com/lisa-llm/lisa/gen"
 )
 
 // Fake is a broker.Backend whose "model" streams Pieces. Its tokenizer
@@ -15,21 +16,22 @@ import (
 // change readiness and failure with the methods while it runs.
 type Fake struct {
 	Model      broker.ModelInfo
-	Pieces     []string      // text events of one generation, in order
-	Endless    bool          // repeat Pieces until cancelled
-	FirstDelay time.Duration // before the first piece (prompt processing)
-	Delay      time.Duration // before every later piece
-	FailAfter  int           // > 0: send an EventError after this many pieces
-	Finish     string        // finish reason ("" means "stop")
-	Restarts   uint64        // reported through broker.Stats
-	Spent      uint64        // reported as WorkerStats.BudgetSpent
+	Pieces     []string         // text events of one generation, in order
+	Endless    bool             // repeat Pieces until cancelled
+	FirstDelay time.Duration    // before the first piece (prompt processing)
+	Delay      time.Duration    // before every later piece
+	FailAfter  int              // > 0: send an EventError after this many pieces
+	Finish     gen.FinishReason // finish reason ("" means "stop")
+	Restarts   uint64           // reported through broker.Stats
+	Spent      uint64           // reported as WorkerStats.BudgetSpent
 	Deaths     map[string]uint64
 
 	mu        sync.Mutex
 	notReady  bool
 	infoErr   error
 	fail      error
-	requests  []broker.GenerateRequest
+	requests  []gen.Request
+	tokenizes int
 	active    int
 	started   int
 	cancelled int
@@ -89,6 +91,9 @@ func (f *Fake) Tokenize(ctx context.Context, text string, special bool) ([]int32
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	f.mu.Lock()
+	f.tokenizes++
+	f.mu.Unlock()
 	var ids []int32
 	for i := 0; i < len(text); {
 		if special {
@@ -127,8 +132,18 @@ func (f *Fake) Detokenize(ctx context.Context, ids []int32) (string, error) {
 	return b.String(), nil
 }
 
-// Generate streams Pieces on a new goroutine.
-func (f *Fake) Generate(ctx context.Context, req broker.GenerateRequest) (<-chan broker.Event, error) {
+// Tokenizes returns the number of Tokenize calls so far.
+func (f *Fake) Tokenizes() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.tokenizes
+}
+
+// Generate streams Pieces on a new goroutine. Like the worker, it counts
+// the prompt itself (a token per byte of the text or of each message's
+// content, or the ids given) and ends with a *gen.Error a request that
+// does not fit Model.ContextSize or asks for tools or a format.
+func (f *Fake) Generate(ctx context.Context, req gen.Request) (<-chan broker.Event, error) {
 	f.mu.Lock()
 	if f.fail != nil {
 		err := f.fail
@@ -139,10 +154,7 @@ func (f *Fake) Generate(ctx context.Context, req broker.GenerateRequest) (<-chan
 	f.active++
 	f.started++
 	f.mu.Unlock()
-	prompt := len(req.PromptIDs)
-	if req.Prompt != "" {
-		prompt = len(req.Prompt)
-	}
+	prompt := len(req.PromptIDs) + len(req.PromptText())
 	for _, m := range req.Messages {
 		prompt += len(m.Content)
 	}
@@ -151,7 +163,29 @@ func (f *Fake) Generate(ctx context.Context, req broker.GenerateRequest) (<-chan
 	return ch, nil
 }
 
-func (f *Fake) run(ctx context.Context, req broker.GenerateRequest, prompt int, ch chan<- broker.Event) {
+// refusal is the *gen.Error the worker would end req with, or nil.
+func (f *Fake) refusal(req *gen.Request, prompt int) error {
+	ctxSize := f.Model.ContextSize
+	switch {
+	case req.Constrained() && len(req.Tools) > 0:
+		return gen.Errorf(gen.CodeUnsupported, "tools", "the fake model follows no tools")
+	case req.Constrained():
+		return gen.Errorf(gen.CodeUnsupported, "response_format", "the fake model follows no formats")
+	case prompt >= ctxSize:
+		param := "prompt"
+		if req.Messages != nil {
+			param = "messages"
+		}
+		return gen.Errorf(gen.CodeContextLength, param, "the prompt has %d tokens; the context holds %d", prompt, ctxSize)
+	case req.FitContext:
+		req.MaxTokens = min(req.MaxTokens, ctxSize-prompt)
+	case prompt+req.MaxTokens > ctxSize:
+		return gen.Errorf(gen.CodeContextLength, "max_tokens", "%d prompt tokens and %d to generate exceed the context of %d", prompt, req.MaxTokens, ctxSize)
+	}
+	return nil
+}
+
+func (f *Fake) run(ctx context.Context, req gen.Request, prompt int, ch chan<- broker.Event) {
 	defer close(ch)
 	completed := false
 	defer func() { f.finished(completed) }()
@@ -163,14 +197,18 @@ func (f *Fake) run(ctx context.Context, req broker.GenerateRequest, prompt int, 
 			return false
 		}
 	}
+	if err := f.refusal(&req, prompt); err != nil {
+		completed = send(broker.Event{Kind: broker.EventError, Err: err})
+		return
+	}
 	finish := f.Finish
 	if finish == "" {
-		finish = "stop"
+		finish = gen.FinishStop
 	}
 	n := 0
 	for i := 0; f.Endless || i < len(f.Pieces); i++ {
 		if len(f.Pieces) == 0 || n >= req.MaxTokens {
-			finish = "length"
+			finish = gen.FinishLength
 			break
 		}
 		d := f.Delay
@@ -187,7 +225,7 @@ func (f *Fake) run(ctx context.Context, req broker.GenerateRequest, prompt int, 
 		piece := f.Pieces[i%len(f.Pieces)]
 		ev := broker.Event{Kind: broker.EventText, Text: piece}
 		if req.Logprobs {
-			ev.Logprobs = []broker.TokenProb{{Token: piece, Logprob: -0.5, Top: make([]broker.TokenAlt, req.TopLogprobs)}}
+			ev.Logprobs = []gen.TokenProb{{Token: piece, Logprob: -0.5, Top: make([]gen.TokenAlt, req.TopLogprobs)}}
 		}
 		if !send(ev) {
 			return
@@ -195,7 +233,7 @@ func (f *Fake) run(ctx context.Context, req broker.GenerateRequest, prompt int, 
 		n++
 	}
 	completed = send(broker.Event{Kind: broker.EventDone, Finish: finish,
-		Usage: broker.Usage{PromptTokens: prompt, CompletionTokens: n}})
+		Usage: gen.Usage{PromptTokens: prompt, CompletionTokens: n}})
 }
 
 func sleep(ctx context.Context, d time.Duration) bool {
@@ -246,8 +284,8 @@ func (f *Fake) Counts() (started, active, cancelled int) {
 }
 
 // Requests returns the generation requests received so far.
-func (f *Fake) Requests() []broker.GenerateRequest {
+func (f *Fake) Requests() []gen.Request {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]broker.GenerateRequest(nil), f.requests...)
+	return append([]gen.Request(nil), f.requests...)
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/lisa-llm/lisa/broker"
 	"github.com/lisa-llm/lisa/config"
 	"github.com/lisa-llm/lisa/engine"
+	"github.com/lisa-llm/lisa/gen"
 	"github.com/lisa-llm/lisa/gguf"
 	"github.com/lisa-llm/lisa/ipc"
 	"github.com/lisa-llm/lisa/kernels"
@@ -68,8 +69,8 @@ type stopFlags struct{ o *runOptions }
 
 func (f stopFlags) String() string { return strings.Join(f.o.stops, ",") }
 func (f stopFlags) Set(s string) error {
-	if len(f.o.stops) >= ipc.MaxStop {
-		return fmt.Errorf("at most %d stop strings", ipc.MaxStop)
+	if len(f.o.stops) >= gen.MaxStop {
+		return fmt.Errorf("at most %d stop strings", gen.MaxStop)
 	}
 	f.o.stops = append(f.o.stops, s)
 	return nil
@@ -232,9 +233,15 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 
 // sampling returns the flags' sampling parameters as the engine takes
 // them (the seed: -1 lets the engine pick one).
-func (o runOptions) sampling() ipc.Sampling {
-	return ipc.Sampling{Temperature: float32(o.temp), TopK: o.topK, TopP: float32(o.topP), MinP: float32(o.minP),
+func (o runOptions) sampling() gen.Sampling {
+	return gen.Sampling{Temperature: float32(o.temp), TopK: o.topK, TopP: float32(o.topP), MinP: float32(o.minP),
 		RepeatPenalty: float32(o.repeat), RepeatLastN: 64, Seed: uint64(o.seed), HasSeed: o.seed >= 0}
+}
+
+// request is the generation the flags ask for: -n tokens at most, fewer
+// when the context fills first.
+func (o runOptions) request() gen.Request {
+	return gen.Request{Prompt: &o.prompt, MaxTokens: o.n, FitContext: true, Stop: o.stops, Sampling: o.sampling()}
 }
 
 // generateText generates from the prompt through the engine and writes
@@ -279,8 +286,7 @@ func generateInProcess(ctx context.Context, o runOptions, emit func(string) erro
 		return err
 	}
 	defer eng.(io.Closer).Close()
-	_, err = eng.Generate(ctx, worker.GenerateParams{Prompt: o.prompt, MaxTokens: o.n, Stop: o.stops, Sampling: o.sampling()},
-		func(c worker.TextChunk) error { return emit(c.Text) })
+	_, err = eng.Generate(ctx, o.request(), func(c gen.Chunk) error { return emit(c.Text) })
 	return err
 }
 
@@ -315,10 +321,7 @@ func generateSandboxed(ctx context.Context, o runOptions, emit func(string) erro
 	if err := sup.Start(ctx); err != nil {
 		return err
 	}
-	s := o.sampling()
-	events, err := sup.Generate(ctx, broker.GenerateRequest{Prompt: o.prompt, MaxTokens: o.n, Stop: o.stops,
-		Sampling: broker.Sampling{Temperature: s.Temperature, TopK: s.TopK, TopP: s.TopP, MinP: s.MinP,
-			RepeatPenalty: s.RepeatPenalty, RepeatLastN: s.RepeatLastN, Seed: s.Seed, HasSeed: s.HasSeed}})
+	events, err := sup.Generate(ctx, o.request())
 	if err != nil {
 		return err
 	}

@@ -9,10 +9,9 @@ import (
 	"time"
 
 	"github.com/lisa-llm/lisa/engine"
+	"github.com/lisa-llm/lisa/gen"
 	"github.com/lisa-llm/lisa/gguf"
 	"github.com/lisa-llm/lisa/internal/llref"
-	"github.com/lisa-llm/lisa/ipc"
-	"github.com/lisa-llm/lisa/worker"
 )
 
 // TestChatPromptsMatchLlamaCpp renders conversations with each family's
@@ -54,11 +53,11 @@ func TestChatPromptsMatchLlamaCpp(t *testing.T) {
 			// The first conversation holds no special-token text in its
 			// messages; the engine's ids must be llama.cpp's exactly.
 			c := ref.Results[0]
-			msgs := make([]ipc.ChatMessage, len(c.Messages))
+			msgs := make([]gen.Message, len(c.Messages))
 			for i, m := range c.Messages {
-				msgs[i] = ipc.ChatMessage{Role: m.Role, Content: string(m.Content)}
+				msgs[i] = gen.Message{Role: m.Role, Content: string(m.Content)}
 			}
-			got, err := eng.PromptIDs(worker.GenerateParams{Messages: msgs, MaxTokens: 1})
+			got, err := eng.PromptIDs(gen.Request{Messages: msgs, MaxTokens: 1})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,6 +1,9 @@
 // check.mjs exercises lisa serve with the official openai npm package:
-// models.list, chat.completions.create with and without stream, and
-// completions.create with and without stream, plus the error path.
+// models.list and models.retrieve, chat.completions.create with and
+// without stream (and with the SDK's own assistant message sent back as
+// history), completions.create with and without stream, x-request-id on
+// responses, plus the error paths (unknown model, bad parameter, a prompt
+// longer than the context).
 //
 //   LISA_URL      base URL of the API, e.g. http://127.0.0.1:8080/v1 (required)
 //   LISA_API_KEY  API key (any string when the server has no keys)
@@ -43,6 +46,28 @@ async function main() {
   check("chat", ["stop", "length"].includes(chat.choices[0].finish_reason), `finish ${chat.choices[0].finish_reason}`);
   check("chat", chat.usage && chat.usage.completion_tokens > 0, `usage ${JSON.stringify(chat.usage)}`);
   checkText("chat", chat.choices[0].message.content);
+
+  const retrieved = await client.models.retrieve(model);
+  check("models.retrieve", retrieved.id === model && retrieved.object === "model", `got ${JSON.stringify(retrieved)}`);
+
+  // What the SDK returned goes back as history as it is (with the
+  // refusal and annotations OpenAI's responses carry), and x-request-id
+  // is on the response.
+  const returned = chat.choices[0].message;
+  check("chat message", returned.refusal === null && Array.isArray(returned.annotations), `message ${JSON.stringify(returned)}`);
+  const { data: again, response } = await client.chat.completions
+    .create({
+      model,
+      messages: [{ role: "user", content: "Once upon a time" }, returned, { role: "user", content: "Go on." }],
+      max_tokens: max,
+      temperature: 0,
+      user: "openai-check",
+      store: false,
+      metadata: { check: "history" },
+    })
+    .withResponse();
+  checkText("history", again.choices[0].message.content);
+  check("x-request-id", /^[A-Za-z0-9._:-]+$/.test(response.headers.get("x-request-id") || ""), `header ${response.headers.get("x-request-id")}`);
 
   const stream = await client.chat.completions.create({
     model,
@@ -90,6 +115,13 @@ async function main() {
     check("bad temperature", false, "no error");
   } catch (e) {
     check("bad temperature", e instanceof OpenAI.BadRequestError && e.param === "temperature", `got ${e}`);
+  }
+
+  try {
+    await client.chat.completions.create({ model, messages: [{ role: "user", content: "hello ".repeat(20000) }] });
+    check("prompt too long", false, "no error");
+  } catch (e) {
+    check("prompt too long", e instanceof OpenAI.BadRequestError && e.code === "context_length_exceeded", `got ${e}`);
   }
 
   console.log(JSON.stringify({ model, chat: chat.choices[0].message.content, stream: text, completion: comp.choices[0].text, failures }));

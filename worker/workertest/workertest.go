@@ -12,12 +12,17 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lisa-llm/lisa/gen"
 	"github.com/lisa-llm/lisa/ipc"
 	"github.com/lisa-llm/lisa/worker"
 )
 
 // VocabSize is the Engine's vocabulary: the 256 byte values and "<s>".
 const VocabSize = 257
+
+// ContextSize is the Engine's context: large, so tests may ask for long
+// generations, and below ipc.MaxTokens.
+const ContextSize = 1 << 22
 
 // BOS is the id of "<s>", the one special token.
 const BOS = 256
@@ -44,7 +49,7 @@ func (e *Engine) Loader() worker.EngineLoader {
 
 // Info describes the echo model.
 func (e *Engine) Info() worker.Info {
-	return worker.Info{Name: "echo", Architecture: "test", ContextSize: 1024, VocabSize: VocabSize,
+	return worker.Info{Name: "echo", Architecture: "test", ContextSize: ContextSize, VocabSize: VocabSize,
 		SpecialTokens: []string{"<s>"}, ControlIDs: []int32{BOS}, BOS: BOS, Kernels: "none"}
 }
 
@@ -80,32 +85,48 @@ func (e *Engine) Detokenize(ids []int32) (string, error) {
 }
 
 // Generate emits "tok0 ", "tok1 ", … with a logprob per token when asked,
-// checking ctx before every token. A prompt of "fail" fails at once.
-func (e *Engine) Generate(ctx context.Context, req worker.GenerateParams, emit func(worker.TextChunk) error) (worker.DoneInfo, error) {
+// checking ctx before every token. Its prompt is one token per byte of the
+// text (and of each message's content) or the ids given; like a real
+// engine it refuses, with a *gen.Error, a prompt that leaves no room in
+// the context (see Info) and a request for tools or a format. A prompt of
+// "fail" fails at once with an error of the engine's own.
+func (e *Engine) Generate(ctx context.Context, req gen.Request, emit func(gen.Chunk) error) (gen.End, error) {
 	e.Generates.Add(1)
-	prompt := req.Prompt
+	prompt := req.PromptText()
 	for _, m := range req.Messages {
 		prompt += m.Content
 	}
 	if prompt == "fail" {
-		return worker.DoneInfo{}, errors.New("engine failure on request")
+		return gen.End{}, errors.New("engine failure on request")
 	}
-	n := len(prompt) + len(req.PromptIDs)
-	for i := range req.MaxTokens {
+	if req.Constrained() {
+		return gen.End{}, gen.Errorf(gen.CodeUnsupported, "tools", "the echo model follows no tools or formats")
+	}
+	n, ctxSize := len(prompt)+len(req.PromptIDs), e.Info().ContextSize
+	maxTokens := req.MaxTokens
+	switch {
+	case n >= ctxSize:
+		return gen.End{}, gen.Errorf(gen.CodeContextLength, "messages", "the prompt has %d tokens; the context holds %d", n, ctxSize)
+	case req.FitContext:
+		maxTokens = min(maxTokens, ctxSize-n)
+	case n+maxTokens > ctxSize:
+		return gen.End{}, gen.Errorf(gen.CodeContextLength, "max_tokens", "%d prompt tokens and %d to generate exceed the context of %d", n, maxTokens, ctxSize)
+	}
+	for i := range maxTokens {
 		if err := ctx.Err(); err != nil {
 			e.Cancelled.Add(1)
-			return worker.DoneInfo{}, err
+			return gen.End{}, err
 		}
 		if e.Step > 0 {
 			time.Sleep(e.Step)
 		}
-		c := worker.TextChunk{Text: fmt.Sprintf("tok%d ", i)}
+		c := gen.Chunk{Text: fmt.Sprintf("tok%d ", i)}
 		if req.Logprobs {
-			c.Logprobs = []ipc.TokenProb{{Token: c.Text, Logprob: -0.5}}
+			c.Logprobs = []gen.TokenProb{{Token: c.Text, Logprob: -0.5}}
 		}
 		if err := emit(c); err != nil {
-			return worker.DoneInfo{}, err
+			return gen.End{}, err
 		}
 	}
-	return worker.DoneInfo{Finish: "length", Usage: ipc.Usage{PromptTokens: n, CompletionTokens: req.MaxTokens}}, nil
+	return gen.End{Finish: gen.FinishLength, Usage: gen.Usage{PromptTokens: n, CompletionTokens: maxTokens}}, nil
 }
