@@ -32,6 +32,8 @@ func assets(path string) (file, ctype string, ok bool) {
 		return "static/app.js", "text/javascript; charset=utf-8", true
 	case "/webui/style.css":
 		return "static/style.css", "text/css; charset=utf-8", true
+	case "/webui/icon.svg":
+		return "static/icon.svg", "image/svg+xml", true
 	}
 	return "", "", false
 }

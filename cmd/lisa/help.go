@@ -182,17 +182,3 @@ func parseCommand(name string, fs *flag.FlagSet, args []string, interspersed boo
 	}
 	return pos, 0, false
 }
-
-// wantsHelp reports whether args asks for help before any "--": the
-// commands that take no flags of their own (lisa gguf) check it.
-func wantsHelp(args []string) bool {
-	for _, a := range args {
-		switch a {
-		case "--":
-			return false
-		case "-h", "-help", "--help":
-			return true
-		}
-	}
-	return false
-}
