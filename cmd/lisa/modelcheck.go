@@ -57,14 +57,24 @@ func checkModel(path string, sandboxed bool, stderr io.Writer) (modelInfo, error
 	if err != nil {
 		return modelInfo{}, err
 	}
+	return decodeModelInfo(out.Bytes())
+}
+
+// decodeModelInfo decodes the worker's reply (hostile: at most
+// maxModelInfoReply bytes): one JSON object of known fields, a short
+// printable architecture.
+func decodeModelInfo(reply []byte) (modelInfo, error) {
 	var info modelInfo
-	dec := json.NewDecoder(&out)
+	dec := json.NewDecoder(bytes.NewReader(reply))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&info); err != nil {
 		return modelInfo{}, fmt.Errorf("model check reply: %w", err)
 	}
-	if len(info.Architecture) > 64 || !isPrintableASCII(info.Architecture) {
-		return modelInfo{}, fmt.Errorf("model check reply: architecture of %d bytes that is not printable ASCII", len(info.Architecture))
+	if dec.More() {
+		return modelInfo{}, fmt.Errorf("model check reply: data after the object at offset %d", dec.InputOffset())
+	}
+	if info.Architecture == "" || len(info.Architecture) > 64 || !isPrintableASCII(info.Architecture) {
+		return modelInfo{}, fmt.Errorf("model check reply: architecture of %d bytes, want 1 to 64 printable ASCII", len(info.Architecture))
 	}
 	return info, nil
 }

@@ -200,3 +200,46 @@ func TestCtxWarning(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeModelInfo checks the model check's reply is taken only in
+// its one shape.
+func TestDecodeModelInfo(t *testing.T) {
+	tests := []struct {
+		reply string
+		ok    bool
+	}{
+		{`{"architecture":"llama","n_ctx_train":2048}` + "\n", true},
+		{`{"architecture":"qwen3"}`, true},
+		{`{"architecture":"llama","n_ctx_train":-1}`, false},
+		{`{"architecture":"llama","extra":1}`, false},
+		{`{"architecture":""}`, false},
+		{`{"architecture":"ll\u001bama"}`, false},
+		{`{"architecture":"` + strings.Repeat("a", 65) + `"}`, false},
+		{`{"architecture":"llama"} {"architecture":"x"}`, false},
+		{`[1]`, false},
+		{``, false},
+	}
+	for _, tt := range tests {
+		_, err := decodeModelInfo([]byte(tt.reply))
+		if (err == nil) != tt.ok {
+			t.Errorf("%q: err %v, want ok %v", tt.reply, err, tt.ok)
+		}
+	}
+}
+
+// FuzzDecodeModelInfo feeds the model check's reply decoder hostile
+// replies: an error or a reply within the bounds, never a panic.
+func FuzzDecodeModelInfo(f *testing.F) {
+	f.Add([]byte(`{"architecture":"llama","n_ctx_train":2048}`))
+	f.Add([]byte(`{"architecture":"qwen3","n_ctx_train":18446744073709551615}`))
+	f.Add([]byte(`{"architecture":"\u00e9"}`))
+	f.Fuzz(func(t *testing.T, reply []byte) {
+		info, err := decodeModelInfo(reply)
+		if err != nil {
+			return
+		}
+		if info.Architecture == "" || len(info.Architecture) > 64 || !isPrintableASCII(info.Architecture) {
+			t.Fatalf("accepted architecture %q", info.Architecture)
+		}
+	})
+}
