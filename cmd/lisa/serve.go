@@ -125,12 +125,14 @@ func serve(cfg *config.Config, opts serveOptions, logger *slog.Logger) error {
 	// The model is checked in a sandboxed one-job worker before the
 	// server listens: a file that is no model stops here, in one line.
 	// Its stderr (the sandbox's warnings, which the serving worker
-	// repeats) reaches the log only when the check fails.
-	checkErr := &limitWriter{w: new(bytes.Buffer), n: 64 << 10}
-	info, err := checkModel(modelPath, cfg.SandboxEnabled, checkErr)
+	// repeats) reaches the log only when the worker failed without
+	// saying why: a refused file is the one line of the error.
+	var checkStderr bytes.Buffer
+	info, err := checkModel(modelPath, cfg.SandboxEnabled, &limitWriter{w: &checkStderr, n: 64 << 10})
 	if err != nil {
-		if cfg.SandboxEnabled {
-			_, _ = io.Copy(stderrLog, checkErr.w.(*bytes.Buffer))
+		var je *jobError
+		if cfg.SandboxEnabled && !errors.As(err, &je) {
+			_, _ = io.Copy(stderrLog, &checkStderr)
 		}
 		return fmt.Errorf("model %s: %w", modelPath, err)
 	}

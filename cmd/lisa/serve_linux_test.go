@@ -65,9 +65,8 @@ func TestServeRefusesNonGGUFBeforeListening(t *testing.T) {
 		t.Errorf("listened before refusing the model:\n%s", out)
 	}
 	want := `lisa serve: model ` + bad + `: gguf: offset 0x0: magic "hell" is not "GGUF"`
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if last := lines[len(lines)-1]; last != want {
-		t.Errorf("last line %q, want %q\n%s", last, want, out)
+	if strings.TrimSpace(out) != want {
+		t.Errorf("stderr %q, want the one line %q", out, want)
 	}
 	if strings.Contains(out, `\"`) {
 		t.Errorf("escaped quotes in the refusal:\n%s", out)
