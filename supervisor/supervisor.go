@@ -274,8 +274,8 @@ func (s *Supervisor) startInstance() (*instance, error) {
 }
 
 // bury kills a failed worker, reaps it, fails its requests and logs its
-// end in one line: "worker stopped" at INFO when Close asked for it,
-// "worker died" at ERROR otherwise. It returns the line's reason and the
+// end in one line: "worker stopped" at INFO when Close asked for it
+// (its exit at DEBUG), "worker died" at ERROR otherwise. It returns the line's reason and the
 // exit's cause.
 func (s *Supervisor) bury(inst *instance) (reason string, cause string) {
 	s.mu.Lock()
@@ -305,7 +305,10 @@ func (s *Supervisor) bury(inst *instance) (reason string, cause string) {
 		s.mu.Unlock()
 	}
 	if stopped {
-		s.log.Info("worker stopped", "exit", exit.Description, "failed_requests", failed)
+		// The SIGKILL of a shutdown is no crash: the line says it was
+		// asked for, the signal only at debug level.
+		s.log.Info("worker stopped", "reason", "server shutting down", "failed_requests", failed)
+		s.log.Debug("worker reaped after shutdown", "exit", exit.Description)
 	} else {
 		s.log.Error("worker died", "exit", exit.Description,
 			"cause", exit.Cause, "reason", failure.Error(), "failed_requests", failed)

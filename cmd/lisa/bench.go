@@ -16,11 +16,6 @@ import (
 	"github.com/lisa-llm/lisa/model/synth"
 )
 
-const benchUsage = `usage: lisa bench (-m MODEL | --synthetic SHAPE:TYPE [--vocab FILE]) [-p 512] [-n 128] [-r 3]
-                  [-t 1,2] [--kernels auto|generic|avx2|avx512] [-o md|csv|json|svg] [--no-sandbox]
-                  [--memory-limit-bytes N]
-       lisa bench chart [--title TEXT] [-o FILE] LABEL=RESULTS.json ...`
-
 // benchOptions are the flags of `lisa bench`.
 type benchOptions struct {
 	model, synthetic, vocab, kernels, format string
@@ -41,10 +36,9 @@ func parseThreads(s string) ([]int, error) {
 	return out, nil
 }
 
-func parseBenchFlags(args []string, stderr io.Writer) (benchOptions, int, bool) {
+func parseBenchFlags(args []string, stdout, stderr io.Writer) (benchOptions, int, bool) {
 	var o benchOptions
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	fs.StringVar(&o.model, "m", "", "GGUF model `file`")
 	fs.IntVar(&o.p.NPrompt, "p", 512, "prompt tokens of the pp test (0: none)")
 	fs.IntVar(&o.p.NGen, "n", 128, "generated tokens of the tg test (0: none)")
@@ -56,24 +50,20 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchOptions, int, bool) 
 	fs.StringVar(&o.vocab, "vocab", "", "vocabulary GGUF `file` for --synthetic (needed by the Llama-2-style shapes; the others carry a synthetic one)")
 	fs.BoolVar(&o.noSandbox, "no-sandbox", false, "measure (and parse --vocab) in this process instead of sandboxed workers")
 	fs.Int64Var(&o.p.MemoryLimit, "memory-limit-bytes", 0, "the sandboxed worker's memory cap in `bytes`, as lisa serve's memory_limit_bytes (0: serve's default)")
-	fs.Usage = func() { fmt.Fprintln(stderr, benchUsage); fs.PrintDefaults() }
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return o, 0, true
-		}
-		return o, 2, true
+	pos, status, done := parseCommand("bench", fs, args, false, stdout, stderr)
+	if done {
+		return o, status, true
 	}
 	bad := func(format string, a ...any) (benchOptions, int, bool) {
-		fmt.Fprintf(stderr, "lisa bench: "+format+"\n%s\n", append(a, benchUsage)...)
-		return o, 2, true
+		return o, badUsage(stderr, "bench", fmt.Sprintf(format, a...)), true
 	}
 	var err error
 	if o.p.Threads, err = parseThreads(*threads); err != nil {
 		return bad("-t: %v", err)
 	}
 	switch {
-	case fs.NArg() != 0:
-		return bad("unexpected argument %q", fs.Arg(0))
+	case len(pos) != 0:
+		return bad("unexpected argument %q", pos[0])
 	case (o.model == "") == (o.synthetic == ""):
 		return bad("give exactly one of -m and --synthetic")
 	case !bench.ValidFormat(o.format):
@@ -98,7 +88,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "chart" {
 		return runBenchChart(args[1:], stdout, stderr)
 	}
-	o, code, done := parseBenchFlags(args, stderr)
+	o, code, done := parseBenchFlags(args, stdout, stderr)
 	if done {
 		return code
 	}
@@ -143,6 +133,12 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "lisa bench:", err)
 		return 1
 	}
+	// model_filename is the file as given (llama-bench's), or the
+	// synthetic spec whose temporary file is gone: never the name the
+	// model's metadata claims.
+	for i := range rs {
+		rs[i].ModelFilename = benchModelFilename(o)
+	}
 	for _, r := range rs {
 		if o.kernels != "auto" && r.Kernels != o.kernels {
 			fmt.Fprintf(stderr, "lisa bench: kernel path %s is not available here (the worker used %s)\n", o.kernels, r.Kernels)
@@ -154,6 +150,15 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// benchModelFilename is the model_filename of o's results: -m's path as
+// given, as llama-bench writes it, or "synthetic:SHAPE:TYPE".
+func benchModelFilename(o benchOptions) string {
+	if o.synthetic != "" {
+		return "synthetic:" + o.synthetic
+	}
+	return o.model
 }
 
 // writeSynthetic writes the model SHAPE:TYPE names into a temporary

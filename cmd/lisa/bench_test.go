@@ -25,7 +25,7 @@ func TestBenchSynthetic(t *testing.T) {
 		t.Fatalf("%v\n%s", err, so.String())
 	}
 	if len(rs) != 2 || rs[0]["n_prompt"] != 8.0 || rs[1]["n_gen"] != 2.0 || rs[0]["sandbox"] != false ||
-		!strings.Contains(rs[0]["model_type"].(string), "Q8_0") {
+		!strings.Contains(rs[0]["model_type"].(string), "Q8_0") || rs[0]["model_filename"] != "synthetic:mini:q8_0" {
 		t.Errorf("results: %v", rs)
 	}
 }

@@ -10,30 +10,20 @@ import (
 	"github.com/lisa-llm/lisa/bench"
 )
 
-const benchChartUsage = `usage: lisa bench chart [--title TEXT] [-o FILE] LABEL=RESULTS.json [LABEL=RESULTS.json ...]
-  Draws an SVG bar chart comparing result files (lisa bench -o json, or llama-bench -o json):
-  one group per result of the first file, one bar per file with the same weight type, test and
-  thread count.`
-
 // runBenchChart implements `lisa bench chart`.
 func runBenchChart(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("bench chart", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	title := fs.String("title", "tokens per second (mean ± stddev), higher is better", "chart title")
 	out := fs.String("o", "-", "output `file` (- for standard output)")
-	fs.Usage = func() { fmt.Fprintln(stderr, benchChartUsage); fs.PrintDefaults() }
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return 0
-		}
-		return 2
+	pos, status, done := parseCommand("bench chart", fs, args, false, stdout, stderr)
+	if done {
+		return status
 	}
-	if fs.NArg() == 0 {
-		fmt.Fprintln(stderr, "lisa bench chart: give at least one LABEL=RESULTS.json\n"+benchChartUsage)
-		return 2
+	if len(pos) == 0 {
+		return badUsage(stderr, "bench chart", "give at least one LABEL=RESULTS.json")
 	}
 	var ss []bench.Series
-	for _, a := range fs.Args() {
+	for _, a := range pos {
 		label, path, ok := strings.Cut(a, "=")
 		if !ok || label == "" || path == "" {
 			fmt.Fprintf(stderr, "lisa bench chart: %q: want LABEL=RESULTS.json\n", a)

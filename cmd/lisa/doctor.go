@@ -63,14 +63,13 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	pos, status, done := parseCommand("doctor", fs, args, false, stdout, stderr)
+	if done {
+		return status
 	}
-	if fs.NArg() != 0 {
-		fmt.Fprintln(stderr, "usage: lisa doctor [--json]")
-		return 2
+	if len(pos) != 0 {
+		return badUsage(stderr, "doctor", fmt.Sprintf("unexpected argument %q", pos[0]))
 	}
 	rep := doctorReport{OK: true, Checks: append(hostChecks(), cpuChecks()...)}
 	for _, c := range rep.Checks {

@@ -19,23 +19,11 @@ import (
 	"github.com/lisa-llm/lisa/tensor"
 )
 
-const ggufUsage = `usage:
-  lisa gguf inspect FILE [--json] [--full]   summarise a GGUF file (--json: machine-readable;
-                                             --full: include array values)
-  lisa gguf tensor FILE NAME [--f32] -o OUT  write one tensor's raw bytes to OUT ("-": stdout);
-                                             --f32: dequantized little-endian float32 instead
-  lisa gguf synth --shape SHAPE [--type f32|f16|q8_0|q4_k_m] [--seed S] [--vocab FILE] -o OUT
-                                             write a random-weight model of a real shape
-                                             (llama, qwen2, qwen3, granite; --shape list: all)
-  Each parses the file (synth: the --vocab file) in a sandboxed worker; --no-sandbox parses it
-  in this process, with a warning.`
-
 // runGGUF runs `lisa gguf SUBCOMMAND`: inspect, tensor or synth. It returns 0 on
 // success, 1 when the file is invalid or cannot be read, 2 on bad usage.
 func runGGUF(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, ggufUsage)
-		return 2
+		return badUsage(stderr, "gguf", "give a subcommand")
 	}
 	switch args[0] {
 	case "inspect":
@@ -44,12 +32,11 @@ func runGGUF(args []string, stdout, stderr io.Writer) int {
 		return ggufTensor(args[1:], stdout, stderr)
 	case "synth":
 		return ggufSynth(args[1:], stdout, stderr)
-	case "-h", "--help", "help":
-		fmt.Fprintln(stdout, ggufUsage)
+	case "-h", "-help", "--help", "help":
+		writeHelp(stdout, "gguf", nil)
 		return 0
 	}
-	fmt.Fprintf(stderr, "lisa gguf: unknown subcommand %q\n%s\n", args[0], ggufUsage)
-	return 2
+	return badUsage(stderr, "gguf", fmt.Sprintf("unknown subcommand %q", args[0]))
 }
 
 // parseInterspersed parses flags that may come before, between or after
@@ -69,12 +56,9 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-// newFlagSet returns a flag set that reports errors to stderr.
-func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprintln(stderr, ggufUsage) }
-	return fs
+// newFlagSet returns the flag set of lisa gguf's subcommand name.
+func newFlagSet(name string) *flag.FlagSet {
+	return flag.NewFlagSet("gguf "+name, flag.ContinueOnError)
 }
 
 // fail prints err as one line on stderr and returns exit status 1.
@@ -85,19 +69,18 @@ func fail(stderr io.Writer, cmd string, err error) int {
 }
 
 func ggufInspect(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("inspect", stderr)
+	fs := newFlagSet("inspect")
 	asJSON := fs.Bool("json", false, "print JSON")
 	full := fs.Bool("full", false, "include the values of arrays")
 	noSandbox := fs.Bool("no-sandbox", false, "parse the file in this process instead of a sandboxed worker")
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		return 2
+	pos, status, done := parseCommand("gguf inspect", fs, args, true, stdout, stderr)
+	if done {
+		return status
 	}
 	if len(pos) != 1 {
-		fmt.Fprintln(stderr, ggufUsage)
-		return 2
+		return badUsage(stderr, "gguf inspect", "give one FILE")
 	}
-	err = runJob(jobCall{cmd: "lisa gguf inspect", job: "inspect", model: pos[0], noSandbox: *noSandbox,
+	err := runJob(jobCall{cmd: "lisa gguf inspect", job: "inspect", model: pos[0], noSandbox: *noSandbox,
 		params: inspectParams{Path: pos[0], JSON: *asJSON, Full: *full},
 		limit:  func(int64) int64 { return maxInspectReply }}, stdout, stderr)
 	if err != nil {
@@ -371,19 +354,21 @@ func humanBytes(n int64) string {
 }
 
 func ggufTensor(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("tensor", stderr)
+	fs := newFlagSet("tensor")
 	asF32 := fs.Bool("f32", false, "write dequantized little-endian float32")
 	outPath := fs.String("o", "", `output file ("-" for stdout)`)
 	noSandbox := fs.Bool("no-sandbox", false, "parse the file in this process instead of a sandboxed worker")
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		return 2
+	pos, status, done := parseCommand("gguf tensor", fs, args, true, stdout, stderr)
+	if done {
+		return status
 	}
-	if len(pos) != 2 || *outPath == "" {
-		fmt.Fprintln(stderr, ggufUsage)
-		return 2
+	switch {
+	case len(pos) != 2:
+		return badUsage(stderr, "gguf tensor", "give FILE and NAME")
+	case *outPath == "":
+		return badUsage(stderr, "gguf tensor", "-o OUT is required")
 	}
-	err = writeOut(*outPath, stdout, func(w io.Writer) error {
+	err := writeOut(*outPath, stdout, func(w io.Writer) error {
 		return runJob(jobCall{cmd: "lisa gguf tensor", job: "tensor", model: pos[0], noSandbox: *noSandbox,
 			params: tensorParams{Name: pos[1], F32: *asF32},
 			limit:  func(size int64) int64 { return tensorReplyLimit(size, *asF32) }}, w, stderr)

@@ -24,20 +24,12 @@ func runHashKey(args []string, stdout, stderr io.Writer) int {
 
 func hashKey(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("hash-key", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lisa hash-key < keyfile")
-		fmt.Fprintln(stderr, "Reads one API key (the first line of stdin) and prints its \"sha256:<hex>\" digest line.")
+	pos, status, done := parseCommand("hash-key", fs, args, false, stdout, stderr)
+	if done {
+		return status
 	}
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() != 0 {
-		fs.Usage()
-		return 2
+	if len(pos) != 0 {
+		return badUsage(stderr, "hash-key", fmt.Sprintf("unexpected argument %q (the key is read from stdin, never from the command line)", pos[0]))
 	}
 	r := bufio.NewReaderSize(io.LimitReader(stdin, maxKeyLine+1), maxKeyLine+1)
 	line, err := r.ReadString('\n')

@@ -13,15 +13,14 @@ import (
 // curl (the scratch image).
 func runHealth(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("health", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	url := fs.String("url", "http://127.0.0.1:8080/health", "the server's health URL")
 	timeout := fs.Duration("timeout", 5*time.Second, "give up after this long")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	pos, status, done := parseCommand("health", fs, args, false, stdout, stderr)
+	if done {
+		return status
 	}
-	if fs.NArg() != 0 {
-		fmt.Fprintln(stderr, "usage: lisa health [--url URL] [--timeout D]")
-		return 2
+	if len(pos) != 0 {
+		return badUsage(stderr, "health", fmt.Sprintf("unexpected argument %q", pos[0]))
 	}
 	client := &http.Client{Timeout: *timeout}
 	resp, err := client.Get(*url)

@@ -83,6 +83,8 @@ func lookupJob(name string) (jobFunc, bool) {
 		return tensorJob, true
 	case "vocab":
 		return vocabJob, true
+	case "modelinfo":
+		return modelInfoJob, true
 	}
 	return nil, false
 }
@@ -94,6 +96,9 @@ type jobCall struct {
 	model     string // the model's path
 	params    any    // marshalled to JSON for the job
 	noSandbox bool   // run the job in this process
+	// noSandboxHint says how to go on where no sandbox can be built
+	// ("": the commands' --no-sandbox).
+	noSandboxHint string
 	// limit returns the most bytes of output the job may write, given
 	// the model's size.
 	limit func(size int64) int64
@@ -161,12 +166,16 @@ func runJob(c jobCall, out, stderr io.Writer) error {
 			serving: func() error { return nil }}
 		return job(env)
 	}
-	return runJobSandboxed(c.job, path, fh, params, limit, out, stderr)
+	hint := c.noSandboxHint
+	if hint == "" {
+		hint = "--no-sandbox parses in this process"
+	}
+	return runJobSandboxed(c.job, path, fh, params, limit, hint, out, stderr)
 }
 
 // runJobSandboxed runs job in a sandboxed worker (the lock-down of lisa
 // serve's worker) on the model fh at path and copies its output to out.
-func runJobSandboxed(job, path string, fh *os.File, params []byte, limit int64, out, stderr io.Writer) error {
+func runJobSandboxed(job, path string, fh *os.File, params []byte, limit int64, hint string, out, stderr io.Writer) error {
 	// A split model's further shards go to the worker too (it parses
 	// them; the command only opens them by name).
 	shardPaths, shards, err := broker.OpenShards(path, sandbox.MaxShards)
@@ -179,7 +188,7 @@ func runJobSandboxed(job, path string, fh *os.File, params []byte, limit int64, 
 	if err != nil {
 		// Where no sandbox can be built (off Linux, no user namespaces),
 		// say how to go on anyway, knowingly.
-		return fmt.Errorf("start the sandboxed worker (lisa doctor says what the host lacks; --no-sandbox parses in this process): %w", err)
+		return fmt.Errorf("start the sandboxed worker (lisa doctor says what the host lacks; %s): %w", hint, err)
 	}
 	defer proc.Kill()
 	// The parameters go on the socket (the text to tokenize may be larger

@@ -18,7 +18,6 @@ import (
 // running server, printing throughput and time-to-first-token tables.
 func runLoadgen(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	url := fs.String("url", "http://127.0.0.1:8080", "base URL of the server")
 	key := fs.String("api-key", "", "API key")
 	clientsFlag := fs.String("clients", "1,4", "comma-separated numbers of concurrent clients")
@@ -28,11 +27,12 @@ func runLoadgen(args []string, stdout, stderr io.Writer) int {
 	busy := fs.Int("busy", 3, "generations decoding in the background while the probe runs (0: skip the probe)")
 	repeat := fs.Int("r", 3, "repetitions")
 	vocab := fs.Int("vocab", 32000, "prompt ids are drawn below this")
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return 0
-		}
-		return 2
+	pos, status, done := parseCommand("loadgen", fs, args, false, stdout, stderr)
+	if done {
+		return status
+	}
+	if len(pos) != 0 {
+		return badUsage(stderr, "loadgen", fmt.Sprintf("unexpected argument %q", pos[0]))
 	}
 	var clients []int
 	for _, f := range strings.Split(*clientsFlag, ",") {

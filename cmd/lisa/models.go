@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -21,23 +20,21 @@ func runModels(args []string, stdout, stderr io.Writer) int {
 	if rm {
 		args = args[1:]
 	}
-	fs := flag.NewFlagSet("models", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	name := "models"
+	if rm {
+		name = "models rm"
+	}
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	dir := modelsDirFlag(fs)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lisa models [--models-dir DIR]            list the downloaded models")
-		fmt.Fprintln(stderr, "       lisa models rm [--models-dir DIR] NAME    remove one (NAME as listed, or OWNER/NAME[:QUANT])")
-		fs.PrintDefaults()
+	pos, status, done := parseCommand(name, fs, args, true, stdout, stderr)
+	if done {
+		return status
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if rm && fs.NArg() != 1 || !rm && fs.NArg() != 0 {
-		fs.Usage()
-		return 2
+	switch {
+	case rm && len(pos) != 1:
+		return badUsage(stderr, name, "give one model to remove")
+	case !rm && len(pos) != 0:
+		return badUsage(stderr, name, fmt.Sprintf("unexpected argument %q", pos[0]))
 	}
 	store, err := modelsStore(*dir)
 	if err != nil {
@@ -45,7 +42,7 @@ func runModels(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	if rm {
-		return removeModel(store, fs.Arg(0), stdout, stderr)
+		return removeModel(store, pos[0], stdout, stderr)
 	}
 	list, err := store.List()
 	if err != nil {

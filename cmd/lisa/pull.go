@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -19,25 +18,15 @@ import (
 // directory, verified against the repository's digest.
 func runPull(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("pull", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	dir := modelsDirFlag(fs)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lisa pull [--models-dir DIR] OWNER/NAME[:QUANT] | OWNER/NAME/FILE.gguf")
-		fmt.Fprintln(stderr, "Downloads a GGUF model from Hugging Face (HF_ENDPOINT for a mirror, HF_TOKEN for gated repositories,")
-		fmt.Fprintln(stderr, "proxies from HTTPS_PROXY), resuming an interrupted download and checking its SHA-256.")
-		fs.PrintDefaults()
+	pos, status, done := parseCommand("pull", fs, args, true, stdout, stderr)
+	if done {
+		return status
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if len(pos) != 1 {
+		return badUsage(stderr, "pull", "give one model")
 	}
-	if fs.NArg() != 1 {
-		fs.Usage()
-		return 2
-	}
-	ref, err := hub.ParseRef(fs.Arg(0))
+	ref, err := hub.ParseRef(pos[0])
 	if err != nil {
 		fmt.Fprintf(stderr, "lisa pull: %v\n", err)
 		return 2

@@ -20,8 +20,8 @@ import (
 // (./lisa, ./config, ../shared): each lisa serve line starts a server that
 // must pass /health and stays up for the lines after it, until the next
 // serve line; every other line must exit 0 (curl with -f: an HTTP error
-// fails it). Port 8080 becomes a free
-// port; lisa pull and serve -hf reach a local hub serving stories260K
+// fails it). Ports 8080 and 8081 (the key section's second server)
+// become free ports; lisa pull and serve -hf reach a local hub serving stories260K
 // (readmeHub). make build and make test are the two lines not run here: the test
 // builds lisa with the Makefile's flags itself, and make test is what
 // .ci/run runs.
@@ -57,7 +57,8 @@ func TestReadmeRuns(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	port := strconv.Itoa(freePort(t))
+	port, port2 := strconv.Itoa(freePort(t)), strconv.Itoa(freePort(t))
+	ports := strings.NewReplacer(":8080", ":"+port, "--port 8080", "--port "+port, ":8081", ":"+port2, "--port 8081", "--port "+port2)
 	env := readmeHub(t, string(data), sharedDir)
 	var server *exec.Cmd
 	var serverLogs *lockedBuffer
@@ -75,12 +76,12 @@ func TestReadmeRuns(t *testing.T) {
 		if line == "" || strings.HasPrefix(line, "#") || line == "make build" || line == "make test" {
 			continue
 		}
-		line = strings.ReplaceAll(line, ":8080", ":"+port)
+		line = ports.Replace(line)
 		if strings.HasPrefix(line, "curl -s ") {
 			line = "curl -f" + strings.TrimPrefix(line, "curl -") // an HTTP error fails the line
 		}
 		ran++
-		if strings.HasPrefix(line, "./lisa serve ") && !strings.Contains(line, "--help") {
+		if strings.HasPrefix(line, "./lisa serve ") && !strings.Contains(line, "--help") && !strings.Contains(line, "--check-config") {
 			stop()
 			serverLogs = &lockedBuffer{}
 			server = exec.Command("sh", "-c", "exec "+line)
@@ -89,7 +90,11 @@ func TestReadmeRuns(t *testing.T) {
 			if err := server.Start(); err != nil {
 				t.Fatalf("%s: %v", line, err)
 			}
-			waitHealthy(t, "http://127.0.0.1:"+port+"/health", line, serverLogs)
+			p := port
+			if strings.Contains(line, ":"+port2) || strings.Contains(line, "--port "+port2) {
+				p = port2
+			}
+			waitHealthy(t, "http://127.0.0.1:"+p+"/health", line, serverLogs)
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

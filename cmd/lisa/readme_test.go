@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -106,12 +107,20 @@ func TestReadmeCommands(t *testing.T) {
 			continue
 		}
 		seen[sub] = true
-		if _, ok := help[sub]; !ok {
-			var out, errb bytes.Buffer
-			run([]string{sub, "-h"}, &out, &errb)
-			help[sub] = out.String() + errb.String()
+		// A subcommand (gguf synth) has a help of its own.
+		name, rest := []string{sub}, c.args[1:]
+		if len(rest) > 0 && slices.Contains(known[sub].subs, rest[0]) {
+			name, rest = append(name, rest[0]), rest[1:]
 		}
-		for i, a := range c.args[1:] {
+		key := strings.Join(name, " ")
+		if _, ok := help[key]; !ok {
+			var out, errb bytes.Buffer
+			if code := run(append(name, "-h"), &out, &errb); code != 0 || errb.Len() != 0 {
+				t.Errorf("lisa %s -h: exit %d, stderr %q", key, code, errb.String())
+			}
+			help[key] = out.String()
+		}
+		for i, a := range rest {
 			if !strings.HasPrefix(a, "-") {
 				continue
 			}
@@ -120,12 +129,12 @@ func TestReadmeCommands(t *testing.T) {
 				continue // every flag set has them
 			}
 			re := regexp.MustCompile(`(^|[\s\[])--?` + regexp.QuoteMeta(name) + `([\s\]=,]|$)`)
-			if !re.MatchString(help[sub]) {
-				t.Errorf("%q: lisa %s -h lists no flag %q:\n%s", c.line, sub, a, help[sub])
+			if !re.MatchString(help[key]) {
+				t.Errorf("%q: lisa %s -h lists no flag %q:\n%s", c.line, key, a, help[key])
 			}
 			model := ""
-			if i+2 < len(c.args) {
-				model = strings.TrimPrefix(strings.Trim(c.args[i+2], `"`), "$PWD/")
+			if i+1 < len(rest) {
+				model = strings.TrimPrefix(strings.Trim(rest[i+1], `"`), "$PWD/")
 			}
 			if (a == "-m" || a == "--model") && strings.HasPrefix(model, "../shared/") {
 				dir := shared.Dir(t) // skips (fails on CI) without ../shared

@@ -98,10 +98,9 @@ func parseIDs(s string) ([]int32, error) {
 
 // parseRunFlags parses the arguments of `lisa run`; it returns the exit
 // status to use when parsing ends the command.
-func parseRunFlags(args []string, stderr io.Writer) (runOptions, int, bool) {
+func parseRunFlags(args []string, stdout, stderr io.Writer) (runOptions, int, bool) {
 	var o runOptions
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	fs.StringVar(&o.model, "m", "", "GGUF model `file` (required)")
 	fs.StringVar(&o.prompt, "p", "", "prompt `text`; an empty prompt means BOS alone")
 	fs.IntVar(&o.n, "n", 64, "number of tokens to generate")
@@ -120,24 +119,16 @@ func parseRunFlags(args []string, stderr io.Writer) (runOptions, int, bool) {
 	fs.Var(stopFlags{&o}, "stop", "stop `text`: generation ends before it (repeatable)")
 	tf := fs.String("teacher-force", "", "comma-separated token `ids` to evaluate instead of sampling")
 	arith := fs.String("arith", "auto", "with --json or --teacher-force: summation orders of attention, softmax and SiLU: auto (ggml's for all-F32 models), ggml (llama.cpp's) or kernels")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lisa run -m MODEL -p PROMPT [-n N] [--temp T] [--seed S] [--threads K] [--stop TEXT] [--no-sandbox] [--json] [--top-logits K] [--teacher-force IDS]")
-		fmt.Fprintln(stderr, "Generates through the same engine as lisa serve, in the sandboxed worker; --json and --teacher-force evaluate there too and print ids and raw top logits per position.")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return o, 0, true
-		}
-		return o, 2, true
+	pos, status, done := parseCommand("run", fs, args, false, stdout, stderr)
+	if done {
+		return o, status, true
 	}
 	bad := func(format string, a ...any) (runOptions, int, bool) {
-		fmt.Fprintf(stderr, "lisa run: "+format+"\n", a...)
-		return o, 2, true
+		return o, badUsage(stderr, "run", fmt.Sprintf(format, a...)), true
 	}
 	switch {
-	case fs.NArg() != 0:
-		return bad("unexpected argument %q", fs.Arg(0))
+	case len(pos) != 0:
+		return bad("unexpected argument %q", pos[0])
 	case o.model == "":
 		return bad("-m MODEL is required")
 	case o.n < 0 || o.n > model.MaxCtx:
@@ -202,7 +193,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == runWorkerArg {
 		return runWorkerMain(args[1:])
 	}
-	o, code, done := parseRunFlags(args, stderr)
+	o, code, done := parseRunFlags(args, stdout, stderr)
 	if done {
 		return code
 	}

@@ -38,7 +38,6 @@ func runSandboxCheck(args []string, stdout, stderr io.Writer) int {
 		return sandbox.ProbeWorker(args[1:])
 	}
 	fs := flag.NewFlagSet("sandbox-check", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	model := fs.String("m", "", "the GGUF model the workers load")
 	asJSON := fs.Bool("json", false, "print JSON instead of tables")
 	cgroup := config.CgroupAuto
@@ -46,12 +45,15 @@ func runSandboxCheck(args []string, stdout, stderr io.Writer) int {
 	memory := fs.Int64("memory", 1<<30, "memory_limit_bytes for the workers")
 	seccompLog := fs.Bool("seccomp-log", false, "log instead of kill (sandbox_seccomp_log; probes then fail)")
 	threads := fs.Int("threads", 2, "worker threads")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	pos, status, done := parseCommand("sandbox-check", fs, args, false, stdout, stderr)
+	if done {
+		return status
 	}
-	if *model == "" || fs.NArg() != 0 {
-		fmt.Fprintln(stderr, "usage: lisa sandbox-check [--json] [--cgroup[=auto|true|false]] [--memory N] [--threads N] -m MODEL")
-		return 2
+	switch {
+	case len(pos) != 0:
+		return badUsage(stderr, "sandbox-check", fmt.Sprintf("unexpected argument %q", pos[0]))
+	case *model == "":
+		return badUsage(stderr, "sandbox-check", "-m MODEL is required")
 	}
 	path, err := filepath.Abs(*model)
 	if err != nil {

@@ -1,9 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,26 +17,67 @@ import (
 	"github.com/lisa-llm/lisa/config"
 	"github.com/lisa-llm/lisa/sandbox"
 	"github.com/lisa-llm/lisa/supervisor"
+	"github.com/lisa-llm/lisa/webui"
 )
 
 // runServe is lisa serve: it opens and verifies the model, starts the
 // sandboxed worker through the supervisor and serves the OpenAI API until
 // SIGINT or SIGTERM.
 func runServe(args []string, stdout, stderr io.Writer) int {
-	cfg, err := config.Parse(args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
+	sa, err := parseServeArgs(args)
+	if err != nil {
+		return badUsage(stderr, "serve", err.Error())
+	}
+	if sa.help {
+		writeHelp(stdout, "serve", serveFlagSet())
 		return 0
 	}
+	cfg, err := parseServeConfig(sa)
 	if err != nil {
-		fmt.Fprintf(stderr, "lisa serve: %v\n", err)
-		return 2
+		return badUsage(stderr, "serve", err.Error())
+	}
+	if sa.checkConfig {
+		return checkConfig(cfg, stdout, stderr)
 	}
 	logger := newLogger(cfg, stderr)
-	if err := serve(cfg, logger); err != nil {
-		logger.Error("lisa serve: refusing to go on", "err", err)
+	for _, n := range sa.notes {
+		logger.Warn(n)
+	}
+	if err := serve(cfg, serveOptions{webui: sa.webui}, logger); err != nil {
+		if cfg.LogFormat == "json" {
+			logger.Error("lisa serve: refusing to go on", "err", err)
+		} else {
+			// One plain line a person reads, not a log record whose
+			// quoting escapes the quotes of the message.
+			fmt.Fprintf(stderr, "lisa serve: %s\n", printable([]byte(err.Error())))
+		}
 		return 1
 	}
 	return 0
+}
+
+// checkConfig is lisa serve --check-config: the configuration parsed and
+// validated (which config.Parse did), printed as the file keys it
+// resolved to, without opening the model or listening.
+func checkConfig(cfg *config.Config, stdout, stderr io.Writer) int {
+	if cfg.Model == "" && cfg.HF == "" {
+		return badUsage(stderr, "serve", "no model: give MODEL.gguf, -m MODEL or --hf OWNER/NAME[:QUANT]")
+	}
+	for _, w := range cfg.Warnings() {
+		fmt.Fprintf(stderr, "warning: %s: %s\n", w.Key, w.Message)
+	}
+	out, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		fmt.Fprintf(stderr, "lisa serve: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "%s\nconfiguration ok\n", out)
+	return 0
+}
+
+// serveOptions are lisa serve's settings that are not configuration keys.
+type serveOptions struct {
+	webui bool // serve the chat page at /
 }
 
 func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
@@ -48,7 +90,7 @@ func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
-func serve(cfg *config.Config, logger *slog.Logger) error {
+func serve(cfg *config.Config, opts serveOptions, logger *slog.Logger) error {
 	if cfg.HF != "" {
 		if err := resolveHF(cfg, logger); err != nil {
 			return err
@@ -80,6 +122,23 @@ func serve(cfg *config.Config, logger *slog.Logger) error {
 	// slog quotes it); /metrics counts what is dropped.
 	stderrLog := supervisor.NewStderrLog(logger)
 	defer stderrLog.Close()
+	// The model is checked in a sandboxed one-job worker before the
+	// server listens: a file that is no model stops here, in one line.
+	// Its stderr (the sandbox's warnings, which the serving worker
+	// repeats) reaches the log only when the worker failed without
+	// saying why: a refused file is the one line of the error.
+	var checkStderr bytes.Buffer
+	info, err := checkModel(modelPath, cfg.SandboxEnabled, &limitWriter{w: &checkStderr, n: 64 << 10})
+	if err != nil {
+		var je *jobError
+		if cfg.SandboxEnabled && !errors.As(err, &je) {
+			_, _ = io.Copy(stderrLog, &checkStderr)
+		}
+		return fmt.Errorf("model %s: %w", modelPath, err)
+	}
+	if w := ctxWarning(cfg.CtxSize, info.NCtxTrain); w != "" {
+		logger.Warn(w, "key", "ctx_size", "n_ctx_train", info.NCtxTrain)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	sup := supervisor.New(supervisor.Config{ModelName: cfg.ModelName, Threads: cfg.Threads, CtxSize: cfg.CtxSize,
@@ -90,6 +149,10 @@ func serve(cfg *config.Config, logger *slog.Logger) error {
 	srv, err := broker.NewServer(cfg, sup, logger)
 	if err != nil {
 		return err
+	}
+	if opts.webui {
+		srv.MountWebUI(webui.Handler())
+		logger.Info("chat page at / (--webui)")
 	}
 	// Serve at once (/health says "loading"); a worker that cannot start
 	// stops the server.

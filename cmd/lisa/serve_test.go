@@ -23,7 +23,6 @@ func TestServeRefusesToStart(t *testing.T) {
 		code int
 		want []string // in stderr
 	}{
-		{"help", []string{"--help"}, 0, []string{"-ctx-size", "model_sha256", "tls_min_version"}},
 		{"no model", []string{"--listen", "127.0.0.1:0"}, 2, []string{"model:"}},
 		{"public without keys", []string{"-m", model, "--listen", "0.0.0.0:0"}, 2, []string{"not a loopback address"}},
 		{"unknown flag", []string{"-m", model, "--ctx-sise", "3"}, 2, []string{"ctx-sise"}},

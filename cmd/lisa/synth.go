@@ -42,29 +42,32 @@ func listShapes(w io.Writer) {
 // real shape, with the family's synthetic tokenizer or one copied from
 // --vocab.
 func ggufSynth(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("synth", stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, ggufUsage)
-		fmt.Fprintln(stderr, "\nshapes of lisa gguf synth:")
-		listShapes(stderr)
-	}
+	fs := newFlagSet("synth")
 	shape := fs.String("shape", "", "model shape (list: print the shapes): "+shapeNames())
 	typ := fs.String("type", "q4_k_m", "f32|f16|q8_0|q4_k_m")
 	seed := fs.Uint64("seed", 1, "random seed")
 	vocab := fs.String("vocab", "", "GGUF `file` whose tokenizer is copied instead of the synthetic one (required for mini, small-110m, tinyllama-1.1b: e.g. ggml-vocab-llama-spm.gguf)")
 	out := fs.String("o", "", "output `file`")
 	noSandbox := fs.Bool("no-sandbox", false, "parse the --vocab file in this process instead of a sandboxed worker")
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		return 2
+	pos, status, done := parseCommand("gguf synth", fs, args, true, stdout, stderr)
+	if done {
+		if status == 0 {
+			fmt.Fprintln(stdout, "\nshapes:")
+			listShapes(stdout)
+		}
+		return status
 	}
 	if len(pos) == 0 && *shape == "list" {
 		listShapes(stdout)
 		return 0
 	}
-	if len(pos) != 0 || *shape == "" || *out == "" {
-		fs.Usage()
-		return 2
+	switch {
+	case len(pos) != 0:
+		return badUsage(stderr, "gguf synth", fmt.Sprintf("unexpected argument %q", pos[0]))
+	case *shape == "":
+		return badUsage(stderr, "gguf synth", "--shape is required (--shape list prints them)")
+	case *out == "":
+		return badUsage(stderr, "gguf synth", "-o OUT is required")
 	}
 	s, ok := synth.Lookup(*shape)
 	if !ok {

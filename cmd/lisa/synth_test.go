@@ -93,7 +93,7 @@ func TestGGUFSynthList(t *testing.T) {
 	var uo, ue bytes.Buffer
 	run([]string{"gguf", "synth", "--help"}, &uo, &ue)
 	for _, s := range synth.Shapes() {
-		if !strings.Contains(so.String(), s.Name+" ") || !strings.Contains(ue.String(), s.Name+" ") {
+		if !strings.Contains(so.String(), s.Name+" ") || !strings.Contains(uo.String(), s.Name+" ") || ue.Len() != 0 {
 			t.Errorf("shape %s missing from --shape list or --help", s.Name)
 		}
 	}

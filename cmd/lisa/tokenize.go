@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -44,7 +43,7 @@ const maxTokenizeReply = 4 << 30
 // runTokenize prints the tokens of a text with a model's tokenizer. It
 // needs only the tokenizer metadata, so vocabulary-only GGUF files work.
 func runTokenize(args []string, stdout, stderr io.Writer) int {
-	opt, code := parseTokenizeFlags(args, stderr)
+	opt, code := parseTokenizeFlags(args, stdout, stderr)
 	if code >= 0 {
 		return code
 	}
@@ -96,36 +95,27 @@ func tokenizeJob(env *jobEnv) error {
 
 // parseTokenizeFlags parses args, allowing flags after the text. It
 // returns the exit code to stop with, or -1 to go on.
-func parseTokenizeFlags(args []string, stderr io.Writer) (tokenizeOptions, int) {
+func parseTokenizeFlags(args []string, stdout, stderr io.Writer) (tokenizeOptions, int) {
 	var opt tokenizeOptions
 	fs := flag.NewFlagSet("tokenize", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	fs.StringVar(&opt.model, "m", "", "GGUF `file` whose tokenizer to use (a model or a vocabulary-only file)")
 	fs.BoolVar(&opt.noBOS, "no-bos", false, "do not add the BOS/EOS tokens the model asks for")
 	fs.BoolVar(&opt.special, "special", false, "turn the texts of control tokens into those tokens")
 	fs.BoolVar(&opt.json, "json", false, "print one JSON array of ids on one line")
 	fs.StringVar(&opt.file, "f", "", "read the text from `file`, exactly as its bytes")
 	fs.BoolVar(&opt.noSandbox, "no-sandbox", false, "parse the model in this process instead of a sandboxed worker (a hostile model file gets your user's rights)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lisa tokenize -m MODEL [--no-bos] [--special] [--json] [--no-sandbox] [-f FILE | TEXT]")
-		fs.PrintDefaults()
+	pos, status, done := parseCommand("tokenize", fs, args, true, stdout, stderr)
+	if done {
+		return opt, status
 	}
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return opt, 0
-			}
-			return opt, 2
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		opt.text = append(opt.text, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
-	if opt.model == "" || len(opt.text) > 1 || (opt.file == "") == (len(opt.text) == 0) {
-		fs.Usage()
-		return opt, 2
+	opt.text = pos
+	switch {
+	case opt.model == "":
+		return opt, badUsage(stderr, "tokenize", "-m MODEL is required")
+	case len(opt.text) > 1:
+		return opt, badUsage(stderr, "tokenize", "give one TEXT (quote it)")
+	case (opt.file == "") == (len(opt.text) == 0):
+		return opt, badUsage(stderr, "tokenize", "give exactly one of -f FILE and TEXT")
 	}
 	return opt, -1
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"runtime"
@@ -19,9 +20,12 @@ var (
 // path chosen on this CPU and the sandbox features the host offers (the
 // same checks as lisa doctor, one line each).
 func runVersion(args []string, stdout, stderr io.Writer) int {
-	if len(args) != 0 {
-		fmt.Fprintln(stderr, "usage: lisa version")
-		return 2
+	pos, status, done := parseCommand("version", flag.NewFlagSet("version", flag.ContinueOnError), args, false, stdout, stderr)
+	if done {
+		return status
+	}
+	if len(pos) != 0 {
+		return badUsage(stderr, "version", fmt.Sprintf("unexpected argument %q", pos[0]))
 	}
 	c := commit
 	if c == "unknown" {
