@@ -11,12 +11,6 @@ import (
 	"github.com/lisa-llm/lisa/config"
 )
 
-// aliasesFlag is the configuration flag --alias fills when the broker's
-// configuration has per-model aliases (key aliases, a comma-separated
-// list). Without it, --alias NAME sets the served name (model_name), as
-// llama-server's --alias does.
-const aliasesFlag = "aliases"
-
 // serveArgs is lisa serve's command line once the forms config.Parse does
 // not know (the positional model, llama-server's flags and the flags of
 // this command alone) are taken out.
@@ -45,7 +39,6 @@ func serveFlagSet() *flag.FlagSet {
 	fs.String("c", "", "llama-server form of --ctx-size")
 	fs.String("np", "", "llama-server form of --parallel")
 	fs.String("t", "", "llama-server form of --threads")
-	fs.String("alias", "", "llama-server form: serve the model under this `name` (key aliases when the server has per-model aliases, else model_name)")
 	fs.String("ngl", "", "llama-server form, accepted and ignored: lisa runs on the CPU and has no GPU offload (also --n-gpu-layers, --gpu-layers)")
 	return fs
 }
@@ -68,8 +61,8 @@ func renames(name string) (string, bool) {
 func parseServeArgs(args []string) (serveArgs, error) {
 	var sa serveArgs
 	fs := serveFlagSet()
-	var pos, aliases []string
-	modelGiven, nameGiven, listenGiven := false, false, false
+	var pos []string
+	modelGiven, listenGiven := false, false
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if a == "--" {
@@ -125,13 +118,15 @@ func parseServeArgs(args []string) (serveArgs, error) {
 			}
 			continue
 		case "alias", "a":
+			// llama-server's --alias takes a comma-separated list;
+			// lisa's --alias (key model_aliases) is repeatable.
 			v, err := takeValue()
 			if err != nil {
 				return sa, err
 			}
 			for _, s := range strings.Split(v, ",") {
 				if s = strings.TrimSpace(s); s != "" {
-					aliases = append(aliases, s)
+					sa.args = append(sa.args, "--alias", s)
 				}
 			}
 			continue
@@ -158,8 +153,6 @@ func parseServeArgs(args []string) (serveArgs, error) {
 		switch name {
 		case "m", "model", "hf":
 			modelGiven = true
-		case "model-name":
-			nameGiven = true
 		case "listen":
 			listenGiven = true
 		}
@@ -189,19 +182,6 @@ func parseServeArgs(args []string) (serveArgs, error) {
 	}
 	if listenGiven && (sa.host != "" || sa.port != "") {
 		return sa, errors.New("give either --listen HOST:PORT or --host and --port, not both")
-	}
-	if len(aliases) > 0 {
-		if fs.Lookup(aliasesFlag) != nil {
-			sa.args = append(sa.args, "--"+aliasesFlag, strings.Join(aliases, ","))
-		} else {
-			switch {
-			case len(aliases) > 1:
-				return sa, fmt.Errorf("--alias %s: this lisa serves one name per model; give one (it becomes model_name)", strings.Join(aliases, ","))
-			case nameGiven:
-				return sa, errors.New("--alias and --model-name both name the model: give one")
-			}
-			sa.args = append(sa.args, "--model-name", aliases[0])
-		}
 	}
 	return sa, nil
 }
