@@ -7,8 +7,6 @@ import (
 	"github.com/lisa-llm/lisa/tensor"
 )
 
-//go:generate go run ./_arm64gen -dir .
-
 // nativeTable returns the table of an arm64 assembly path, or nil if p has
 // none. Both paths replace the Q8_0, Q4_K and Q6_K dots with assembly that
 // keeps the generic float order (bit-exact twins); they differ in how the
