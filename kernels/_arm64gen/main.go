@@ -190,20 +190,21 @@ func (g *gen) q4K() {
 	g.ins("MOVWU 8(R0), R6")  // B
 	g.ins("MOVWU 12(R0), R7") // C
 	g.ins("ADD $16, R0, R0")
-	g.ins("FMOVS.P 4(R1), F27")       // x.D (V0-V25 are all in use below)
-	g.ins("AND $0x3f3f3f3f, R5, R8")  // sc0-3
-	g.ins("AND $0x3f3f3f3f, R6, R9")  // m0-3
-	g.ins("AND $0x0f0f0f0f, R7, R10") // C&15
+	g.ins("FMOVS.P 4(R1), F27")        // x.D (V0-V25 are all in use below)
+	g.ins("ANDW $0x3f3f3f3f, R5, R8")  // sc0-3
+	g.ins("ANDW $0x3f3f3f3f, R6, R9")  // m0-3
+	g.ins("ANDW $0x0f0f0f0f, R7, R10") // C&15
 	g.ins("LSRW $2, R5, R11")
-	g.ins("AND $0x30303030, R11, R11") // (A>>6)<<4
-	g.ins("ORR R11, R10, R10")         // sc4-7
+	g.ins("ANDW $0x30303030, R11, R11") // (A>>6)<<4
+	g.ins("ORRW R11, R10, R10")         // sc4-7
 	g.ins("LSRW $4, R7, R12")
-	g.ins("AND $0x0f0f0f0f, R12, R12") // C>>4
+	g.ins("ANDW $0x0f0f0f0f, R12, R12") // C>>4
 	g.ins("LSRW $2, R6, R13")
-	g.ins("AND $0x30303030, R13, R13") // (B>>6)<<4
-	g.ins("ORR R13, R12, R12")         // m4-7
-	g.ins("ORR R10<<32, R8, R8")       // eight scales
-	g.ins("ORR R12<<32, R9, R9")       // eight mins
+	g.ins("ANDW $0x30303030, R13, R13") // (B>>6)<<4
+	g.ins("ORRW R13, R12, R12")         // m4-7
+	// The W forms (32-bit, bitmask immediates) zero the upper halves.
+	g.ins("ORR R10<<32, R8, R8") // eight scales
+	g.ins("ORR R12<<32, R9, R9") // eight mins
 	g.ins("FMOVD R8, F22")
 	g.ins("FMOVD R9, F23")
 	for c := range 4 {
