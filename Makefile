@@ -53,7 +53,7 @@ QEMU_ARM64 ?= qemu-aarch64-static
 ARM64_TEST := GOARCH=arm64 go test -count=1 -timeout 30m
 # ARM64_DOTS are the kernels' twin tests of the arm64 assembly: every path
 # the CPU model offers against the pure-Go twins, bit for bit.
-ARM64_DOTS := 'Test(Q4KDot|Q6KDot|KDot|Q8_0|QuantDotExtremes|AvailablePaths|Choose|SelectedAvailable|MatMul$$|MatMulTokensEqualSingle)'
+ARM64_DOTS := 'Test(NewTypeDots|Q4KDot|Q6KDot|KDot|Q8_0|QuantDotExtremes|AvailablePaths|Choose|SelectedAvailable|MatMul$$|MatMulTokensEqualSingle)'
 
 # test-arm64 executes the arm64 build under qemu-aarch64: with -cpu max
 # (every extension qemu emulates, so the dotprod path) the packages whose

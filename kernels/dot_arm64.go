@@ -8,31 +8,34 @@ import (
 )
 
 // nativeTable returns the table of an arm64 assembly path, or nil if p has
-// none. Both paths replace the Q8_0, Q4_K and Q6_K dots with assembly that
+// none. Both paths replace the Q8_0, Q4_0, Q4_K and Q6_K dots with assembly that
 // keeps the generic float order (bit-exact twins); they differ in how the
 // 16-byte integer dots are done (quant_neon_arm64.s, quant_dotprod_arm64.s).
 // The multi-token dots loop over the one-token kernel, as the generic ones
 // do, so they equal it exactly.
 func nativeTable(p Path) *table {
-	var q80 func(w *byte, x *quant.BlockQ8_0, nb int) float32
+	var q80, q40 func(w *byte, x *quant.BlockQ8_0, nb int) float32
 	var q4k, q6k func(w *byte, x *quant.BlockQ8K, nb int) float32
 	switch p {
 	case NEON:
-		q80, q4k, q6k = dotQ8_0NEON, dotQ4KNEON, dotQ6KNEON
+		q80, q40, q4k, q6k = dotQ8_0NEON, dotQ4_0NEON, dotQ4KNEON, dotQ6KNEON
 	case DotProd:
-		q80, q4k, q6k = dotQ8_0DotProd, dotQ4KDotProd, dotQ6KDotProd
+		q80, q40, q4k, q6k = dotQ8_0DotProd, dotQ4_0DotProd, dotQ4KDotProd, dotQ6KDotProd
 	default:
 		return nil
 	}
 	t := genericTable()
 	t.path = p
-	one80 := func(w []byte, x []quant.BlockQ8_0) float32 {
-		if len(x) == 0 {
-			return 0
+	one0 := func(kernel func(*byte, *quant.BlockQ8_0, int) float32, size int) func([]byte, []quant.BlockQ8_0) float32 {
+		return func(w []byte, x []quant.BlockQ8_0) float32 {
+			if len(x) == 0 {
+				return 0
+			}
+			w = w[:size*len(x)]
+			return kernel(&w[0], &x[0], len(x))
 		}
-		w = w[:q8_0Bytes*len(x)]
-		return q80(&w[0], &x[0], len(x))
 	}
+	one80 := one0(q80, q8_0Bytes)
 	oneK := func(kernel func(*byte, *quant.BlockQ8K, int) float32, size int) func([]byte, []quant.BlockQ8K) float32 {
 		return func(w []byte, x []quant.BlockQ8K) float32 {
 			if len(x) == 0 {
@@ -43,6 +46,7 @@ func nativeTable(p Path) *table {
 		}
 	}
 	t.weights[tensor.Q8_0].q80 = dots[quant.BlockQ8_0]{one: one80, x4: x4Of(one80), x8: x8Of80(one80)}
+	t.weights[tensor.Q4_0].q80 = dots[quant.BlockQ8_0]{one: one0(q40, quant.BlockQ4_0Bytes)}
 	q4 := oneK(q4k, q4KBytes)
 	t.weights[tensor.Q4_K].q8k = dots[quant.BlockQ8K]{one: q4, x4: x4Of(q4)}
 	q6 := oneK(q6k, q6KBytes)
@@ -76,6 +80,17 @@ func x8Of80(one func([]byte, []quant.BlockQ8_0) float32) func([]byte, []quant.Bl
 //
 //go:noescape
 func dotQ8_0NEON(w *byte, x *quant.BlockQ8_0, nb int) float32
+
+// dotQ4_0NEON returns quant.DotQ4_0Q8_0 of nb blocks at w and x, in ASIMD
+// assembly.
+//
+//go:noescape
+func dotQ4_0NEON(w *byte, x *quant.BlockQ8_0, nb int) float32
+
+// dotQ4_0DotProd works like dotQ4_0NEON with SDOT.
+//
+//go:noescape
+func dotQ4_0DotProd(w *byte, x *quant.BlockQ8_0, nb int) float32
 
 // dotQ4KNEON returns dotQ4KGeneric of nb blocks at w and x, in ASIMD
 // assembly.

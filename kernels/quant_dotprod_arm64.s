@@ -40,6 +40,42 @@ done:
 	FMOVS F20, ret+24(FP)
 	RET
 
+// func dotQ4_0DotProd(w *byte, x *quant.BlockQ8_0, nb int) float32
+TEXT ·dotQ4_0DotProd(SB), NOSPLIT, $0-28
+	MOVD w+0(FP), R0
+	MOVD x+8(FP), R1
+	MOVD nb+16(FP), R2
+	VEOR V20.B16, V20.B16, V20.B16
+	VMOVI $15, V21.B16
+	VMOVI $8, V22.B16
+	CBZ R2, done
+loop:
+	MOVHU.P 2(R0), R3
+	VLD1.P 16(R0), [V0.B16]
+	MOVHU.P 2(R1), R4
+	VLD1.P 32(R1), [V2.B16, V3.B16]
+	VAND V21.B16, V0.B16, V4.B16
+	VUSHR $4, V0.B16, V5.B16
+	WORD $0x6e368484 // sub v4.16b, v4.16b, v22.16b
+	WORD $0x6e3684a5 // sub v5.16b, v5.16b, v22.16b
+	VEOR V6.B16, V6.B16, V6.B16
+	WORD $0x4e829486 // sdot v6.4s, v4.16b, v2.16b
+	WORD $0x4e8394a6 // sdot v6.4s, v5.16b, v3.16b
+	WORD $0x4eb1b8c6 // addv s6, v6.4s
+	WORD $0x5e21d8c6 // scvtf s6, s6
+	FMOVS R3, F7
+	WORD $0x1ee240e7 // fcvt s7, h7
+	FMOVS R4, F8
+	WORD $0x1ee24108 // fcvt s8, h8
+	FMULS F7, F6, F6
+	FMULS F8, F6, F6
+	FADDS F6, F20, F20
+	SUBS $1, R2, R2
+	BNE loop
+done:
+	FMOVS F20, ret+24(FP)
+	RET
+
 // func dotQ4KDotProd(w *byte, x *quant.BlockQ8K, nb int) float32
 TEXT ·dotQ4KDotProd(SB), NOSPLIT, $0-28
 	MOVD w+0(FP), R0

@@ -120,6 +120,7 @@ func (g *gen) file() {
 	g.p("#include \"textflag.h\"")
 	g.p("")
 	g.q8_0()
+	g.q4_0()
 	g.q4K()
 	g.q6K()
 }
@@ -157,6 +158,48 @@ func (g *gen) q8_0() {
 	g.ins("FMULS F6, F5, F5") // dd = dw * dx
 	g.ins("FMULS F5, F4, F4") // float32(isum) * dd
 	g.ins("FADDS F4, F20, F20")
+	g.ins("SUBS $1, R2, R2")
+	g.ins("BNE loop")
+	g.p("done:")
+	g.ins("FMOVS F20, ret+24(FP)")
+	g.ins("RET")
+	g.p("")
+}
+
+// q4_0 writes the Q4_0 x Q8_0 dot (18-byte weight blocks: the f16 scale
+// and 16 bytes of codes, low nibbles for values 0-15 and high ones for
+// 16-31, each minus 8): per block isum exactly, then, as quant.DotQ4_0Q8_0,
+// sum += (float32(isum) * f16(dw)) * f16(dx).
+func (g *gen) q4_0() {
+	s := g.v.suffix
+	g.p("// func dotQ4_0%s(w *byte, x *quant.BlockQ8_0, nb int) float32", s)
+	g.p("TEXT ·dotQ4_0%s(SB), NOSPLIT, $0-28", s)
+	g.ins("MOVD w+0(FP), R0")
+	g.ins("MOVD x+8(FP), R1")
+	g.ins("MOVD nb+16(FP), R2")
+	g.zero(20)
+	g.ins("VMOVI $15, V21.B16")
+	g.ins("VMOVI $8, V22.B16")
+	g.ins("CBZ R2, done")
+	g.p("loop:")
+	g.ins("MOVHU.P 2(R0), R3")
+	g.ins("VLD1.P 16(R0), [V0.B16]")
+	g.ins("MOVHU.P 2(R1), R4")
+	g.ins("VLD1.P 32(R1), [V2.B16, V3.B16]")
+	g.ins("VAND V21.B16, V0.B16, V4.B16")
+	g.ins("VUSHR $4, V0.B16, V5.B16")
+	g.v3(0x6e208400, "sub", 4, 4, 22, "16b", "16b", "16b")
+	g.v3(0x6e208400, "sub", 5, 5, 22, "16b", "16b", "16b")
+	g.zero(6)
+	g.dot16(6, 4, 2)
+	g.dot16(6, 5, 3)
+	g.addv4s(6, 6)
+	g.scvtf(6, 6)
+	g.halfToS(7, "R3")
+	g.halfToS(8, "R4")
+	g.ins("FMULS F7, F6, F6") // float32(isum) * dw
+	g.ins("FMULS F8, F6, F6") // ... * dx
+	g.ins("FADDS F6, F20, F20")
 	g.ins("SUBS $1, R2, R2")
 	g.ins("BNE loop")
 	g.p("done:")
