@@ -15,6 +15,8 @@ const (
 	Generic Path = "generic" // Generic is the pure-Go path, always available.
 	AVX2    Path = "avx2"    // AVX2 is the amd64 AVX2+FMA+F16C assembly path.
 	AVX512  Path = "avx512"  // AVX512 is the amd64 AVX-512 F/BW/VL+VNNI assembly path.
+	NEON    Path = "neon"    // NEON is the arm64 ASIMD (ARMv8.0) assembly path.
+	DotProd Path = "dotprod" // DotProd is the arm64 ASIMD + dot-product (SDOT) assembly path.
 )
 
 // EnvKernels names the environment variable that forces a kernel path.
@@ -102,8 +104,10 @@ func init() {
 
 // features is what choose needs to know about the CPU.
 type features struct {
-	avx2   bool // AVX2, FMA and F16C, with OS support for the YMM state
-	avx512 bool // AVX-512 F, BW, VL and VNNI, with OS support for the ZMM state
+	avx2    bool // AVX2, FMA and F16C, with OS support for the YMM state
+	avx512  bool // AVX-512 F, BW, VL and VNNI, with OS support for the ZMM state
+	neon    bool // arm64 ASIMD (Advanced SIMD) with FP
+	dotprod bool // arm64 ASIMDDP: SDOT/UDOT
 }
 
 // paths returns the paths f supports, generic first.
@@ -114,6 +118,12 @@ func (f features) paths() []Path {
 	}
 	if f.avx2 && f.avx512 && nativeTable(AVX512) != nil {
 		ps = append(ps, AVX512)
+	}
+	if f.neon && nativeTable(NEON) != nil {
+		ps = append(ps, NEON)
+	}
+	if f.neon && f.dotprod && nativeTable(DotProd) != nil {
+		ps = append(ps, DotProd)
 	}
 	return ps
 }
@@ -132,10 +142,10 @@ func choose(env string, f features) (*table, string) {
 		}
 	}
 	switch Path(env) {
-	case Generic, AVX2, AVX512:
+	case Generic, AVX2, AVX512, NEON, DotProd:
 		return tableFor(best), EnvKernels + "=" + env + " is not supported here; using " + string(best)
 	}
-	return tableFor(best), EnvKernels + "=" + env + " is not a kernel path (generic, avx2, avx512); using " + string(best)
+	return tableFor(best), EnvKernels + "=" + env + " is not a kernel path (generic, avx2, avx512, neon, dotprod); using " + string(best)
 }
 
 // tableFor returns the table of path p, or the generic one if p has no
@@ -174,6 +184,10 @@ func pathFeatures(p Path) string {
 		return "AVX2 + FMA + F16C"
 	case AVX512:
 		return "AVX-512 F/BW/VL + VNNI"
+	case NEON:
+		return "arm64 ASIMD"
+	case DotProd:
+		return "arm64 ASIMD + dot product"
 	}
 	return "pure Go"
 }

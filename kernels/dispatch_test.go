@@ -9,6 +9,7 @@ import (
 
 func TestChoose(t *testing.T) {
 	all := features{avx2: true, avx512: true}
+	arm := features{neon: true, dotprod: true}
 	cases := []struct {
 		env      string
 		f        features
@@ -25,6 +26,11 @@ func TestChoose(t *testing.T) {
 		{"avx512", features{avx2: true}, AVX2, "not supported", true},
 		{"avx512", features{avx512: true}, Generic, "not supported", false},
 		{"sse9", features{}, Generic, "not a kernel path", false},
+		{"", arm, DotProd, "best", true},
+		{"", features{neon: true}, NEON, "best", true},
+		{"neon", arm, NEON, "LISA_KERNELS=neon", true},
+		{"dotprod", features{neon: true}, NEON, "not supported", true},
+		{"avx2", arm, DotProd, "not supported", true},
 	}
 	for _, c := range cases {
 		if c.nativeOK && nativeTable(c.want) == nil {

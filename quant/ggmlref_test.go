@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/lisa-llm/lisa/tensor"
@@ -169,7 +170,7 @@ func TestGGMLReference(t *testing.T) {
 						// ggml; here they are zero.
 						g, w = g[:4+QK_K], w[:4+QK_K]
 					}
-					if !bytes.Equal(g, w) {
+					if !bytes.Equal(g, w) && !generatedNaNSign(g, w) {
 						if bad < 5 {
 							t.Errorf("row %d block %d:\n got %x\nwant %x", row, b/bb, g, w)
 						}
@@ -215,6 +216,21 @@ func TestGGMLReference(t *testing.T) {
 
 // undefinedIQ4NL reports whether ggml's IQ4_NL quantizer leaves the codes
 // of the 32-value block x undefined (all values below GROUP_MAX_EPS).
+// generatedNaNSign reports whether block g differs from the reference w
+// only in the sign of a NaN half-precision scale at its start, on a machine
+// other than the x86 one the reference was made on. A NaN that an
+// operation generates (inf-inf, 0*inf, 0/0) is negative on x86 and
+// positive on arm64, in ggml's C as in Go; a row of infinities gives one
+// (IQ4_NL's scale search).
+func generatedNaNSign(g, w []byte) bool {
+	if runtime.GOARCH == "amd64" || runtime.GOARCH == "386" || len(g) < 2 || len(g) != len(w) {
+		return false
+	}
+	isNaN := func(h uint16) bool { return h&0x7c00 == 0x7c00 && h&0x3ff != 0 }
+	hg, hw := binary.LittleEndian.Uint16(g), binary.LittleEndian.Uint16(w)
+	return isNaN(hg) && isNaN(hw) && hg^hw == 0x8000 && bytes.Equal(g[2:], w[2:])
+}
+
 func undefinedIQ4NL(x []float32) bool {
 	for _, v := range x {
 		if absf(v) >= groupMaxEps {

@@ -44,7 +44,7 @@ func parseBenchFlags(args []string, stdout, stderr io.Writer) (benchOptions, int
 	fs.IntVar(&o.p.NGen, "n", 128, "generated tokens of the tg test (0: none)")
 	fs.IntVar(&o.p.Reps, "r", 3, "repetitions after the warm-up")
 	threads := fs.String("t", "1,2", "comma-separated thread counts")
-	fs.StringVar(&o.kernels, "kernels", "auto", "kernel path: auto|generic|avx2|avx512")
+	fs.StringVar(&o.kernels, "kernels", "auto", "kernel path: auto|generic|avx2|avx512|neon|dotprod")
 	fs.StringVar(&o.format, "o", "md", "output format: md|csv|json|svg")
 	fs.StringVar(&o.synthetic, "synthetic", "", "benchmark a synthetic model `SHAPE:TYPE` (e.g. tinyllama-1.1b:q4_k_m) written to a temporary folder")
 	fs.StringVar(&o.vocab, "vocab", "", "vocabulary GGUF `file` for --synthetic (needed by the Llama-2-style shapes; the others carry a synthetic one)")
@@ -73,9 +73,9 @@ func parseBenchFlags(args []string, stdout, stderr io.Writer) (benchOptions, int
 		return bad("%v", err)
 	}
 	switch o.kernels {
-	case "auto", "generic", "avx2", "avx512":
+	case "auto", "generic", "avx2", "avx512", "neon", "dotprod":
 	default:
-		return bad("--kernels %q: want auto, generic, avx2 or avx512", o.kernels)
+		return bad("--kernels %q: want auto, generic, avx2, avx512, neon or dotprod", o.kernels)
 	}
 	return o, 0, false
 }

@@ -115,9 +115,17 @@ func violating(nr int, conds []Cond, i int) Call {
 	return c
 }
 
-// TestArgumentEdges spells out the argument rules call by call.
+// TestArgumentEdges spells out the argument rules call by call, on both
+// architectures: the same policy data compiled with each one's numbers
+// and audit arch (the argument layout of these calls is the same on both).
 func TestArgumentEdges(t *testing.T) {
-	p := compile(t, "amd64", StageServing, false)
+	for _, arch := range []string{"amd64", "arm64"} {
+		t.Run(arch, func(t *testing.T) { testArgumentEdges(t, arch) })
+	}
+}
+
+func testArgumentEdges(t *testing.T, arch string) {
+	p := compile(t, arch, StageServing, false)
 	kill, allow := ActKillProcess, ActAllow
 	cases := []struct {
 		name string
@@ -167,7 +175,7 @@ func TestArgumentEdges(t *testing.T) {
 			t.Errorf("%s(%#x): got %v, want %v", c.name, c.args[:3], got, c.want)
 		}
 	}
-	s1 := compile(t, "amd64", StageLoading, false)
+	s1 := compile(t, arch, StageLoading, false)
 	for _, c := range []struct {
 		arg0 uint64
 		want Action
@@ -223,24 +231,52 @@ func TestEveryNumber(t *testing.T) {
 	}
 }
 
-// TestPrologue checks the architecture and x32 guards.
+// TestPrologue checks the architecture guard of both architectures and
+// amd64's x32 guard: a call made through another ABI is killed even in
+// log mode, whatever its number.
 func TestPrologue(t *testing.T) {
-	p := compile(t, "amd64", StageServing, true)
-	read := nr(t, p, "read")
-	cases := []struct {
-		c    Call
-		want Action
+	const (
+		auditI386    = 0x40000003
+		auditX86_64  = 0xc000003e
+		auditARM     = 0x40000028
+		auditAArch64 = 0xc00000b7
+	)
+	for _, c := range []struct {
+		arch      string
+		foreign   []uint32
+		x32       Action // the action for read's number with the x32 bit set
+		negative  Action // the action for call number -1
+		wantAudit uint32
 	}{
-		{Call{Nr: read}, ActAllow},
-		{Call{Nr: read, AuditArch: 0x40000003}, ActKillProcess}, // i386
-		{Call{Nr: read, AuditArch: 0xc00000b7}, ActKillProcess}, // aarch64
-		{Call{Nr: read | 0x40000000}, ActKillProcess},           // x32
-		{Call{Nr: -1}, ActKillProcess},
-		{Call{Nr: 100000}, ActLog},
-	}
-	for _, c := range cases {
-		if got := eval(t, p, c.c); got != c.want {
-			t.Errorf("%+v: got %v, want %v", c.c, got, c.want)
+		{"amd64", []uint32{auditI386, auditAArch64, auditARM}, ActKillProcess, ActKillProcess, auditX86_64},
+		// arm64 has no x32 ABI: a number with bit 30 set is just a number no
+		// rule lists, and gets the default action (log here).
+		{"arm64", []uint32{auditARM, auditX86_64, auditI386}, ActLog, ActLog, auditAArch64},
+	} {
+		p := compile(t, c.arch, StageServing, true)
+		if p.Arch.AuditArch != c.wantAudit {
+			t.Errorf("%s: audit arch %#x, want %#x", c.arch, p.Arch.AuditArch, c.wantAudit)
+		}
+		read := nr(t, p, "read")
+		cases := []struct {
+			c    Call
+			want Action
+		}{
+			{Call{Nr: read}, ActAllow},
+			{Call{Nr: read | 0x40000000}, c.x32},
+			{Call{Nr: -1}, c.negative},
+			{Call{Nr: 100000}, ActLog},
+		}
+		for _, f := range c.foreign {
+			cases = append(cases, struct {
+				c    Call
+				want Action
+			}{Call{Nr: read, AuditArch: f}, ActKillProcess})
+		}
+		for _, k := range cases {
+			if got := eval(t, p, k.c); got != k.want {
+				t.Errorf("%s %+v: got %v, want %v", c.arch, k.c, got, k.want)
+			}
 		}
 	}
 }
