@@ -57,6 +57,7 @@ var hfShapes = []hfShape{
 	{"gemma-3-1b", "gemma3", 1152, 26, 4, 1, 256, 6912, 262144, true, false, true, false},
 	{"gemma-3-4b", "gemma3", 2560, 34, 8, 4, 256, 10240, 262208, true, false, true, false},
 	{"phi-3.5-mini", "phi3", 3072, 32, 32, 32, 96, 8192, 32064, false, false, false, false},
+	{"phi-4-mini", "phi3", 3072, 32, 24, 8, 128, 8192, 200064, true, false, false, false},
 	{"gemma2-tiny", "gemma2", 256, 2, 4, 2, 128, 768, 4096, true, false, false, false},
 	{"gemma3-tiny", "gemma3", 256, 6, 4, 1, 128, 768, 4096, true, false, true, false},
 	{"phi3-tiny", "phi3", 256, 2, 4, 2, 64, 768, 4096, false, false, false, false},
@@ -66,7 +67,7 @@ var hfShapes = []hfShape{
 // longRopeDims is the rotated width of the phi3 shapes with LongRoPE
 // factors (config.json's partial_rotary_factor × head_dim): each factor
 // tensor has half as many values.
-var longRopeDims = map[string]int{"phi-3.5-mini": 96, "phi3-tiny": 64, "phi4mini-tiny": 48}
+var longRopeDims = map[string]int{"phi-3.5-mini": 96, "phi-4-mini": 96, "phi3-tiny": 64, "phi4mini-tiny": 48}
 
 // wantTensors returns the tensor names and dims llama.cpp's tensor table
 // (src/llama-model.cpp, per architecture) expects for h.

@@ -1,15 +1,17 @@
 // Package synth writes random-weight models with the exact layouts of real
 // downloads (Llama 3.1/3.2, Mistral Nemo, Qwen2.5, Qwen3, Granite 3.1,
-// TinyLlama and two small llama models) and small test shapes of each
+// Gemma 2 and 3, Phi-3.5-mini, Phi-4-mini, TinyLlama and two small llama
+// models) and small test shapes of each
 // family, for benchmarks and for tests against llama.cpp: random weights
 // run at exactly the speed of trained ones, and a file has the metadata
 // keys, tensor names, shapes and type mix that llama.cpp's
 // convert_hf_to_gguf.py and llama-quantize write for the real model.
 //
 // Weights are N(0, 0.02); RMS norm weights are 1.0, except the per-head
-// Q/K norms of Qwen3 (1 + N(0, 0.1)) and the Q/K/V biases of Qwen2
-// (N(0, 0.1)), which get non-trivial values so that a loader that drops
-// them shows. rope_freqs.weight holds the factors convert_hf_to_gguf.py
+// Q/K norms of Qwen3 and Gemma 3 and Gemma's post-attention and post-FFN
+// norms (1 + N(0, 0.1)) and the Q/K/V biases of Qwen2 (N(0, 0.1)), which
+// get non-trivial values so that a loader that drops them shows. phi3's
+// LongRoPE factors are fixed curves shaped like Phi-3.5's. rope_freqs.weight holds the factors convert_hf_to_gguf.py
 // computes from the llama3 rope_scaling of the real config. Values are
 // quantized with package quant's reference quantizers, so the bytes are
 // those llama-quantize would write for the same F32 values. For Q4_K_M
@@ -164,6 +166,9 @@ func Shapes() []Shape {
 	phi3 := func(n int) vocab.Spec {
 		return vocab.Spec{Family: vocab.Phi3, NVocab: n, SpecialAt: n - 64, Template: "phi-3.5"}
 	}
+	phi4mini := func(n, at int) vocab.Spec {
+		return vocab.Spec{Family: vocab.Phi4Mini, NVocab: n, SpecialAt: at, Template: "phi-4-mini"}
+	}
 	longrope := RopeScaling{Type: "longrope", OrigCtx: 4096}
 	return []Shape{
 		// Llama-2-style shapes; their tokenizer comes from a vocabulary
@@ -201,6 +206,8 @@ func Shapes() []Shape {
 			Rope: RopeScaling{Type: "linear", Factor: 8}, Vocab: gemma3(262208)},
 		{Name: "phi-3.5-mini", Arch: ArchPhi3, NEmbd: 3072, NLayer: 32, NHead: 32, NHeadKV: 32, NFF: 8192, NVocab: 32064, NCtx: 131072,
 			RopeBase: 10000, SlidingWindow: 262144, Rope: longrope, Vocab: phi3(32064)},
+		{Name: "phi-4-mini", Arch: ArchPhi3, NEmbd: 3072, NLayer: 32, NHead: 24, NHeadKV: 8, NFF: 8192, NVocab: 200064, NCtx: 131072,
+			RopeBase: 10000, SlidingWindow: 262144, Tied: true, RopeDim: 96, Rope: longrope, Vocab: phi4mini(200064, 199999)},
 
 		// Small test shapes: every distinguishing feature of the family
 		// at widths that are whole 256-value blocks (except qwen2-tiny-odd,
@@ -234,7 +241,7 @@ func Shapes() []Shape {
 		{Name: "phi3-tiny", Arch: ArchPhi3, NEmbd: 256, NLayer: 2, NHead: 4, NHeadKV: 2, NFF: 768, NVocab: 4096, NCtx: 131072,
 			RopeBase: 10000, SlidingWindow: 16, Rope: longrope, Vocab: phi3(4096)},
 		{Name: "phi4mini-tiny", Arch: ArchPhi3, NEmbd: 256, NLayer: 2, NHead: 4, NHeadKV: 2, NFF: 768, NVocab: 4096, NCtx: 131072,
-			RopeBase: 10000, SlidingWindow: 262144, Tied: true, RopeDim: 48, Rope: longrope, Vocab: phi3(4096)},
+			RopeBase: 10000, SlidingWindow: 262144, Tied: true, RopeDim: 48, Rope: longrope, Vocab: phi4mini(4096, 4032)},
 
 		// Smaller still, for files llama.cpp's llama-quantize wrote that are
 		// committed as test data (model/quantref): one layer, 512 tokens.

@@ -1,6 +1,6 @@
 // Package vocab builds synthetic byte-level BPE vocabularies laid out as
 // the real tokenizers of the model families package synth writes (Llama 3,
-// Qwen2.5, Qwen3, Granite 3.x, Mistral Tekken), and SentencePiece ones
+// Qwen2.5, Qwen3, Granite 3.x, Mistral Tekken, Phi-4-mini), and SentencePiece ones
 // laid out as Gemma 2's, Gemma 3's and Phi-3's (spm.go), for machines that
 // have no real vocabulary file.
 //
@@ -60,6 +60,11 @@ const (
 	// placeholders, <|system|>, <|end|>, <|user|>, then [PADn] up to the
 	// model's vocabulary size.
 	Phi3
+	// Phi4Mini is Phi-4-mini's o200k byte-level BPE: BPE tokens up to
+	// <|endoftext|> 199999, 18 ids the tokenizer lacks ([PADn], unused),
+	// <|endofprompt|> 200018 … <|tag|> 200028, then [PADn] up to the
+	// model's vocabulary size; pre-tokenizer gpt-4o.
+	Phi4Mini
 )
 
 // String returns the family's name.
@@ -81,6 +86,8 @@ func (f Family) String() string {
 		return "gemma3"
 	case Phi3:
 		return "phi3"
+	case Phi4Mini:
+		return "phi4mini"
 	}
 	return fmt.Sprintf("Family(%d)", int(f))
 }
@@ -220,6 +227,17 @@ func layoutOf(f Family) (layout, bool) {
 	case Tekken:
 		return layout{pre: "tekken", lead: tekkenControls(), byteOrder: true,
 			bos: 1, eos: 2, unk: 0, pad: -1, addBOS: ptr(true), addEOS: ptr(false)}, true
+	case Phi4Mini:
+		// Phi-4-mini-instruct's tokenizer_config.json: bos, eos and pad
+		// are <|endoftext|>, add_bos_token false.
+		trail := ctl("<|endoftext|>")
+		for range 18 {
+			trail = append(trail, special{"", TypeUnused}) // ids the tokenizer lacks
+		}
+		trail = append(trail, ctl("<|endofprompt|>", "<|assistant|>", "<|end|>", "<|user|>", "<|system|>", "<|tool|>",
+			"<|/tool|>", "<|tool_call|>", "<|/tool_call|>", "<|tool_response|>", "<|tag|>")...)
+		return layout{pre: "gpt-4o", trail: trail, padUnused: true, bos: 0, eos: 0, unk: -1, pad: 0,
+			addBOS: ptr(false), addEOS: ptr(false), trailedIDs: true}, true
 	}
 	return layout{}, false
 }
@@ -262,6 +280,10 @@ func Build(s Spec) (*Vocab, error) {
 	}
 	for i, t := range l.trail {
 		v.Tokens[hi+i], v.Types[hi+i] = t.text, t.typ
+		if t.text == "" {
+			// An id the tokenizer lacks: convert_hf_to_gguf.py's filler.
+			v.Tokens[hi+i] = fmt.Sprintf("[PAD%d]", hi+i)
+		}
 	}
 	if l.padUnused {
 		for i := hi + len(l.trail); i < s.NVocab; i++ {
@@ -355,7 +377,7 @@ func Templates() []string {
 // (Llama 3.1 Instruct), llama-3.2 (Llama 3.2 Instruct), qwen2.5 (Qwen2.5
 // Instruct), qwen3, granite-3.1 (Granite 3.1 Instruct), mistral-nemo
 // (Mistral Nemo Instruct 2407), gemma-2 (Gemma 2 it), gemma-3 (Gemma 3 it)
-// or phi-3.5 (Phi-3.5-mini-instruct).
+// phi-3.5 (Phi-3.5-mini-instruct) or phi-4-mini (Phi-4-mini-instruct).
 func Template(name string) (string, error) {
 	b, err := templates.ReadFile("templates/" + name + ".jinja")
 	if err != nil {

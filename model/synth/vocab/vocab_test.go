@@ -71,6 +71,12 @@ var realSpecs = []struct {
 			32007: "<|end|>", 32010: "<|user|>", 32011: "[PAD1]", 32063: "[PAD53]"},
 		map[int]int32{0: TypeUnknown, 1: TypeControl, 3: TypeByte, 32007: TypeControl, 32011: TypeUnused},
 		1, 32000, 0, 32000, false, true, 3, "<0x00>"},
+	{"phi-4-mini", Spec{Phi4Mini, 200064, 199999, "phi-4-mini"}, "gpt-4o",
+		map[int]string{199999: "<|endoftext|>", 200000: "[PAD200000]", 200017: "[PAD200017]", 200018: "<|endofprompt|>",
+			200019: "<|assistant|>", 200020: "<|end|>", 200021: "<|user|>", 200022: "<|system|>", 200028: "<|tag|>",
+			200029: "[PAD200029]", 200063: "[PAD200063]"},
+		map[int]int32{199999: TypeControl, 200000: TypeUnused, 200020: TypeControl, 200028: TypeControl, 200063: TypeUnused},
+		199999, 199999, -1, 199999, false, true, 0, "!"},
 }
 
 // vocabFile writes v's metadata into a GGUF file with no tensors.
@@ -275,6 +281,7 @@ func TestTemplates(t *testing.T) {
 		"llama-3.1": "<|start_header_id|>", "llama-3.2": "<|eot_id|>", "qwen2.5": "<|im_start|>",
 		"qwen3": "enable_thinking", "granite-3.1": "<|start_of_role|>", "mistral-nemo": "[INST]",
 		"gemma-2": "System role not supported", "gemma-3": "first_user_prefix", "phi-3.5": "<|assistant|>",
+		"phi-4-mini": "<|tool|>",
 	}
 	if len(Templates()) != len(want) {
 		t.Errorf("templates %v", Templates())
