@@ -8,8 +8,10 @@ import "math"
 // queries scaled before the scores (1/√head_dim, or 1/√(NEmbd/NHead) for
 // the 27B model, whose query_pre_attn_scalar the file does not carry:
 // llama.cpp recognises it by its 46 blocks), attention scores and logits
-// soft-capped, and a sliding window on the even layers. The output is
-// always token_embd. The file's norm weights already hold Gemma's 1+w
+// soft-capped, and a sliding window on the even layers. Published files
+// have no output.weight (the output is token_embd); one that has it is
+// loaded with it, as for the other families. The file's norm weights
+// already hold Gemma's 1+w
 // (convert_hf_to_gguf.py adds the 1), so they are used as they are.
 func init() {
 	register(&Family{
