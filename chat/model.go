@@ -43,6 +43,7 @@ func Render(tmpl string, msgs []Message, o Options) (string, error) {
 		return "", err
 	}
 	bos, eos := defaults(o.BOS, o.EOS)
+	msgs = polyfillSystem(tmpl, fam, msgs, bos, eos)
 	out, err := applyJinjaAt(tmpl, fam, msgs, o.Tools, o.AddGenerationPrompt, bos, eos, o.Now)
 	if err != nil && errors.Is(err, ErrUnsupported) {
 		if _, ok := renderers[fam]; ok {

@@ -24,6 +24,12 @@ type Family struct {
 	// frequency divisors (Llama 3.1 and later carry their llama3 scaling
 	// this way).
 	RopeFreqs bool
+	// LongRope allows the optional rope_factors_long.weight and
+	// rope_factors_short.weight tensors (phi3's LongRoPE): per-pair
+	// frequency divisors, the long ones used when a sequence may grow past
+	// the original context (the cache's positions per sequence exceed
+	// rope.scaling.original_context_length), as llama.cpp chooses them.
+	LongRope bool
 	// Block lists the tensors of one block, each required or optional.
 	Block []BlockWeight
 	// Hyper, when set, reads the family's own keys into c after the
@@ -96,6 +102,15 @@ var (
 	wGate     = matWeight("ffn_gate.weight", func(c Config) [2]int { return [2]int{c.NEmbd, c.NFF} }, func(l *Layer) *kernels.Matrix { return &l.Gate })
 	wUp       = matWeight("ffn_up.weight", func(c Config) [2]int { return [2]int{c.NEmbd, c.NFF} }, func(l *Layer) *kernels.Matrix { return &l.Up })
 	wDown     = matWeight("ffn_down.weight", func(c Config) [2]int { return [2]int{c.NFF, c.NEmbd} }, func(l *Layer) *kernels.Matrix { return &l.Down })
+
+	// Fused projections (phi3): Q, K and V as one matrix, and the gate and
+	// up halves of the FFN as one ffn_up of 2·NFF rows, the gate first.
+	wQKV    = matWeight("attn_qkv.weight", func(c Config) [2]int { return [2]int{c.NEmbd, c.QDim() + 2*c.KVDim()} }, func(l *Layer) *kernels.Matrix { return &l.QKV })
+	wGateUp = matWeight("ffn_up.weight", func(c Config) [2]int { return [2]int{c.NEmbd, 2 * c.NFF} }, func(l *Layer) *kernels.Matrix { return &l.GateUp })
+	// Norms of the attention and FFN outputs before they join the residual
+	// stream (gemma2, gemma3).
+	wAttnPostNorm = vecWeight("post_attention_norm.weight", func(c Config) int { return c.NEmbd }, func(l *Layer) *[]float32 { return &l.AttnPostNorm })
+	wFFNPostNorm  = vecWeight("post_ffw_norm.weight", func(c Config) int { return c.NEmbd }, func(l *Layer) *[]float32 { return &l.FFNPostNorm })
 )
 
 // preNormBlock is the tensors of the pre-norm attention + SwiGLU block

@@ -81,6 +81,36 @@ type Config struct {
 	EmbedScale    float32 // multiplies the token embeddings when not 0 (granite: <arch>.embedding_scale)
 	ResidualScale float32 // multiplies each block's attention and FFN output when not 0 (granite: <arch>.residual_scale)
 	LogitScale    float32 // divides the logits when not 0 (granite: <arch>.logit_scale)
+
+	// QueryPreScale applies AttnScale to the rotated queries before they
+	// are rounded to the cache type, the scores then taken unscaled (gemma
+	// and phi3 scale Qcur in their graphs and call attention with a scale
+	// of 1).
+	QueryPreScale bool
+	AttnSoftcap   float32 // when not 0, scores become cap·tanh(score/cap) before the softmax (gemma2's attn_logit_softcapping)
+	FinalSoftcap  float32 // when not 0, logits become cap·tanh(logit/cap) (<arch>.final_logit_softcapping)
+	FFNGELU       bool    // the gated FFN uses GELU (tanh approximation, ggml's F16 table) instead of SiLU
+
+	// NSWA is the sliding window (<arch>.attention.sliding_window; 0: none):
+	// on a windowed layer a query at position p sees keys at p-NSWA+1 … p,
+	// as llama.cpp's LLAMA_SWA_TYPE_STANDARD masks.
+	NSWA int
+	// SWAPattern says which layers are windowed when NSWA > 0: layer l is
+	// when l % SWAPattern < SWAPattern-1 (llama.cpp's set_swa_pattern;
+	// gemma2 2, gemma3 6), every layer when it is 0 or 1.
+	SWAPattern int
+	// RopeBaseSWA and RopeScaleSWA, when RopeBaseSWA is not 0, are the RoPE
+	// base and position multiplier of the windowed layers (gemma3's local
+	// layers: 10000, 1), the global ones keeping RopeBase and RopeScale.
+	RopeBaseSWA, RopeScaleSWA float32
+}
+
+// LayerSWA reports whether layer l attends through the sliding window.
+func (c Config) LayerSWA(l int) bool {
+	if c.NSWA <= 0 {
+		return false
+	}
+	return c.SWAPattern <= 1 || l%c.SWAPattern < c.SWAPattern-1
 }
 
 // QDim returns the width of the query projection, NHead*HeadDim.
@@ -346,6 +376,12 @@ func (c Config) Validate() error {
 	case !finite(c.RopeAttnFactor) || !finite(c.RopeExtFactor) || !finite(c.AttnScale) ||
 		!finite(c.EmbedScale) || !finite(c.ResidualScale) || !finite(c.LogitScale):
 		return fmt.Errorf("model: config scales %g/%g/%g/%g/%g/%g: %w", c.RopeAttnFactor, c.RopeExtFactor, c.AttnScale, c.EmbedScale, c.ResidualScale, c.LogitScale, ErrInvalid)
+	case !(c.AttnSoftcap >= 0) || !(c.FinalSoftcap >= 0) || !finite(c.AttnSoftcap) || !finite(c.FinalSoftcap):
+		return fmt.Errorf("model: config soft caps %g/%g: %w", c.AttnSoftcap, c.FinalSoftcap, ErrInvalid)
+	case c.NSWA < 0 || c.NSWA > MaxCtx || c.SWAPattern < 0 || c.SWAPattern > MaxLayers:
+		return fmt.Errorf("model: config sliding window %d/%d: %w", c.NSWA, c.SWAPattern, ErrInvalid)
+	case c.RopeBaseSWA != 0 && (!(c.RopeBaseSWA > 0) || !finite(c.RopeBaseSWA) || !(c.RopeScaleSWA > 0) || !finite(c.RopeScaleSWA)):
+		return fmt.Errorf("model: config windowed RoPE %g/%g: %w", c.RopeBaseSWA, c.RopeScaleSWA, ErrInvalid)
 	}
 	return nil
 }

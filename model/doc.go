@@ -3,12 +3,16 @@
 // Each architecture is a Family (arch.go) registered by its
 // general.architecture name from a file of its own: llama.go (Llama 1-3.x,
 // Mistral, SmolLM, DeepSeek-R1-Distill-Llama), qwen2.go, qwen3.go,
-// granite.go. A family names its own metadata keys and lists the tensors
-// of its blocks, required or optional, from shared entries; the Runner
-// runs the shared blocks, whose optional parts (Q/K/V/O biases, per-head
-// Q/K RMSNorm, NeoX or normal RoPE with frequency factors and linear or
-// YaRN scaling, attention, embedding, residual and logit scales) are on
-// when the family's config or weights have them.
+// granite.go, gemma2.go, gemma3.go, phi3.go. A family names its own
+// metadata keys and lists the tensors of its blocks, required or
+// optional, from shared entries; the Runner runs the shared blocks, whose
+// optional parts (Q/K/V/O biases, fused QKV and gate/up projections,
+// per-head Q/K RMSNorm, post-attention and post-FFN norms, NeoX or normal
+// RoPE with frequency factors and linear, YaRN or LongRoPE scaling, a
+// sliding window on a pattern of layers with its own RoPE base, attention
+// and final soft caps, attention, embedding, residual and logit scales,
+// a SiLU- or GELU-gated FFN) are on when the family's config or weights
+// have them.
 //
 // ConfigFromGGUF reads the hyperparameters from the general.architecture
 // and <arch>.* metadata keys into a validated Config; Load binds every
@@ -35,8 +39,10 @@
 // by rope_freqs.weight's factors and scaled as ggml's rope_yarn does; keys and values
 // stored in the cache rounded to F16 (the default; F32 is an option);
 // scores K·q with q rounded to F16, scaled by 1/sqrt(head_dim) (or the
-// family's scale), masked
-// causally and soft-maxed in float32; outputs Σ round_f16(p_j)·V_j;
+// family's scale; gemma and phi3 scale q before the rounding instead),
+// soft-capped when the family says, masked causally (and outside the
+// sliding window on windowed layers: the cache keeps every position, the
+// masked ones get weight 0) and soft-maxed in float32; outputs Σ round_f16(p_j)·V_j;
 // grouped-query heads sharing each KV head between NHead/NHeadKV query
 // heads; the output projection and residual; SwiGLU feed-forward
 // (silu(gate)·up, then down) and residual; final RMSNorm and the output

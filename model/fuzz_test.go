@@ -1,6 +1,7 @@
 package model
 
 import (
+	"bytes"
 	"flag"
 	"fmt"
 	"os"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/lisa-llm/lisa/gguf"
 	"github.com/lisa-llm/lisa/kernels"
+	msynth "github.com/lisa-llm/lisa/model/synth"
+	"github.com/lisa-llm/lisa/model/synth/vocab"
 	"github.com/lisa-llm/lisa/tensor"
 )
 
@@ -21,11 +24,31 @@ func fuzzSeeds(tb testing.TB) map[string][]byte {
 	tied := synthSpec{embd: 8, layers: 1, heads: 2, kvHeads: 1, ff: 8, vocab: 6, seed: 1, tied: true}
 	untied := synthSpec{embd: 8, layers: 2, heads: 2, kvHeads: 2, ff: 4, vocab: 5, seed: 2}
 	f16 := synthSpec{embd: 8, layers: 1, heads: 4, kvHeads: 2, ff: 8, vocab: 4, seed: 3, wtype: tensor.F16}
-	return map[string][]byte{
+	seeds := map[string][]byte{
 		"tied":   newSynth(tb, tied).bytes(tb),
 		"untied": newSynth(tb, untied).bytes(tb),
 		"f16":    newSynth(tb, f16).bytes(tb),
 	}
+	// The second-wave families at the smallest widths their synthetic
+	// vocabularies allow, so that mutations reach their keys and tensors.
+	for _, s := range []msynth.Shape{
+		{Name: "gemma2", Arch: msynth.ArchGemma2, NEmbd: 8, NLayer: 2, NHead: 2, NHeadKV: 1, HeadDim: 8, HeadDimKey: true, NFF: 8,
+			NVocab: 460, NCtx: 64, RopeBase: 10000, Tied: true, SlidingWindow: 2, AttnSoftcap: 1, FinalSoftcap: 2,
+			Vocab: vocab.Spec{Family: vocab.Gemma2, NVocab: 460}},
+		{Name: "gemma3", Arch: msynth.ArchGemma3, NEmbd: 8, NLayer: 6, NHead: 2, NHeadKV: 1, HeadDim: 4, HeadDimKey: true, NFF: 8,
+			NVocab: 460, NCtx: 64, RopeBase: 1e6, Tied: true, SlidingWindow: 2, Rope: msynth.RopeScaling{Type: "linear", Factor: 8},
+			Vocab: vocab.Spec{Family: vocab.Gemma3, NVocab: 460}},
+		{Name: "phi3", Arch: msynth.ArchPhi3, NEmbd: 8, NLayer: 1, NHead: 2, NHeadKV: 1, NFF: 8, NVocab: 420, NCtx: 64,
+			RopeBase: 10000, RopeDim: 2, Rope: msynth.RopeScaling{Type: "longrope", OrigCtx: 16},
+			Vocab: vocab.Spec{Family: vocab.Phi3, NVocab: 420, SpecialAt: 356}},
+	} {
+		var b bytes.Buffer
+		if _, err := msynth.Write(&b, msynth.Options{Shape: s, Type: msynth.F32, Seed: 4, Threads: 1}); err != nil {
+			tb.Fatalf("seed %s: %v", s.Name, err)
+		}
+		seeds[s.Name] = b.Bytes()
+	}
+	return seeds
 }
 
 // TestFuzzSeeds keeps the committed corpus equal to the generated seeds

@@ -205,7 +205,7 @@ func TestFamiliesWellFormed(t *testing.T) {
 	if err := checkFamilies(); err != nil {
 		t.Fatal(err)
 	}
-	for _, arch := range []string{"llama", "qwen2", "qwen3", "granite"} {
+	for _, arch := range []string{"llama", "qwen2", "qwen3", "granite", "gemma2", "gemma3", "phi3"} {
 		if _, ok := lookupFamily(arch); !ok {
 			t.Errorf("family %s is not registered", arch)
 		}

@@ -29,6 +29,11 @@ type Layer struct {
 	Gate     kernels.Matrix // blk.N.ffn_gate.weight, NFF rows of NEmbd
 	Up       kernels.Matrix // blk.N.ffn_up.weight, NFF rows of NEmbd
 	Down     kernels.Matrix // blk.N.ffn_down.weight, NEmbd rows of NFF
+
+	QKV          kernels.Matrix // blk.N.attn_qkv.weight, QDim+2·KVDim rows of NEmbd (phi3; in place of Q, K, V)
+	GateUp       kernels.Matrix // blk.N.ffn_up.weight, 2·NFF rows of NEmbd, gate then up (phi3; in place of Gate, Up)
+	AttnPostNorm []float32      // blk.N.post_attention_norm.weight [NEmbd]: RMSNorm of the attention output
+	FFNPostNorm  []float32      // blk.N.post_ffw_norm.weight [NEmbd]: RMSNorm of the FFN output
 }
 
 // Embedding is the token embedding table: NVocab rows of NEmbd values of
@@ -57,7 +62,26 @@ type Model struct {
 	OutputNorm []float32      // output_norm.weight [NEmbd]
 	Output     kernels.Matrix // output.weight, or token_embd.weight when tied
 	RopeFreqs  []float32      // rope_freqs.weight [RopeDim/2], per-pair frequency divisors, or nil
-	Rope       *kernels.Rope  // the rotary embedding of Config and RopeFreqs
+	Rope       *kernels.Rope  // the rotary embedding of Config and RopeFreqs (phi3: the short factors)
+	// RopeSWA is the rotary embedding of the windowed layers when their
+	// base differs (Config.RopeBaseSWA), else nil.
+	RopeSWA *kernels.Rope
+	// RopeLong is phi3's rotary embedding with rope_factors_long.weight,
+	// for caches of more positions per sequence than the original
+	// context; nil when the file has no long factors.
+	RopeLong *kernels.Rope
+}
+
+// RopeFor returns the rotary embedding of layer l for a cache of nCtx
+// positions per sequence.
+func (m *Model) RopeFor(l, nCtx int) *kernels.Rope {
+	switch {
+	case m.RopeSWA != nil && m.Config.LayerSWA(l):
+		return m.RopeSWA
+	case m.RopeLong != nil && nCtx > m.Config.RopeOrigCtx:
+		return m.RopeLong
+	}
+	return m.Rope
 }
 
 // ropeParams returns the rotary embedding of c with the frequency factors
@@ -180,6 +204,20 @@ func (b *binder) norm(name string, n int) ([]float32, error) {
 	return v, nil
 }
 
+// factors binds a vector of n RoPE frequency divisors, each > 0.
+func (b *binder) factors(name string, n int) ([]float32, error) {
+	v, err := b.norm(name, n)
+	if err != nil {
+		return nil, err
+	}
+	for i, x := range v {
+		if !(x > 0) {
+			return nil, &TensorError{Name: name, Reason: fmt.Sprintf("factor %d is %g, want > 0", i, x), Err: ErrInvalid}
+		}
+	}
+	return v, nil
+}
+
 // embedding binds the token embedding table.
 func (b *binder) embedding(name string, c Config) (Embedding, error) {
 	ti, data, err := b.lookup(name, []int{c.NEmbd, c.NVocab})
@@ -222,12 +260,21 @@ func LoadWithProgress(f *gguf.File, progress func(LoadProgress)) (*Model, error)
 		return nil, err
 	}
 	if _, ok := f.Tensor("rope_freqs.weight"); ok && fam.RopeFreqs {
-		if m.RopeFreqs, err = b.norm("rope_freqs.weight", c.RopeDim/2); err != nil {
+		if m.RopeFreqs, err = b.factors("rope_freqs.weight", c.RopeDim/2); err != nil {
 			return nil, err
 		}
-		for i, v := range m.RopeFreqs {
-			if !(v > 0) {
-				return nil, &TensorError{Name: "rope_freqs.weight", Reason: fmt.Sprintf("factor %d is %g, want > 0", i, v), Err: ErrInvalid}
+	}
+	var longFactors []float32
+	if fam.LongRope {
+		for _, lf := range []struct {
+			name string
+			dst  *[]float32
+		}{{"rope_factors_short.weight", &m.RopeFreqs}, {"rope_factors_long.weight", &longFactors}} {
+			if _, ok := f.Tensor(lf.name); !ok {
+				continue
+			}
+			if *lf.dst, err = b.factors(lf.name, c.RopeDim/2); err != nil {
+				return nil, err
 			}
 		}
 	}
@@ -256,6 +303,18 @@ func LoadWithProgress(f *gguf.File, progress func(LoadProgress)) (*Model, error)
 	}
 	if m.Rope, err = kernels.NewRope(ropeParams(c, m.RopeFreqs)); err != nil {
 		return nil, &KeyError{Key: c.Arch + ".rope", Reason: err.Error(), Err: ErrInvalid}
+	}
+	if longFactors != nil {
+		if m.RopeLong, err = kernels.NewRope(ropeParams(c, longFactors)); err != nil {
+			return nil, &KeyError{Key: c.Arch + ".rope", Reason: err.Error(), Err: ErrInvalid}
+		}
+	}
+	if c.NSWA > 0 && c.RopeBaseSWA != 0 {
+		p := ropeParams(c, m.RopeFreqs)
+		p.Base, p.FreqScale = c.RopeBaseSWA, c.RopeScaleSWA
+		if m.RopeSWA, err = kernels.NewRope(p); err != nil {
+			return nil, &KeyError{Key: c.Arch + ".rope", Reason: err.Error(), Err: ErrInvalid}
+		}
 	}
 	m.Config = c
 	return m, nil

@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/lisa-llm/lisa/kernels"
 )
@@ -37,14 +38,14 @@ type Runner struct {
 	seqN     []int32 // per sequence: a counter for group
 
 	x, xn, q, k, v, att, proj, gate, up []float32
+	qkv, gateUp                         []float32 // fused projections' outputs (phi3), else nil
 
 	pool    *kernels.Pool
 	heads   []headScratch // one per attention worker (the pool's threads)
 	attnMin int           // least multiply-adds worth spreading over workers
 	attnL   int           // the layer the attention workers are on
 	attnB   Batch         // the batch the attention workers are on
-	attnSc  float32       // the attention scores' scale (Config.AttnScale)
-	rope    *kernels.Rope // the model's rotary embedding
+	attnP   attnParams    // the scores' scale, soft cap and window of layer attnL
 	attnNW  int           // how many workers share the heads
 	attnFn  func(w int)   // runs worker w's heads on the pool (made once: no allocation per layer)
 	next    []int         // per sequence: the next position a batch may write
@@ -85,7 +86,12 @@ func NewRunner(m *Model, c *Cache, pool *kernels.Pool, maxBatch int) *Runner {
 		outIdx:  make([]int, 0, maxBatch),
 		rows:    make([][]float32, 0, maxBatch),
 	}
-	r.rope = m.Rope
+	if m.Layers[0].QKV.Rows > 0 {
+		r.qkv = f(cfg.QDim() + 2*cfg.KVDim())
+	}
+	if m.Layers[0].GateUp.Rows > 0 {
+		r.gateUp = f(2 * cfg.NFF)
+	}
 	r.attnFn = func(w int) {
 		if w < r.attnNW {
 			r.headsPart(w, r.attnNW)
@@ -261,28 +267,27 @@ func (r *Runner) attention(l int, b Batch, n int) error {
 	for i := range n {
 		kernels.RMSNorm(r.xn[i*e:(i+1)*e], r.x[i*e:(i+1)*e], ly.AttnNorm, cfg.RMSEps)
 	}
-	if err := r.matmul(r.q, ly.Q, r.xn, n, "attn_q", l); err != nil {
-		return err
-	}
-	if err := r.matmul(r.k, ly.K, r.xn, n, "attn_k", l); err != nil {
-		return err
-	}
-	if err := r.matmul(r.v, ly.V, r.xn, n, "attn_v", l); err != nil {
+	if err := r.projectQKV(l, n); err != nil {
 		return err
 	}
 	addBias(r.q[:n*qd], ly.QBias)
 	addBias(r.k[:n*kd], ly.KBias)
 	addBias(r.v[:n*kd], ly.VBias)
+	rope := r.m.RopeFor(l, r.c.nCtx)
+	p := r.layerAttn(l)
 	for i := range n {
 		pos := int(b.Pos[i])
 		q, k := r.q[i*qd:(i+1)*qd], r.k[i*kd:(i+1)*kd]
 		headNorm(q, hd, ly.QNorm, cfg.RMSEps)
 		headNorm(k, hd, ly.KNorm, cfg.RMSEps)
-		r.ar.rope(q, cfg.NHead, hd, pos, r.rope)
-		r.ar.rope(k, cfg.NHeadKV, hd, pos, r.rope)
+		r.ar.rope(q, cfg.NHead, hd, pos, rope)
+		r.ar.rope(k, cfg.NHeadKV, hd, pos, rope)
+		if cfg.QueryPreScale {
+			kernels.Scale(q, cfg.AttnScale)
+		}
 		r.c.store(l, int(b.Seq[i]), pos, k, r.v[i*kd:(i+1)*kd])
 	}
-	r.attnL, r.attnB, r.attnSc = l, b, cfg.AttnScale
+	r.attnL, r.attnB, r.attnP = l, b, p
 	work := 0
 	for i := range n {
 		work += (int(b.Pos[i]) + 1) * cfg.NHead * hd * 2
@@ -306,8 +311,71 @@ func (r *Runner) attention(l int, b Batch, n int) error {
 		return err
 	}
 	addBias(r.proj[:n*e], ly.OBias)
+	postNorm(r.proj[:n*e], e, ly.AttnPostNorm, cfg.RMSEps)
 	r.residual(n)
 	return nil
+}
+
+// projectQKV computes the queries, keys and values of the n normed rows
+// of r.xn into r.q, r.k and r.v, from one fused matrix when the layer
+// has one.
+func (r *Runner) projectQKV(l, n int) error {
+	cfg := r.m.Config
+	ly := &r.m.Layers[l]
+	if ly.QKV.Rows == 0 {
+		if err := r.matmul(r.q, ly.Q, r.xn, n, "attn_q", l); err != nil {
+			return err
+		}
+		if err := r.matmul(r.k, ly.K, r.xn, n, "attn_k", l); err != nil {
+			return err
+		}
+		return r.matmul(r.v, ly.V, r.xn, n, "attn_v", l)
+	}
+	if err := r.matmul(r.qkv, ly.QKV, r.xn, n, "attn_qkv", l); err != nil {
+		return err
+	}
+	qd, kd := cfg.QDim(), cfg.KVDim()
+	w := qd + 2*kd
+	for i := range n {
+		row := r.qkv[i*w : (i+1)*w]
+		copy(r.q[i*qd:(i+1)*qd], row[:qd])
+		copy(r.k[i*kd:(i+1)*kd], row[qd:qd+kd])
+		copy(r.v[i*kd:(i+1)*kd], row[qd+kd:])
+	}
+	return nil
+}
+
+// attnParams is what one layer's attention does to its scores besides
+// the softmax: the scale (1 when the queries were scaled already), the
+// soft cap (0: none) and the sliding window (0: every earlier position).
+type attnParams struct {
+	scale   float32
+	softcap float32
+	window  int
+}
+
+// layerAttn returns the score parameters of layer l.
+func (r *Runner) layerAttn(l int) attnParams {
+	cfg := r.m.Config
+	p := attnParams{scale: cfg.AttnScale, softcap: cfg.AttnSoftcap}
+	if cfg.QueryPreScale {
+		p.scale = 1
+	}
+	if cfg.LayerSWA(l) {
+		p.window = cfg.NSWA
+	}
+	return p
+}
+
+// postNorm applies RMSNorm with weight w to each row of x (rows of e
+// values) in place; a nil w does nothing.
+func postNorm(x []float32, e int, w []float32, eps float32) {
+	if w == nil {
+		return
+	}
+	for i := 0; i+e <= len(x); i += e {
+		kernels.RMSNorm(x[i:i+e], x[i:i+e], w, eps)
+	}
 }
 
 // residual adds the block half's output in r.proj to the first n rows of
@@ -353,35 +421,53 @@ func (r *Runner) headsPart(w, nw int) {
 		i, h := k/cfg.NHead, k%cfg.NHead
 		q := r.q[i*qd+h*hd : i*qd+(h+1)*hd]
 		out := r.att[i*qd+h*hd : i*qd+(h+1)*hd]
-		r.head(hs, r.attnL, int(b.Seq[i]), int(b.Pos[i]), h/group, q, out, r.attnSc, int(r.group[i]))
+		r.head(hs, r.attnL, int(b.Seq[i]), int(b.Pos[i]), h/group, q, out, r.attnP, int(r.group[i]))
 	}
 }
 
 // head computes one attention head of one token at position p of
 // sequence s, using KV head g of layer l, into out, the way llama.cpp's
 // CPU path does without flash attention: scores K·q with q rounded to the
-// cache type, scaled and soft-maxed over positions 0..p, then each output
-// value is the dot product of the transposed V row with the weights
-// rounded to the cache type.
+// cache type, soft-capped and scaled as ap says, masked outside the
+// window and soft-maxed over positions 0..p, then each output value is
+// the dot product of the transposed V row with the weights rounded to
+// the cache type.
+//
+// Positions before a sliding window get weight 0 and still take part in
+// the weights×values product, as they do in llama.cpp's masked product
+// (the cache keeps every position): the sums then run in ggml's order.
+// Their scores are not computed.
 //
 // batch is how many tokens sequence s has in this step.
-func (r *Runner) head(hs *headScratch, l, s, p, g int, q, out []float32, scale float32, batch int) {
+func (r *Runner) head(hs *headScratch, l, s, p, g int, q, out []float32, ap attnParams, batch int) {
 	c := r.c
 	hd := len(q)
 	n := p + 1
+	lo := 0 // the first position inside the window
+	if ap.window > 0 {
+		lo = max(0, n-ap.window)
+	}
 	sc := hs.scores[:n]
 	if c.kv == KVF16 {
 		q16 := hs.q16[:hd]
 		kernels.F32ToF16Row(q16, q)
-		ko := c.keyOff(l, s, 0) + g*hd
-		r.ar.dotKQ(sc, c.k16[ko:], c.width, q16)
+		ko := c.keyOff(l, s, lo) + g*hd
+		r.ar.dotKQ(sc[lo:], c.k16[ko:], c.width, q16)
 	} else {
-		for j := range n {
+		for j := lo; j < n; j++ {
 			ko := c.keyOff(l, s, j) + g*hd
 			sc[j] = kernels.DotF32(c.k32[ko:ko+hd], q)
 		}
 	}
-	kernels.Scale(sc, scale)
+	if ap.softcap != 0 {
+		kernels.Softcap(sc[lo:], ap.softcap)
+	}
+	if ap.scale != 1 {
+		kernels.Scale(sc[lo:], ap.scale)
+	}
+	for j := range lo {
+		sc[j] = float32(math.Inf(-1))
+	}
 	r.ar.softmax(sc)
 	if c.kv == KVF16 {
 		p16 := hs.p16[:n]
@@ -404,19 +490,34 @@ func (r *Runner) feedForward(l, n int) error {
 	for i := range n {
 		kernels.RMSNorm(r.xn[i*e:(i+1)*e], r.x[i*e:(i+1)*e], ly.FFNNorm, cfg.RMSEps)
 	}
-	if err := r.matmul(r.gate, ly.Gate, r.xn, n, "ffn_gate", l); err != nil {
-		return err
-	}
-	if err := r.matmul(r.up, ly.Up, r.xn, n, "ffn_up", l); err != nil {
-		return err
-	}
-	for i := range n {
-		g := r.gate[i*ff : (i+1)*ff]
-		r.ar.siluMul(g, g, r.up[i*ff:(i+1)*ff])
+	if ly.GateUp.Rows > 0 {
+		if err := r.matmul(r.gateUp, ly.GateUp, r.xn, n, "ffn_up", l); err != nil {
+			return err
+		}
+		for i := range n {
+			row := r.gateUp[i*2*ff : (i+1)*2*ff]
+			r.ar.siluMul(r.gate[i*ff:(i+1)*ff], row[:ff], row[ff:])
+		}
+	} else {
+		if err := r.matmul(r.gate, ly.Gate, r.xn, n, "ffn_gate", l); err != nil {
+			return err
+		}
+		if err := r.matmul(r.up, ly.Up, r.xn, n, "ffn_up", l); err != nil {
+			return err
+		}
+		for i := range n {
+			g := r.gate[i*ff : (i+1)*ff]
+			if cfg.FFNGELU {
+				kernels.GELUMul(g, g, r.up[i*ff:(i+1)*ff])
+			} else {
+				r.ar.siluMul(g, g, r.up[i*ff:(i+1)*ff])
+			}
+		}
 	}
 	if err := r.matmul(r.proj, ly.Down, r.gate, n, "ffn_down", l); err != nil {
 		return err
 	}
+	postNorm(r.proj[:n*e], e, ly.FFNPostNorm, cfg.RMSEps)
 	r.residual(n)
 	return nil
 }
@@ -443,6 +544,9 @@ func (r *Runner) output() ([][]float32, error) {
 	}
 	if cfg.LogitScale != 0 {
 		kernels.Scale(lg, 1/cfg.LogitScale)
+	}
+	if cfg.FinalSoftcap != 0 {
+		kernels.Softcap(lg, cfg.FinalSoftcap)
 	}
 	for i := range n {
 		r.rows = append(r.rows, lg[i*nv:(i+1)*nv:(i+1)*nv])

@@ -20,7 +20,8 @@ import (
 )
 
 // TestServeFamilies serves a synthesized file of each first-wave family
-// (the tiny shapes, F16) through lisa serve with the sandbox on, runs the
+// and of the second wave (Gemma 2 and 3, Phi-3 and Phi-4-mini layouts;
+// the tiny shapes, F16) through lisa serve with the sandbox on, runs the
 // official openai npm client against it (chat, stream, completions), and
 // checks a greedy completion against llama.cpp's on the same file (the
 // references of model/familyref).
@@ -30,7 +31,8 @@ func TestServeFamilies(t *testing.T) {
 		t.Fatal(err)
 	}
 	node := shared.NodeTool(t, dir, "openai")
-	for _, shape := range []string{"llama3-tiny", "mistral-tiny", "qwen2-tiny", "qwen3-tiny", "granite-tiny"} {
+	for _, shape := range []string{"llama3-tiny", "mistral-tiny", "qwen2-tiny", "qwen3-tiny", "granite-tiny",
+		"gemma2-tiny", "gemma3-tiny", "phi3-tiny", "phi4mini-tiny"} {
 		t.Run(shape, func(t *testing.T) {
 			sh, ok := synth.Lookup(shape)
 			if !ok {

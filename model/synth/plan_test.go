@@ -53,7 +53,21 @@ var hfShapes = []hfShape{
 	{"llama2-quant", "llama", 256, 1, 4, 2, 64, 256, 512, false, false, false, false},
 	{"smollm2-quant", "llama", 576, 1, 9, 3, 64, 256, 512, true, false, false, false},
 	{"qwen2-odd-quant", "qwen2", 384, 1, 6, 2, 64, 256, 512, true, true, false, false},
+	{"gemma-2-2b", "gemma2", 2304, 26, 8, 4, 256, 9216, 256000, true, false, false, false},
+	{"gemma-3-1b", "gemma3", 1152, 26, 4, 1, 256, 6912, 262144, true, false, true, false},
+	{"gemma-3-4b", "gemma3", 2560, 34, 8, 4, 256, 10240, 262208, true, false, true, false},
+	{"phi-3.5-mini", "phi3", 3072, 32, 32, 32, 96, 8192, 32064, false, false, false, false},
+	{"phi-4-mini", "phi3", 3072, 32, 24, 8, 128, 8192, 200064, true, false, false, false},
+	{"gemma2-tiny", "gemma2", 256, 2, 4, 2, 128, 768, 4096, true, false, false, false},
+	{"gemma3-tiny", "gemma3", 256, 6, 4, 1, 128, 768, 4096, true, false, true, false},
+	{"phi3-tiny", "phi3", 256, 2, 4, 2, 64, 768, 4096, false, false, false, false},
+	{"phi4mini-tiny", "phi3", 256, 2, 4, 2, 64, 768, 4096, true, false, false, false},
 }
+
+// longRopeDims is the rotated width of the phi3 shapes with LongRoPE
+// factors (config.json's partial_rotary_factor × head_dim): each factor
+// tensor has half as many values.
+var longRopeDims = map[string]int{"phi-3.5-mini": 96, "phi-4-mini": 96, "phi3-tiny": 64, "phi4mini-tiny": 48}
 
 // wantTensors returns the tensor names and dims llama.cpp's tensor table
 // (src/llama-model.cpp, per architecture) expects for h.
@@ -67,8 +81,26 @@ func wantTensors(h hfShape) map[string][]uint64 {
 	if h.ropeFreqs {
 		m["rope_freqs.weight"] = []uint64{hd / 2}
 	}
+	if d, ok := longRopeDims[h.name]; ok {
+		m["rope_factors_long.weight"] = []uint64{uint64(d / 2)}
+		m["rope_factors_short.weight"] = []uint64{uint64(d / 2)}
+	}
 	for l := range h.layers {
 		b := fmt.Sprintf("blk.%d.", l)
+		if h.arch == "phi3" {
+			// llama.cpp's PHI3 table: fused QKV, ffn_up of 2·n_ff rows.
+			m[b+"attn_norm.weight"] = []uint64{e}
+			m[b+"attn_qkv.weight"] = []uint64{e, q + 2*kv}
+			m[b+"attn_output.weight"] = []uint64{q, e}
+			m[b+"ffn_norm.weight"] = []uint64{e}
+			m[b+"ffn_up.weight"] = []uint64{e, 2 * f}
+			m[b+"ffn_down.weight"] = []uint64{f, e}
+			continue
+		}
+		if h.arch == "gemma2" || h.arch == "gemma3" {
+			m[b+"post_attention_norm.weight"] = []uint64{e}
+			m[b+"post_ffw_norm.weight"] = []uint64{e}
+		}
 		m[b+"attn_norm.weight"] = []uint64{e}
 		m[b+"attn_q.weight"] = []uint64{e, q}
 		m[b+"attn_k.weight"] = []uint64{e, kv}
@@ -391,7 +423,8 @@ func TestRopeFreqs(t *testing.T) {
 // standard deviation 0.02), and that package tokenizer loads the
 // vocabulary and round-trips text (except Tekken, not supported yet).
 func TestWriteTinyShapes(t *testing.T) {
-	for _, name := range []string{"llama3-tiny", "mistral-tiny", "qwen2-tiny", "qwen2-tiny-yarn", "qwen2-tiny-odd", "qwen3-tiny", "granite-tiny"} {
+	for _, name := range []string{"llama3-tiny", "mistral-tiny", "qwen2-tiny", "qwen2-tiny-yarn", "qwen2-tiny-odd", "qwen3-tiny", "granite-tiny",
+		"gemma2-tiny", "gemma3-tiny", "phi3-tiny", "phi4mini-tiny"} {
 		for _, ft := range []FileType{F32, Q4_K_M} {
 			t.Run(name+" "+ft.String(), func(t *testing.T) {
 				s, _ := Lookup(name)
@@ -471,7 +504,17 @@ func checkValues(t *testing.T, f *gguf.File, ti *gguf.TensorInfo, s Shape) {
 		if !slices.Equal(vals, want) {
 			t.Errorf("%s = %v, want %v", name, vals, want)
 		}
-	case strings.HasSuffix(name, "attn_q_norm.weight") || strings.HasSuffix(name, "attn_k_norm.weight"):
+	case name == "rope_factors_long.weight" || name == "rope_factors_short.weight":
+		long, short := longRopeFactors(s.ropeDim() / 2)
+		want := short
+		if name == "rope_factors_long.weight" {
+			want = long
+		}
+		if !slices.Equal(vals, want) || len(vals) != s.ropeDim()/2 {
+			t.Errorf("%s = %v, want %v", name, vals, want)
+		}
+	case strings.HasSuffix(name, "attn_q_norm.weight") || strings.HasSuffix(name, "attn_k_norm.weight") ||
+		strings.HasSuffix(name, "post_attention_norm.weight") || strings.HasSuffix(name, "post_ffw_norm.weight"):
 		if math.Abs(mean-1) > 0.05 || std < 0.05 || std > 0.2 {
 			t.Errorf("%s: mean %.3f std %.3f, want about 1 and 0.1", name, mean, std)
 		}

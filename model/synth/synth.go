@@ -1,15 +1,17 @@
 // Package synth writes random-weight models with the exact layouts of real
 // downloads (Llama 3.1/3.2, Mistral Nemo, Qwen2.5, Qwen3, Granite 3.1,
-// TinyLlama and two small llama models) and small test shapes of each
+// Gemma 2 and 3, Phi-3.5-mini, Phi-4-mini, TinyLlama and two small llama
+// models) and small test shapes of each
 // family, for benchmarks and for tests against llama.cpp: random weights
 // run at exactly the speed of trained ones, and a file has the metadata
 // keys, tensor names, shapes and type mix that llama.cpp's
 // convert_hf_to_gguf.py and llama-quantize write for the real model.
 //
 // Weights are N(0, 0.02); RMS norm weights are 1.0, except the per-head
-// Q/K norms of Qwen3 (1 + N(0, 0.1)) and the Q/K/V biases of Qwen2
-// (N(0, 0.1)), which get non-trivial values so that a loader that drops
-// them shows. rope_freqs.weight holds the factors convert_hf_to_gguf.py
+// Q/K norms of Qwen3 and Gemma 3 and Gemma's post-attention and post-FFN
+// norms (1 + N(0, 0.1)) and the Q/K/V biases of Qwen2 (N(0, 0.1)), which
+// get non-trivial values so that a loader that drops them shows. phi3's
+// LongRoPE factors are fixed curves shaped like Phi-3.5's. rope_freqs.weight holds the factors convert_hf_to_gguf.py
 // computes from the llama3 rope_scaling of the real config. Values are
 // quantized with package quant's reference quantizers, so the bytes are
 // those llama-quantize would write for the same F32 values. For Q4_K_M
@@ -52,12 +54,17 @@ const (
 	ArchQwen2   = "qwen2"
 	ArchQwen3   = "qwen3"
 	ArchGranite = "granite"
+	ArchGemma2  = "gemma2"
+	ArchGemma3  = "gemma3"
+	ArchPhi3    = "phi3"
 )
 
 // RopeScaling is a model's RoPE scaling as its config.json states it.
 type RopeScaling struct {
-	// Type is "" (none), "llama3" (written as rope_freqs.weight) or
-	// "yarn" (written as the rope.scaling.* keys).
+	// Type is "" (none), "llama3" (written as rope_freqs.weight), "yarn"
+	// or "linear" (written as the rope.scaling.* keys), or "longrope"
+	// (phi3: rope_factors_long/short.weight, the original context and
+	// the attention factor).
 	Type   string
 	Factor float32
 	// LowFreqFactor and HighFreqFactor are llama3's.
@@ -92,6 +99,23 @@ type Shape struct {
 	// Vocab is the synthetic vocabulary of the family; a zero Family
 	// means the shape needs a vocabulary file (Options.Vocab).
 	Vocab vocab.Spec
+	// SlidingWindow is config.json's sliding_window (gemma2, gemma3,
+	// phi3; written as attention.sliding_window, by phi3 even when 0).
+	SlidingWindow int
+	// AttnSoftcap and FinalSoftcap are Gemma 2's attn_logit_softcapping
+	// and final_logit_softcapping.
+	AttnSoftcap, FinalSoftcap float32
+	// RopeDim is the rotated width of a head when only part of it turns
+	// (Phi-4-mini's partial_rotary_factor); 0 means the whole head.
+	RopeDim int
+}
+
+// ropeDim returns the rotated values per head.
+func (s Shape) ropeDim() int {
+	if s.RopeDim > 0 {
+		return s.RopeDim
+	}
+	return s.headDim()
 }
 
 // headDim returns the per-head width.
@@ -137,6 +161,15 @@ func Shapes() []Shape {
 	tekken := func(n int) vocab.Spec {
 		return vocab.Spec{Family: vocab.Tekken, NVocab: n, Template: "mistral-nemo"}
 	}
+	gemma2 := vocab.Spec{Family: vocab.Gemma2, NVocab: 256000, Template: "gemma-2"}
+	gemma3 := func(n int) vocab.Spec { return vocab.Spec{Family: vocab.Gemma3, NVocab: n, Template: "gemma-3"} }
+	phi3 := func(n int) vocab.Spec {
+		return vocab.Spec{Family: vocab.Phi3, NVocab: n, SpecialAt: n - 64, Template: "phi-3.5"}
+	}
+	phi4mini := func(n, at int) vocab.Spec {
+		return vocab.Spec{Family: vocab.Phi4Mini, NVocab: n, SpecialAt: at, Template: "phi-4-mini"}
+	}
+	longrope := RopeScaling{Type: "longrope", OrigCtx: 4096}
 	return []Shape{
 		// Llama-2-style shapes; their tokenizer comes from a vocabulary
 		// file (e.g. ggml-vocab-llama-spm.gguf).
@@ -163,6 +196,18 @@ func Shapes() []Shape {
 			HeadDim: 128, HeadDimKey: true, RopeBase: 1e6, NormEps: 1e-6, Tied: true, Vocab: qwen(vocab.Qwen3, 151936, 151643)},
 		{Name: "granite-3.1-2b", Arch: ArchGranite, NEmbd: 2048, NLayer: 40, NHead: 32, NHeadKV: 8, NFF: 8192, NVocab: 49155, NCtx: 131072,
 			RopeBase: 5e6, Tied: true, AttnScale: 0.015625, EmbScale: 12, ResScale: 0.22, LogitScale: 8, Vocab: granite(49155)},
+		{Name: "gemma-2-2b", Arch: ArchGemma2, NEmbd: 2304, NLayer: 26, NHead: 8, NHeadKV: 4, NFF: 9216, NVocab: 256000, NCtx: 8192,
+			HeadDim: 256, HeadDimKey: true, RopeBase: 10000, NormEps: 1e-6, Tied: true, SlidingWindow: 4096,
+			AttnSoftcap: 50, FinalSoftcap: 30, Vocab: gemma2},
+		{Name: "gemma-3-1b", Arch: ArchGemma3, NEmbd: 1152, NLayer: 26, NHead: 4, NHeadKV: 1, NFF: 6912, NVocab: 262144, NCtx: 32768,
+			HeadDim: 256, HeadDimKey: true, RopeBase: 1e6, NormEps: 1e-6, Tied: true, SlidingWindow: 512, Vocab: gemma3(262144)},
+		{Name: "gemma-3-4b", Arch: ArchGemma3, NEmbd: 2560, NLayer: 34, NHead: 8, NHeadKV: 4, NFF: 10240, NVocab: 262208, NCtx: 131072,
+			HeadDim: 256, HeadDimKey: true, RopeBase: 1e6, NormEps: 1e-6, Tied: true, SlidingWindow: 1024,
+			Rope: RopeScaling{Type: "linear", Factor: 8}, Vocab: gemma3(262208)},
+		{Name: "phi-3.5-mini", Arch: ArchPhi3, NEmbd: 3072, NLayer: 32, NHead: 32, NHeadKV: 32, NFF: 8192, NVocab: 32064, NCtx: 131072,
+			RopeBase: 10000, SlidingWindow: 262144, Rope: longrope, Vocab: phi3(32064)},
+		{Name: "phi-4-mini", Arch: ArchPhi3, NEmbd: 3072, NLayer: 32, NHead: 24, NHeadKV: 8, NFF: 8192, NVocab: 200064, NCtx: 131072,
+			RopeBase: 10000, SlidingWindow: 262144, Tied: true, RopeDim: 96, Rope: longrope, Vocab: phi4mini(200064, 199999)},
 
 		// Small test shapes: every distinguishing feature of the family
 		// at widths that are whole 256-value blocks (except qwen2-tiny-odd,
@@ -182,6 +227,21 @@ func Shapes() []Shape {
 			HeadDim: 128, HeadDimKey: true, RopeBase: 1e6, NormEps: 1e-6, Tied: true, Vocab: qwen(vocab.Qwen3, 4096, 3840)},
 		{Name: "granite-tiny", Arch: ArchGranite, NEmbd: 256, NLayer: 2, NHead: 4, NHeadKV: 2, NFF: 768, NVocab: 4099, NCtx: 131072,
 			RopeBase: 5e6, Tied: true, AttnScale: 0.015625, EmbScale: 12, ResScale: 0.22, LogitScale: 8, Vocab: granite(4099)},
+		// The Gemma and Phi test shapes have windows of 16 positions, so
+		// that even the short reference prompts run past them, and soft
+		// caps small enough to bend random weights' scores and logits.
+		// gemma3-tiny has six layers: five windowed, then a global one
+		// with Gemma 3 4B's linear scaling.
+		{Name: "gemma2-tiny", Arch: ArchGemma2, NEmbd: 256, NLayer: 2, NHead: 4, NHeadKV: 2, NFF: 768, NVocab: 4096, NCtx: 8192,
+			HeadDim: 128, HeadDimKey: true, RopeBase: 10000, NormEps: 1e-6, Tied: true, SlidingWindow: 16,
+			AttnSoftcap: 0.1, FinalSoftcap: 1, Vocab: vocab.Spec{Family: vocab.Gemma2, NVocab: 4096, Template: "gemma-2"}},
+		{Name: "gemma3-tiny", Arch: ArchGemma3, NEmbd: 256, NLayer: 6, NHead: 4, NHeadKV: 1, NFF: 768, NVocab: 4096, NCtx: 131072,
+			HeadDim: 128, HeadDimKey: true, RopeBase: 1e6, NormEps: 1e-6, Tied: true, SlidingWindow: 16,
+			Rope: RopeScaling{Type: "linear", Factor: 8}, Vocab: gemma3(4096)},
+		{Name: "phi3-tiny", Arch: ArchPhi3, NEmbd: 256, NLayer: 2, NHead: 4, NHeadKV: 2, NFF: 768, NVocab: 4096, NCtx: 131072,
+			RopeBase: 10000, SlidingWindow: 16, Rope: longrope, Vocab: phi3(4096)},
+		{Name: "phi4mini-tiny", Arch: ArchPhi3, NEmbd: 256, NLayer: 2, NHead: 4, NHeadKV: 2, NFF: 768, NVocab: 4096, NCtx: 131072,
+			RopeBase: 10000, SlidingWindow: 262144, Tied: true, RopeDim: 48, Rope: longrope, Vocab: phi4mini(4096, 4032)},
 
 		// Smaller still, for files llama.cpp's llama-quantize wrote that are
 		// committed as test data (model/quantref): one layer, 512 tokens.
@@ -281,9 +341,11 @@ var ErrUnsupported = errors.New("synth: unsupported combination")
 //   - output.weight, and token_embd.weight when the output is tied: Q6_K,
 //     or Q8_0 when a row is not whole 256-value blocks;
 //   - attn_v and ffn_down of the layers useMoreBits picks: Q6_K;
+//   - phi3's fused attn_qkv: Q5_K;
 //   - everything else Q4_K;
 //   - then, when a row is not whole K-quant blocks, Q4_K falls back to
-//     Q5_0 and Q6_K to Q8_0, and to F16 when not even 32-value blocks.
+//     Q5_0, Q5_K to Q5_1 and Q6_K to Q8_0, and to F16 when not even
+//     32-value blocks.
 func tensorType(ft FileType, name string, dims []uint64, layer, nLayer int, tied bool) (tensor.Type, error) {
 	if len(dims) == 1 {
 		return tensor.F32, nil
@@ -310,13 +372,18 @@ func tensorType(ft FileType, name string, dims []uint64, layer, nLayer int, tied
 		return tensor.Q6_K, nil
 	case (base == "attn_v.weight" || base == "ffn_down.weight") && useMoreBits(layer, nLayer):
 		t = tensor.Q6_K
+	case base == "attn_qkv.weight":
+		t = tensor.Q5_K
 	default:
 		t = tensor.Q4_K
 	}
 	if nx%tensor.QK_K != 0 {
-		if t == tensor.Q6_K {
+		switch t {
+		case tensor.Q6_K:
 			t = tensor.Q8_0
-		} else {
+		case tensor.Q5_K:
+			t = tensor.Q5_1
+		default:
 			t = tensor.Q5_0
 		}
 		if nx%32 != 0 {
@@ -363,9 +430,36 @@ func Plan(s Shape, ft FileType) ([]TensorPlan, error) {
 			p[len(p)-1].fixed = llama3RopeFactors(s.RopeBase, hd, s.Rope)
 		}
 	}
+	if s.Rope.Type == "longrope" {
+		long, short := longRopeFactors(s.ropeDim() / 2)
+		add(-1, "rope_factors_long.weight", initFixed, uint64(s.ropeDim()/2))
+		if err == nil {
+			p[len(p)-1].fixed = long
+		}
+		add(-1, "rope_factors_short.weight", initFixed, uint64(s.ropeDim()/2))
+		if err == nil {
+			p[len(p)-1].fixed = short
+		}
+	}
 	add(-1, "token_embd.weight", initWeight, e, v)
+	if s.Arch == ArchPhi3 {
+		// Phi-3's block: fused Q/K/V and a fused gate/up of 2·NFF rows.
+		for l := range s.NLayer {
+			add(l, "attn_norm.weight", initOnes, e)
+			add(l, "attn_output.weight", initWeight, qDim, e)
+			add(l, "attn_qkv.weight", initWeight, e, qDim+2*kvDim)
+			add(l, "ffn_down.weight", initWeight, f, e)
+			add(l, "ffn_norm.weight", initOnes, e)
+			add(l, "ffn_up.weight", initWeight, e, 2*f)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("synth: shape %s, %s: %w", s.Name, ft, err)
+		}
+		return p, nil
+	}
 	bias := s.Arch == ArchQwen2
-	qkNorm := s.Arch == ArchQwen3
+	qkNorm := s.Arch == ArchQwen3 || s.Arch == ArchGemma3
+	postNorm := s.Arch == ArchGemma2 || s.Arch == ArchGemma3
 	for l := range s.NLayer {
 		if bias {
 			add(l, "attn_k.bias", initBias, kvDim)
@@ -391,6 +485,12 @@ func Plan(s Shape, ft FileType) ([]TensorPlan, error) {
 		add(l, "ffn_gate.weight", initWeight, e, f)
 		add(l, "ffn_norm.weight", initOnes, e)
 		add(l, "ffn_up.weight", initWeight, e, f)
+		if postNorm {
+			// Gemma's files hold 1+w (the converter adds the 1): values
+			// around 1, not all 1, so that a loader that drops them shows.
+			add(l, "post_attention_norm.weight", initQKNorm, e)
+			add(l, "post_ffw_norm.weight", initQKNorm, e)
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("synth: shape %s, %s: %w", s.Name, ft, err)
@@ -423,6 +523,20 @@ func llama3RopeFactors(base float32, dim int, r RopeScaling) []float32 {
 	return out
 }
 
+// longRopeFactors returns n long and n short LongRoPE frequency
+// divisors shaped like Phi-3.5's: the short ones near 1, the long ones
+// rising from 1 to about 50 over the pairs (the lowest frequencies
+// stretched most).
+func longRopeFactors(n int) (long, short []float32) {
+	long, short = make([]float32, n), make([]float32, n)
+	for i := range n {
+		x := float64(i) / float64(max(n-1, 1))
+		long[i] = float32(1 + 49*x*x)
+		short[i] = float32(1 + 0.1*x)
+	}
+	return long, short
+}
+
 // Options say what Write produces.
 type Options struct {
 	Shape Shape
@@ -453,16 +567,21 @@ func (s Shape) validate() error {
 		s.NLayer <= 0 || s.NFF <= 0 || s.NVocab <= 0 || s.NCtx <= 0 || s.headDim() <= 0 || s.headDim()%2 != 0 ||
 		s.HeadDim == 0 && s.NEmbd%s.NHead != 0
 	switch s.Arch {
-	case ArchLlama, ArchQwen2, ArchQwen3, ArchGranite:
+	case ArchLlama, ArchQwen2, ArchQwen3, ArchGranite, ArchGemma2, ArchGemma3, ArchPhi3:
 	default:
 		bad = true
 	}
+	bad = bad || s.RopeDim < 0 || s.RopeDim > s.headDim() || s.RopeDim%2 != 0 || s.SlidingWindow < 0
 	switch s.Rope.Type {
 	case "":
 	case "llama3":
 		bad = bad || s.Rope.Factor <= 0 || s.Rope.OrigCtx <= 0 || s.Rope.HighFreqFactor <= s.Rope.LowFreqFactor || s.Rope.LowFreqFactor <= 0
 	case "yarn":
 		bad = bad || s.Rope.Factor <= 0 || s.Rope.OrigCtx <= 0
+	case "linear":
+		bad = bad || s.Rope.Factor <= 0
+	case "longrope":
+		bad = bad || s.Rope.OrigCtx <= 0 || s.Arch != ArchPhi3
 	default:
 		bad = true
 	}
@@ -616,9 +735,30 @@ func addMetadata(gw *gguf.Writer, o Options) error {
 		// LlamaModel (and GraniteModel, its subclass) add these two.
 		kvs = append(kvs, u("vocab_size", s.NVocab), u("rope.dimension_count", s.headDim()))
 	}
-	if s.Rope.Type == "yarn" {
-		kvs = append(kvs, gguf.KV{Key: a + ".rope.scaling.type", Value: gguf.StringValue("yarn")},
-			f("rope.scaling.factor", s.Rope.Factor), u("rope.scaling.original_context_length", s.Rope.OrigCtx))
+	if s.Rope.Type == "yarn" || s.Rope.Type == "linear" {
+		kvs = append(kvs, gguf.KV{Key: a + ".rope.scaling.type", Value: gguf.StringValue(s.Rope.Type)},
+			f("rope.scaling.factor", s.Rope.Factor))
+		if s.Rope.Type == "yarn" {
+			kvs = append(kvs, u("rope.scaling.original_context_length", s.Rope.OrigCtx))
+		}
+	}
+	switch a {
+	case ArchGemma2:
+		kvs = append(kvs, f("attn_logit_softcapping", s.AttnSoftcap), f("final_logit_softcapping", s.FinalSoftcap),
+			u("attention.sliding_window", s.SlidingWindow))
+	case ArchGemma3:
+		kvs = append(kvs, u("attention.sliding_window", s.SlidingWindow))
+	case ArchPhi3:
+		kvs = append(kvs, u("rope.dimension_count", s.ropeDim()), u("attention.sliding_window", s.SlidingWindow))
+		if s.Rope.Type == "longrope" {
+			// convert_hf_to_gguf.py's LongRoPE attention factor.
+			scale := float64(s.NCtx) / float64(s.Rope.OrigCtx)
+			af := float32(1)
+			if scale > 1 {
+				af = float32(math.Sqrt(1 + math.Log(scale)/math.Log(float64(s.Rope.OrigCtx))))
+			}
+			kvs = append(kvs, u("rope.scaling.original_context_length", s.Rope.OrigCtx), f("rope.scaling.attn_factor", af))
+		}
 	}
 	if a == ArchGranite {
 		kvs = append(kvs, f("attention.scale", s.AttnScale), f("embedding_scale", s.EmbScale),

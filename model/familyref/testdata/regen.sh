@@ -16,7 +16,8 @@ printf '# shape type seed sha256 reference (written by regen.sh)\n' > "$manifest
 entry() { # shape type reference
 	echo "$1 $2 1 $(sha256sum "$tmp/$1-$2.gguf" | cut -d' ' -f1) $3" >> "$manifest"
 }
-for shape in llama3-tiny qwen2-tiny qwen2-tiny-yarn qwen2-tiny-odd qwen3-tiny granite-tiny mistral-tiny; do
+for shape in llama3-tiny qwen2-tiny qwen2-tiny-yarn qwen2-tiny-odd qwen3-tiny granite-tiny mistral-tiny \
+	gemma2-tiny gemma3-tiny phi3-tiny phi4mini-tiny; do
 	for type in f16 q8_0 q4_k_m; do
 		"$tmp/lisa" gguf synth --shape "$shape" --type "$type" --seed 1 -o "$tmp/$shape-$type.gguf" > /dev/null
 		printf 'n_gen 16\nprompt Once upon a time, there was a little\nprompt The capital of France is\n' |
@@ -26,16 +27,29 @@ for shape in llama3-tiny qwen2-tiny qwen2-tiny-yarn qwen2-tiny-odd qwen3-tiny gr
 done
 # RoPE scaling far from position 0: 9000 teacher-forced ids, rows 8180-8200.
 ids=$(awk 'BEGIN { for (i = 0; i < 9000; i++) printf "%s%d", (i ? "," : ""), (i * 7919) % 4000 + 10 }')
-for shape in llama3-tiny qwen2-tiny-yarn; do
+# phi3's LongRoPE: a context of 9216 > the original 4096 takes the long
+# factors (the short prompts above, at n_ctx 512, the short ones).
+for shape in llama3-tiny qwen2-tiny-yarn phi3-tiny phi4mini-tiny; do
 	for type in f16 q8_0; do
 		printf 'n_ctx 9216\ngen_batch 512\nprompt_ids 1\nteacher %s\nreport 8180-8200\n' "$ids" |
 			"$root/bench/llamacpp/ref.sh" logits "$tmp/$shape-$type.gguf" - > "$here/$shape-$type-long.json"
 		entry "$shape" "$type" "$shape-$type-long.json"
 	done
 done
+# Sliding windows (16 positions in the tiny Gemma shapes): 600 ids
+# prefilled in batches of 512, rows 500-520 far past every window.
+ids=$(awk 'BEGIN { for (i = 0; i < 600; i++) printf "%s%d", (i ? "," : ""), (i * 7919) % 4000 + 10 }')
+for shape in gemma2-tiny gemma3-tiny; do
+	for type in f16 q8_0; do
+		printf 'n_ctx 1024\ngen_batch 512\nprompt_ids 2\nteacher %s\nreport 500-520\n' "$ids" |
+			"$root/bench/llamacpp/ref.sh" logits "$tmp/$shape-$type.gguf" - > "$here/$shape-$type-long.json"
+		entry "$shape" "$type" "$shape-$type-long.json"
+	done
+done
 # Chat prompts as llama-server renders them by default (the template's
-# Jinja, a fixed clock), for each family's real template.
-for shape in llama3-tiny qwen2-tiny qwen3-tiny granite-tiny mistral-tiny; do
+# Jinja, a fixed clock), for each family's real template (Gemma 2's has no
+# system role: llama-server merges the system text into the user turn).
+for shape in llama3-tiny qwen2-tiny qwen3-tiny granite-tiny mistral-tiny gemma2-tiny gemma3-tiny phi3-tiny phi4mini-tiny; do
 	printf 'chat\nmsg system Be brief.\nmsg user Hi!\nmsg assistant Hello. How can I help?\nmsg user What is 2+2?\nchat\nmsg user Tell me a story about <s> tags and </s> tags.\n' |
 		"$root/bench/llamacpp/ref.sh" chat-jinja "$tmp/$shape-f16.gguf" - > "$here/$shape.chat.json"
 done

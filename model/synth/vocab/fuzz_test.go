@@ -12,7 +12,7 @@ func FuzzBuild(f *testing.F) {
 	f.Add(uint8(Tekken), uint32(4096), uint32(0))
 	f.Add(uint8(Qwen2), uint32(300), uint32(290))
 	f.Fuzz(func(t *testing.T, fam uint8, n, at uint32) {
-		s := Spec{Family: Family(fam % 8), NVocab: int(n % (1 << 15)), SpecialAt: int(int32(at))}
+		s := Spec{Family: Family(fam % 10), NVocab: int(n % (1 << 15)), SpecialAt: int(int32(at))}
 		v, err := Build(s)
 		if err != nil {
 			return

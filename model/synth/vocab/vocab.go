@@ -1,7 +1,8 @@
 // Package vocab builds synthetic byte-level BPE vocabularies laid out as
 // the real tokenizers of the model families package synth writes (Llama 3,
-// Qwen2.5, Qwen3, Granite 3.x, Mistral Tekken), for machines that have no
-// real vocabulary file.
+// Qwen2.5, Qwen3, Granite 3.x, Mistral Tekken, Phi-4-mini), and SentencePiece ones
+// laid out as Gemma 2's, Gemma 3's and Phi-3's (spm.go), for machines that
+// have no real vocabulary file.
 //
 // A vocabulary has the 256 byte tokens in GPT-2's byte-to-unicode form,
 // merges learned deterministically from a small built-in English and code
@@ -46,6 +47,24 @@ const (
 	// Tekken is Mistral's Tekken: 1000 control tokens, then the 256 bytes
 	// in byte order from id 1000, then BPE tokens.
 	Tekken
+	// Gemma2 is Gemma 2's SentencePiece layout (spm.go): <pad> <eos> <bos>
+	// <unk> <mask> [@BOS@], <unused0…98>, <start_of_turn> 106 and
+	// <end_of_turn> 107, then the 256 byte tokens and the pieces; no
+	// space prefix.
+	Gemma2
+	// Gemma3 is Gemma 3's: as Gemma 2's with [multimodal] at 5 and the
+	// turn tokens at 105 and 106.
+	Gemma3
+	// Phi3 is Phi-3/3.5's: Llama 2's SentencePiece layout (<unk> <s> </s>,
+	// the bytes from 3), then from SpecialAt <|endoftext|>, <|assistant|>,
+	// placeholders, <|system|>, <|end|>, <|user|>, then [PADn] up to the
+	// model's vocabulary size.
+	Phi3
+	// Phi4Mini is Phi-4-mini's o200k byte-level BPE: BPE tokens up to
+	// <|endoftext|> 199999, 18 ids the tokenizer lacks ([PADn], unused),
+	// <|endofprompt|> 200018 … <|tag|> 200028, then [PADn] up to the
+	// model's vocabulary size; pre-tokenizer gpt-4o.
+	Phi4Mini
 )
 
 // String returns the family's name.
@@ -61,6 +80,14 @@ func (f Family) String() string {
 		return "granite"
 	case Tekken:
 		return "tekken"
+	case Gemma2:
+		return "gemma2"
+	case Gemma3:
+		return "gemma3"
+	case Phi3:
+		return "phi3"
+	case Phi4Mini:
+		return "phi4mini"
 	}
 	return fmt.Sprintf("Family(%d)", int(f))
 }
@@ -88,10 +115,12 @@ type Spec struct {
 
 // Vocab is a built vocabulary and its tokenizer.* metadata.
 type Vocab struct {
-	Pre    string   // tokenizer.ggml.pre
-	Tokens []string // tokenizer.ggml.tokens
-	Types  []int32  // tokenizer.ggml.token_type
-	Merges []string // tokenizer.ggml.merges, "left right"
+	Model  string    // tokenizer.ggml.model: "gpt2" ("" too) or "llama" (SentencePiece)
+	Scores []float32 // tokenizer.ggml.scores (SentencePiece only)
+	Pre    string    // tokenizer.ggml.pre
+	Tokens []string  // tokenizer.ggml.tokens
+	Types  []int32   // tokenizer.ggml.token_type
+	Merges []string  // tokenizer.ggml.merges, "left right"
 	// Special ids; -1 when the real file does not state one.
 	BOS, EOS, UNK, PAD int32
 	// AddBOS, AddEOS and AddSpacePrefix are written only when the real
@@ -198,12 +227,26 @@ func layoutOf(f Family) (layout, bool) {
 	case Tekken:
 		return layout{pre: "tekken", lead: tekkenControls(), byteOrder: true,
 			bos: 1, eos: 2, unk: 0, pad: -1, addBOS: ptr(true), addEOS: ptr(false)}, true
+	case Phi4Mini:
+		// Phi-4-mini-instruct's tokenizer_config.json: bos, eos and pad
+		// are <|endoftext|>, add_bos_token false.
+		trail := ctl("<|endoftext|>")
+		for range 18 {
+			trail = append(trail, special{"", TypeUnused}) // ids the tokenizer lacks
+		}
+		trail = append(trail, ctl("<|endofprompt|>", "<|assistant|>", "<|end|>", "<|user|>", "<|system|>", "<|tool|>",
+			"<|/tool|>", "<|tool_call|>", "<|/tool_call|>", "<|tool_response|>", "<|tag|>")...)
+		return layout{pre: "gpt-4o", trail: trail, padUnused: true, bos: 0, eos: 0, unk: -1, pad: 0,
+			addBOS: ptr(false), addEOS: ptr(false), trailedIDs: true}, true
 	}
 	return layout{}, false
 }
 
 // Build makes the vocabulary s describes.
 func Build(s Spec) (*Vocab, error) {
+	if spmFamily(s.Family) {
+		return buildSPM(s)
+	}
 	l, ok := layoutOf(s.Family)
 	if !ok {
 		return nil, fmt.Errorf("vocab: unknown family %v", s.Family)
@@ -237,6 +280,10 @@ func Build(s Spec) (*Vocab, error) {
 	}
 	for i, t := range l.trail {
 		v.Tokens[hi+i], v.Types[hi+i] = t.text, t.typ
+		if t.text == "" {
+			// An id the tokenizer lacks: convert_hf_to_gguf.py's filler.
+			v.Tokens[hi+i] = fmt.Sprintf("[PAD%d]", hi+i)
+		}
 	}
 	if l.padUnused {
 		for i := hi + len(l.trail); i < s.NVocab; i++ {
@@ -271,12 +318,21 @@ func Build(s Spec) (*Vocab, error) {
 // KVs returns the tokenizer.* metadata pairs in the order
 // convert_hf_to_gguf.py writes them.
 func (v *Vocab) KVs() []gguf.KV {
+	model := v.Model
+	if model == "" {
+		model = "gpt2"
+	}
 	kvs := []gguf.KV{
-		{Key: "tokenizer.ggml.model", Value: gguf.StringValue("gpt2")},
+		{Key: "tokenizer.ggml.model", Value: gguf.StringValue(model)},
 		{Key: "tokenizer.ggml.pre", Value: gguf.StringValue(v.Pre)},
 		{Key: "tokenizer.ggml.tokens", Value: gguf.StringsValue(v.Tokens)},
-		{Key: "tokenizer.ggml.token_type", Value: gguf.Int32sValue(v.Types)},
-		{Key: "tokenizer.ggml.merges", Value: gguf.StringsValue(v.Merges)},
+	}
+	if model == "llama" {
+		kvs = append(kvs, gguf.KV{Key: "tokenizer.ggml.scores", Value: gguf.Float32sValue(v.Scores)},
+			gguf.KV{Key: "tokenizer.ggml.token_type", Value: gguf.Int32sValue(v.Types)})
+	} else {
+		kvs = append(kvs, gguf.KV{Key: "tokenizer.ggml.token_type", Value: gguf.Int32sValue(v.Types)},
+			gguf.KV{Key: "tokenizer.ggml.merges", Value: gguf.StringsValue(v.Merges)})
 	}
 	for _, s := range []struct {
 		key string
@@ -319,8 +375,9 @@ func Templates() []string {
 
 // Template returns the real chat template of the given name: llama-3.1
 // (Llama 3.1 Instruct), llama-3.2 (Llama 3.2 Instruct), qwen2.5 (Qwen2.5
-// Instruct), qwen3, granite-3.1 (Granite 3.1 Instruct) or mistral-nemo
-// (Mistral Nemo Instruct 2407).
+// Instruct), qwen3, granite-3.1 (Granite 3.1 Instruct), mistral-nemo
+// (Mistral Nemo Instruct 2407), gemma-2 (Gemma 2 it), gemma-3 (Gemma 3 it)
+// phi-3.5 (Phi-3.5-mini-instruct) or phi-4-mini (Phi-4-mini-instruct).
 func Template(name string) (string, error) {
 	b, err := templates.ReadFile("templates/" + name + ".jinja")
 	if err != nil {

@@ -56,6 +56,27 @@ var realSpecs = []struct {
 			1032: "Ġ", 1044: ","},
 		map[int]int32{0: TypeControl, 999: TypeControl, 1000: TypeNormal},
 		1, 2, 0, -1, true, true, 1000, "Ā"},
+	// SentencePiece layouts (spm.go): the specials of Gemma 2's and 3's
+	// tokenizer_config.json, Phi-3.5-mini's added tokens and padding.
+	{"gemma-2", Spec{Gemma2, 256000, 0, "gemma-2"}, "default",
+		map[int]string{0: "<pad>", 1: "<eos>", 2: "<bos>", 3: "<unk>", 106: "<start_of_turn>", 107: "<end_of_turn>"},
+		map[int]int32{0: TypeControl, 3: TypeUnknown, 106: TypeControl, 107: TypeControl, 108: TypeByte},
+		2, 1, 3, 0, true, true, 108, "<0x00>"},
+	{"gemma-3", Spec{Gemma3, 262144, 0, "gemma-3"}, "default",
+		map[int]string{1: "<eos>", 2: "<bos>", 5: "[multimodal]", 105: "<start_of_turn>", 106: "<end_of_turn>"},
+		map[int]int32{2: TypeControl, 105: TypeControl, 106: TypeControl, 107: TypeByte},
+		2, 1, 3, 0, true, true, 107, "<0x00>"},
+	{"phi-3.5", Spec{Phi3, 32064, 32000, "phi-3.5"}, "default",
+		map[int]string{0: "<unk>", 1: "<s>", 2: "</s>", 32000: "<|endoftext|>", 32001: "<|assistant|>", 32006: "<|system|>",
+			32007: "<|end|>", 32010: "<|user|>", 32011: "[PAD1]", 32063: "[PAD53]"},
+		map[int]int32{0: TypeUnknown, 1: TypeControl, 3: TypeByte, 32007: TypeControl, 32011: TypeUnused},
+		1, 32000, 0, 32000, false, true, 3, "<0x00>"},
+	{"phi-4-mini", Spec{Phi4Mini, 200064, 199999, "phi-4-mini"}, "gpt-4o",
+		map[int]string{199999: "<|endoftext|>", 200000: "[PAD200000]", 200017: "[PAD200017]", 200018: "<|endofprompt|>",
+			200019: "<|assistant|>", 200020: "<|end|>", 200021: "<|user|>", 200022: "<|system|>", 200028: "<|tag|>",
+			200029: "[PAD200029]", 200063: "[PAD200063]"},
+		map[int]int32{199999: TypeControl, 200000: TypeUnused, 200020: TypeControl, 200028: TypeControl, 200063: TypeUnused},
+		199999, 199999, -1, 199999, false, true, 0, "!"},
 }
 
 // vocabFile writes v's metadata into a GGUF file with no tensors.
@@ -118,7 +139,19 @@ func TestBuildRealLayouts(t *testing.T) {
 				}
 				ids[tok] = i
 			}
-			if len(v.Merges) < 2000 {
+			if v.Model == "llama" {
+				// SentencePiece: learned pieces in place of merges, each
+				// scored, the earlier ones higher.
+				n := 0
+				for i, tok := range v.Tokens {
+					if v.Types[i] == TypeNormal && !strings.HasPrefix(tok, "[synth") && len([]rune(tok)) > 1 {
+						n++
+					}
+				}
+				if n < 2000 || len(v.Scores) != len(v.Tokens) {
+					t.Errorf("%d learned pieces, %d scores", n, len(v.Scores))
+				}
+			} else if len(v.Merges) < 2000 {
 				t.Errorf("only %d merges", len(v.Merges))
 			}
 			for i, m := range v.Merges {
@@ -166,6 +199,9 @@ func TestTokenizerRoundTrip(t *testing.T) {
 					t.Errorf("%q round-trips to %q", s, got)
 				}
 				for _, id := range ids {
+					if v.Types[id] == TypeByte && v.Model == "llama" {
+						continue // SentencePiece's byte fallback
+					}
 					if v.Types[id] != TypeNormal || strings.HasPrefix(v.Tokens[id], "[synth") {
 						t.Errorf("%q: token %d %q is not a learned one", s, id, v.Tokens[id])
 					}
@@ -228,6 +264,9 @@ func TestBuildErrors(t *testing.T) {
 		{Family: Qwen2, NVocab: 1000, SpecialAt: 990},  // specials past the end
 		{Family: Tekken, NVocab: 1200},                 // no room for the bytes after the controls
 		{Family: Granite, NVocab: 4099, SpecialAt: 4096, Template: "nope"},
+		{Family: Gemma2, NVocab: 300},                 // no room for the bytes after the controls
+		{Family: Phi3, NVocab: 4096, SpecialAt: 4090}, // the trailing tokens past the end
+		{Family: Phi3, NVocab: 4096, SpecialAt: 3000, Template: "nope"},
 	} {
 		if _, err := Build(s); err == nil {
 			t.Errorf("Build(%+v) succeeded", s)
@@ -241,6 +280,8 @@ func TestTemplates(t *testing.T) {
 	want := map[string]string{
 		"llama-3.1": "<|start_header_id|>", "llama-3.2": "<|eot_id|>", "qwen2.5": "<|im_start|>",
 		"qwen3": "enable_thinking", "granite-3.1": "<|start_of_role|>", "mistral-nemo": "[INST]",
+		"gemma-2": "System role not supported", "gemma-3": "first_user_prefix", "phi-3.5": "<|assistant|>",
+		"phi-4-mini": "<|tool|>",
 	}
 	if len(Templates()) != len(want) {
 		t.Errorf("templates %v", Templates())
