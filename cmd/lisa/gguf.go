@@ -24,7 +24,7 @@ const ggufUsage = `usage:
                                              --full: include array values)
   lisa gguf tensor FILE NAME [--f32] -o OUT  write one tensor's raw bytes to OUT ("-": stdout);
                                              --f32: dequantized little-endian float32 instead
-  lisa gguf synth --shape SHAPE [--type f32|f16|q8_0|q4_k_m] [--seed S] [--vocab FILE] -o OUT
+  lisa gguf synth --shape SHAPE [--type f32|f16|q8_0|q4_k_m|q5_k_m|q4_0|iq4_xs|q3_k_m|...] [--seed S] [--vocab FILE] -o OUT
                                              write a random-weight model of a real shape
                                              (llama, qwen2, qwen3, granite; --shape list: all)
   Each parses the file (synth: the --vocab file) in a sandboxed worker; --no-sandbox parses it
