@@ -8,7 +8,7 @@ import (
 )
 
 // setNewQAVX512 puts the AVX-512 row-run dots of Q4_0, Q5_0, IQ4_NL,
-// IQ4_XS, Q5_K, Q3_K and Q2_K (newq_avx512_amd64.s, quant_avx512_amd64.s) into t's
+// Q4_1, Q5_1, IQ4_XS, Q5_K, Q3_K and Q2_K (newq_avx512_amd64.s, quant_avx512_amd64.s) into t's
 // rows: the one-token dot is a run of one row.
 func setNewQAVX512(t *table) {
 	q80 := func(typ tensor.Type, bb int, f func(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32)) {
@@ -33,6 +33,19 @@ func setNewQAVX512(t *table) {
 		}
 		t.weights[typ].q8k = dots[quant.BlockQ8K]{one: oneOfRows(rows), rows: rows}
 	}
+	q81 := func(typ tensor.Type, bb int, f func(w *byte, x *quant.BlockQ8_1, nb, rows int, out *float32)) {
+		rows := func(w []byte, x []quant.BlockQ8_1, out []float32) {
+			w = w[:bb*len(x)*len(out)]
+			if len(x) == 0 || len(out) == 0 {
+				clear(out)
+				return
+			}
+			f(&w[0], &x[0], len(x), len(out), &out[0])
+		}
+		t.weights[typ].q81 = dots[quant.BlockQ8_1]{one: oneOfRows(rows), rows: rows}
+	}
+	q81(tensor.Q4_1, quant.BlockQ4_1Bytes, dotQ4_1RowsAVX512)
+	q81(tensor.Q5_1, quant.BlockQ5_1Bytes, dotQ5_1RowsAVX512)
 	q80(tensor.Q4_0, quant.BlockQ4_0Bytes, dotQ4_0RowsAVX512)
 	q80(tensor.Q5_0, quant.BlockQ5_0Bytes, dotQ5_0RowsAVX512)
 	q80(tensor.IQ4_NL, quant.BlockIQ4_NLBytes, dotIQ4NLRowsAVX512)
@@ -100,6 +113,12 @@ func dotQ4_0RowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32)
 
 //go:noescape
 func dotQ5_0RowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32)
+
+//go:noescape
+func dotQ4_1RowsAVX512(w *byte, x *quant.BlockQ8_1, nb, rows int, out *float32)
+
+//go:noescape
+func dotQ5_1RowsAVX512(w *byte, x *quant.BlockQ8_1, nb, rows int, out *float32)
 
 //go:noescape
 func dotIQ4NLRowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32)

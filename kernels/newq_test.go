@@ -184,6 +184,9 @@ func newqDot(tab *table, c newqType, in newqInput, rows int) (got float32, runs 
 		}
 	case partnerQ8_1:
 		got, want = wk.q81.one(in.w, in.q81), gen.q81.one(in.w, in.q81)
+		if wk.q81.rows != nil {
+			runs = run(func(w []byte, out []float32) { wk.q81.rows(w, in.q81, out) })
+		}
 	case partnerQ8K:
 		got, want = wk.q8k.one(in.w, in.q8k), gen.q8k.one(in.w, in.q8k)
 		if wk.q8k.rows != nil {
