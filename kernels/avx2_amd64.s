@@ -1677,6 +1677,87 @@ dotQ4_0AVX2_done:
 	MOVSS X1, ret+24(FP)
 	RET
 
+// func dotQ4_0x4AVX2(w *byte, x *uint16, nb int, out *[4]float32)
+// Requires: AVX, AVX2, F16C, MMX+
+TEXT ·dotQ4_0x4AVX2(SB), NOSPLIT, $0-32
+	MOVQ         w+0(FP), AX
+	MOVQ         x+8(FP), CX
+	MOVQ         nb+16(FP), DX
+	IMUL3Q       $0x00000022, DX, BX
+	LEAQ         (BX)(BX*2), SI
+	MOVL         $0x0f0f0f0f, DI
+	VMOVD        DI, X0
+	VPBROADCASTD X0, Y0
+	VXORPS       X1, X1, X1
+	TESTQ        DX, DX
+	JE           dotQ4_0x4AVX2_done
+
+dotQ4_0x4AVX2_loop:
+	PREFETCHT0   2304(AX)
+	VMOVDQU      2(AX), X2
+	VPSRLW       $0x04, X2, X3
+	VINSERTI128  $0x01, X3, Y2, Y2
+	VPAND        Y0, Y2, Y2
+	MOVL         $0x08080808, DI
+	VMOVD        DI, X3
+	VPBROADCASTD X3, Y3
+	VPSUBB       Y3, Y2, Y2
+	VPMOVSXBW    X2, Y4
+	VEXTRACTI128 $0x01, Y2, X3
+	VPMOVSXBW    X3, Y3
+	VPMOVSXBW    2(CX), Y5
+	VPMOVSXBW    18(CX), Y6
+	VPMADDWD     Y5, Y4, Y5
+	VPMADDWD     Y6, Y3, Y6
+	VPADDD       Y6, Y5, Y5
+	VPMOVSXBW    2(CX)(BX*1), Y6
+	VPMOVSXBW    18(CX)(BX*1), Y7
+	VPMADDWD     Y6, Y4, Y6
+	VPMADDWD     Y7, Y3, Y7
+	VPADDD       Y7, Y6, Y6
+	VPMOVSXBW    2(CX)(BX*2), Y7
+	VPMOVSXBW    18(CX)(BX*2), Y8
+	VPMADDWD     Y7, Y4, Y7
+	VPMADDWD     Y8, Y3, Y8
+	VPADDD       Y8, Y7, Y7
+	VPMOVSXBW    2(CX)(SI*1), Y8
+	VPMOVSXBW    18(CX)(SI*1), Y9
+	VPMADDWD     Y8, Y4, Y8
+	VPMADDWD     Y9, Y3, Y9
+	VPADDD       Y9, Y8, Y8
+	VPHADDD      Y6, Y5, Y5
+	VPHADDD      Y8, Y7, Y7
+	VPHADDD      Y7, Y5, Y5
+	VEXTRACTI128 $0x01, Y5, X2
+	VPADDD       X2, X5, X2
+	VCVTDQ2PS    X2, X2
+	MOVWLZX      (CX), DI
+	VMOVD        DI, X3
+	MOVWLZX      (CX)(BX*1), DI
+	VPINSRW      $0x01, DI, X3, X3
+	MOVWLZX      (CX)(BX*2), DI
+	VPINSRW      $0x02, DI, X3, X3
+	MOVWLZX      (CX)(SI*1), DI
+	VPINSRW      $0x03, DI, X3, X3
+	VCVTPH2PS    X3, X3
+	MOVWLZX      (AX), DI
+	VMOVD        DI, X4
+	VCVTPH2PS    X4, X4
+	VBROADCASTSS X4, X4
+	VMULPS       X4, X2, X2
+	VMULPS       X3, X2, X2
+	VADDPS       X2, X1, X1
+	ADDQ         $0x00000012, AX
+	ADDQ         $0x00000022, CX
+	DECQ         DX
+	JNZ          dotQ4_0x4AVX2_loop
+
+dotQ4_0x4AVX2_done:
+	MOVQ    out+24(FP), AX
+	VMOVUPS X1, (AX)
+	VZEROUPPER
+	RET
+
 // func dotQ5_0AVX2(w *byte, x *uint16, nb int) float32
 // Requires: AVX, AVX2, F16C, MMX+, SSE
 TEXT ·dotQ5_0AVX2(SB), NOSPLIT, $0-28
@@ -1758,6 +1839,110 @@ dotQ5_0AVX2_done:
 	MOVSS X1, ret+24(FP)
 	RET
 
+// func dotQ5_0x4AVX2(w *byte, x *uint16, nb int, out *[4]float32)
+// Requires: AVX, AVX2, F16C, MMX+
+TEXT ·dotQ5_0x4AVX2(SB), NOSPLIT, $0-32
+	MOVQ         w+0(FP), AX
+	MOVQ         x+8(FP), CX
+	MOVQ         nb+16(FP), DX
+	IMUL3Q       $0x00000022, DX, BX
+	LEAQ         (BX)(BX*2), SI
+	MOVL         $0x0f0f0f0f, DI
+	VMOVD        DI, X0
+	VPBROADCASTD X0, Y0
+	VXORPS       X1, X1, X1
+	TESTQ        DX, DX
+	JE           dotQ5_0x4AVX2_done
+
+dotQ5_0x4AVX2_loop:
+	PREFETCHT0   2304(AX)
+	VMOVDQU      6(AX), X2
+	VPSRLW       $0x04, X2, X3
+	VINSERTI128  $0x01, X3, Y2, Y2
+	VPAND        Y0, Y2, Y2
+	VPBROADCASTD 2(AX), Y4
+	MOVQ         $0x0000000000000000, DI
+	VMOVQ        DI, X3
+	MOVQ         $0x0101010101010101, DI
+	VMOVQ        DI, X5
+	VPUNPCKLQDQ  X5, X3, X3
+	MOVQ         $0x0202020202020202, DI
+	VMOVQ        DI, X5
+	MOVQ         $0x0303030303030303, DI
+	VMOVQ        DI, X6
+	VPUNPCKLQDQ  X6, X5, X5
+	VINSERTI128  $0x01, X5, Y3, Y3
+	VPSHUFB      Y3, Y4, Y4
+	MOVQ         $0x8040201008040201, DI
+	VMOVQ        DI, X5
+	VPBROADCASTQ X5, Y5
+	VPAND        Y5, Y4, Y4
+	VPCMPEQB     Y5, Y4, Y4
+	MOVL         $0x10101010, DI
+	VMOVD        DI, X5
+	VPBROADCASTD X5, Y5
+	VPAND        Y5, Y4, Y4
+	VPOR         Y4, Y2, Y2
+	MOVL         $0x10101010, DI
+	VMOVD        DI, X4
+	VPBROADCASTD X4, Y4
+	VPSUBB       Y4, Y2, Y2
+	VPMOVSXBW    X2, Y4
+	VEXTRACTI128 $0x01, Y2, X3
+	VPMOVSXBW    X3, Y5
+	VPMOVSXBW    2(CX), Y6
+	VPMOVSXBW    18(CX), Y7
+	VPMADDWD     Y6, Y4, Y6
+	VPMADDWD     Y7, Y5, Y7
+	VPADDD       Y7, Y6, Y6
+	VPMOVSXBW    2(CX)(BX*1), Y7
+	VPMOVSXBW    18(CX)(BX*1), Y8
+	VPMADDWD     Y7, Y4, Y7
+	VPMADDWD     Y8, Y5, Y8
+	VPADDD       Y8, Y7, Y7
+	VPMOVSXBW    2(CX)(BX*2), Y8
+	VPMOVSXBW    18(CX)(BX*2), Y9
+	VPMADDWD     Y8, Y4, Y8
+	VPMADDWD     Y9, Y5, Y9
+	VPADDD       Y9, Y8, Y8
+	VPMOVSXBW    2(CX)(SI*1), Y9
+	VPMOVSXBW    18(CX)(SI*1), Y10
+	VPMADDWD     Y9, Y4, Y9
+	VPMADDWD     Y10, Y5, Y10
+	VPADDD       Y10, Y9, Y9
+	VPHADDD      Y7, Y6, Y6
+	VPHADDD      Y9, Y8, Y8
+	VPHADDD      Y8, Y6, Y6
+	VEXTRACTI128 $0x01, Y6, X2
+	VPADDD       X2, X6, X2
+	VCVTDQ2PS    X2, X2
+	MOVWLZX      (CX), DI
+	VMOVD        DI, X3
+	MOVWLZX      (CX)(BX*1), DI
+	VPINSRW      $0x01, DI, X3, X3
+	MOVWLZX      (CX)(BX*2), DI
+	VPINSRW      $0x02, DI, X3, X3
+	MOVWLZX      (CX)(SI*1), DI
+	VPINSRW      $0x03, DI, X3, X3
+	VCVTPH2PS    X3, X3
+	MOVWLZX      (AX), DI
+	VMOVD        DI, X4
+	VCVTPH2PS    X4, X4
+	VBROADCASTSS X4, X4
+	VMULPS       X3, X4, X4
+	VMULPS       X4, X2, X2
+	VADDPS       X2, X1, X1
+	ADDQ         $0x00000016, AX
+	ADDQ         $0x00000022, CX
+	DECQ         DX
+	JNZ          dotQ5_0x4AVX2_loop
+
+dotQ5_0x4AVX2_done:
+	MOVQ    out+24(FP), AX
+	VMOVUPS X1, (AX)
+	VZEROUPPER
+	RET
+
 // func dotIQ4NLAVX2(w *byte, x *uint16, nb int) float32
 // Requires: AVX, AVX2, F16C, MMX+, SSE
 TEXT ·dotIQ4NLAVX2(SB), NOSPLIT, $0-28
@@ -1812,6 +1997,85 @@ dotIQ4NLAVX2_loop:
 dotIQ4NLAVX2_done:
 	VZEROUPPER
 	MOVSS X1, ret+24(FP)
+	RET
+
+// func dotIQ4NLx4AVX2(w *byte, x *uint16, nb int, out *[4]float32)
+// Requires: AVX, AVX2, F16C, MMX+
+TEXT ·dotIQ4NLx4AVX2(SB), NOSPLIT, $0-32
+	MOVQ         w+0(FP), AX
+	MOVQ         x+8(FP), CX
+	MOVQ         nb+16(FP), DX
+	IMUL3Q       $0x00000022, DX, BX
+	LEAQ         (BX)(BX*2), SI
+	MOVL         $0x0f0f0f0f, DI
+	VMOVD        DI, X0
+	VPBROADCASTD X0, Y0
+	VXORPS       X1, X1, X1
+	TESTQ        DX, DX
+	JE           dotIQ4NLx4AVX2_done
+
+dotIQ4NLx4AVX2_loop:
+	PREFETCHT0   2304(AX)
+	VMOVDQU      2(AX), X2
+	VPSRLW       $0x04, X2, X3
+	VINSERTI128  $0x01, X3, Y2, Y2
+	VPAND        Y0, Y2, Y2
+	VMOVDQU      iq4nlValues<>+0(SB), Y3
+	VPSHUFB      Y2, Y3, Y2
+	VPMOVSXBW    X2, Y4
+	VEXTRACTI128 $0x01, Y2, X3
+	VPMOVSXBW    X3, Y3
+	VPMOVSXBW    2(CX), Y5
+	VPMOVSXBW    18(CX), Y6
+	VPMADDWD     Y5, Y4, Y5
+	VPMADDWD     Y6, Y3, Y6
+	VPADDD       Y6, Y5, Y5
+	VPMOVSXBW    2(CX)(BX*1), Y6
+	VPMOVSXBW    18(CX)(BX*1), Y7
+	VPMADDWD     Y6, Y4, Y6
+	VPMADDWD     Y7, Y3, Y7
+	VPADDD       Y7, Y6, Y6
+	VPMOVSXBW    2(CX)(BX*2), Y7
+	VPMOVSXBW    18(CX)(BX*2), Y8
+	VPMADDWD     Y7, Y4, Y7
+	VPMADDWD     Y8, Y3, Y8
+	VPADDD       Y8, Y7, Y7
+	VPMOVSXBW    2(CX)(SI*1), Y8
+	VPMOVSXBW    18(CX)(SI*1), Y9
+	VPMADDWD     Y8, Y4, Y8
+	VPMADDWD     Y9, Y3, Y9
+	VPADDD       Y9, Y8, Y8
+	VPHADDD      Y6, Y5, Y5
+	VPHADDD      Y8, Y7, Y7
+	VPHADDD      Y7, Y5, Y5
+	VEXTRACTI128 $0x01, Y5, X2
+	VPADDD       X2, X5, X2
+	VCVTDQ2PS    X2, X2
+	MOVWLZX      (CX), DI
+	VMOVD        DI, X3
+	MOVWLZX      (CX)(BX*1), DI
+	VPINSRW      $0x01, DI, X3, X3
+	MOVWLZX      (CX)(BX*2), DI
+	VPINSRW      $0x02, DI, X3, X3
+	MOVWLZX      (CX)(SI*1), DI
+	VPINSRW      $0x03, DI, X3, X3
+	VCVTPH2PS    X3, X3
+	MOVWLZX      (AX), DI
+	VMOVD        DI, X4
+	VCVTPH2PS    X4, X4
+	VBROADCASTSS X4, X4
+	VMULPS       X3, X4, X4
+	VMULPS       X4, X2, X2
+	VADDPS       X2, X1, X1
+	ADDQ         $0x00000012, AX
+	ADDQ         $0x00000022, CX
+	DECQ         DX
+	JNZ          dotIQ4NLx4AVX2_loop
+
+dotIQ4NLx4AVX2_done:
+	MOVQ    out+24(FP), AX
+	VMOVUPS X1, (AX)
+	VZEROUPPER
 	RET
 
 // func dotQ5KAVX2(w *byte, x *float32, nb int) float32

@@ -149,6 +149,23 @@ func setNewQAVX2(t *table) {
 	q80(tensor.Q4_0, quant.BlockQ4_0Bytes, dotQ4_0AVX2)
 	q80(tensor.Q5_0, quant.BlockQ5_0Bytes, dotQ5_0AVX2)
 	q80(tensor.IQ4_NL, quant.BlockIQ4_NLBytes, dotIQ4NLAVX2)
+	// Their four-token dots decode a weight block once for four tokens
+	// and equal the one-token dots bit for bit (the avx512 path replaces
+	// these rows whole with its own).
+	q80x4 := func(typ tensor.Type, bb int, f func(w *byte, x *uint16, nb int, out *[4]float32)) {
+		t.weights[typ].q80.x4 = func(w []byte, x []quant.BlockQ8_0, nb int, out *[4]float32) {
+			x = x[:4*nb]
+			w = w[:bb*nb]
+			if nb == 0 {
+				*out = [4]float32{}
+				return
+			}
+			f(&w[0], &x[0].D, nb, out)
+		}
+	}
+	q80x4(tensor.Q4_0, quant.BlockQ4_0Bytes, dotQ4_0x4AVX2)
+	q80x4(tensor.Q5_0, quant.BlockQ5_0Bytes, dotQ5_0x4AVX2)
+	q80x4(tensor.IQ4_NL, quant.BlockIQ4_NLBytes, dotIQ4NLx4AVX2)
 	t.weights[tensor.IQ4_XS].q8k.one = func(w []byte, x []quant.BlockQ8K) float32 {
 		if len(x) == 0 {
 			return 0
