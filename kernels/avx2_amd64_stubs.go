@@ -183,12 +183,26 @@ func dotQ3KAVX2(w *byte, x *float32, nb int) float32
 //go:noescape
 func dotQ4_1AVX2(w *byte, x *uint16, nb int) float32
 
+// dotQ4_1x4AVX2 works like quant.DotQ4_1Q8_1 for each of the four tokens at x.
+// It reads exactly nb blocks of weights at w and of activations at x (the
+// address of the first block).
+//
+//go:noescape
+func dotQ4_1x4AVX2(w *byte, x *uint16, nb int, out *[4]float32)
+
 // dotQ5_1AVX2 works like quant.DotQ5_1Q8_1.
 // It reads exactly nb blocks of weights at w and of activations at x (the
 // address of the first block).
 //
 //go:noescape
 func dotQ5_1AVX2(w *byte, x *uint16, nb int) float32
+
+// dotQ5_1x4AVX2 works like quant.DotQ5_1Q8_1 for each of the four tokens at x.
+// It reads exactly nb blocks of weights at w and of activations at x (the
+// address of the first block).
+//
+//go:noescape
+func dotQ5_1x4AVX2(w *byte, x *uint16, nb int, out *[4]float32)
 
 // dotQ2KAVX2 works like quant.DotQ2KQ8K up to the rounding of its summation order.
 // It reads exactly nb blocks of weights at w and of activations at x (the

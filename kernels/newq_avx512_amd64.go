@@ -184,6 +184,19 @@ func setNewQAVX2(t *table) {
 	}
 	q81(tensor.Q4_1, quant.BlockQ4_1Bytes, dotQ4_1AVX2)
 	q81(tensor.Q5_1, quant.BlockQ5_1Bytes, dotQ5_1AVX2)
+	q81x4 := func(typ tensor.Type, bb int, f func(w *byte, x *uint16, nb int, out *[4]float32)) {
+		t.weights[typ].q81.x4 = func(w []byte, x []quant.BlockQ8_1, nb int, out *[4]float32) {
+			x = x[:4*nb]
+			w = w[:bb*nb]
+			if nb == 0 {
+				*out = [4]float32{}
+				return
+			}
+			f(&w[0], &x[0].D, nb, out)
+		}
+	}
+	q81x4(tensor.Q4_1, quant.BlockQ4_1Bytes, dotQ4_1x4AVX2)
+	q81x4(tensor.Q5_1, quant.BlockQ5_1Bytes, dotQ5_1x4AVX2)
 	// Q2_K, Q3_K and Q5_K sum like the AVX2 Q4_K dot: up to rounding, not
 	// bit for bit.
 	t.weights[tensor.Q2_K].q8k.one = func(w []byte, x []quant.BlockQ8K) float32 {
