@@ -1677,6 +1677,87 @@ dotQ4_0AVX2_done:
 	MOVSS X1, ret+24(FP)
 	RET
 
+// func dotQ4_0x4AVX2(w *byte, x *uint16, nb int, out *[4]float32)
+// Requires: AVX, AVX2, F16C, MMX+
+TEXT ·dotQ4_0x4AVX2(SB), NOSPLIT, $0-32
+	MOVQ         w+0(FP), AX
+	MOVQ         x+8(FP), CX
+	MOVQ         nb+16(FP), DX
+	IMUL3Q       $0x00000022, DX, BX
+	LEAQ         (BX)(BX*2), SI
+	MOVL         $0x0f0f0f0f, DI
+	VMOVD        DI, X0
+	VPBROADCASTD X0, Y0
+	VXORPS       X1, X1, X1
+	TESTQ        DX, DX
+	JE           dotQ4_0x4AVX2_done
+
+dotQ4_0x4AVX2_loop:
+	PREFETCHT0   2304(AX)
+	VMOVDQU      2(AX), X2
+	VPSRLW       $0x04, X2, X3
+	VINSERTI128  $0x01, X3, Y2, Y2
+	VPAND        Y0, Y2, Y2
+	MOVL         $0x08080808, DI
+	VMOVD        DI, X3
+	VPBROADCASTD X3, Y3
+	VPSUBB       Y3, Y2, Y2
+	VPMOVSXBW    X2, Y4
+	VEXTRACTI128 $0x01, Y2, X3
+	VPMOVSXBW    X3, Y3
+	VPMOVSXBW    2(CX), Y5
+	VPMOVSXBW    18(CX), Y6
+	VPMADDWD     Y5, Y4, Y5
+	VPMADDWD     Y6, Y3, Y6
+	VPADDD       Y6, Y5, Y5
+	VPMOVSXBW    2(CX)(BX*1), Y6
+	VPMOVSXBW    18(CX)(BX*1), Y7
+	VPMADDWD     Y6, Y4, Y6
+	VPMADDWD     Y7, Y3, Y7
+	VPADDD       Y7, Y6, Y6
+	VPMOVSXBW    2(CX)(BX*2), Y7
+	VPMOVSXBW    18(CX)(BX*2), Y8
+	VPMADDWD     Y7, Y4, Y7
+	VPMADDWD     Y8, Y3, Y8
+	VPADDD       Y8, Y7, Y7
+	VPMOVSXBW    2(CX)(SI*1), Y8
+	VPMOVSXBW    18(CX)(SI*1), Y9
+	VPMADDWD     Y8, Y4, Y8
+	VPMADDWD     Y9, Y3, Y9
+	VPADDD       Y9, Y8, Y8
+	VPHADDD      Y6, Y5, Y5
+	VPHADDD      Y8, Y7, Y7
+	VPHADDD      Y7, Y5, Y5
+	VEXTRACTI128 $0x01, Y5, X2
+	VPADDD       X2, X5, X2
+	VCVTDQ2PS    X2, X2
+	MOVWLZX      (CX), DI
+	VMOVD        DI, X3
+	MOVWLZX      (CX)(BX*1), DI
+	VPINSRW      $0x01, DI, X3, X3
+	MOVWLZX      (CX)(BX*2), DI
+	VPINSRW      $0x02, DI, X3, X3
+	MOVWLZX      (CX)(SI*1), DI
+	VPINSRW      $0x03, DI, X3, X3
+	VCVTPH2PS    X3, X3
+	MOVWLZX      (AX), DI
+	VMOVD        DI, X4
+	VCVTPH2PS    X4, X4
+	VBROADCASTSS X4, X4
+	VMULPS       X4, X2, X2
+	VMULPS       X3, X2, X2
+	VADDPS       X2, X1, X1
+	ADDQ         $0x00000012, AX
+	ADDQ         $0x00000022, CX
+	DECQ         DX
+	JNZ          dotQ4_0x4AVX2_loop
+
+dotQ4_0x4AVX2_done:
+	MOVQ    out+24(FP), AX
+	VMOVUPS X1, (AX)
+	VZEROUPPER
+	RET
+
 // func dotQ5_0AVX2(w *byte, x *uint16, nb int) float32
 // Requires: AVX, AVX2, F16C, MMX+, SSE
 TEXT ·dotQ5_0AVX2(SB), NOSPLIT, $0-28
@@ -1758,6 +1839,110 @@ dotQ5_0AVX2_done:
 	MOVSS X1, ret+24(FP)
 	RET
 
+// func dotQ5_0x4AVX2(w *byte, x *uint16, nb int, out *[4]float32)
+// Requires: AVX, AVX2, F16C, MMX+
+TEXT ·dotQ5_0x4AVX2(SB), NOSPLIT, $0-32
+	MOVQ         w+0(FP), AX
+	MOVQ         x+8(FP), CX
+	MOVQ         nb+16(FP), DX
+	IMUL3Q       $0x00000022, DX, BX
+	LEAQ         (BX)(BX*2), SI
+	MOVL         $0x0f0f0f0f, DI
+	VMOVD        DI, X0
+	VPBROADCASTD X0, Y0
+	VXORPS       X1, X1, X1
+	TESTQ        DX, DX
+	JE           dotQ5_0x4AVX2_done
+
+dotQ5_0x4AVX2_loop:
+	PREFETCHT0   2304(AX)
+	VMOVDQU      6(AX), X2
+	VPSRLW       $0x04, X2, X3
+	VINSERTI128  $0x01, X3, Y2, Y2
+	VPAND        Y0, Y2, Y2
+	VPBROADCASTD 2(AX), Y4
+	MOVQ         $0x0000000000000000, DI
+	VMOVQ        DI, X3
+	MOVQ         $0x0101010101010101, DI
+	VMOVQ        DI, X5
+	VPUNPCKLQDQ  X5, X3, X3
+	MOVQ         $0x0202020202020202, DI
+	VMOVQ        DI, X5
+	MOVQ         $0x0303030303030303, DI
+	VMOVQ        DI, X6
+	VPUNPCKLQDQ  X6, X5, X5
+	VINSERTI128  $0x01, X5, Y3, Y3
+	VPSHUFB      Y3, Y4, Y4
+	MOVQ         $0x8040201008040201, DI
+	VMOVQ        DI, X5
+	VPBROADCASTQ X5, Y5
+	VPAND        Y5, Y4, Y4
+	VPCMPEQB     Y5, Y4, Y4
+	MOVL         $0x10101010, DI
+	VMOVD        DI, X5
+	VPBROADCASTD X5, Y5
+	VPAND        Y5, Y4, Y4
+	VPOR         Y4, Y2, Y2
+	MOVL         $0x10101010, DI
+	VMOVD        DI, X4
+	VPBROADCASTD X4, Y4
+	VPSUBB       Y4, Y2, Y2
+	VPMOVSXBW    X2, Y4
+	VEXTRACTI128 $0x01, Y2, X3
+	VPMOVSXBW    X3, Y5
+	VPMOVSXBW    2(CX), Y6
+	VPMOVSXBW    18(CX), Y7
+	VPMADDWD     Y6, Y4, Y6
+	VPMADDWD     Y7, Y5, Y7
+	VPADDD       Y7, Y6, Y6
+	VPMOVSXBW    2(CX)(BX*1), Y7
+	VPMOVSXBW    18(CX)(BX*1), Y8
+	VPMADDWD     Y7, Y4, Y7
+	VPMADDWD     Y8, Y5, Y8
+	VPADDD       Y8, Y7, Y7
+	VPMOVSXBW    2(CX)(BX*2), Y8
+	VPMOVSXBW    18(CX)(BX*2), Y9
+	VPMADDWD     Y8, Y4, Y8
+	VPMADDWD     Y9, Y5, Y9
+	VPADDD       Y9, Y8, Y8
+	VPMOVSXBW    2(CX)(SI*1), Y9
+	VPMOVSXBW    18(CX)(SI*1), Y10
+	VPMADDWD     Y9, Y4, Y9
+	VPMADDWD     Y10, Y5, Y10
+	VPADDD       Y10, Y9, Y9
+	VPHADDD      Y7, Y6, Y6
+	VPHADDD      Y9, Y8, Y8
+	VPHADDD      Y8, Y6, Y6
+	VEXTRACTI128 $0x01, Y6, X2
+	VPADDD       X2, X6, X2
+	VCVTDQ2PS    X2, X2
+	MOVWLZX      (CX), DI
+	VMOVD        DI, X3
+	MOVWLZX      (CX)(BX*1), DI
+	VPINSRW      $0x01, DI, X3, X3
+	MOVWLZX      (CX)(BX*2), DI
+	VPINSRW      $0x02, DI, X3, X3
+	MOVWLZX      (CX)(SI*1), DI
+	VPINSRW      $0x03, DI, X3, X3
+	VCVTPH2PS    X3, X3
+	MOVWLZX      (AX), DI
+	VMOVD        DI, X4
+	VCVTPH2PS    X4, X4
+	VBROADCASTSS X4, X4
+	VMULPS       X3, X4, X4
+	VMULPS       X4, X2, X2
+	VADDPS       X2, X1, X1
+	ADDQ         $0x00000016, AX
+	ADDQ         $0x00000022, CX
+	DECQ         DX
+	JNZ          dotQ5_0x4AVX2_loop
+
+dotQ5_0x4AVX2_done:
+	MOVQ    out+24(FP), AX
+	VMOVUPS X1, (AX)
+	VZEROUPPER
+	RET
+
 // func dotIQ4NLAVX2(w *byte, x *uint16, nb int) float32
 // Requires: AVX, AVX2, F16C, MMX+, SSE
 TEXT ·dotIQ4NLAVX2(SB), NOSPLIT, $0-28
@@ -1812,6 +1997,85 @@ dotIQ4NLAVX2_loop:
 dotIQ4NLAVX2_done:
 	VZEROUPPER
 	MOVSS X1, ret+24(FP)
+	RET
+
+// func dotIQ4NLx4AVX2(w *byte, x *uint16, nb int, out *[4]float32)
+// Requires: AVX, AVX2, F16C, MMX+
+TEXT ·dotIQ4NLx4AVX2(SB), NOSPLIT, $0-32
+	MOVQ         w+0(FP), AX
+	MOVQ         x+8(FP), CX
+	MOVQ         nb+16(FP), DX
+	IMUL3Q       $0x00000022, DX, BX
+	LEAQ         (BX)(BX*2), SI
+	MOVL         $0x0f0f0f0f, DI
+	VMOVD        DI, X0
+	VPBROADCASTD X0, Y0
+	VXORPS       X1, X1, X1
+	TESTQ        DX, DX
+	JE           dotIQ4NLx4AVX2_done
+
+dotIQ4NLx4AVX2_loop:
+	PREFETCHT0   2304(AX)
+	VMOVDQU      2(AX), X2
+	VPSRLW       $0x04, X2, X3
+	VINSERTI128  $0x01, X3, Y2, Y2
+	VPAND        Y0, Y2, Y2
+	VMOVDQU      iq4nlValues<>+0(SB), Y3
+	VPSHUFB      Y2, Y3, Y2
+	VPMOVSXBW    X2, Y4
+	VEXTRACTI128 $0x01, Y2, X3
+	VPMOVSXBW    X3, Y3
+	VPMOVSXBW    2(CX), Y5
+	VPMOVSXBW    18(CX), Y6
+	VPMADDWD     Y5, Y4, Y5
+	VPMADDWD     Y6, Y3, Y6
+	VPADDD       Y6, Y5, Y5
+	VPMOVSXBW    2(CX)(BX*1), Y6
+	VPMOVSXBW    18(CX)(BX*1), Y7
+	VPMADDWD     Y6, Y4, Y6
+	VPMADDWD     Y7, Y3, Y7
+	VPADDD       Y7, Y6, Y6
+	VPMOVSXBW    2(CX)(BX*2), Y7
+	VPMOVSXBW    18(CX)(BX*2), Y8
+	VPMADDWD     Y7, Y4, Y7
+	VPMADDWD     Y8, Y3, Y8
+	VPADDD       Y8, Y7, Y7
+	VPMOVSXBW    2(CX)(SI*1), Y8
+	VPMOVSXBW    18(CX)(SI*1), Y9
+	VPMADDWD     Y8, Y4, Y8
+	VPMADDWD     Y9, Y3, Y9
+	VPADDD       Y9, Y8, Y8
+	VPHADDD      Y6, Y5, Y5
+	VPHADDD      Y8, Y7, Y7
+	VPHADDD      Y7, Y5, Y5
+	VEXTRACTI128 $0x01, Y5, X2
+	VPADDD       X2, X5, X2
+	VCVTDQ2PS    X2, X2
+	MOVWLZX      (CX), DI
+	VMOVD        DI, X3
+	MOVWLZX      (CX)(BX*1), DI
+	VPINSRW      $0x01, DI, X3, X3
+	MOVWLZX      (CX)(BX*2), DI
+	VPINSRW      $0x02, DI, X3, X3
+	MOVWLZX      (CX)(SI*1), DI
+	VPINSRW      $0x03, DI, X3, X3
+	VCVTPH2PS    X3, X3
+	MOVWLZX      (AX), DI
+	VMOVD        DI, X4
+	VCVTPH2PS    X4, X4
+	VBROADCASTSS X4, X4
+	VMULPS       X3, X4, X4
+	VMULPS       X4, X2, X2
+	VADDPS       X2, X1, X1
+	ADDQ         $0x00000012, AX
+	ADDQ         $0x00000022, CX
+	DECQ         DX
+	JNZ          dotIQ4NLx4AVX2_loop
+
+dotIQ4NLx4AVX2_done:
+	MOVQ    out+24(FP), AX
+	VMOVUPS X1, (AX)
+	VZEROUPPER
 	RET
 
 // func dotQ5KAVX2(w *byte, x *float32, nb int) float32
@@ -2286,6 +2550,91 @@ dotQ4_1AVX2_done:
 	MOVSS X1, ret+24(FP)
 	RET
 
+// func dotQ4_1x4AVX2(w *byte, x *uint16, nb int, out *[4]float32)
+// Requires: AVX, AVX2, F16C, MMX+
+TEXT ·dotQ4_1x4AVX2(SB), NOSPLIT, $0-32
+	MOVQ         w+0(FP), AX
+	MOVQ         x+8(FP), CX
+	MOVQ         nb+16(FP), DX
+	IMUL3Q       $0x00000024, DX, BX
+	LEAQ         (BX)(BX*2), SI
+	MOVL         $0x0f0f0f0f, DI
+	VMOVD        DI, X0
+	VPBROADCASTD X0, Y0
+	MOVL         $0x0000ffff, DI
+	VMOVD        DI, X1
+	VPBROADCASTD X1, Y1
+	VXORPS       X2, X2, X2
+	TESTQ        DX, DX
+	JE           dotQ4_1x4AVX2_done
+
+dotQ4_1x4AVX2_loop:
+	PREFETCHT0   2304(AX)
+	VMOVDQU      4(AX), X3
+	VPSRLW       $0x04, X3, X4
+	VINSERTI128  $0x01, X4, Y3, Y3
+	VPAND        Y0, Y3, Y3
+	VPMOVZXBW    X3, Y5
+	VEXTRACTI128 $0x01, Y3, X4
+	VPMOVZXBW    X4, Y4
+	VPMOVSXBW    4(CX), Y6
+	VPMOVSXBW    20(CX), Y7
+	VPMADDWD     Y6, Y5, Y6
+	VPMADDWD     Y7, Y4, Y7
+	VPADDD       Y7, Y6, Y6
+	VPMOVSXBW    4(CX)(BX*1), Y7
+	VPMOVSXBW    20(CX)(BX*1), Y8
+	VPMADDWD     Y7, Y5, Y7
+	VPMADDWD     Y8, Y4, Y8
+	VPADDD       Y8, Y7, Y7
+	VPMOVSXBW    4(CX)(BX*2), Y8
+	VPMOVSXBW    20(CX)(BX*2), Y9
+	VPMADDWD     Y8, Y5, Y8
+	VPMADDWD     Y9, Y4, Y9
+	VPADDD       Y9, Y8, Y8
+	VPMOVSXBW    4(CX)(SI*1), Y9
+	VPMOVSXBW    20(CX)(SI*1), Y10
+	VPMADDWD     Y9, Y5, Y9
+	VPMADDWD     Y10, Y4, Y10
+	VPADDD       Y10, Y9, Y9
+	VPHADDD      Y7, Y6, Y6
+	VPHADDD      Y9, Y8, Y8
+	VPHADDD      Y8, Y6, Y6
+	VEXTRACTI128 $0x01, Y6, X3
+	VPADDD       X3, X6, X3
+	VCVTDQ2PS    X3, X3
+	VMOVSS       (CX), X4
+	VPINSRD      $0x01, (CX)(BX*1), X4, X4
+	VPINSRD      $0x02, (CX)(BX*2), X4, X4
+	VPINSRD      $0x03, (CX)(SI*1), X4, X4
+	VPSRLD       $0x10, X4, X5
+	VPAND        X1, X4, X4
+	VPACKUSDW    X5, X4, X5
+	VCVTPH2PS    X5, X4
+	VPSHUFD      $0x4e, X5, X5
+	VCVTPH2PS    X5, X5
+	MOVL         (AX), DI
+	VMOVD        DI, X6
+	VCVTPH2PS    X6, X6
+	VMOVSHDUP    X6, X7
+	VBROADCASTSS X6, X6
+	VBROADCASTSS X7, X7
+	VMULPS       X4, X6, X6
+	VMULPS       X6, X3, X3
+	VMULPS       X5, X7, X7
+	VADDPS       X7, X3, X3
+	VADDPS       X3, X2, X2
+	ADDQ         $0x00000014, AX
+	ADDQ         $0x00000024, CX
+	DECQ         DX
+	JNZ          dotQ4_1x4AVX2_loop
+
+dotQ4_1x4AVX2_done:
+	MOVQ    out+24(FP), AX
+	VMOVUPS X2, (AX)
+	VZEROUPPER
+	RET
+
 // func dotQ5_1AVX2(w *byte, x *uint16, nb int) float32
 // Requires: AVX, AVX2, F16C, SSE
 TEXT ·dotQ5_1AVX2(SB), NOSPLIT, $0-28
@@ -2360,6 +2709,114 @@ dotQ5_1AVX2_loop:
 dotQ5_1AVX2_done:
 	VZEROUPPER
 	MOVSS X1, ret+24(FP)
+	RET
+
+// func dotQ5_1x4AVX2(w *byte, x *uint16, nb int, out *[4]float32)
+// Requires: AVX, AVX2, F16C, MMX+
+TEXT ·dotQ5_1x4AVX2(SB), NOSPLIT, $0-32
+	MOVQ         w+0(FP), AX
+	MOVQ         x+8(FP), CX
+	MOVQ         nb+16(FP), DX
+	IMUL3Q       $0x00000024, DX, BX
+	LEAQ         (BX)(BX*2), SI
+	MOVL         $0x0f0f0f0f, DI
+	VMOVD        DI, X0
+	VPBROADCASTD X0, Y0
+	MOVL         $0x0000ffff, DI
+	VMOVD        DI, X1
+	VPBROADCASTD X1, Y1
+	VXORPS       X2, X2, X2
+	TESTQ        DX, DX
+	JE           dotQ5_1x4AVX2_done
+
+dotQ5_1x4AVX2_loop:
+	PREFETCHT0   2304(AX)
+	VMOVDQU      8(AX), X3
+	VPSRLW       $0x04, X3, X4
+	VINSERTI128  $0x01, X4, Y3, Y3
+	VPAND        Y0, Y3, Y3
+	VPBROADCASTD 4(AX), Y5
+	MOVQ         $0x0000000000000000, DI
+	VMOVQ        DI, X4
+	MOVQ         $0x0101010101010101, DI
+	VMOVQ        DI, X6
+	VPUNPCKLQDQ  X6, X4, X4
+	MOVQ         $0x0202020202020202, DI
+	VMOVQ        DI, X6
+	MOVQ         $0x0303030303030303, DI
+	VMOVQ        DI, X7
+	VPUNPCKLQDQ  X7, X6, X6
+	VINSERTI128  $0x01, X6, Y4, Y4
+	VPSHUFB      Y4, Y5, Y5
+	MOVQ         $0x8040201008040201, DI
+	VMOVQ        DI, X6
+	VPBROADCASTQ X6, Y6
+	VPAND        Y6, Y5, Y5
+	VPCMPEQB     Y6, Y5, Y5
+	MOVL         $0x10101010, DI
+	VMOVD        DI, X6
+	VPBROADCASTD X6, Y6
+	VPAND        Y6, Y5, Y5
+	VPOR         Y5, Y3, Y3
+	VPMOVZXBW    X3, Y5
+	VEXTRACTI128 $0x01, Y3, X4
+	VPMOVZXBW    X4, Y6
+	VPMOVSXBW    4(CX), Y7
+	VPMOVSXBW    20(CX), Y8
+	VPMADDWD     Y7, Y5, Y7
+	VPMADDWD     Y8, Y6, Y8
+	VPADDD       Y8, Y7, Y7
+	VPMOVSXBW    4(CX)(BX*1), Y8
+	VPMOVSXBW    20(CX)(BX*1), Y9
+	VPMADDWD     Y8, Y5, Y8
+	VPMADDWD     Y9, Y6, Y9
+	VPADDD       Y9, Y8, Y8
+	VPMOVSXBW    4(CX)(BX*2), Y9
+	VPMOVSXBW    20(CX)(BX*2), Y10
+	VPMADDWD     Y9, Y5, Y9
+	VPMADDWD     Y10, Y6, Y10
+	VPADDD       Y10, Y9, Y9
+	VPMOVSXBW    4(CX)(SI*1), Y10
+	VPMOVSXBW    20(CX)(SI*1), Y11
+	VPMADDWD     Y10, Y5, Y10
+	VPMADDWD     Y11, Y6, Y11
+	VPADDD       Y11, Y10, Y10
+	VPHADDD      Y8, Y7, Y7
+	VPHADDD      Y10, Y9, Y9
+	VPHADDD      Y9, Y7, Y7
+	VEXTRACTI128 $0x01, Y7, X3
+	VPADDD       X3, X7, X3
+	VCVTDQ2PS    X3, X3
+	VMOVSS       (CX), X4
+	VPINSRD      $0x01, (CX)(BX*1), X4, X4
+	VPINSRD      $0x02, (CX)(BX*2), X4, X4
+	VPINSRD      $0x03, (CX)(SI*1), X4, X4
+	VPSRLD       $0x10, X4, X5
+	VPAND        X1, X4, X4
+	VPACKUSDW    X5, X4, X5
+	VCVTPH2PS    X5, X4
+	VPSHUFD      $0x4e, X5, X5
+	VCVTPH2PS    X5, X5
+	MOVL         (AX), DI
+	VMOVD        DI, X6
+	VCVTPH2PS    X6, X6
+	VMOVSHDUP    X6, X7
+	VBROADCASTSS X6, X6
+	VBROADCASTSS X7, X7
+	VMULPS       X4, X6, X6
+	VMULPS       X6, X3, X3
+	VMULPS       X5, X7, X7
+	VADDPS       X7, X3, X3
+	VADDPS       X3, X2, X2
+	ADDQ         $0x00000018, AX
+	ADDQ         $0x00000024, CX
+	DECQ         DX
+	JNZ          dotQ5_1x4AVX2_loop
+
+dotQ5_1x4AVX2_done:
+	MOVQ    out+24(FP), AX
+	VMOVUPS X2, (AX)
+	VZEROUPPER
 	RET
 
 // func dotQ2KAVX2(w *byte, x *float32, nb int) float32

@@ -120,6 +120,13 @@ func dotQ8_0x4AVX2(w *byte, x *uint16, nb int, out *[4]float32)
 //go:noescape
 func dotQ4_0AVX2(w *byte, x *uint16, nb int) float32
 
+// dotQ4_0x4AVX2 works like quant.DotQ4_0Q8_0 for each of the four tokens at x.
+// It reads exactly nb blocks of weights at w and of activations at x (the
+// address of the first block).
+//
+//go:noescape
+func dotQ4_0x4AVX2(w *byte, x *uint16, nb int, out *[4]float32)
+
 // dotQ5_0AVX2 works like quant.DotQ5_0Q8_0.
 // It reads exactly nb blocks of weights at w and of activations at x (the
 // address of the first block).
@@ -127,12 +134,26 @@ func dotQ4_0AVX2(w *byte, x *uint16, nb int) float32
 //go:noescape
 func dotQ5_0AVX2(w *byte, x *uint16, nb int) float32
 
+// dotQ5_0x4AVX2 works like quant.DotQ5_0Q8_0 for each of the four tokens at x.
+// It reads exactly nb blocks of weights at w and of activations at x (the
+// address of the first block).
+//
+//go:noescape
+func dotQ5_0x4AVX2(w *byte, x *uint16, nb int, out *[4]float32)
+
 // dotIQ4NLAVX2 works like quant.DotIQ4NLQ8_0.
 // It reads exactly nb blocks of weights at w and of activations at x (the
 // address of the first block).
 //
 //go:noescape
 func dotIQ4NLAVX2(w *byte, x *uint16, nb int) float32
+
+// dotIQ4NLx4AVX2 works like quant.DotIQ4NLQ8_0 for each of the four tokens at x.
+// It reads exactly nb blocks of weights at w and of activations at x (the
+// address of the first block).
+//
+//go:noescape
+func dotIQ4NLx4AVX2(w *byte, x *uint16, nb int, out *[4]float32)
 
 // dotQ5KAVX2 works like quant.DotQ5KQ8K up to the rounding of its summation order.
 // It reads exactly nb blocks of weights at w and of activations at x (the
@@ -162,12 +183,26 @@ func dotQ3KAVX2(w *byte, x *float32, nb int) float32
 //go:noescape
 func dotQ4_1AVX2(w *byte, x *uint16, nb int) float32
 
+// dotQ4_1x4AVX2 works like quant.DotQ4_1Q8_1 for each of the four tokens at x.
+// It reads exactly nb blocks of weights at w and of activations at x (the
+// address of the first block).
+//
+//go:noescape
+func dotQ4_1x4AVX2(w *byte, x *uint16, nb int, out *[4]float32)
+
 // dotQ5_1AVX2 works like quant.DotQ5_1Q8_1.
 // It reads exactly nb blocks of weights at w and of activations at x (the
 // address of the first block).
 //
 //go:noescape
 func dotQ5_1AVX2(w *byte, x *uint16, nb int) float32
+
+// dotQ5_1x4AVX2 works like quant.DotQ5_1Q8_1 for each of the four tokens at x.
+// It reads exactly nb blocks of weights at w and of activations at x (the
+// address of the first block).
+//
+//go:noescape
+func dotQ5_1x4AVX2(w *byte, x *uint16, nb int, out *[4]float32)
 
 // dotQ2KAVX2 works like quant.DotQ2KQ8K up to the rounding of its summation order.
 // It reads exactly nb blocks of weights at w and of activations at x (the

@@ -31,7 +31,7 @@ func nativeTable(p Path) *table {
 		t.weights[tensor.Q4_K].q8k = dots[quant.BlockQ8K]{one: dotQ4KAVX512Go, rows: dotQ4KRowsAVX512Go, x4: dotQ4Kx4AVX512Go, x8: dotQ4Kx8AVX512Go}
 		t.weights[tensor.Q6_K].q8k = dots[quant.BlockQ8K]{one: dotQ6KAVX512Go, rows: dotQ6KRowsAVX512Go, x4: dotQ6Kx4AVX512Go, x8: dotQ6Kx8AVX512Go}
 		t.weights[tensor.Q8_0].q80 = dots[quant.BlockQ8_0]{one: dotQ8_0AVX512Go, x4: dotQ8_0x4AVX512Go, x8: dotQ8_0x8AVX512Go}
-		setNewQAVX2(t) // Q4_1 and Q5_1 have no AVX-512 dots of their own
+		setNewQAVX2(t)
 		setNewQAVX512(t)
 		t.quantQ8K = quantizeQ8KAVX512Go
 		setGEMMAVX512(t)

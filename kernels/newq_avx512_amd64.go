@@ -8,7 +8,7 @@ import (
 )
 
 // setNewQAVX512 puts the AVX-512 row-run dots of Q4_0, Q5_0, IQ4_NL,
-// IQ4_XS, Q5_K, Q3_K and Q2_K (newq_avx512_amd64.s, quant_avx512_amd64.s) into t's
+// Q4_1, Q5_1, IQ4_XS, Q5_K, Q3_K and Q2_K (newq_avx512_amd64.s, quant_avx512_amd64.s) into t's
 // rows: the one-token dot is a run of one row.
 func setNewQAVX512(t *table) {
 	q80 := func(typ tensor.Type, bb int, f func(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32)) {
@@ -33,6 +33,19 @@ func setNewQAVX512(t *table) {
 		}
 		t.weights[typ].q8k = dots[quant.BlockQ8K]{one: oneOfRows(rows), rows: rows}
 	}
+	q81 := func(typ tensor.Type, bb int, f func(w *byte, x *quant.BlockQ8_1, nb, rows int, out *float32)) {
+		rows := func(w []byte, x []quant.BlockQ8_1, out []float32) {
+			w = w[:bb*len(x)*len(out)]
+			if len(x) == 0 || len(out) == 0 {
+				clear(out)
+				return
+			}
+			f(&w[0], &x[0], len(x), len(out), &out[0])
+		}
+		t.weights[typ].q81 = dots[quant.BlockQ8_1]{one: oneOfRows(rows), rows: rows}
+	}
+	q81(tensor.Q4_1, quant.BlockQ4_1Bytes, dotQ4_1RowsAVX512)
+	q81(tensor.Q5_1, quant.BlockQ5_1Bytes, dotQ5_1RowsAVX512)
 	q80(tensor.Q4_0, quant.BlockQ4_0Bytes, dotQ4_0RowsAVX512)
 	q80(tensor.Q5_0, quant.BlockQ5_0Bytes, dotQ5_0RowsAVX512)
 	q80(tensor.IQ4_NL, quant.BlockIQ4_NLBytes, dotIQ4NLRowsAVX512)
@@ -102,6 +115,12 @@ func dotQ4_0RowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32)
 func dotQ5_0RowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32)
 
 //go:noescape
+func dotQ4_1RowsAVX512(w *byte, x *quant.BlockQ8_1, nb, rows int, out *float32)
+
+//go:noescape
+func dotQ5_1RowsAVX512(w *byte, x *quant.BlockQ8_1, nb, rows int, out *float32)
+
+//go:noescape
 func dotIQ4NLRowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32)
 
 //go:noescape
@@ -130,6 +149,23 @@ func setNewQAVX2(t *table) {
 	q80(tensor.Q4_0, quant.BlockQ4_0Bytes, dotQ4_0AVX2)
 	q80(tensor.Q5_0, quant.BlockQ5_0Bytes, dotQ5_0AVX2)
 	q80(tensor.IQ4_NL, quant.BlockIQ4_NLBytes, dotIQ4NLAVX2)
+	// Their four-token dots decode a weight block once for four tokens
+	// and equal the one-token dots bit for bit (the avx512 path replaces
+	// these rows whole with its own).
+	q80x4 := func(typ tensor.Type, bb int, f func(w *byte, x *uint16, nb int, out *[4]float32)) {
+		t.weights[typ].q80.x4 = func(w []byte, x []quant.BlockQ8_0, nb int, out *[4]float32) {
+			x = x[:4*nb]
+			w = w[:bb*nb]
+			if nb == 0 {
+				*out = [4]float32{}
+				return
+			}
+			f(&w[0], &x[0].D, nb, out)
+		}
+	}
+	q80x4(tensor.Q4_0, quant.BlockQ4_0Bytes, dotQ4_0x4AVX2)
+	q80x4(tensor.Q5_0, quant.BlockQ5_0Bytes, dotQ5_0x4AVX2)
+	q80x4(tensor.IQ4_NL, quant.BlockIQ4_NLBytes, dotIQ4NLx4AVX2)
 	t.weights[tensor.IQ4_XS].q8k.one = func(w []byte, x []quant.BlockQ8K) float32 {
 		if len(x) == 0 {
 			return 0
@@ -148,6 +184,19 @@ func setNewQAVX2(t *table) {
 	}
 	q81(tensor.Q4_1, quant.BlockQ4_1Bytes, dotQ4_1AVX2)
 	q81(tensor.Q5_1, quant.BlockQ5_1Bytes, dotQ5_1AVX2)
+	q81x4 := func(typ tensor.Type, bb int, f func(w *byte, x *uint16, nb int, out *[4]float32)) {
+		t.weights[typ].q81.x4 = func(w []byte, x []quant.BlockQ8_1, nb int, out *[4]float32) {
+			x = x[:4*nb]
+			w = w[:bb*nb]
+			if nb == 0 {
+				*out = [4]float32{}
+				return
+			}
+			f(&w[0], &x[0].D, nb, out)
+		}
+	}
+	q81x4(tensor.Q4_1, quant.BlockQ4_1Bytes, dotQ4_1x4AVX2)
+	q81x4(tensor.Q5_1, quant.BlockQ5_1Bytes, dotQ5_1x4AVX2)
 	// Q2_K, Q3_K and Q5_K sum like the AVX2 Q4_K dot: up to rounding, not
 	// bit for bit.
 	t.weights[tensor.Q2_K].q8k.one = func(w []byte, x []quant.BlockQ8K) float32 {

@@ -866,3 +866,190 @@ iq4xsx8loop:
 	HSUM16(Z31, Y31, X31, 28(AX))
 	VZEROUPPER
 	RET
+
+// The Q8_1-partner row-run dots (Q4_1, Q5_1): the codes u are unsigned
+// (0..15, or 0..31 with the fifth bit) and the block's value is d·u + m,
+// so VPDPBUSD gives the exact Σ u·x directly (no offset) and the min part
+// m·s (s = dx·Σx, the Q8_1 block's sum) is added per block: eight blocks'
+// products at once into the float32 lanes of Y10 in the main loop, one
+// (lane 0, the others zeroed by VINSERTPS) in the tail. Eight blocks per
+// iteration as the Q8_0-partner dots, two per 512-bit VPDPBUSD.
+
+// PAIRDOTU is PAIRDOT for unsigned codes without an offset.
+#define PAIRDOTU(x0, x1, idx) \
+	VMOVDQU      x0(DI), Y4 \
+	VINSERTI64X4 $1, x1(DI), Z4, Z4 \
+	VPXORD       Z5, Z5, Z5 \
+	VPDPBUSD     Z4, Z2, Z5 \
+	VCVTDQ2PS    Z5, Z5 \
+	VPERMPS      Z1, idx, Z7 \
+	VFMADD231PS  Z7, Z5, Z0
+
+#define Q4_1_PAIR(q0, q1, x0, x1, idx) \
+	PAIR2(q0, q1) \
+	PAIRDOTU(x0, x1, idx)
+
+// Q5_1_PAIR adds the fifth bits (qh at h0(SI) and h1(SI)) as 16 (Z12)
+// under a mask.
+#define Q5_1_PAIR(q0, q1, h0, h1, x0, x1, idx) \
+	PAIR2(q0, q1) \
+	MOVL     h0(SI), AX \
+	MOVL     h1(SI), BX \
+	SHLQ     $32, BX \
+	ORQ      BX, AX \
+	KMOVQ    AX, K1 \
+	VPADDB   Z12, Z2, K1, Z2 \
+	PAIRDOTU(x0, x1, idx)
+
+// SCALES8 converts the f16 at offset o of eight blocks of bw bytes at SI
+// into the float32 lanes of Y2, and those at offset o of eight Q8_1
+// blocks (36 bytes) at DI into Y3.
+#define SCALES8(o, bw) \
+	VPBROADCASTW o(SI), X2 \
+	VPINSRW $1, (o+bw)(SI), X2, X2 \
+	VPINSRW $2, (o+2*bw)(SI), X2, X2 \
+	VPINSRW $3, (o+3*bw)(SI), X2, X2 \
+	VPINSRW $4, (o+4*bw)(SI), X2, X2 \
+	VPINSRW $5, (o+5*bw)(SI), X2, X2 \
+	VPINSRW $6, (o+6*bw)(SI), X2, X2 \
+	VPINSRW $7, (o+7*bw)(SI), X2, X2 \
+	VPBROADCASTW o(DI), X3 \
+	VPINSRW $1, (o+36)(DI), X3, X3 \
+	VPINSRW $2, (o+72)(DI), X3, X3 \
+	VPINSRW $3, (o+108)(DI), X3, X3 \
+	VPINSRW $4, (o+144)(DI), X3, X3 \
+	VPINSRW $5, (o+180)(DI), X3, X3 \
+	VPINSRW $6, (o+216)(DI), X3, X3 \
+	VPINSRW $7, (o+252)(DI), X3, X3 \
+	VCVTPH2PS X2, Y2 \
+	VCVTPH2PS X3, Y3
+
+// MINS8 adds the eight blocks' m·s (f16 at offset 2 of blocks of bw
+// bytes, and of the Q8_1 blocks) to Y10, and leaves their d·dx in Y1.
+#define MINS8(bw) \
+	SCALES8(2, bw) \
+	VFMADD231PS Y3, Y2, Y10 \
+	SCALES8(0, bw) \
+	VMULPS Y3, Y2, Y1
+
+// Q81FIN is Q80FIN for a Q8_1 block (at 0(DI)) with the weight block's
+// min part m·s (both f16 at offset 2) added to lane 0 of Y10.
+#define Q81FIN \
+	Q80FIN \
+	MOVWLZX       2(SI), AX \
+	MOVWLZX       2(DI), BX \
+	SHLL          $16, BX \
+	ORL           BX, AX \
+	VMOVD         AX, X6 \
+	VCVTPH2PS     X6, X6 \
+	VMOVSHDUP     X6, X7 \
+	VMULSS        X7, X6, X6 \
+	VINSERTPS     $0x0e, X6, X6, X6 \
+	VADDPS        Y6, Y10, Y10
+
+// func dotQ4_1RowsAVX512(w *byte, x *quant.BlockQ8_1, nb, rows int, out *float32)
+TEXT ·dotQ4_1RowsAVX512(SB), NOSPLIT, $0-40
+	ROWS_PROLOGUE
+	VPBROADCASTD X15, Z15
+	VMOVDQU64 iq4xsIdx<>+0(SB), Z16
+	VMOVDQU64 iq4xsIdx<>+64(SB), Z17
+	VMOVDQU64 iq4xsIdx<>+128(SB), Z18
+	VMOVDQU64 iq4xsIdx<>+192(SB), Z19
+q41row:
+	MOVQ R11, DI
+	MOVQ R12, CX
+	VPXORD Z0, Z0, Z0
+	VXORPS Y10, Y10, Y10
+	CMPQ CX, $8
+	JLT  q41tail
+q41loop8:
+	PREFETCHT0 2560(SI)
+	PREFETCHT0 2624(SI)
+	PREFETCHT0 2688(SI)
+	MINS8(20)
+	Q4_1_PAIR(4, 24, 4, 40, Z16)
+	Q4_1_PAIR(44, 64, 76, 112, Z17)
+	Q4_1_PAIR(84, 104, 148, 184, Z18)
+	Q4_1_PAIR(124, 144, 220, 256, Z19)
+	ADDQ $160, SI
+	ADDQ $288, DI
+	SUBQ $8, CX
+	CMPQ CX, $8
+	JGE  q41loop8
+	VEXTRACTF64X4 $1, Z0, Y1
+	VADDPS Y1, Y0, Y0
+q41tail:
+	TESTQ CX, CX
+	JZ   q41done
+q41loop:
+	NIB32(4)
+	VPXOR    Y5, Y5, Y5
+	VPDPBUSD 4(DI), Y2, Y5
+	Q81FIN
+	ADDQ $20, SI
+	ADDQ $36, DI
+	DECQ CX
+	JNZ  q41loop
+q41done:
+	VADDPS Y10, Y0, Y0
+	HSUM0
+	DECQ R13
+	JNZ  q41row
+	VZEROUPPER
+	RET
+
+// func dotQ5_1RowsAVX512(w *byte, x *quant.BlockQ8_1, nb, rows int, out *float32)
+TEXT ·dotQ5_1RowsAVX512(SB), NOSPLIT, $0-40
+	ROWS_PROLOGUE
+	MOVL $0x10101010, AX
+	VPBROADCASTD AX, Z12
+	VPBROADCASTD X15, Z15
+	VMOVDQU64 iq4xsIdx<>+0(SB), Z16
+	VMOVDQU64 iq4xsIdx<>+64(SB), Z17
+	VMOVDQU64 iq4xsIdx<>+128(SB), Z18
+	VMOVDQU64 iq4xsIdx<>+192(SB), Z19
+q51row:
+	MOVQ R11, DI
+	MOVQ R12, CX
+	VPXORD Z0, Z0, Z0
+	VXORPS Y10, Y10, Y10
+	CMPQ CX, $8
+	JLT  q51tail
+q51loop8:
+	PREFETCHT0 3072(SI)
+	PREFETCHT0 3136(SI)
+	PREFETCHT0 3200(SI)
+	MINS8(24)
+	Q5_1_PAIR(8, 32, 4, 28, 4, 40, Z16)
+	Q5_1_PAIR(56, 80, 52, 76, 76, 112, Z17)
+	Q5_1_PAIR(104, 128, 100, 124, 148, 184, Z18)
+	Q5_1_PAIR(152, 176, 148, 172, 220, 256, Z19)
+	ADDQ $192, SI
+	ADDQ $288, DI
+	SUBQ $8, CX
+	CMPQ CX, $8
+	JGE  q51loop8
+	VEXTRACTF64X4 $1, Z0, Y1
+	VADDPS Y1, Y0, Y0
+q51tail:
+	TESTQ CX, CX
+	JZ   q51done
+q51loop:
+	NIB32(8)
+	MOVL      4(SI), AX
+	KMOVD     AX, K1
+	VPADDB    Y12, Y2, K1, Y2
+	VPXOR    Y5, Y5, Y5
+	VPDPBUSD 4(DI), Y2, Y5
+	Q81FIN
+	ADDQ $24, SI
+	ADDQ $36, DI
+	DECQ CX
+	JNZ  q51loop
+q51done:
+	VADDPS Y10, Y0, Y0
+	HSUM0
+	DECQ R13
+	JNZ  q51row
+	VZEROUPPER
+	RET

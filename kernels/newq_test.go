@@ -184,6 +184,9 @@ func newqDot(tab *table, c newqType, in newqInput, rows int) (got float32, runs 
 		}
 	case partnerQ8_1:
 		got, want = wk.q81.one(in.w, in.q81), gen.q81.one(in.w, in.q81)
+		if wk.q81.rows != nil {
+			runs = run(func(w []byte, out []float32) { wk.q81.rows(w, in.q81, out) })
+		}
 	case partnerQ8K:
 		got, want = wk.q8k.one(in.w, in.q8k), gen.q8k.one(in.w, in.q8k)
 		if wk.q8k.rows != nil {
@@ -308,6 +311,64 @@ func TestNewTypeDotsX8(t *testing.T) {
 						want := gen(in.w, b)
 						if tol := float64(nb+16)*quantDotEps*newqAbs(c, one) + 1e-37; !near(out[tok], want, tol) {
 							t.Errorf("%s nb=%d input %d token %d: %v, generic %v", c.typ, nb, k, tok, out[tok], want)
+						}
+					}
+				}
+			}
+		}
+	})
+}
+
+// TestNewTypeDotsX4 checks the four-token dots of the Q8_0- and
+// Q8_1-partner types added after Q4_K, where a path has them, against the
+// path's one-token dot for each token, bit for bit (the x4 contract for
+// these types).
+func TestNewTypeDotsX4(t *testing.T) {
+	forEachPath(t, func(t *testing.T, tab *table) {
+		r := rand.New(rand.NewPCG(19, 4))
+		for _, c := range newqTypes() {
+			wk := tab.weights[c.typ]
+			if wk.q80.x4 == nil && wk.q81.x4 == nil {
+				continue
+			}
+			for _, nb := range []int{0, 1, 2, 3, 7, 9, 33} {
+				for k, in := range newqInputs(r, c, max(nb, 1)) {
+					in.w, in.q80, in.q81 = in.w[:nb*c.typ.BlockBytes()], in.q80[:nb], in.q81[:nb]
+					// Four tokens: the input's and three others with other
+					// codes and scales.
+					x80 := make([]quant.BlockQ8_0, 0, 4*nb)
+					x81 := make([]quant.BlockQ8_1, 0, 4*nb)
+					for tok := range 4 {
+						for i := range nb {
+							b0, b1 := in.q80[i], in.q81[i]
+							b0.D = quant.F32ToF16(quant.F16ToF32(b0.D) * float32(tok+1))
+							b1.D = b0.D
+							b1.S = quant.F32ToF16(quant.F16ToF32(b1.S) * float32(2*tok+1))
+							if tok > 0 {
+								for j := range b0.Qs {
+									b0.Qs[j] = int8(r.Uint32())
+									b1.Qs[j] = b0.Qs[j]
+								}
+							}
+							x80, x81 = append(x80, b0), append(x81, b1)
+						}
+					}
+					out := [4]float32{1, 1, 1, 1}
+					var want [4]float32
+					if wk.q80.x4 != nil {
+						wk.q80.x4(in.w, x80, nb, &out)
+						for tok := range 4 {
+							want[tok] = wk.q80.one(in.w, x80[tok*nb:(tok+1)*nb])
+						}
+					} else {
+						wk.q81.x4(in.w, x81, nb, &out)
+						for tok := range 4 {
+							want[tok] = wk.q81.one(in.w, x81[tok*nb:(tok+1)*nb])
+						}
+					}
+					for tok := range 4 {
+						if !sameFloat(out[tok], want[tok]) {
+							t.Errorf("%s nb=%d input %d token %d: %v, one-token %v", c.typ, nb, k, tok, out[tok], want[tok])
 						}
 					}
 				}

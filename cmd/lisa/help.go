@@ -41,7 +41,7 @@ func helpFor(name string) helpSpec {
 			about:    "Writes one tensor's raw bytes (--f32: dequantized little-endian float32) to OUT (\"-\": stdout).",
 			examples: []string{"lisa gguf tensor model.gguf token_embd.weight --f32 -o embd.f32"}}
 	case "gguf synth":
-		return helpSpec{synopsis: "--shape SHAPE [--type f32|f16|q8_0|q4_k_m] [--seed S] [--vocab FILE] -o OUT",
+		return helpSpec{synopsis: "--shape SHAPE [--type TYPE (f32, f16, q8_0, q4_k_m, q5_k_m, q4_0, iq4_xs, q3_k_m, …: see --type below)] [--seed S] [--vocab FILE] -o OUT",
 			about:    "Writes a model with random weights of a real model's shape (--shape list prints them all).",
 			examples: []string{"lisa gguf synth --shape list", "lisa gguf synth --shape qwen3-0.6b --type q8_0 -o tiny.gguf"}}
 	case "tokenize":

@@ -36,7 +36,7 @@ func TestGGUFSynth(t *testing.T) {
 	}{
 		{"no shape", []string{"gguf", "synth", "-o", out}, 2, "usage"},
 		{"bad shape", []string{"gguf", "synth", "--shape", "huge", "-o", out}, 2, "unknown shape"},
-		{"bad type", []string{"gguf", "synth", "--shape", "mini", "--type", "q3_k", "-o", out}, 2, "file type"},
+		{"bad type", []string{"gguf", "synth", "--shape", "mini", "--type", "iq2_xs", "-o", out}, 2, "file type"},
 		{"no vocab", []string{"gguf", "synth", "--shape", "mini", "-o", out + "2"}, 1, "vocabulary"},
 		{"vocab of the wrong size", []string{"gguf", "synth", "--shape", "qwen2-tiny", "--vocab", vocab, "--no-sandbox", "-o", out + "3"}, 1, "32000 tokens"},
 	}

@@ -14,8 +14,8 @@ const (
 	iq4Table = "iq4nlValues"
 )
 
-// legacyKernels emits the AVX2 one-token dots of Q4_0, Q5_0 and IQ4_NL
-// with Q8_0 activations. Each takes the exact integer sum of a block (the
+// legacyKernels emits the AVX2 one- and four-token dots of Q4_0, Q5_0
+// and IQ4_NL with Q8_0 activations. Each takes the exact integer sum of a block (the
 // signed codes widened to words, VPMADDWD with the activations, a
 // horizontal sum) and then the scalar float steps of its generic twin in
 // package quant, so it equals the twin (and ggml's generic C kernel) bit
@@ -28,10 +28,12 @@ func legacyKernels() {
 	for i := range 32 {
 		DATA(i, U8(uint8(vals[i%16])))
 	}
-	legacyDot("dotQ4_0AVX2", "quant.DotQ4_0Q8_0", q40Size, 2, func(w Register, u VecVirtual) {
+	q40 := func(w Register, u VecVirtual) {
 		VPSUBB(bcast32(0x08080808), u, u)
-	}, true)
-	legacyDot("dotQ5_0AVX2", "quant.DotQ5_0Q8_0", q50Size, 6, func(w Register, u VecVirtual) {
+	}
+	legacyDot("dotQ4_0AVX2", "quant.DotQ4_0Q8_0", q40Size, 2, q40, true)
+	legacyDotX4("dotQ4_0x4AVX2", "quant.DotQ4_0Q8_0", q40Size, 2, q40, true)
+	q50 := func(w Register, u VecVirtual) {
 		// Byte k takes bit k of qh: qh byte k/8 spread by VPSHUFB, its bit
 		// k%8 tested by VPAND and VPCMPEQB, 16 where set.
 		h, ctl, bits := YMM(), YMM(), YMM()
@@ -59,12 +61,79 @@ func legacyKernels() {
 		VPAND(bcast32(0x10101010), h, h)
 		VPOR(h, u, u)
 		VPSUBB(bcast32(0x10101010), u, u)
-	}, false)
-	legacyDot("dotIQ4NLAVX2", "quant.DotIQ4NLQ8_0", iq4Size, 2, func(w Register, u VecVirtual) {
+	}
+	legacyDot("dotQ5_0AVX2", "quant.DotQ5_0Q8_0", q50Size, 6, q50, false)
+	legacyDotX4("dotQ5_0x4AVX2", "quant.DotQ5_0Q8_0", q50Size, 6, q50, false)
+	iq4 := func(w Register, u VecVirtual) {
 		tab := YMM()
 		VMOVDQU(NewDataAddr(Symbol{Name: iq4Table, Static: true}, 0), tab)
 		VPSHUFB(u, tab, u)
-	}, false)
+	}
+	legacyDot("dotIQ4NLAVX2", "quant.DotIQ4NLQ8_0", iq4Size, 2, iq4, false)
+	legacyDotX4("dotIQ4NLx4AVX2", "quant.DotIQ4NLQ8_0", iq4Size, 2, iq4, false)
+}
+
+// legacyDotX4 emits the four-token dot beside legacyDot's one-token
+// dot: each block's codes are decoded once and multiplied with the four
+// tokens' blocks (at x + t*nb*34); each token's lane takes exactly the
+// one-token dot's steps (exact integer sum, the same float products in the
+// same order, lane by lane), so out[t] equals the one-token dot, and so
+// the generic twin, bit for bit.
+func legacyDotX4(name, twin string, size, qoff int, codes func(w Register, u VecVirtual), scaleFirst bool) {
+	quantHeader(name, "func(w *byte, x *uint16, nb int, out *[4]float32)", twin+" for each of the four tokens at x")
+	w, x, nb, stride, s3 := x4Setup(q80Size)
+	xm := tokenMems(x, stride, s3)
+	mask := bcast32(0x0f0f0f0f)
+	sum := XMM()
+	VXORPS(sum, sum, sum)
+	blockLoop(name, w, x, nb, size, q80Size, func() {
+		prefetch(w, 1)
+		u, hi := YMM(), XMM()
+		VMOVDQU(Mem{Base: w, Disp: qoff}, u.AsX())
+		VPSRLW(Imm(4), u.AsX(), hi)
+		VINSERTI128(Imm(1), hi, u, u)
+		VPAND(mask, u, u)
+		codes(w, u)
+		w0, w1 := YMM(), YMM()
+		VPMOVSXBW(u.AsX(), w0)
+		VEXTRACTI128(Imm(1), u, hi)
+		VPMOVSXBW(hi, w1)
+		p := make([]VecVirtual, 4)
+		for t := range 4 {
+			p[t] = q80Prod(w0, w1, xm[t])
+		}
+		VPHADDD(p[1], p[0], p[0])
+		VPHADDD(p[3], p[2], p[2])
+		VPHADDD(p[2], p[0], p[0])
+		v := XMM()
+		VEXTRACTI128(Imm(1), p[0], v)
+		VPADDD(v, p[0].AsX(), v)
+		VCVTDQ2PS(v, v)
+		dx, r := XMM(), GP32()
+		MOVWLZX(xm[0](0), r)
+		VMOVD(r, dx)
+		for t := 1; t < 4; t++ {
+			MOVWLZX(xm[t](0), r)
+			VPINSRW(Imm(uint64(t)), r, dx, dx)
+		}
+		VCVTPH2PS(dx, dx)
+		dw := XMM()
+		MOVWLZX(Mem{Base: w}, r)
+		VMOVD(r, dw)
+		VCVTPH2PS(dw, dw)
+		VBROADCASTSS(dw, dw)
+		if scaleFirst {
+			VMULPS(dw, v, v)
+			VMULPS(dx, v, v)
+		} else {
+			VMULPS(dx, dw, dw)
+			VMULPS(dw, v, v)
+		}
+		VADDPS(v, sum, sum)
+	})
+	storeOut(sum)
+	VZEROUPPER()
+	RET()
 }
 
 // legacyDot emits one dot: codes turns the 32 unsigned nibble codes in u

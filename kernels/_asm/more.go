@@ -14,13 +14,14 @@ const (
 	q2kSize = 84 // Q2_K: scales @0, qs @16, d, dmin f16 @80
 )
 
-// moreKernels emits the AVX2 dots of Q4_1 and Q5_1 (bit for bit their
-// generic twins) and Q2_K (in the AVX2 Q4_K dot's order).
+// moreKernels emits the AVX2 one- and four-token dots of Q4_1 and Q5_1
+// (bit for bit their generic twins) and Q2_K (in the AVX2 Q4_K dot's order).
 func moreKernels() {
+	q51 := func(w Register, u VecVirtual) { fifthBits(w, 4, u) }
 	legacy1Dot("dotQ4_1AVX2", "quant.DotQ4_1Q8_1", q41Size, 4, nil)
-	legacy1Dot("dotQ5_1AVX2", "quant.DotQ5_1Q8_1", q51Size, 8, func(w Register, u VecVirtual) {
-		fifthBits(w, 4, u)
-	})
+	legacy1DotX4("dotQ4_1x4AVX2", "quant.DotQ4_1Q8_1", q41Size, 4, nil)
+	legacy1Dot("dotQ5_1AVX2", "quant.DotQ5_1Q8_1", q51Size, 8, q51)
+	legacy1DotX4("dotQ5_1x4AVX2", "quant.DotQ5_1Q8_1", q51Size, 8, q51)
 	dotQ2K()
 }
 
@@ -96,6 +97,76 @@ func legacy1Dot(name, twin string, size, qoff int, codes func(w Register, u VecV
 	})
 	VZEROUPPER()
 	Store(sum, ReturnIndex(0))
+	RET()
+}
+
+// legacy1DotX4 emits the four-token dot beside legacy1Dot's: a block's
+// codes decoded once for the four tokens' blocks (at x + t*nb*36), each
+// lane taking the one-token dot's float32 steps ((dw·dx)·isum, + m·s, then
+// the running sum), so out[t] equals it bit for bit.
+func legacy1DotX4(name, twin string, size, qoff int, codes func(w Register, u VecVirtual)) {
+	quantHeader(name, "func(w *byte, x *uint16, nb int, out *[4]float32)", twin+" for each of the four tokens at x")
+	w, x, nb, stride, s3 := x4Setup(q81Size)
+	xm := tokenMems(x, stride, s3)
+	mask, lo16 := bcast32(0x0f0f0f0f), bcast32(0x0000ffff)
+	sum := XMM()
+	VXORPS(sum, sum, sum)
+	blockLoop(name, w, x, nb, size, q81Size, func() {
+		prefetch(w, 1)
+		u, hi := YMM(), XMM()
+		VMOVDQU(Mem{Base: w, Disp: qoff}, u.AsX())
+		VPSRLW(Imm(4), u.AsX(), hi)
+		VINSERTI128(Imm(1), hi, u, u)
+		VPAND(mask, u, u)
+		if codes != nil {
+			codes(w, u)
+		}
+		w0, w1 := YMM(), YMM()
+		VPMOVZXBW(u.AsX(), w0)
+		VEXTRACTI128(Imm(1), u, hi)
+		VPMOVZXBW(hi, w1)
+		p := make([]VecVirtual, 4)
+		for t := range 4 {
+			a, b := YMM(), YMM()
+			VPMOVSXBW(xm[t](4), a)
+			VPMOVSXBW(xm[t](20), b)
+			VPMADDWD(a, w0, a)
+			VPMADDWD(b, w1, b)
+			VPADDD(b, a, a)
+			p[t] = a
+		}
+		VPHADDD(p[1], p[0], p[0])
+		VPHADDD(p[3], p[2], p[2])
+		VPHADDD(p[2], p[0], p[0])
+		v := XMM()
+		VEXTRACTI128(Imm(1), p[0], v)
+		VPADDD(v, p[0].AsX(), v)
+		VCVTDQ2PS(v, v)
+		// The tokens' [dx | s<<16] dwords split into dx and s as float32.
+		ds, dx, sx := tokenScales(xm), XMM(), XMM()
+		VPSRLD(Imm(16), ds, sx)
+		VPAND(lo16.AsX(), ds, dx)
+		pk := XMM()
+		VPACKUSDW(sx, dx, pk) // [dx0..dx3, s0..s3] as f16 words
+		VCVTPH2PS(pk, dx)
+		VPSHUFD(Imm(0x4e), pk, pk)
+		VCVTPH2PS(pk, sx)
+		// [dw, m] of the weight block, broadcast.
+		r, dw, m := GP32(), XMM(), XMM()
+		MOVL(Mem{Base: w}, r)
+		VMOVD(r, dw)
+		VCVTPH2PS(dw, dw)
+		VMOVSHDUP(dw, m)
+		VBROADCASTSS(dw, dw)
+		VBROADCASTSS(m, m)
+		VMULPS(dx, dw, dw)
+		VMULPS(dw, v, v)
+		VMULPS(sx, m, m)
+		VADDPS(m, v, v)
+		VADDPS(v, sum, sum)
+	})
+	storeOut(sum)
+	VZEROUPPER()
 	RET()
 }
 

@@ -224,7 +224,7 @@ func TestTensorType(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.ft.String()+" "+tc.name, func(t *testing.T) {
-			got, err := tensorType(tc.ft, tc.name, tc.dims, tc.layer, tc.n, tc.tied)
+			got, err := tensorType(tc.ft, tc.name, tc.dims, tensorPos{layer: tc.layer, nLayer: tc.n, gqa: 1, tied: tc.tied})
 			if tc.unsupported {
 				if !errors.Is(err, ErrUnsupported) {
 					t.Errorf("got %v, %v; want ErrUnsupported", got, err)

@@ -14,7 +14,7 @@
 // LongRoPE factors are fixed curves shaped like Phi-3.5's. rope_freqs.weight holds the factors convert_hf_to_gguf.py
 // computes from the llama3 rope_scaling of the real config. Values are
 // quantized with package quant's reference quantizers, so the bytes are
-// those llama-quantize would write for the same F32 values. For Q4_K_M
+// those llama-quantize would write for the same F32 values. For the mixes
 // the per-tensor type follows llama.cpp's llama_tensor_get_type (see
 // tensorType).
 //
@@ -273,27 +273,75 @@ func Lookup(name string) (Shape, bool) {
 // FileType is the quantization of a whole file, as llama.cpp's ftype.
 type FileType int
 
-// The file types Write produces.
+// The file types Write produces: llama.cpp's names and mixes (without an
+// importance matrix).
 const (
 	F32 FileType = iota
 	F16
 	Q8_0
 	Q4_K_M
+	Q4_0
+	Q4_1
+	Q5_0
+	Q5_1
+	Q2_K
+	Q3_K_S
+	Q3_K_M
+	Q3_K_L
+	Q4_K_S
+	Q5_K_S
+	Q5_K_M
+	Q6_K
+	IQ4_NL
+	IQ4_XS
 )
 
 var fileTypes = []struct {
 	name  string
-	ftype uint32 // general.file_type (llama_ftype)
-}{F32: {"f32", 0}, F16: {"f16", 1}, Q8_0: {"q8_0", 7}, Q4_K_M: {"q4_k_m", 15}}
+	ftype uint32      // general.file_type (llama_ftype)
+	base  tensor.Type // llama-quantize's default type for the file type's matrices
+	alias string      // llama-quantize's other name for it, if any
+}{
+	F32:    {"f32", 0, tensor.F32, ""},
+	F16:    {"f16", 1, tensor.F16, ""},
+	Q8_0:   {"q8_0", 7, tensor.Q8_0, ""},
+	Q4_K_M: {"q4_k_m", 15, tensor.Q4_K, "q4_k"},
+	Q4_0:   {"q4_0", 2, tensor.Q4_0, ""},
+	Q4_1:   {"q4_1", 3, tensor.Q4_1, ""},
+	Q5_0:   {"q5_0", 8, tensor.Q5_0, ""},
+	Q5_1:   {"q5_1", 9, tensor.Q5_1, ""},
+	Q2_K:   {"q2_k", 10, tensor.Q2_K, ""},
+	Q3_K_S: {"q3_k_s", 11, tensor.Q3_K, ""},
+	Q3_K_M: {"q3_k_m", 12, tensor.Q3_K, "q3_k"},
+	Q3_K_L: {"q3_k_l", 13, tensor.Q3_K, ""},
+	Q4_K_S: {"q4_k_s", 14, tensor.Q4_K, ""},
+	Q5_K_S: {"q5_k_s", 16, tensor.Q5_K, ""},
+	Q5_K_M: {"q5_k_m", 17, tensor.Q5_K, "q5_k"},
+	Q6_K:   {"q6_k", 18, tensor.Q6_K, ""},
+	IQ4_NL: {"iq4_nl", 25, tensor.IQ4_NL, ""},
+	IQ4_XS: {"iq4_xs", 30, tensor.IQ4_XS, ""},
+}
 
-// ParseFileType parses f32, f16, q8_0 or q4_k_m (any case).
+// FileTypeNames returns the names ParseFileType accepts (without the
+// aliases), in FileType order.
+func FileTypeNames() []string {
+	names := make([]string, len(fileTypes))
+	for i, f := range fileTypes {
+		names[i] = f.name
+	}
+	return names
+}
+
+// ParseFileType parses a file type's name (FileTypeNames) or one of
+// llama-quantize's aliases q4_k, q3_k and q5_k (the _M mixes), in any
+// case.
 func ParseFileType(s string) (FileType, error) {
 	for i, f := range fileTypes {
-		if strings.EqualFold(s, f.name) {
+		if strings.EqualFold(s, f.name) || f.alias != "" && strings.EqualFold(s, f.alias) {
 			return FileType(i), nil
 		}
 	}
-	return 0, fmt.Errorf("synth: file type %q: want f32, f16, q8_0 or q4_k_m", s)
+	return 0, fmt.Errorf("synth: file type %q: want one of %s", s, strings.Join(FileTypeNames(), ", "))
 }
 
 // String returns the name ParseFileType accepts.
@@ -335,18 +383,32 @@ func useMoreBits(i, n int) bool {
 // a tensor type package quant cannot produce, or could not write at all.
 var ErrUnsupported = errors.New("synth: unsupported combination")
 
+// tensorPos is where a tensor sits in its model, for the mixes' rules.
+type tensorPos struct {
+	layer, nLayer int  // block index (-1 outside the blocks) and count
+	gqa           int  // query heads per key/value head (n_gqa)
+	tied          bool // no output.weight: token_embd.weight is the output
+}
+
 // tensorType is llama.cpp's type for a tensor of a file of type ft: F32
 // for vectors; F16 (convert_hf_to_gguf.py --outtype f16) or Q8_0 for
-// every matrix; for Q4_K_M llama-quantize's llama_tensor_get_type:
+// every matrix; for the quantized mixes llama-quantize's
+// llama_tensor_get_type for a dense model (no experts, not Falcon, not
+// 70B), without an importance matrix:
 //   - output.weight, and token_embd.weight when the output is tied: Q6_K,
-//     or Q8_0 when a row is not whole 256-value blocks;
-//   - attn_v and ffn_down of the layers useMoreBits picks: Q6_K;
-//   - phi3's fused attn_qkv: Q5_K;
-//   - everything else Q4_K;
-//   - then, when a row is not whole K-quant blocks, Q4_K falls back to
-//     Q5_0, Q5_K to Q5_1 and Q6_K to Q8_0, and to F16 when not even
-//     32-value blocks.
-func tensorType(ft FileType, name string, dims []uint64, layer, nLayer int, tied bool) (tensor.Type, error) {
+//     or Q8_0 when a row is not whole blocks of the file's type;
+//   - attn_v, ffn_down, attn_output and phi3's fused attn_qkv by the file
+//     type's rules (mixRule);
+//   - everything else the file type's own;
+//   - then, when a row is not whole blocks, the K-quants and IQ4_XS fall
+//     back (Q2_K and Q3_K to Q4_0, IQ4_XS to IQ4_NL, Q4_K to Q5_0, Q5_K to Q5_1,
+//     Q6_K to Q8_0), and to F16 when not even 32-value blocks; the 32-value
+//     types cannot fall back and llama-quantize refuses the file.
+//
+// The layer index stands for llama.cpp's running counts of attn_v and
+// ffn_down tensors: a dense model has one of each per block, quantized in
+// block order.
+func tensorType(ft FileType, name string, dims []uint64, pos tensorPos) (tensor.Type, error) {
 	if len(dims) == 1 {
 		return tensor.F32, nil
 	}
@@ -356,41 +418,114 @@ func tensorType(ft FileType, name string, dims []uint64, layer, nLayer int, tied
 		return tensor.F32, nil
 	case F16:
 		return tensor.F16, nil
-	case Q8_0:
-		if nx%32 != 0 {
-			return 0, fmt.Errorf("%w: %s: rows of %d values are not whole Q8_0 blocks (llama-quantize refuses it)", ErrUnsupported, name, nx)
-		}
-		return tensor.Q8_0, nil
 	}
-	base := strings.TrimPrefix(name, fmt.Sprintf("blk.%d.", layer))
-	var t tensor.Type
-	switch {
-	case name == "output.weight" || tied && name == "token_embd.weight":
-		if nx%tensor.QK_K != 0 {
-			return tensor.Q8_0, nil
-		}
-		return tensor.Q6_K, nil
-	case (base == "attn_v.weight" || base == "ffn_down.weight") && useMoreBits(layer, nLayer):
-		t = tensor.Q6_K
-	case base == "attn_qkv.weight":
-		t = tensor.Q5_K
-	default:
-		t = tensor.Q4_K
-	}
-	if nx%tensor.QK_K != 0 {
-		switch t {
-		case tensor.Q6_K:
+	base := fileTypes[ft].base
+	t := base
+	if name == "output.weight" || pos.tied && name == "token_embd.weight" {
+		switch {
+		case nx%uint64(base.BlockSize()) != 0:
 			t = tensor.Q8_0
-		case tensor.Q5_K:
-			t = tensor.Q5_1
-		default:
-			t = tensor.Q5_0
+		case base != tensor.Q8_0:
+			t = tensor.Q6_K
 		}
-		if nx%32 != 0 {
-			t = tensor.F16
-		}
+	} else if name != "token_embd.weight" {
+		t = mixRule(ft, strings.TrimPrefix(name, fmt.Sprintf("blk.%d.", pos.layer)), base, pos)
+	}
+	if nx%uint64(t.BlockSize()) == 0 {
+		return t, nil
+	}
+	switch t {
+	case tensor.Q2_K, tensor.Q3_K:
+		// The llama.cpp of the mirror took IQ4_NL here; the current one
+		// (bench/llamacpp's) writes Q4_0 (testdata/mixes.txt).
+		t = tensor.Q4_0
+	case tensor.IQ4_XS:
+		t = tensor.IQ4_NL
+	case tensor.Q4_K:
+		t = tensor.Q5_0
+	case tensor.Q5_K:
+		t = tensor.Q5_1
+	case tensor.Q6_K:
+		t = tensor.Q8_0
+	default:
+		return 0, fmt.Errorf("%w: %s: rows of %d values are not whole %s blocks (llama-quantize refuses it)", ErrUnsupported, name, nx, t)
+	}
+	if nx%uint64(t.BlockSize()) != 0 {
+		t = tensor.F16
 	}
 	return t, nil
+}
+
+// mixRule is llama_tensor_get_type's choice for a block's matrix (base:
+// its name without the blk.N. prefix) of a dense model, before the
+// fallback for rows that are not whole blocks.
+func mixRule(ft FileType, base string, t tensor.Type, pos tensorPos) tensor.Type {
+	i, n := pos.layer, pos.nLayer
+	switch base {
+	case "attn_v.weight":
+		switch {
+		case ft == Q2_K:
+			if pos.gqa >= 4 {
+				return tensor.Q4_K
+			}
+			return tensor.Q3_K
+		case ft == Q3_K_M:
+			if i < 2 {
+				return tensor.Q5_K
+			}
+			return tensor.Q4_K
+		case ft == Q3_K_L:
+			return tensor.Q5_K
+		case (ft == IQ4_NL || ft == IQ4_XS) && pos.gqa >= 4:
+			return tensor.Q5_K
+		case (ft == Q4_K_M || ft == Q5_K_M) && useMoreBits(i, n):
+			return tensor.Q6_K
+		case ft == Q4_K_S && i < 4:
+			return tensor.Q5_K
+		}
+	case "ffn_down.weight":
+		switch {
+		case ft == Q2_K:
+			return tensor.Q3_K
+		case ft == Q3_K_M:
+			if i < n/16 {
+				return tensor.Q5_K
+			}
+			// Every architecture but Falcon: Q4_K on all later layers.
+			return tensor.Q4_K
+		case ft == Q3_K_L:
+			return tensor.Q5_K
+		case ft == Q4_K_M:
+			if useMoreBits(i, n) {
+				return tensor.Q6_K
+			}
+		case i < n/8 && (ft == IQ4_NL || ft == IQ4_XS):
+			return tensor.Q5_K
+		case ft == Q5_K_M && useMoreBits(i, n):
+			return tensor.Q6_K
+		case ft == Q4_K_S && i < n/8:
+			return tensor.Q5_K
+		}
+	case "attn_qkv.weight":
+		switch ft {
+		case Q3_K_M, Q3_K_L:
+			return tensor.Q4_K
+		case Q4_K_M:
+			return tensor.Q5_K
+		case Q5_K_M:
+			return tensor.Q6_K
+		}
+	case "attn_output.weight":
+		switch ft {
+		case Q2_K:
+			return tensor.Q3_K
+		case Q3_K_M:
+			return tensor.Q4_K
+		case Q3_K_L:
+			return tensor.Q5_K
+		}
+	}
+	return t
 }
 
 // Plan returns the tensors of a model of shape s and type ft in the order
@@ -411,7 +546,7 @@ func Plan(s Shape, ft FileType) ([]TensorPlan, error) {
 			full = fmt.Sprintf("blk.%d.%s", layer, name)
 		}
 		var t tensor.Type
-		if t, err = tensorType(ft, full, dims, layer, s.NLayer, s.Tied); err != nil {
+		if t, err = tensorType(ft, full, dims, tensorPos{layer: layer, nLayer: s.NLayer, gqa: s.NHead / s.NHeadKV, tied: s.Tied}); err != nil {
 			return
 		}
 		if !quant.Supported(t) {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/lisa-llm/lisa/gguf"
@@ -232,15 +233,24 @@ func TestWriteFile(t *testing.T) {
 	}
 }
 
-// TestParseFileType checks names round-trip and bad names fail.
+// TestParseFileType checks names round-trip, llama-quantize's aliases
+// parse, and bad names fail.
 func TestParseFileType(t *testing.T) {
-	for _, ft := range []FileType{F32, F16, Q8_0, Q4_K_M} {
-		got, err := ParseFileType(ft.String())
+	for i := range FileTypeNames() {
+		ft := FileType(i)
+		got, err := ParseFileType(strings.ToUpper(ft.String()))
 		if err != nil || got != ft {
 			t.Errorf("ParseFileType(%q) = %v, %v", ft.String(), got, err)
 		}
 	}
-	if _, err := ParseFileType("q4_0"); err == nil {
-		t.Error("q4_0 accepted")
+	for alias, want := range map[string]FileType{"q4_k": Q4_K_M, "Q3_K": Q3_K_M, "q5_k": Q5_K_M} {
+		if got, err := ParseFileType(alias); err != nil || got != want {
+			t.Errorf("ParseFileType(%q) = %v, %v; want %v", alias, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "q4", "iq2_xs", "q6_k_m", "tq1_0"} {
+		if _, err := ParseFileType(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
 	}
 }
