@@ -9,6 +9,9 @@
 //   LISA_API_KEY  API key (any string when the server has no keys)
 //   LISA_EXPECT   if set, the exact text every generation must produce
 //   LISA_MAX      max_tokens per request (default 24)
+//   LISA_EMBEDDINGS  if set, also embeddings.create (the server must run
+//                 with --embeddings): three inputs, the SDK's default
+//                 base64 transfer and float, deterministic and distinct
 import OpenAI from "openai";
 
 const baseURL = process.env.LISA_URL;
@@ -124,8 +127,37 @@ async function main() {
     check("prompt too long", e instanceof OpenAI.BadRequestError && e.code === "context_length_exceeded", `got ${e}`);
   }
 
+  if (process.env.LISA_EMBEDDINGS) await checkEmbeddings(model);
+
   console.log(JSON.stringify({ model, chat: chat.choices[0].message.content, stream: text, completion: comp.choices[0].text, failures }));
   if (failures.length) process.exit(1);
+}
+
+async function checkEmbeddings(model) {
+  const input = ["Once upon a time", "The dog ran home.", "A red ball"];
+  // Without encoding_format the SDK asks for base64 and decodes it.
+  const a = await client.embeddings.create({ model, input });
+  const b = await client.embeddings.create({ model, input, encoding_format: "float" });
+  check("embeddings", a.object === "list" && a.data.length === 3, `got ${JSON.stringify(a).slice(0, 200)}`);
+  check("embeddings", a.usage && a.usage.prompt_tokens > 0 && a.usage.total_tokens === a.usage.prompt_tokens, `usage ${JSON.stringify(a.usage)}`);
+  const vecs = a.data.map((d) => d.embedding);
+  const dim = vecs[0].length;
+  for (let i = 0; i < 3; i++) {
+    const v = vecs[i];
+    check("embeddings", a.data[i].index === i && v.length === dim && dim > 0, `item ${i}: index ${a.data[i].index}, ${v.length} values`);
+    const norm = Math.sqrt(v.reduce((s, x) => s + x * x, 0));
+    check("embeddings", Math.abs(norm - 1) < 1e-4, `item ${i}: norm ${norm}`);
+    const w = b.data[i].embedding;
+    check("embeddings deterministic", w.length === dim && w.every((x, k) => Math.abs(x - v[k]) < 1e-6), `item ${i} differs between calls`);
+  }
+  const same = (u, v) => u.every((x, k) => x === v[k]);
+  check("embeddings distinct", !same(vecs[0], vecs[1]) && !same(vecs[1], vecs[2]) && !same(vecs[0], vecs[2]), "two inputs embed the same");
+  try {
+    await client.embeddings.create({ model, input: "x", dimensions: dim + 1 });
+    check("embeddings dimensions", false, "no error");
+  } catch (e) {
+    check("embeddings dimensions", e instanceof OpenAI.BadRequestError && e.param === "dimensions", `got ${e}`);
+  }
 }
 
 main().catch((e) => {
