@@ -1,4 +1,6 @@
 // check.mjs exercises lisa serve with the official openai npm package:
+// responses.create (text and item input, with and without stream, the
+// SDK's stream helper) and its refusals,
 // models.list and models.retrieve, chat.completions.create with and
 // without stream (and with the SDK's own assistant message sent back as
 // history), completions.create with and without stream, x-request-id on
@@ -127,10 +129,86 @@ async function main() {
     check("prompt too long", e instanceof OpenAI.BadRequestError && e.code === "context_length_exceeded", `got ${e}`);
   }
 
+  await checkResponses(model);
   if (process.env.LISA_EMBEDDINGS) await checkEmbeddings(model);
 
   console.log(JSON.stringify({ model, chat: chat.choices[0].message.content, stream: text, completion: comp.choices[0].text, failures }));
   if (failures.length) process.exit(1);
+}
+
+async function checkResponses(model) {
+  const resp = await client.responses.create({ model, input: "Once upon a time", instructions: "You tell stories.", max_output_tokens: max, temperature: 0, store: false });
+  check("responses", resp.object === "response" && ["completed", "incomplete"].includes(resp.status), `object ${resp.object} status ${resp.status}`);
+  check("responses", resp.usage && resp.usage.output_tokens > 0 && resp.usage.total_tokens === resp.usage.input_tokens + resp.usage.output_tokens, `usage ${JSON.stringify(resp.usage)}`);
+  checkText("responses", resp.output_text);
+
+  // Message input with the history shapes the API defines: a function
+  // call and its output, and the assistant's own output_text.
+  const items = await client.responses.create({
+    model,
+    input: [
+      { role: "developer", content: "Answer briefly." },
+      { type: "message", role: "user", content: [{ type: "input_text", text: "What is the weather?" }] },
+      { type: "function_call", call_id: "call_1", name: "get_weather", arguments: "{\"city\":\"Paris\"}" },
+      { type: "function_call_output", call_id: "call_1", output: "sunny" },
+      { role: "assistant", content: [{ type: "output_text", text: "It is sunny.", annotations: [] }] },
+      { role: "user", content: "Once upon a time" },
+    ],
+    tools: [{ type: "function", name: "get_weather", description: "Weather of a city", parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] }, strict: true }],
+    // "none": the tools are carried to the model's template, and a
+    // random-weight model still answers in text.
+    tool_choice: "none",
+    max_output_tokens: max,
+    temperature: 0,
+  });
+  check("responses items", items.status !== "failed" && items.output.length >= 1, `got ${JSON.stringify(items).slice(0, 300)}`);
+
+  const rstream = client.responses.stream({ model, input: "Once upon a time", max_output_tokens: max, temperature: 0 });
+  let rtext = "";
+  const types = new Set();
+  for await (const ev of rstream) {
+    types.add(ev.type);
+    if (ev.type === "response.output_text.delta") rtext += ev.delta;
+  }
+  const final = await rstream.finalResponse();
+  for (const t of ["response.created", "response.in_progress", "response.output_item.added", "response.content_part.added", "response.output_text.delta", "response.output_text.done", "response.content_part.done", "response.output_item.done"]) {
+    check("responses stream", types.has(t), `no ${t} event`);
+  }
+  check("responses stream", types.has("response.completed") || types.has("response.incomplete"), "no final event");
+  checkText("responses stream", rtext);
+  // The stream helper's final response has no output_text convenience
+  // (the SDK adds it to parsed responses only): join the parts.
+  const finalText = final.output.filter((o) => o.type === "message").flatMap((o) => o.content.map((c) => c.text)).join("");
+  checkText("responses stream final", finalText);
+
+  const raw = await client.responses.create({ model, input: "Once upon a time", max_output_tokens: max, temperature: 0, stream: true });
+  let seq = -1;
+  let ordered = true;
+  for await (const ev of raw) {
+    ordered = ordered && ev.sequence_number === seq + 1;
+    seq = ev.sequence_number;
+  }
+  check("responses create stream", ordered && seq >= 8, `sequence numbers end at ${seq}, in order ${ordered}`);
+
+  for (const [name, params, param] of [
+    ["previous_response_id", { previous_response_id: "resp_1" }, "previous_response_id"],
+    ["bad max_output_tokens", { max_output_tokens: "ten" }, "max_output_tokens"],
+    ["unknown field", { frobnicate: 1 }, "frobnicate"],
+    ["image input", { input: [{ role: "user", content: [{ type: "input_image", image_url: "x" }] }] }, "input[0].content[0].type"],
+  ]) {
+    try {
+      await client.responses.create({ model, input: "x", ...params });
+      check(name, false, "no error");
+    } catch (e) {
+      check(name, e instanceof OpenAI.BadRequestError && e.param === param, `got ${e} (param ${e.param})`);
+    }
+  }
+  try {
+    await client.responses.retrieve(resp.id);
+    check("responses.retrieve", false, "no error");
+  } catch (e) {
+    check("responses.retrieve", e instanceof OpenAI.NotFoundError, `got ${e}`);
+  }
 }
 
 async function checkEmbeddings(model) {
