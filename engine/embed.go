@@ -85,8 +85,8 @@ func (e *Engine) Embed(ctx context.Context, text string, ids []int32) ([]float32
 	if err := e.sched.submitEmbed(j); err != nil {
 		return nil, 0, err
 	}
-	// The loop drops the job once ctx is done before it starts; a
-	// running job is one context's worth of prompt processing at most.
+	// The loop drops the job once ctx is done, before it starts or
+	// between its batches.
 	<-j.done
 	return j.vec, len(ids), j.err
 }
@@ -121,7 +121,7 @@ func (s *scheduler) runEmbeds() {
 			wait = append(wait, j)
 			continue
 		}
-		j.vec, j.err = s.embed(sl, j.ids, j.pool)
+		j.vec, j.err = s.embed(j.ctx, sl, j.ids, j.pool)
 		close(j.done)
 	}
 	if len(wait) > 0 {
@@ -146,7 +146,7 @@ func (s *scheduler) freeSlot() *slot {
 // embed evaluates ids on sl's sequence (which it clears before and after:
 // its keys and values are of no use to a generation) and pools the final
 // hidden states into a unit vector.
-func (s *scheduler) embed(sl *slot, ids []int32, pool Pooling) ([]float32, error) {
+func (s *scheduler) embed(ctx context.Context, sl *slot, ids []int32, pool Pooling) ([]float32, error) {
 	sl.cached = sl.cached[:0]
 	if err := s.cache.Clear(sl.seq); err != nil {
 		return nil, err
@@ -155,6 +155,11 @@ func (s *scheduler) embed(sl *slot, ids []int32, pool Pooling) ([]float32, error
 	var sum []float64
 	b := model.Batch{}
 	for start := 0; start < len(ids); start += s.maxBatch {
+		// A long input takes several passes; a request that has gone
+		// stops between them.
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		n := min(s.maxBatch, len(ids)-start)
 		b.Tokens, b.Pos, b.Seq, b.Logits = b.Tokens[:0], b.Pos[:0], b.Seq[:0], b.Logits[:0]
 		for i := range n {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/lisa-llm/lisa/gen"
 	"github.com/lisa-llm/lisa/gguf"
 	"github.com/lisa-llm/lisa/internal/shared"
 	"github.com/lisa-llm/lisa/model/synth"
@@ -20,7 +21,10 @@ const embedSynthEnv = "LISA_EMBED_SYNTH"
 // qwen3.pooling_type = 3 (last) added, as Qwen3-Embedding files carry
 // it, to path. The synthesis is deterministic, so the file is the one
 // llembed computed the references of.
-func writeEmbedSynth(t *testing.T, path string) {
+func writeEmbedSynth(t *testing.T, path string) { writeSynthPooling(t, path, PoolingLast) }
+
+// writeSynthPooling writes qwen3-tiny with qwen3.pooling_type = pool.
+func writeSynthPooling(t *testing.T, path string, pool Pooling) {
 	t.Helper()
 	shape, ok := synth.Lookup("qwen3-tiny")
 	if !ok {
@@ -44,7 +48,7 @@ func writeEmbedSynth(t *testing.T, path string) {
 			t.Fatal(err)
 		}
 	}
-	if err := w.Add("qwen3.pooling_type", gguf.Uint32Value(uint32(PoolingLast))); err != nil {
+	if err := w.Add("qwen3.pooling_type", gguf.Uint32Value(uint32(pool))); err != nil {
 		t.Fatal(err)
 	}
 	for i := range f.Tensors {
@@ -168,4 +172,30 @@ func equalIDs(a, b []int32) bool {
 		}
 	}
 	return true
+}
+
+// TestEmbedRefusesPooling checks that a model whose pooling makes no
+// single vector (none: one per token; rank: a reranker's score) is
+// refused with unsupported_for_model.
+func TestEmbedRefusesPooling(t *testing.T) {
+	for _, pool := range []Pooling{PoolingNone, PoolingRank, 9} {
+		t.Run(pool.String(), func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "m.gguf")
+			writeSynthPooling(t, p, pool)
+			f, err := gguf.Open(p, gguf.DefaultLimits())
+			if err != nil {
+				t.Fatal(err)
+			}
+			e, err := New(f, Options{CtxSize: 64})
+			if err != nil {
+				f.Close()
+				t.Fatal(err)
+			}
+			defer e.Close()
+			_, _, err = e.Embed(context.Background(), "hello", nil)
+			if ge := gen.AsError(err); ge == nil || ge.Code != gen.CodeUnsupported {
+				t.Fatalf("got %v, want unsupported_for_model", err)
+			}
+		})
+	}
 }
