@@ -105,6 +105,7 @@ func TestEmbedMatchesLlamaCpp(t *testing.T) {
 		model func(t *testing.T) string
 	}{
 		{"embed-stories260K-mean.json", func(t *testing.T) string { return filepath.Join(shared.Dir(t), stories) }},
+		{"embed-mini-24m-f16-mean.json", func(t *testing.T) string { return shared.Path(t, "models/mini-24m-f16.gguf") }},
 		{"embed-qwen3-tiny-last.json", func(t *testing.T) string {
 			p := filepath.Join(t.TempDir(), "qwen3-tiny-last.gguf")
 			writeEmbedSynth(t, p)

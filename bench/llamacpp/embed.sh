@@ -12,5 +12,6 @@ cc -std=gnu11 -O2 -Wall -Wextra -o "$tmp/llembed" "$here/llembed.c" -L"$lib" \
 	-l:libllama.v0.5.0.so -l:libggml.v0.5.0.so -l:libggml-base.so -lm -Wl,-rpath,"$lib"
 texts=("Once upon a time" "The dog ran home." "A little girl found a red ball in the park, and she was happy.")
 "$tmp/llembed" "$lib" ../shared/models/stories260K.gguf mean "${texts[@]}" >engine/testdata/embed-stories260K-mean.json
+"$tmp/llembed" "$lib" ../shared/models/mini-24m-f16.gguf mean "${texts[@]}" >engine/testdata/embed-mini-24m-f16-mean.json
 LISA_EMBED_SYNTH="$tmp/qwen3-tiny-last.gguf" CGO_ENABLED=0 go test ./engine -run '^TestEmbedSynthFile$' -count=1 >/dev/null
 "$tmp/llembed" "$lib" "$tmp/qwen3-tiny-last.gguf" model "${texts[@]}" >engine/testdata/embed-qwen3-tiny-last.json
