@@ -13,6 +13,31 @@
 //     "data: [DONE]" at the end; with stream_options.include_usage a last
 //     chunk with empty choices carries usage). An error after the stream
 //     started is sent as one event in the error shape, without [DONE].
+//   - POST /v1/responses (OpenAI's Responses API): input as text or items
+//     (role messages with input_text/output_text parts, function_call and
+//     function_call_output items), instructions (a system message first),
+//     max_output_tokens, temperature, top_p, function tools and
+//     tool_choice (carried to the worker as a chat request's tools). The
+//     Response object has status "incomplete" with incomplete_details
+//     {"reason": "max_output_tokens"} when the output budget ran out.
+//     "stream": true sends named events ("event: TYPE" and "data: {...}",
+//     each with sequence_number): response.created, .in_progress,
+//     .output_item.added, .content_part.added, .output_text.delta…,
+//     .output_text.done, .content_part.done, .output_item.done, then
+//     response.completed (or response.incomplete). Nothing is stored:
+//     store is accepted and has no effect, previous_response_id,
+//     conversation and background are refused with a 400, and GET
+//     /v1/responses/{id} is a 404 saying so. Tool calls the model makes
+//     arrive as output text until generation events carry calls.
+//   - POST /v1/embeddings, only with the embeddings setting (--embeddings;
+//     501 embeddings_disabled otherwise): input as a string, strings, token
+//     ids or arrays of ids (at most MaxEmbedInputs, each within the
+//     context), encoding_format float or base64, dimensions accepted only
+//     when it is the model's size. Text is tokenized with BOS/EOS as the
+//     vocabulary asks and special-token text left as text. The worker pools
+//     the final hidden states (after the output norm) as the model's
+//     <arch>.pooling_type says (mean, cls or last; mean when absent; none
+//     and rank are refused) and L2-normalizes them, as llama.cpp does.
 //   - POST /tokenize {"content", "parse_special", "with_pieces"} →
 //     {"tokens": [...]}; POST /detokenize {"tokens": [...]} → {"content"}
 //     (llama.cpp's shapes; "add_special": true is refused).

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lisa-llm/lisa/config"
 	"github.com/lisa-llm/lisa/internal/shared"
 )
 
@@ -25,13 +26,13 @@ func TestOpenAINodeClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	node := shared.NodeTool(t, dir, "openai")
-	fake := newFake("Once", " there", " was", " a", " fox.")
-	ts := start(t, fake, keyConfig(t, nil))
+	fake := embedFake{newFake("Once", " there", " was", " a", " fox.")}
+	ts := start(t, fake, keyConfig(t, func(c *config.Config) { c.Embeddings = true }))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, "check.mjs")
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "LISA_URL="+ts.URL+"/v1", "LISA_API_KEY="+testKey, "LISA_EXPECT=Once there was a fox.")
+	cmd.Env = append(os.Environ(), "LISA_URL="+ts.URL+"/v1", "LISA_API_KEY="+testKey, "LISA_EXPECT=Once there was a fox.", "LISA_EMBEDDINGS=1")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("openai-check failed: %v\n%s", err, out)

@@ -79,6 +79,9 @@ func (s *Server) routes() *httprouter.Router {
 	r.GET("/v1/models/:id", s.handle("/v1/models/{id}", true, s.getModel))
 	r.POST("/v1/completions", s.handle("/v1/completions", true, s.completions))
 	r.POST("/v1/chat/completions", s.handle("/v1/chat/completions", true, s.chatCompletions))
+	r.POST("/v1/embeddings", s.handle("/v1/embeddings", true, s.embeddings))
+	r.POST("/v1/responses", s.handle("/v1/responses", true, s.responses))
+	r.GET("/v1/responses/:id", s.handle("/v1/responses/{id}", true, s.getResponse))
 	r.POST("/tokenize", s.handle("/tokenize", true, s.tokenize))
 	r.POST("/detokenize", s.handle("/detokenize", true, s.detokenize))
 	r.GET("/health", s.handle("/health", false, s.health))
@@ -86,7 +89,8 @@ func (s *Server) routes() *httprouter.Router {
 	// CORS preflights of the API routes (HandleOPTIONS is off: an
 	// OPTIONS elsewhere is a 405 like any other method).
 	for path, methods := range map[string]string{"/v1/models": "GET", "/v1/models/:id": "GET",
-		"/v1/completions": "POST", "/v1/chat/completions": "POST", "/tokenize": "POST", "/detokenize": "POST"} {
+		"/v1/completions": "POST", "/v1/chat/completions": "POST", "/tokenize": "POST", "/detokenize": "POST",
+		"/v1/embeddings": "POST", "/v1/responses": "POST", "/v1/responses/:id": "GET"} {
 		r.OPTIONS(path, s.handle("preflight", false, s.preflight(methods)))
 	}
 	r.NotFound = s.plain("other", &APIError{Status: http.StatusNotFound, Type: "invalid_request_error",

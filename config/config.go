@@ -86,6 +86,10 @@ type Config struct {
 	TLSClientCAFile string `yaml:"tls_client_ca_file" json:"tls_client_ca_file"`
 	TLSMinVersion   string `yaml:"tls_min_version" json:"tls_min_version"` // "1.2" or "1.3"
 
+	// Embeddings turns POST /v1/embeddings on (off by default: embedding
+	// with a chat model is rarely what a client means).
+	Embeddings bool `yaml:"embeddings" json:"embeddings"`
+
 	LogPrompts bool   `yaml:"log_prompts" json:"log_prompts"`
 	LogLevel   string `yaml:"log_level" json:"log_level"`   // debug, info, warn, error
 	LogFormat  string `yaml:"log_format" json:"log_format"` // text or json

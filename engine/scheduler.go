@@ -36,7 +36,8 @@ type scheduler struct {
 	slots    []*slot
 
 	mu     sync.Mutex
-	queue  []*request // waiting for a slot, first come first served
+	queue  []*request  // waiting for a slot, first come first served
+	embeds []*embedJob // embeddings waiting for a free slot (embed.go)
 	closed bool
 	wake   chan struct{} // capacity 1: work arrived or close
 	exited chan struct{}
@@ -110,6 +111,7 @@ func (s *scheduler) loop() {
 			for _, r := range queued {
 				r.finish(gen.End{}, ErrClosed)
 			}
+			s.failEmbeds(ErrClosed)
 			for _, sl := range s.slots {
 				if sl.req != nil {
 					s.release(sl, gen.End{}, ErrClosed)
@@ -117,6 +119,7 @@ func (s *scheduler) loop() {
 			}
 			return
 		}
+		s.runEmbeds()
 		s.admit()
 		s.dropCancelled()
 		if !s.busy() {

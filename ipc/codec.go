@@ -71,6 +71,8 @@ func newRequest(typ string) Message {
 		return new(Detokenize)
 	case TypeCancel:
 		return new(Cancel)
+	case TypeEmbed:
+		return new(Embed)
 	}
 	return nil
 }
@@ -92,6 +94,8 @@ func newReply(typ string) Message {
 		return new(Tokenized)
 	case TypeDetokenized:
 		return new(Detokenized)
+	case TypeEmbedding:
+		return new(Embedding)
 	}
 	return nil
 }

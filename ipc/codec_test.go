@@ -33,6 +33,8 @@ func sampleRequests() []Message {
 		&Detokenize{ID: 7, IDs: []int32{0, 5, 31999}},
 		&Detokenize{ID: 8, IDs: []int32{}},
 		&Cancel{ID: 2},
+		&Embed{ID: 10, Text: "Once upon a time"},
+		&Embed{ID: 11, IDs: []int32{1, 2, 3}},
 	}
 }
 
@@ -52,6 +54,7 @@ func sampleReplies() []Message {
 		&Tokenized{ID: 6, IDs: []int32{1, 2}},
 		&Tokenized{ID: 6, IDs: []int32{}},
 		&Detokenized{ID: 7, Text: "hello"},
+		&Embedding{ID: 10, Vector: []float32{0.6, -0.8, 0}, Tokens: 5},
 	}
 }
 

@@ -9,6 +9,7 @@ const (
 	ReqGenerate                      // answered by Tokens…, then Done or Error
 	ReqTokenize                      // answered by Tokenized or Error
 	ReqDetokenize                    // answered by Detokenized or Error
+	ReqEmbed                         // answered by Embedding or Error
 )
 
 // Tracker issues request ids and checks the ids of replies. Ids are issued
@@ -76,6 +77,8 @@ func answers(k ReqKind, typ string) bool {
 		return typ == TypeTokenized
 	case ReqDetokenize:
 		return typ == TypeDetokenized
+	case ReqEmbed:
+		return typ == TypeEmbedding
 	}
 	return false
 }

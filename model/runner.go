@@ -176,15 +176,42 @@ func (r *Runner) check(b Batch) error {
 // rows belong to the Runner and are valid until its next Decode. A batch
 // that does not fit returns a *BatchError and changes nothing.
 func (r *Runner) Decode(b Batch) ([][]float32, error) {
-	if err := r.check(b); err != nil {
+	if err := r.forward(b); err != nil {
 		return nil, err
+	}
+	return r.output()
+}
+
+// Hidden evaluates the batch as Decode does but stops before the output
+// matrix: it returns the final hidden states after the output norm
+// (NEmbd values each) of the tokens b.Logits selects, in batch order, what
+// an embedding pools. The rows belong to the Runner and are valid until
+// its next Decode or Hidden.
+func (r *Runner) Hidden(b Batch) ([][]float32, error) {
+	if err := r.forward(b); err != nil {
+		return nil, err
+	}
+	e := r.m.Config.NEmbd
+	n := r.normed()
+	r.rows = r.rows[:0]
+	for i := range n {
+		r.rows = append(r.rows, r.xn[i*e:(i+1)*e:(i+1)*e])
+	}
+	return r.rows, nil
+}
+
+// forward runs the blocks of Decode and Hidden: the wanted rows' final
+// residuals end in r.x, compacted in r.outIdx's order.
+func (r *Runner) forward(b Batch) error {
+	if err := r.check(b); err != nil {
+		return err
 	}
 	cfg := r.m.Config
 	n := len(b.Tokens)
 	r.groups(b, nil)
 	for i, t := range b.Tokens {
 		if err := r.m.Embed.Row(int(t), r.x[i*cfg.NEmbd:(i+1)*cfg.NEmbd]); err != nil {
-			return nil, fmt.Errorf("model: decode: %w", err)
+			return fmt.Errorf("model: decode: %w", err)
 		}
 	}
 	if cfg.EmbedScale != 0 {
@@ -193,7 +220,7 @@ func (r *Runner) Decode(b Batch) ([][]float32, error) {
 	for l := range r.m.Layers {
 		last := l == len(r.m.Layers)-1
 		if err := r.attention(l, b, n); err != nil {
-			return nil, err
+			return err
 		}
 		rows := n
 		if last {
@@ -202,14 +229,14 @@ func (r *Runner) Decode(b Batch) ([][]float32, error) {
 			r.groups(b, r.outIdx)
 		}
 		if err := r.feedForward(l, rows); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	for i := range n {
 		s := int(b.Seq[i])
 		r.c.lens[s] = max(r.c.lens[s], int(b.Pos[i])+1)
 	}
-	return r.output()
+	return nil
 }
 
 // groups fills r.group for the batch rows idx (all of b's rows when idx
@@ -522,6 +549,16 @@ func (r *Runner) feedForward(l, n int) error {
 	return nil
 }
 
+// normed applies the final norm to the compacted rows, into r.xn, and
+// returns how many there are.
+func (r *Runner) normed() int {
+	e := r.m.Config.NEmbd
+	for i := range r.outIdx {
+		kernels.RMSNorm(r.xn[i*e:(i+1)*e], r.x[i*e:(i+1)*e], r.m.OutputNorm, r.m.Config.RMSEps)
+	}
+	return len(r.outIdx)
+}
+
 // output applies the final norm and the output matrix to the compacted
 // rows and returns the logits rows.
 func (r *Runner) output() ([][]float32, error) {
@@ -529,11 +566,8 @@ func (r *Runner) output() ([][]float32, error) {
 	e, nv := cfg.NEmbd, cfg.NVocab
 	n := len(r.outIdx)
 	r.rows = r.rows[:0]
-	if n == 0 {
+	if r.normed() == 0 {
 		return r.rows, nil
-	}
-	for i := range n {
-		kernels.RMSNorm(r.xn[i*e:(i+1)*e], r.x[i*e:(i+1)*e], r.m.OutputNorm, cfg.RMSEps)
 	}
 	if cap(r.logits) < n*nv {
 		r.logits = make([]float32, n*nv)

@@ -156,7 +156,7 @@ func (in *instance) abandon(c *call) {
 		return
 	}
 	c.abandonedAt = time.Now()
-	if c.kind != ipc.ReqGenerate {
+	if c.kind != ipc.ReqGenerate && c.kind != ipc.ReqEmbed {
 		return
 	}
 	f, err := ipc.Encode(nil, &ipc.Cancel{ID: c.id})

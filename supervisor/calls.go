@@ -14,9 +14,11 @@ import (
 
 // result is the answer to a tokenize or detokenize.
 type result struct {
-	ids  []int32
-	text string
-	err  error
+	ids    []int32
+	text   string
+	vec    []float32 // an Embedding's vector
+	tokens int       // an Embedding's token count
+	err    error
 }
 
 // call is one request in flight. The limit and abandonedAt fields are

@@ -40,7 +40,7 @@ func tokens(id uint64, text string) string {
 
 type violationCase struct {
 	name     string
-	op       string // "generate" (default), "tokenize", "cancel"
+	op       string // "generate" (default), "tokenize", "embed", "cancel"
 	act      func(p *fakePeer, req ipc.Message)
 	reason   string // in the death line
 	cause    string // death cause counted (default SIGKILL)
@@ -142,6 +142,12 @@ func replyCases() []violationCase {
 		{name: "token id beyond vocabulary", op: "tokenize", reason: "outside the vocabulary", act: func(p *fakePeer, r ipc.Message) {
 			p.send(&ipc.Tokenized{ID: id(r), IDs: []int32{1, 100}})
 		}},
+		{name: "embedding not of unit length", op: "embed", reason: "bad value", act: func(p *fakePeer, r ipc.Message) {
+			p.frame(fmt.Sprintf(`{"type":"embedding","id":%d,"vector":[3,4],"tokens":1}`, id(r)))
+		}},
+		{name: "embedding answers a generate", reason: "out of order", act: func(p *fakePeer, r ipc.Message) {
+			p.send(&ipc.Embedding{ID: id(r), Vector: []float32{1}, Tokens: 1})
+		}},
 		{name: "stall", reason: "nothing received", act: func(p *fakePeer, r ipc.Message) {}},
 		{name: "stops reading", reason: "nothing received", act: func(p *fakePeer, r ipc.Message) { <-p.stop }},
 		{name: "ignores cancel", op: "cancel", reason: "not ended within", act: func(p *fakePeer, r ipc.Message) {
@@ -189,6 +195,12 @@ func TestHostileWorker(t *testing.T) {
 func checkFirstRequest(t *testing.T, s *Supervisor, tc violationCase) {
 	t.Helper()
 	ctx := context.Background()
+	if tc.op == "embed" {
+		if _, err := s.Embed(ctx, "x", nil); !errors.Is(err, broker.ErrWorkerFailed) {
+			t.Fatalf("embed: %v, want ErrWorkerFailed", err)
+		}
+		return
+	}
 	if tc.op == "tokenize" {
 		if _, err := s.Tokenize(ctx, "x", false); !errors.Is(err, broker.ErrWorkerFailed) {
 			t.Fatalf("tokenize: %v, want ErrWorkerFailed", err)

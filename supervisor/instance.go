@@ -240,6 +240,8 @@ func (in *instance) dispatch(m ipc.Message) error {
 		c.resolve(result{ids: m.IDs})
 	case *ipc.Detokenized:
 		c.resolve(result{text: m.Text})
+	case *ipc.Embedding:
+		c.resolve(result{vec: m.Vector, tokens: m.Tokens})
 	}
 	delete(in.calls, m.RequestID())
 	return nil

@@ -70,6 +70,13 @@ func TestServesOverIPC(t *testing.T) {
 	if _, err := s.Detokenize(ctx, []int32{5000}); !errors.Is(err, ErrRequestFailed) {
 		t.Fatalf("detokenize of a bad id: %v", err)
 	}
+	// The echo engine makes no embeddings: a typed refusal, not a failure.
+	if _, err := s.Embed(ctx, "hi", nil); !errors.Is(err, ErrRequestFailed) || gen.AsError(err) == nil || gen.AsError(err).Code != gen.CodeUnsupported {
+		t.Fatalf("embed on an engine without embeddings: %v", err)
+	}
+	if _, err := s.Embed(ctx, "", nil); err == nil || errors.Is(err, ErrRequestFailed) {
+		t.Fatalf("an empty embed was sent: %v", err)
+	}
 	// Several generations at once, each with its own stream.
 	var wg sync.WaitGroup
 	for i := range 8 {

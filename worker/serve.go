@@ -128,6 +128,8 @@ func (s *server) handle(m ipc.Message) error {
 			ids = []int32{}
 		}
 		return s.out.send(&ipc.Tokenized{ID: m.ID, IDs: ids})
+	case *ipc.Embed:
+		return s.embed(m)
 	case *ipc.Detokenize:
 		text, err := s.eng.Detokenize(m.IDs)
 		if err != nil {

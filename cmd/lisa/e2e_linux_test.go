@@ -355,12 +355,12 @@ func TestServeOpenAIClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	node := shared.NodeTool(t, dir, "openai")
-	s := startServe(t)
+	s := startServe(t, "--embeddings")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, "check.mjs")
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "LISA_URL="+s.url+"/v1", "LISA_MAX=24")
+	cmd.Env = append(os.Environ(), "LISA_URL="+s.url+"/v1", "LISA_MAX=24", "LISA_EMBEDDINGS=1")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("openai-check: %v\n%s", err, out)

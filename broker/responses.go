@@ -1,0 +1,846 @@
+package broker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lisa-llm/lisa/gen"
+	"github.com/lisa-llm/lisa/ipc"
+)
+
+// The Responses API (POST /v1/responses) runs the same generation as a
+// chat completion: instructions become a system message, input items the
+// conversation, function tools the chat tools. Nothing is stored: store
+// is accepted (true or false) and has no effect, previous_response_id
+// and conversation are refused with a 400, and GET /v1/responses/{id} is
+// a 404 that says so. Tool calls reach the output as function_call items
+// once the generation's events carry them; today's events carry text
+// only, so a model's call arrives as output_text.
+
+// responseRequest is a decoded POST /v1/responses body.
+type responseRequest struct {
+	genRequest
+	instructions *string
+	maxOutput    *int
+	tools        []gen.Tool // as given, echoed in the response
+	choice       any        // tool_choice as echoed: a string or {"type":"function","name":...}
+	metadata     json.RawMessage
+	store        bool
+}
+
+func decodeResponseRequest(body []byte) (*responseRequest, error) {
+	fields, err := objectFields(body, "")
+	if err != nil {
+		return nil, err
+	}
+	r := &responseRequest{store: true, choice: gen.ChoiceAuto}
+	r.chat = true
+	r.Sampling = gen.DefaultSampling()
+	r.ParallelToolCalls = true
+	var input json.RawMessage
+	for _, f := range fields {
+		if isNull(f.raw) {
+			continue
+		}
+		s := &r.Sampling
+		switch f.name {
+		case "input":
+			input = f.raw
+		case "model":
+			r.Model, err = decString(f.raw, f.name)
+		case "instructions":
+			var in string
+			if in, err = decString(f.raw, f.name); err == nil {
+				r.instructions = &in
+			}
+		case "max_output_tokens":
+			var n int64
+			if n, err = decInt(f.raw, f.name, 1, ipc.MaxTokens-1); err == nil {
+				m := int(n)
+				r.maxOutput, r.MaxTokens = &m, m
+			}
+		case "temperature":
+			s.Temperature, err = decFloat(f.raw, f.name, 0, ipc.MaxTemperature)
+		case "top_p":
+			s.TopP, err = decFloat(f.raw, f.name, 0, 1)
+		case "stream":
+			r.Stream, err = decBool(f.raw, f.name)
+		case "store":
+			r.store, err = decBool(f.raw, f.name)
+		case "tools":
+			r.tools, err = decodeResponseTools(f.raw)
+			r.Tools = r.tools
+		case "tool_choice":
+			r.ToolChoice, r.choice, err = decodeResponseToolChoice(f.raw)
+			r.choiceSet = true
+		case "parallel_tool_calls":
+			r.ParallelToolCalls, err = decBool(f.raw, f.name)
+			r.parallelSet = true
+		case "metadata":
+			if err = checkMetadata(f.raw); err == nil {
+				r.metadata = f.raw
+			}
+		case "user", "safety_identifier", "prompt_cache_key":
+			_, err = decString(f.raw, f.name)
+		case "service_tier":
+			err = checkEnum(f.raw, f.name, "auto", "default", "flex", "scale", "priority")
+		case "truncation":
+			err = checkEnum(f.raw, f.name, "auto", "disabled")
+		case "text":
+			err = checkResponseText(f.raw)
+		case "background":
+			var b bool
+			if b, err = decBool(f.raw, f.name); err == nil && b {
+				err = invalidCode(f.name, "unsupported_value", "background responses need server-side storage, which this server does not have")
+			}
+		case "previous_response_id", "conversation":
+			err = invalidCode(f.name, "unsupported_value", "%s is not supported: this server stores no responses or conversations; send the whole conversation as input", f.name)
+		case "reasoning", "include", "prompt", "top_logprobs", "max_tool_calls", "stream_options":
+			err = invalidCode(f.name, "unsupported_value", "%s is not supported by this server", f.name)
+		default:
+			err = unknownField(f.name)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if input == nil {
+		return nil, invalid("input", "input is required")
+	}
+	if r.Messages, err = decodeResponseInput(input); err != nil {
+		return nil, err
+	}
+	if r.instructions != nil {
+		r.Messages = append([]gen.Message{{Role: gen.RoleSystem, Content: *r.instructions}}, r.Messages...)
+	}
+	if len(r.Messages) > gen.MaxMessages {
+		return nil, invalid("input", "input has %d items, at most %d", len(r.Messages), gen.MaxMessages)
+	}
+	if err := r.checkTools(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// checkResponseText accepts text: {"format": {"type": "text"}, "verbosity": ...};
+// structured formats are refused (for now a chat completion's
+// response_format is the way to them).
+func checkResponseText(raw json.RawMessage) error {
+	fields, err := objectFields(raw, "text")
+	if err != nil {
+		return err
+	}
+	for _, f := range fields {
+		p := "text." + f.name
+		if isNull(f.raw) {
+			continue
+		}
+		switch f.name {
+		case "verbosity":
+			err = checkEnum(f.raw, p, "low", "medium", "high")
+		case "format":
+			var ff []field
+			if ff, err = objectFields(f.raw, p); err != nil {
+				return err
+			}
+			for _, g := range ff {
+				if g.name != "type" {
+					return invalidCode(p+"."+g.name, "unsupported_value", "only the text format is supported on /v1/responses")
+				}
+				if err = expectString(g.raw, p+".type", "text"); err != nil {
+					return invalidCode(p+".type", "unsupported_value", "only the text format is supported on /v1/responses")
+				}
+			}
+		default:
+			err = unknownField(p)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// decodeResponseTools decodes [{"type":"function","name",...}]; other
+// tool types (web search, file search, computer use) are refused.
+func decodeResponseTools(raw json.RawMessage) ([]gen.Tool, error) {
+	items, err := arrayItems(raw, "tools")
+	if err != nil {
+		return nil, err
+	}
+	if len(items) > gen.MaxTools {
+		return nil, invalid("tools", "tools has %d entries, at most %d", len(items), gen.MaxTools)
+	}
+	tools := make([]gen.Tool, 0, len(items))
+	for i, it := range items {
+		p := fmt.Sprintf("tools[%d]", i)
+		fields, err := objectFields(it, p)
+		if err != nil {
+			return nil, err
+		}
+		var t gen.Tool
+		var haveType, haveName bool
+		for _, f := range fields {
+			q := p + "." + f.name
+			if isNull(f.raw) && f.name != "name" && f.name != "type" {
+				continue
+			}
+			switch f.name {
+			case "type":
+				if err = expectString(f.raw, q, "function"); err != nil {
+					err = invalidCode(q, "unsupported_value", "only tools of type \"function\" are supported")
+				}
+				haveType = true
+			case "name":
+				t.Name, err = decodeName(f.raw, q)
+				haveName = true
+			case "description":
+				if t.Description, err = decString(f.raw, q); err == nil && len(t.Description) > gen.MaxTextBytes {
+					err = invalid(q, "%s has %d bytes, at most %d", q, len(t.Description), gen.MaxTextBytes)
+				}
+			case "parameters":
+				t.Parameters, err = decodeSchema(f.raw, q)
+			case "strict":
+				t.Strict, err = decBool(f.raw, q)
+			default:
+				err = unknownField(q)
+			}
+			if err != nil {
+				return nil, err
+			}
+		}
+		if !haveType {
+			return nil, invalid(p+".type", "%s.type is required", p)
+		}
+		if !haveName {
+			return nil, invalid(p+".name", "%s.name is required", p)
+		}
+		tools = append(tools, t)
+	}
+	if err := checkToolNames(tools, "tools"); err != nil {
+		return nil, err
+	}
+	return tools, nil
+}
+
+// decodeResponseToolChoice decodes "none", "auto", "required" or
+// {"type":"function","name":...}, and returns it as it is echoed.
+func decodeResponseToolChoice(raw json.RawMessage) (gen.ToolChoice, any, error) {
+	const param = "tool_choice"
+	if len(raw) > 0 && raw[0] == '"' {
+		s, err := decString(raw, param)
+		if err != nil {
+			return gen.ToolChoice{}, nil, err
+		}
+		switch s {
+		case gen.ChoiceNone, gen.ChoiceAuto, gen.ChoiceRequired:
+			return gen.ToolChoice{Mode: s}, s, nil
+		}
+		return gen.ToolChoice{}, nil, invalid(param, "tool_choice must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", \"name\": ...}, got %q", abbreviate(s))
+	}
+	fields, err := objectFields(raw, param)
+	if err != nil {
+		return gen.ToolChoice{}, nil, err
+	}
+	c := gen.ToolChoice{Mode: gen.ChoiceFunction}
+	var haveType bool
+	for _, f := range fields {
+		p := param + "." + f.name
+		switch f.name {
+		case "type":
+			if err = expectString(f.raw, p, "function"); err != nil {
+				err = invalidCode(p, "unsupported_value", "only a function tool_choice is supported")
+			}
+			haveType = true
+		case "name":
+			c.Name, err = decodeName(f.raw, p)
+		default:
+			err = unknownField(p)
+		}
+		if err != nil {
+			return c, nil, err
+		}
+	}
+	switch {
+	case !haveType:
+		return c, nil, invalid(param+".type", "tool_choice.type is required")
+	case c.Name == "":
+		return c, nil, invalid(param+".name", "tool_choice.name is required")
+	}
+	return c, map[string]string{"type": "function", "name": c.Name}, nil
+}
+
+// decodeResponseInput turns input — a string, or a list of items — into
+// chat messages. Items: messages {"role", "content", "type": "message"}
+// whose content is a string or input_text/output_text parts;
+// function_call items (joined into the assistant message before them)
+// and function_call_output items (tool messages).
+func decodeResponseInput(raw json.RawMessage) ([]gen.Message, error) {
+	if len(raw) > 0 && raw[0] == '"' {
+		s, err := decString(raw, "input")
+		if err != nil {
+			return nil, err
+		}
+		return []gen.Message{{Role: gen.RoleUser, Content: s}}, nil
+	}
+	if len(raw) == 0 || raw[0] != '[' {
+		return nil, invalid("input", "input must be a string or an array of input items")
+	}
+	items, err := arrayItems(raw, "input")
+	if err != nil {
+		return nil, err
+	}
+	if len(items) == 0 {
+		return nil, invalid("input", "input must not be an empty array")
+	}
+	if len(items) > gen.MaxMessages {
+		return nil, invalid("input", "input has %d items, at most %d", len(items), gen.MaxMessages)
+	}
+	var msgs []gen.Message
+	for i, it := range items {
+		p := fmt.Sprintf("input[%d]", i)
+		fields, err := objectFields(it, p)
+		if err != nil {
+			return nil, err
+		}
+		kind := "message"
+		for _, f := range fields {
+			if f.name == "type" {
+				if kind, err = decString(f.raw, p+".type"); err != nil {
+					return nil, err
+				}
+			}
+		}
+		switch kind {
+		case "message":
+			m, err := decodeResponseMessage(fields, p)
+			if err != nil {
+				return nil, err
+			}
+			msgs = append(msgs, m)
+		case "function_call":
+			call, err := decodeResponseCall(fields, p)
+			if err != nil {
+				return nil, err
+			}
+			if n := len(msgs); n > 0 && msgs[n-1].Role == gen.RoleAssistant && len(msgs[n-1].ToolCalls) < gen.MaxToolCalls {
+				msgs[n-1].ToolCalls = append(msgs[n-1].ToolCalls, call)
+			} else {
+				msgs = append(msgs, gen.Message{Role: gen.RoleAssistant, ToolCalls: []gen.ToolCall{call}})
+			}
+		case "function_call_output":
+			m, err := decodeResponseCallOutput(fields, p)
+			if err != nil {
+				return nil, err
+			}
+			msgs = append(msgs, m)
+		default:
+			return nil, invalidCode(p+".type", "unsupported_value", "input items of type %q are not supported (message, function_call and function_call_output are)", abbreviate(kind))
+		}
+	}
+	return msgs, nil
+}
+
+// decodeResponseMessage decodes a message item's fields.
+func decodeResponseMessage(fields []field, p string) (gen.Message, error) {
+	var m gen.Message
+	var haveContent bool
+	var err error
+	for _, f := range fields {
+		q := p + "." + f.name
+		if isNull(f.raw) && f.name != "role" && f.name != "content" {
+			continue
+		}
+		switch f.name {
+		case "type":
+		case "role":
+			var role string
+			if role, err = decString(f.raw, q); err == nil {
+				switch role {
+				case "user":
+					m.Role = gen.RoleUser
+				case "assistant":
+					m.Role = gen.RoleAssistant
+				case "system", "developer":
+					m.Role = gen.RoleSystem
+				default:
+					err = invalid(q, "%s must be user, assistant, system or developer, got %q", q, abbreviate(role))
+				}
+			}
+		case "content":
+			m.Content, err = decodeResponseContent(f.raw, q)
+			haveContent = true
+		case "id":
+			_, err = decString(f.raw, q)
+		case "status":
+			err = checkEnum(f.raw, q, "in_progress", "completed", "incomplete")
+		default:
+			err = unknownField(q)
+		}
+		if err != nil {
+			return m, err
+		}
+	}
+	switch {
+	case m.Role == "":
+		return m, invalid(p+".role", "%s.role is required", p)
+	case !haveContent:
+		return m, invalid(p+".content", "%s.content is required", p)
+	}
+	return m, nil
+}
+
+// decodeResponseContent decodes a string or a list of text parts
+// (input_text, and output_text as an assistant's own answer comes back),
+// joined.
+func decodeResponseContent(raw json.RawMessage, p string) (string, error) {
+	if len(raw) > 0 && raw[0] == '"' {
+		return decString(raw, p)
+	}
+	items, err := arrayItems(raw, p)
+	if err != nil {
+		return "", invalid(p, "%s must be a string or an array of content parts", p)
+	}
+	var b strings.Builder
+	for i, it := range items {
+		q := fmt.Sprintf("%s[%d]", p, i)
+		fields, err := objectFields(it, q)
+		if err != nil {
+			return "", err
+		}
+		var typ, text string
+		var haveText bool
+		for _, f := range fields {
+			if f.name == "type" {
+				if typ, err = decString(f.raw, q+".type"); err != nil {
+					return "", err
+				}
+			}
+		}
+		if typ != "input_text" && typ != "output_text" {
+			return "", invalidCode(q+".type", "unsupported_value", "content parts of type %q are not supported (input_text and output_text are)", abbreviate(typ))
+		}
+		for _, f := range fields {
+			r := q + "." + f.name
+			switch f.name {
+			case "type":
+			case "text":
+				text, err = decString(f.raw, r)
+				haveText = true
+			case "annotations", "logprobs":
+				if !isNull(f.raw) {
+					_, err = arrayItems(f.raw, r)
+				}
+			default:
+				err = unknownField(r)
+			}
+			if err != nil {
+				return "", err
+			}
+		}
+		if !haveText {
+			return "", invalid(q+".text", "%s.text is required", q)
+		}
+		b.WriteString(text)
+	}
+	return b.String(), nil
+}
+
+// decodeResponseCall decodes a function_call item.
+func decodeResponseCall(fields []field, p string) (gen.ToolCall, error) {
+	var c gen.ToolCall
+	var haveArgs bool
+	var err error
+	for _, f := range fields {
+		q := p + "." + f.name
+		switch f.name {
+		case "type":
+		case "call_id":
+			if c.ID, err = decString(f.raw, q); err == nil && (c.ID == "" || len(c.ID) > gen.MaxIDBytes) {
+				err = invalid(q, "%s must have 1 to %d bytes", q, gen.MaxIDBytes)
+			}
+		case "name":
+			c.Name, err = decodeName(f.raw, q)
+		case "arguments":
+			if c.Arguments, err = decString(f.raw, q); err == nil && len(c.Arguments) > gen.MaxTextBytes {
+				err = invalid(q, "%s has %d bytes, at most %d", q, len(c.Arguments), gen.MaxTextBytes)
+			}
+			haveArgs = true
+		case "id":
+			if !isNull(f.raw) {
+				_, err = decString(f.raw, q)
+			}
+		case "status":
+			if !isNull(f.raw) {
+				err = checkEnum(f.raw, q, "in_progress", "completed", "incomplete")
+			}
+		default:
+			err = unknownField(q)
+		}
+		if err != nil {
+			return c, err
+		}
+	}
+	switch {
+	case c.ID == "":
+		return c, invalid(p+".call_id", "%s.call_id is required", p)
+	case c.Name == "":
+		return c, invalid(p+".name", "%s.name is required", p)
+	case !haveArgs:
+		return c, invalid(p+".arguments", "%s.arguments is required", p)
+	}
+	return c, nil
+}
+
+// decodeResponseCallOutput decodes a function_call_output item.
+func decodeResponseCallOutput(fields []field, p string) (gen.Message, error) {
+	m := gen.Message{Role: gen.RoleTool}
+	var haveOutput bool
+	var err error
+	for _, f := range fields {
+		q := p + "." + f.name
+		switch f.name {
+		case "type":
+		case "call_id":
+			if m.ToolCallID, err = decString(f.raw, q); err == nil && (m.ToolCallID == "" || len(m.ToolCallID) > gen.MaxIDBytes) {
+				err = invalid(q, "%s must have 1 to %d bytes", q, gen.MaxIDBytes)
+			}
+		case "output":
+			m.Content, err = decodeResponseContent(f.raw, q)
+			haveOutput = true
+		case "id":
+			if !isNull(f.raw) {
+				_, err = decString(f.raw, q)
+			}
+		case "status":
+			if !isNull(f.raw) {
+				err = checkEnum(f.raw, q, "in_progress", "completed", "incomplete")
+			}
+		default:
+			err = unknownField(q)
+		}
+		if err != nil {
+			return m, err
+		}
+	}
+	switch {
+	case m.ToolCallID == "":
+		return m, invalid(p+".call_id", "%s.call_id is required", p)
+	case !haveOutput:
+		return m, invalid(p+".output", "%s.output is required", p)
+	}
+	return m, nil
+}
+
+// respObjectJSON is OpenAI's Response object.
+type respObjectJSON struct {
+	ID                string            `json:"id"`
+	Object            string            `json:"object"`
+	CreatedAt         int64             `json:"created_at"`
+	Status            string            `json:"status"`
+	Error             any               `json:"error"`
+	IncompleteDetails *incompleteJSON   `json:"incomplete_details"`
+	Instructions      *string           `json:"instructions"`
+	MaxOutputTokens   *int              `json:"max_output_tokens"`
+	Model             string            `json:"model"`
+	Output            []outputItemJSON  `json:"output"`
+	ParallelToolCalls bool              `json:"parallel_tool_calls"`
+	PreviousID        *string           `json:"previous_response_id"`
+	Store             bool              `json:"store"`
+	Temperature       float32           `json:"temperature"`
+	TopP              float32           `json:"top_p"`
+	Text              any               `json:"text"`
+	ToolChoice        any               `json:"tool_choice"`
+	Tools             []responseToolOut `json:"tools"`
+	Truncation        string            `json:"truncation"`
+	Metadata          json.RawMessage   `json:"metadata"`
+	Usage             *respUsageJSON    `json:"usage"`
+}
+
+type incompleteJSON struct {
+	Reason string `json:"reason"`
+}
+
+type responseToolOut struct {
+	Type        string          `json:"type"`
+	Name        string          `json:"name"`
+	Description *string         `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+	Strict      bool            `json:"strict"`
+}
+
+type outputItemJSON struct {
+	Type    string           `json:"type"`
+	ID      string           `json:"id"`
+	Status  string           `json:"status"`
+	Role    string           `json:"role"`
+	Content []outputTextJSON `json:"content"`
+}
+
+type outputTextJSON struct {
+	Type        string `json:"type"`
+	Text        string `json:"text"`
+	Annotations []any  `json:"annotations"`
+	Logprobs    []any  `json:"logprobs"`
+}
+
+type respUsageJSON struct {
+	InputTokens         int            `json:"input_tokens"`
+	InputTokensDetails  map[string]int `json:"input_tokens_details"`
+	OutputTokens        int            `json:"output_tokens"`
+	OutputTokensDetails map[string]int `json:"output_tokens_details"`
+	TotalTokens         int            `json:"total_tokens"`
+}
+
+// responseShaper builds the Response object and its stream events.
+type responseShaper struct {
+	req    *responseRequest
+	base   respObjectJSON
+	itemID string
+	seq    int
+}
+
+func randomHex() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func newResponseShaper(req *responseRequest, model string, created int64) *responseShaper {
+	tools := make([]responseToolOut, 0, len(req.tools))
+	for _, t := range req.tools {
+		o := responseToolOut{Type: "function", Name: t.Name, Strict: t.Strict, Parameters: json.RawMessage("null")}
+		if t.Description != "" {
+			o.Description = &t.Description
+		}
+		if t.Parameters != "" {
+			o.Parameters = json.RawMessage(t.Parameters)
+		}
+		tools = append(tools, o)
+	}
+	meta := req.metadata
+	if meta == nil {
+		meta = json.RawMessage("{}")
+	}
+	return &responseShaper{req: req, itemID: "msg_" + randomHex(), base: respObjectJSON{
+		ID: "resp_" + randomHex(), Object: "response", CreatedAt: created, Status: "in_progress",
+		Instructions: req.instructions, MaxOutputTokens: req.maxOutput, Model: model, Output: []outputItemJSON{},
+		ParallelToolCalls: req.ParallelToolCalls, Store: req.store, Temperature: req.Sampling.Temperature, TopP: req.Sampling.TopP,
+		Text: map[string]any{"format": map[string]string{"type": "text"}}, ToolChoice: req.choice, Tools: tools,
+		Truncation: "disabled", Metadata: meta,
+	}}
+}
+
+func (s *responseShaper) part(text string) outputTextJSON {
+	return outputTextJSON{Type: "output_text", Text: text, Annotations: []any{}, Logprobs: []any{}}
+}
+
+func (s *responseShaper) item(status string, content []outputTextJSON) outputItemJSON {
+	return outputItemJSON{Type: "message", ID: s.itemID, Status: status, Role: "assistant", Content: content}
+}
+
+// final is the whole Response once the generation ended.
+func (s *responseShaper) final(text string, reason gen.FinishReason, u gen.Usage) respObjectJSON {
+	r := s.base
+	r.Status = "completed"
+	itemStatus := "completed"
+	if reason == gen.FinishLength {
+		// max_output_tokens or the context ran out: OpenAI says
+		// incomplete for both.
+		r.Status, itemStatus = "incomplete", "incomplete"
+		r.IncompleteDetails = &incompleteJSON{Reason: "max_output_tokens"}
+	}
+	r.Output = []outputItemJSON{s.item(itemStatus, []outputTextJSON{s.part(text)})}
+	r.Usage = &respUsageJSON{InputTokens: u.PromptTokens, InputTokensDetails: map[string]int{"cached_tokens": u.CachedTokens},
+		OutputTokens: u.CompletionTokens, OutputTokensDetails: map[string]int{"reasoning_tokens": 0},
+		TotalTokens: u.PromptTokens + u.CompletionTokens}
+	return r
+}
+
+// event is one stream event: its type, a sequence number, and fields.
+func (s *responseShaper) event(typ string, fields map[string]any) map[string]any {
+	fields["type"] = typ
+	fields["sequence_number"] = s.seq
+	s.seq++
+	return fields
+}
+
+// responses answers POST /v1/responses.
+func (s *Server) responses(w http.ResponseWriter, r *http.Request, ri *reqInfo) error {
+	body, err := readBody(w, r)
+	if err != nil {
+		return err
+	}
+	req, err := decodeResponseRequest(body)
+	if err != nil {
+		return err
+	}
+	rc := s.extendDeadlines(w)
+	ri.stream = req.Stream
+	if s.cfg.LogPrompts {
+		ri.prompt = promptText(&req.genRequest)
+	}
+	info, err := s.modelInfo(r.Context())
+	if err != nil {
+		return err
+	}
+	if err := s.checkModel(&req.genRequest, info); err != nil {
+		return err
+	}
+	release, err := s.admit(r.Context())
+	if err != nil {
+		return err
+	}
+	defer release()
+	if err := budget(&req.genRequest, info); err != nil {
+		if ae, ok := err.(*APIError); ok && ae.Param == "max_tokens" {
+			c := *ae
+			c.Param = "max_output_tokens"
+			return &c
+		}
+		return err
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout.D())
+	defer cancel()
+	events, err := s.backend.Generate(ctx, req.Request)
+	if err != nil {
+		return err
+	}
+	g := &generation{s: s, ri: ri, req: &req.genRequest, ctx: ctx, events: events, cancel: cancel,
+		limit: max(minOutputCap, req.MaxTokens*maxBytesPerToken)}
+	defer g.drain()
+	shape := newResponseShaper(req, s.servedName(info), time.Now().Unix())
+	if req.Stream {
+		return streamResponse(g, shape, w, rc)
+	}
+	var text strings.Builder
+	for {
+		ev, err := g.next()
+		if err != nil {
+			return err
+		}
+		if ev.Kind == EventText {
+			text.WriteString(ev.Text)
+			continue
+		}
+		u := ev.Usage
+		if u.PromptTokens == 0 {
+			u.PromptTokens = ri.promptTokens
+		}
+		return writeJSON(w, http.StatusOK, shape.final(text.String(), ev.Finish, u))
+	}
+}
+
+// streamResponse sends the generation as the Responses API's events:
+// response.created and .in_progress, one message item with one
+// output_text part (added, deltas, done), then response.completed (or
+// response.incomplete when the output budget ran out). As for chat
+// streams, the headers wait for the first event so a refusal is a whole
+// 4xx response.
+func streamResponse(g *generation, shape *responseShaper, w http.ResponseWriter, rc *http.ResponseController) error {
+	first, err := g.next()
+	if err != nil {
+		return err
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	out := &sse{w: w, rc: rc, timeout: g.s.cfg.WriteTimeout.D()}
+	send := func(typ string, fields map[string]any) error {
+		b, err := marshal(shape.event(typ, fields))
+		if err != nil {
+			return err
+		}
+		if err := out.sendNamed(typ, b); err != nil {
+			g.s.metrics.cancelled.Add(1)
+			g.cancel()
+			return &APIError{Status: 499, Type: "server_error", Code: "client_closed", Message: "client stopped reading", Err: err}
+		}
+		return nil
+	}
+	at := func(extra map[string]any) map[string]any {
+		extra["item_id"], extra["output_index"], extra["content_index"] = shape.itemID, 0, 0
+		return extra
+	}
+	base := shape.base
+	for _, step := range []struct {
+		typ    string
+		fields map[string]any
+	}{
+		{"response.created", map[string]any{"response": base}},
+		{"response.in_progress", map[string]any{"response": base}},
+		{"response.output_item.added", map[string]any{"output_index": 0, "item": shape.item("in_progress", []outputTextJSON{})}},
+		{"response.content_part.added", at(map[string]any{"part": shape.part("")})},
+	} {
+		if err := send(step.typ, step.fields); err != nil {
+			return err
+		}
+	}
+	var text strings.Builder
+	for ev := first; ; {
+		if ev.Kind == EventText {
+			text.WriteString(ev.Text)
+			if err := send("response.output_text.delta", at(map[string]any{"delta": ev.Text, "logprobs": []any{}})); err != nil {
+				return err
+			}
+			if ev, err = g.next(); err != nil {
+				return err
+			}
+			continue
+		}
+		u := ev.Usage
+		if u.PromptTokens == 0 {
+			u.PromptTokens = g.ri.promptTokens
+		}
+		final := shape.final(text.String(), ev.Finish, u)
+		part := final.Output[0].Content[0]
+		last := "response.completed"
+		if final.Status == "incomplete" {
+			last = "response.incomplete"
+		}
+		for _, step := range []struct {
+			typ    string
+			fields map[string]any
+		}{
+			{"response.output_text.done", at(map[string]any{"text": part.Text, "logprobs": []any{}})},
+			{"response.content_part.done", at(map[string]any{"part": part})},
+			{"response.output_item.done", map[string]any{"output_index": 0, "item": final.Output[0]}},
+			{last, map[string]any{"response": final}},
+		} {
+			if err := send(step.typ, step.fields); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// sendNamed writes one event with an event: line, as the Responses API
+// streams.
+func (e *sse) sendNamed(name string, data []byte) error {
+	if err := e.rc.SetWriteDeadline(time.Now().Add(e.timeout)); err != nil {
+		return fmt.Errorf("set write deadline: %w", err)
+	}
+	buf := make([]byte, 0, len(data)+len(name)+16)
+	buf = append(append(append(append(append(buf, "event: "...), name...), "\ndata: "...), data...), "\n\n"...)
+	if _, err := e.w.Write(buf); err != nil {
+		return err
+	}
+	return e.rc.Flush()
+}
+
+// getResponse answers GET /v1/responses/{id}: nothing is stored.
+func (s *Server) getResponse(w http.ResponseWriter, r *http.Request, ri *reqInfo) error {
+	id := ri.params.ByName("id")
+	return &APIError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "response_not_found",
+		Message: "response " + strconv.Quote(abbreviate(id)) + " not found: this server stores no responses (store is accepted but has no effect)"}
+}
