@@ -291,6 +291,9 @@ func (s *scheduler) advance(sl *slot, row []float32) {
 		row[b.Token] += b.Bias
 	}
 	id, err := r.smp.Sample(row)
+	if err == nil && r.con != nil {
+		err = r.con.Accept(id)
+	}
 	if err == nil {
 		err = r.smp.Accept(id)
 	}
@@ -308,14 +311,27 @@ func (s *scheduler) advance(sl *slot, row []float32) {
 	r.generated++
 	var finish gen.FinishReason
 	var text string
+	markup, isMarkup := r.markup[id]
 	if s.tok.IsEOG(id) {
 		finish = gen.FinishStop
 		text, _ = r.stop.push(r.dec.Flush())
 		text += r.stop.flush()
 	} else {
 		var hit bool
-		if text, hit = r.stop.push(r.dec.Add(id)); hit {
+		piece := ""
+		if isMarkup {
+			// Call markup shows as its text, after what the decoder
+			// held (a control token ends any partial character).
+			piece = r.dec.Flush() + markup
+		} else {
+			piece = r.dec.Add(id)
+		}
+		if text, hit = r.stop.push(piece); hit {
 			finish = gen.FinishStop
+		} else if r.con != nil && r.con.Matcher().Done() {
+			// The grammar can take nothing more: the output is whole.
+			finish = gen.FinishStop
+			text += r.stop.flush()
 		} else if r.generated >= r.maxTokens || len(sl.cached) >= s.cache.NCtx() {
 			finish = gen.FinishLength
 			tail, hit := r.stop.push(r.dec.Flush())
@@ -327,13 +343,14 @@ func (s *scheduler) advance(sl *slot, row []float32) {
 			}
 		}
 	}
-	r.push(text, lp)
 	if finish == "" {
+		r.push(text, lp)
 		sl.pending = append(sl.pending[:0:0], id)
 		return
 	}
-	s.release(sl, gen.End{Finish: finish, Usage: gen.Usage{PromptTokens: len(r.prompt),
-		CompletionTokens: r.generated, CachedTokens: r.cached}}, nil)
+	r.last(text, lp, gen.End{Finish: finish, Usage: gen.Usage{PromptTokens: len(r.prompt),
+		CompletionTokens: r.generated, CachedTokens: r.cached}})
+	sl.req, sl.pending, sl.lastUse = nil, nil, s.step
 }
 
 // logprob returns the chosen token's log-probability under row and the
