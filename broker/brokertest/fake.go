@@ -24,10 +24,10 @@ type Fake struct {
 	Finish     gen.FinishReason // finish reason ("" means "stop")
 	// Calls, when set, are the tool calls a generation that may call
 	// tools makes after Pieces (one event; finish reason tool_calls).
-	Calls []gen.CallDelta
-	Restarts   uint64           // reported through broker.Stats
-	Spent      uint64           // reported as WorkerStats.BudgetSpent
-	Deaths     map[string]uint64
+	Calls    []gen.CallDelta
+	Restarts uint64 // reported through broker.Stats
+	Spent    uint64 // reported as WorkerStats.BudgetSpent
+	Deaths   map[string]uint64
 
 	mu        sync.Mutex
 	notReady  bool
