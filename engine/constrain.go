@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 
 	"github.com/lisa-llm/lisa/chat"
@@ -165,7 +166,7 @@ func (e *Engine) prepareTools(req *gen.Request, p *plan, lim grammar.Limits) (*g
 		maxCalls = 1
 	}
 	var err error
-	if p.calls, err = toolcall.NewStream(e.callFormat, toolcall.Options{Tools: names, MaxCalls: maxCalls}); err != nil {
+	if p.calls, err = toolcall.NewStream(e.callFormat, toolcall.Options{Tools: names, MaxCalls: maxCalls, NewID: callID}); err != nil {
 		return nil, err
 	}
 	var offered []int // the tools a forced call may name
@@ -226,6 +227,20 @@ func (e *Engine) checkToolStrings(msgs []chat.Message, tools []chat.Tool) error 
 		}
 	}
 	return nil
+}
+
+// callID makes a call id as OpenAI's look: "call_" and 24 letters and
+// digits. The ids name calls within a conversation, no secret: they come
+// from math/rand, because crypto/rand's vDSO getrandom maps its state
+// with a flag (MAP_DROPPABLE) the worker's seccomp filter refuses.
+func callID() string {
+	const alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+	b := make([]byte, 5+24)
+	copy(b, "call_")
+	for i := 5; i < len(b); i++ {
+		b[i] = alphabet[rand.IntN(len(alphabet))]
+	}
+	return string(b)
 }
 
 // errCallParse marks a failure of the tool-call parser on the model's
