@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -11,7 +12,9 @@ import (
 
 	"github.com/lisa-llm/lisa/gen"
 	"github.com/lisa-llm/lisa/gguf"
+	"github.com/lisa-llm/lisa/grammar"
 	"github.com/lisa-llm/lisa/internal/shared"
+	"github.com/lisa-llm/lisa/model/sample"
 	"github.com/lisa-llm/lisa/toolcall"
 )
 
@@ -249,6 +252,34 @@ func TestCallMarkup(t *testing.T) {
 	for id, text := range e.markup {
 		if got := string(e.outPiece(id)); got != text {
 			t.Errorf("markup token %d shows as %q, want %q", id, got, text)
+		}
+	}
+}
+
+// TestSampleError: a grammar that allows no token, or outgrows its
+// limits, ends the request with a typed client error; other sampling
+// failures stay the engine's.
+func TestSampleError(t *testing.T) {
+	con := &grammar.Constraint{}
+	tests := []struct {
+		name string
+		r    *request
+		err  error
+		want bool // a *gen.Error
+	}{
+		{"no allowed token", &request{con: con}, fmt.Errorf("sample: %w", sample.ErrNoAllowedToken), true},
+		{"grammar limit", &request{con: con}, fmt.Errorf("x: %w", &grammar.LimitError{What: "MaxStacks", Limit: 1}), true},
+		{"no grammar", &request{}, fmt.Errorf("sample: %w", sample.ErrNoAllowedToken), false},
+		{"other", &request{con: con}, errors.New("nan in logits"), false},
+	}
+	for _, tt := range tests {
+		err := sampleError(tt.r, tt.err)
+		ge := gen.AsError(err)
+		if (ge != nil) != tt.want || !errors.Is(err, tt.err) && !errors.Is(err, errors.Unwrap(tt.err)) {
+			t.Errorf("%s: %v (typed %v)", tt.name, err, ge != nil)
+		}
+		if ge != nil && ge.Code != gen.CodeInvalidRequest {
+			t.Errorf("%s: code %s", tt.name, ge.Code)
 		}
 	}
 }

@@ -1,12 +1,14 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
 
 	"github.com/lisa-llm/lisa/gen"
+	"github.com/lisa-llm/lisa/grammar"
 	"github.com/lisa-llm/lisa/model"
 	"github.com/lisa-llm/lisa/model/sample"
 	"github.com/lisa-llm/lisa/tokenizer"
@@ -298,7 +300,7 @@ func (s *scheduler) advance(sl *slot, row []float32) {
 		err = r.smp.Accept(id)
 	}
 	if err != nil {
-		s.release(sl, gen.End{}, fmt.Errorf("engine: sample: %w", err))
+		s.release(sl, gen.End{}, sampleError(r, err))
 		return
 	}
 	var lp *gen.TokenProb
@@ -351,6 +353,20 @@ func (s *scheduler) advance(sl *slot, row []float32) {
 	r.last(text, lp, gen.End{Finish: finish, Usage: gen.Usage{PromptTokens: len(r.prompt),
 		CompletionTokens: r.generated, CachedTokens: r.cached}})
 	sl.req, sl.pending, sl.lastUse = nil, nil, s.step
+}
+
+// sampleError is the error a failed sampling step ends r with: a grammar
+// that allows no token here (with the vocabulary and the logit biases
+// given) or whose state grew past its limits is the request's fault, a
+// typed error the client sees; anything else is the engine's.
+func sampleError(r *request, err error) error {
+	var lim *grammar.LimitError
+	if r.con != nil && (errors.Is(err, sample.ErrNoAllowedToken) || errors.As(err, &lim)) {
+		ge := gen.Errorf(gen.CodeInvalidRequest, "", "the output's grammar cannot go on after %d tokens: %v", r.generated, err)
+		ge.Err = err
+		return ge
+	}
+	return fmt.Errorf("engine: sample: %w", err)
 }
 
 // logprob returns the chosen token's log-probability under row and the
