@@ -283,3 +283,38 @@ func TestSampleError(t *testing.T) {
 		}
 	}
 }
+
+// TestForcedToolCallFormats: a forced call in each family's syntax (the
+// output format set by hand on the random model: its template is
+// generic) comes back parsed from the streamed output, with parallel calls
+// where the family allows them.
+func TestForcedToolCallFormats(t *testing.T) {
+	e := newModelEngine(t, randomModel, Options{Threads: 2, Parallel: 1, CtxSize: 1024})
+	tools := []gen.Tool{{Name: "get_weather", Parameters: weatherSchema}}
+	for _, f := range []toolcall.Format{toolcall.Hermes, toolcall.Mistral, toolcall.Llama3, toolcall.Generic} {
+		for _, parallel := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/parallel=%v", f, parallel), func(t *testing.T) {
+				e.callFormat = f
+				t.Cleanup(func() { e.callFormat = toolcall.Generic })
+				req := chatReq(300, 7)
+				req.Tools, req.ToolChoice, req.ParallelToolCalls = tools, gen.ToolChoice{Mode: gen.ChoiceRequired}, parallel
+				r := runGen(context.Background(), e, req)
+				if r.err != nil {
+					t.Fatal(r.err)
+				}
+				cs := calls(t, r)
+				if len(cs) == 0 || (r.done.Finish != gen.FinishToolCalls && r.done.Finish != gen.FinishLength) {
+					t.Fatalf("finish %q with %d calls (content %q)", r.done.Finish, len(cs), r.text)
+				}
+				if !parallel && len(cs) != 1 {
+					t.Fatalf("%d calls without parallel calls", len(cs))
+				}
+				for _, c := range cs {
+					if _, err := decodeWeather(c.Arguments); err != nil || c.Name != "get_weather" {
+						t.Errorf("call %s(%s): %v", c.Name, c.Arguments, err)
+					}
+				}
+			})
+		}
+	}
+}
