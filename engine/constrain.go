@@ -219,8 +219,9 @@ func (e *Engine) checkToolStrings(msgs []chat.Message, tools []chat.Tool) error 
 	if len(strs) == 0 {
 		return nil
 	}
+	specials := e.tok.SpecialTexts()
 	for _, s := range strs {
-		for _, sp := range e.tok.SpecialTexts() {
+		for _, sp := range specials {
 			if strings.Contains(s, sp) {
 				return promptError(gen.CodeInvalidPrompt, "tools", "a tool definition or tool call holds the text of the model's special token %q", sp)
 			}
@@ -292,8 +293,9 @@ func usesTools(msgs []chat.Message, tools []chat.Tool) bool {
 // tokenized with special parsing throughout: what it parses as special
 // tokens is the template's own.
 func (e *Engine) chatIDsUntraced(msgs []chat.Message, tools []chat.Tool) ([]int32, error) {
+	specials := e.tok.SpecialTexts()
 	for i, m := range msgs {
-		for _, sp := range e.tok.SpecialTexts() {
+		for _, sp := range specials {
 			if strings.Contains(m.Content, sp) {
 				return nil, promptError(gen.CodeInvalidPrompt, fmt.Sprintf("messages[%d].content", i),
 					"with tool results in the history, message content cannot hold the text of the model's special token %q", sp)
