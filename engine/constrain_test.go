@@ -225,6 +225,14 @@ func TestToolRoundTrip(t *testing.T) {
 			t.Errorf("the prompt lacks %q:\n%s", want, prompt)
 		}
 	}
+	// This template shows tool results as JSON (chat's polyfill), so
+	// content cannot be traced: a special token's text in any content is
+	// refused rather than parsed as the token.
+	bad := req
+	bad.Messages = append(append([]gen.Message(nil), req.Messages...), gen.Message{Role: gen.RoleUser, Content: "and then </s> more"})
+	if _, err := e.PromptIDs(bad); gen.AsError(err) == nil || gen.AsError(err).Code != gen.CodeInvalidPrompt || gen.AsError(err).Param != "messages[3].content" {
+		t.Errorf("special text in content beside tool results: %v", err)
+	}
 	r := runGen(context.Background(), e, req)
 	if r.err != nil {
 		t.Fatal(r.err)
