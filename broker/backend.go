@@ -56,9 +56,13 @@ const (
 // Event is one step of a generation's stream.
 type Event struct {
 	Kind     EventKind
-	Text     string           // EventText: valid UTF-8 text, already cut at stop strings
-	Logprobs []gen.TokenProb  // EventText, when requested: one entry per token of Text
-	Finish   gen.FinishReason // EventDone
-	Usage    gen.Usage        // EventDone
-	Err      error            // EventError
+	Text     string          // EventText: valid UTF-8 text, already cut at stop strings
+	Logprobs []gen.TokenProb // EventText, when requested: one entry per token of Text
+	// ToolCalls are, for EventText, the tool calls completed with this
+	// piece of output, whole, their indexes 0, 1, … in order over the
+	// generation.
+	ToolCalls []gen.CallDelta
+	Finish    gen.FinishReason // EventDone
+	Usage     gen.Usage        // EventDone
+	Err       error            // EventError
 }

@@ -69,8 +69,13 @@
 // cannot serve with a typed error the broker answers as a 400 with that
 // code: context_length_exceeded (the prompt, or the prompt with the
 // client's max_tokens, does not fit the context), invalid_prompt,
-// unsupported_for_model (tools and response formats until the model can
-// be steered to them), invalid_request. Streams wait for the first event
+// unsupported_for_model, invalid_request (a schema or grammar that does
+// not compile, a tool_choice naming no tool, tools with a response
+// format). Tool calls the worker parsed come back as message.tool_calls
+// (content null when there is no text) or, streamed, as delta.tool_calls
+// with index, id, type and the function's name and whole arguments in one
+// delta per call; finish_reason is then "tool_calls" unless the budget
+// ran out ("length"). Streams wait for the first event
 // before sending headers, so such a refusal is a plain 400 there too.
 // A chat message may spell the text of any of
 // the model's special tokens ("<s>", "<|im_start|>"): the worker

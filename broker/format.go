@@ -29,20 +29,52 @@ func toUsage(u gen.Usage) *usageJSON {
 // chatMessageJSON is the assistant's message. Refusal (always null: the
 // server never refuses in words of its own) and Annotations (always
 // empty) are in OpenAI's shape, so a client that sends the message back
-// as history sends what OpenAI's clients send.
+// as history sends what OpenAI's clients send. Content is null when the
+// reply is tool calls alone, as OpenAI's is.
 type chatMessageJSON struct {
-	Role        string      `json:"role"`
-	Content     string      `json:"content"`
-	Refusal     *string     `json:"refusal"`
-	Annotations []emptyJSON `json:"annotations"`
+	Role        string         `json:"role"`
+	Content     *string        `json:"content"`
+	Refusal     *string        `json:"refusal"`
+	ToolCalls   []toolCallJSON `json:"tool_calls,omitempty"`
+	Annotations []emptyJSON    `json:"annotations"`
+}
+
+// toolCallJSON is one tool call of a reply; Index is set in a streamed
+// delta only (OpenAI's tool_calls[].index).
+type toolCallJSON struct {
+	Index    *int             `json:"index,omitempty"`
+	ID       string           `json:"id"`
+	Type     string           `json:"type"`
+	Function toolFunctionJSON `json:"function"`
+}
+
+type toolFunctionJSON struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// toolCalls converts generated calls; streamed ones carry their index.
+func toolCalls(calls []gen.CallDelta, streamed bool) []toolCallJSON {
+	if len(calls) == 0 {
+		return nil
+	}
+	out := make([]toolCallJSON, len(calls))
+	for i, c := range calls {
+		out[i] = toolCallJSON{ID: c.ID, Type: "function", Function: toolFunctionJSON{Name: c.Name, Arguments: c.Arguments}}
+		if streamed {
+			out[i].Index = &calls[i].Index
+		}
+	}
+	return out
 }
 
 // emptyJSON is an element of a list that is always empty.
 type emptyJSON struct{}
 
 type chatDeltaJSON struct {
-	Role    string  `json:"role,omitempty"`
-	Content *string `json:"content,omitempty"`
+	Role      string         `json:"role,omitempty"`
+	Content   *string        `json:"content,omitempty"`
+	ToolCalls []toolCallJSON `json:"tool_calls,omitempty"`
 }
 
 type chatTopJSON struct {
@@ -189,6 +221,19 @@ func (s *shaper) textChunk(text string, lps []gen.TokenProb) any {
 	return r
 }
 
+// callChunk is a streamed piece of a chat reply that completes tool
+// calls: each whole in one delta (id, type, name and all the arguments),
+// after the text that came before them, if any.
+func (s *shaper) callChunk(text string, lps []gen.TokenProb, calls []gen.CallDelta) any {
+	r := s.base(true)
+	d := &chatDeltaJSON{ToolCalls: toolCalls(calls, true)}
+	if text != "" {
+		d.Content = &text
+	}
+	r.Choices = []chatChoiceJSON{{Delta: d, Logprobs: chatLogprobs(lps)}}
+	return r
+}
+
 // finishChunk is the streamed chunk carrying the finish reason.
 func (s *shaper) finishChunk(reason gen.FinishReason) any {
 	finish := string(reason)
@@ -213,15 +258,20 @@ func (s *shaper) usageChunk(u gen.Usage) any {
 	return r
 }
 
-// whole is the response of a request without stream.
-func (s *shaper) whole(text string, lps []gen.TokenProb, reason gen.FinishReason, u gen.Usage, wantLogprobs bool) any {
+// whole is the response of a request without stream; calls are the chat
+// reply's tool calls.
+func (s *shaper) whole(text string, calls []gen.CallDelta, lps []gen.TokenProb, reason gen.FinishReason, u gen.Usage, wantLogprobs bool) any {
 	finish := string(reason)
 	r := s.base(false)
 	if wantLogprobs && lps == nil {
 		lps = []gen.TokenProb{}
 	}
 	if s.chat {
-		r.Choices = []chatChoiceJSON{{Message: &chatMessageJSON{Role: "assistant", Content: text, Annotations: []emptyJSON{}}, Logprobs: chatLogprobs(lps), FinishReason: &finish}}
+		m := &chatMessageJSON{Role: "assistant", Content: &text, ToolCalls: toolCalls(calls, false), Annotations: []emptyJSON{}}
+		if text == "" && len(calls) > 0 {
+			m.Content = nil
+		}
+		r.Choices = []chatChoiceJSON{{Message: m, Logprobs: chatLogprobs(lps), FinishReason: &finish}}
 	} else {
 		r.Choices = []completionChoiceJSON{{Text: text, Logprobs: completionLogprobs(lps, 0), FinishReason: &finish}}
 	}

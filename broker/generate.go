@@ -252,6 +252,9 @@ func (g *generation) next() (Event, error) {
 	switch ev.Kind {
 	case EventText:
 		g.sent += len(ev.Text)
+		for _, c := range ev.ToolCalls {
+			g.sent += len(c.Name) + len(c.ID) + len(c.Arguments)
+		}
 		if g.sent > g.limit {
 			return ev, fmt.Errorf("%w: more than %d bytes of output", ErrWorkerFailed, g.limit)
 		}
@@ -295,6 +298,7 @@ func (g *generation) collect(w http.ResponseWriter) error {
 	var text strings.Builder
 	text.WriteString(g.echo)
 	var lps []gen.TokenProb
+	var calls []gen.CallDelta
 	for {
 		ev, err := g.next()
 		if err != nil {
@@ -303,13 +307,14 @@ func (g *generation) collect(w http.ResponseWriter) error {
 		if ev.Kind == EventText {
 			text.WriteString(ev.Text)
 			lps = append(lps, ev.Logprobs...)
+			calls = append(calls, ev.ToolCalls...)
 			continue
 		}
 		u := ev.Usage
 		if u.PromptTokens == 0 {
 			u.PromptTokens = g.ri.promptTokens
 		}
-		b, err := marshal(g.shape.whole(text.String(), lps, ev.Finish, u, g.req.Logprobs))
+		b, err := marshal(g.shape.whole(text.String(), calls, lps, ev.Finish, u, g.req.Logprobs))
 		if err != nil {
 			return err
 		}

@@ -70,7 +70,11 @@ func (g *generation) stream(w http.ResponseWriter, rc *http.ResponseController) 
 	}
 	for ev := first; ; {
 		if ev.Kind == EventText {
-			if err := out.sendJSON(g.shape.textChunk(ev.Text, ev.Logprobs)); err != nil {
+			chunk := g.shape.textChunk(ev.Text, ev.Logprobs)
+			if len(ev.ToolCalls) > 0 && g.req.chat {
+				chunk = g.shape.callChunk(ev.Text, ev.Logprobs, ev.ToolCalls)
+			}
+			if err := out.sendJSON(chunk); err != nil {
 				return clientGone(err)
 			}
 			if ev, err = g.next(); err != nil {

@@ -9,16 +9,19 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/lisa-llm/lisa/chat"
 	"github.com/lisa-llm/lisa/gen"
 	"github.com/lisa-llm/lisa/gguf"
+	"github.com/lisa-llm/lisa/grammar"
 	"github.com/lisa-llm/lisa/ipc"
 	"github.com/lisa-llm/lisa/kernels"
 	"github.com/lisa-llm/lisa/model"
 	"github.com/lisa-llm/lisa/model/sample"
 	"github.com/lisa-llm/lisa/tokenizer"
+	"github.com/lisa-llm/lisa/toolcall"
 	"github.com/lisa-llm/lisa/worker"
 )
 
@@ -77,6 +80,12 @@ type Engine struct {
 	info    worker.Info
 	pool    *kernels.Pool
 	sched   *scheduler
+
+	callFormat toolcall.Format  // how the model writes tool calls
+	markup     map[int32]string // call markup tokens, shown as text in parsed and constrained outputs
+	vocabOnce  sync.Once        // builds vocab on first use
+	vocab      *grammar.Vocab
+	vocabErr   error
 }
 
 // Load is the worker's worker.EngineLoader: it reads the model from the
@@ -197,6 +206,7 @@ func New(f *gguf.File, o Options) (*Engine, error) {
 	e.info = worker.Info{Name: modelName(f), Architecture: cfg.Arch, ContextSize: o.CtxSize,
 		VocabSize: cfg.NVocab, SpecialTokens: tok.SpecialTexts(), ControlIDs: tok.ControlIDs(), BOS: tok.BOS(),
 		Kernels: kernels.Describe() + "; arithmetic " + o.Arithmetic.String()}
+	e.initOutputs()
 	run := model.NewRunner(m, cache, e.pool, o.BatchSize)
 	run.SetArithmetic(o.Arithmetic)
 	e.sched = newScheduler(run, cache, tok, o.BatchSize)
@@ -322,14 +332,20 @@ func (e *Engine) PromptIDs(req gen.Request) ([]int32, error) {
 	switch {
 	case req.Messages != nil:
 		param = "messages"
-		msgs, err := chatMessages(req.Messages)
-		if err != nil {
-			return nil, err
-		}
+		msgs := chatMessages(req.Messages)
 		if e.tmplErr != nil {
 			return nil, promptError(gen.CodeUnsupported, param, "the model's chat template cannot be used: %v", e.tmplErr)
 		}
-		if ids, err = chatIDs(e.tok, e.tmpl, msgs, e.now()); err != nil {
+		tools := chatTools(&req)
+		if err := e.checkToolStrings(msgs, tools); err != nil {
+			return nil, err
+		}
+		var err error
+		ids, err = chatIDs(e.tok, e.tmpl, msgs, tools, e.now())
+		if errors.Is(err, chat.ErrUntraceable) && usesTools(msgs, tools) {
+			ids, err = e.chatIDsUntraced(msgs, tools)
+		}
+		if err != nil {
 			return nil, err
 		}
 	case req.PromptIDs != nil:
@@ -354,18 +370,31 @@ func promptError(code gen.Code, param, format string, args ...any) error {
 	return fmt.Errorf("%w: %w", ErrPrompt, gen.Errorf(code, param, format, args...))
 }
 
-// chatMessages converts the request's messages for the template renderer.
-// Tool calls in the history and tool results are refused until the
-// renderer passes them to the template (chat.Message has text alone).
-func chatMessages(in []gen.Message) ([]chat.Message, error) {
+// chatMessages converts the request's messages for the template
+// renderer, with the tool calls of the history and the ids tool results
+// answer.
+func chatMessages(in []gen.Message) []chat.Message {
 	msgs := make([]chat.Message, len(in))
 	for i, m := range in {
-		if m.Role == gen.RoleTool || len(m.ToolCalls) > 0 {
-			return nil, promptError(gen.CodeUnsupported, fmt.Sprintf("messages[%d]", i), "tool calls and tool results in the history are not supported yet")
+		msgs[i] = chat.Message{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID}
+		for _, c := range m.ToolCalls {
+			msgs[i].ToolCalls = append(msgs[i].ToolCalls, chat.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
 		}
-		msgs[i] = chat.Message{Role: m.Role, Content: m.Content}
 	}
-	return msgs, nil
+	return msgs
+}
+
+// chatTools are the tools the template shows: none when tool_choice is
+// "none" (the model is not to call any).
+func chatTools(req *gen.Request) []chat.Tool {
+	if !toolsOn(req) {
+		return nil
+	}
+	tools := make([]chat.Tool, len(req.Tools))
+	for i, t := range req.Tools {
+		tools[i] = chat.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters}
+	}
+	return tools
 }
 
 // budget is the request's output budget for a prompt of n tokens: within
@@ -387,17 +416,9 @@ func (e *Engine) budget(req *gen.Request, n int) (int, error) {
 	return req.MaxTokens, nil
 }
 
-// checkConstraints refuses what the engine cannot steer yet: tool
-// definitions and output formats. This is where the tools and grammar
-// integration plugs in: the tools go to the template, the format and a
-// required or named tool choice become the sampler's grammar.
+// checkConstraints refuses logit biases outside the vocabulary (the
+// tools and the output format are prepare's).
 func (e *Engine) checkConstraints(req *gen.Request) error {
-	switch {
-	case len(req.Tools) > 0 && req.ToolChoice.Mode != gen.ChoiceNone:
-		return promptError(gen.CodeUnsupported, "tools", "function calling is not supported yet")
-	case req.Format.Type != "" && req.Format.Type != gen.FormatText:
-		return promptError(gen.CodeUnsupported, "response_format", "response format %q is not supported yet", req.Format.Type)
-	}
 	for i, b := range req.Sampling.LogitBias {
 		if int(b.Token) >= e.tok.NVocab() {
 			return promptError(gen.CodeInvalidRequest, "logit_bias", "logit_bias[%d]: token id %d is outside the vocabulary of %d", i, b.Token, e.tok.NVocab())
@@ -412,9 +433,9 @@ func (e *Engine) checkConstraints(req *gen.Request) error {
 // tokenizer.EncodeGuarded keeps it apart only when a special token would
 // take some of it), so benign prompts get llama.cpp's ids and no byte of
 // content ever becomes part of a control token.
-func chatIDs(tok *tokenizer.Tokenizer, tmpl string, msgs []chat.Message, now time.Time) ([]int32, error) {
+func chatIDs(tok *tokenizer.Tokenizer, tmpl string, msgs []chat.Message, tools []chat.Tool, now time.Time) ([]int32, error) {
 	bos, eos := tok.TokenText(tok.BOS()), tok.TokenText(tok.EOS())
-	o := chat.Options{AddGenerationPrompt: true, BOS: bos, EOS: eos, Now: now}
+	o := chat.Options{AddGenerationPrompt: true, BOS: bos, EOS: eos, Now: now, Tools: tools}
 	text, spans, err := chat.RenderTraced(tmpl, msgs, o, tok.InSpecialText)
 	if err != nil {
 		ge := gen.Errorf(gen.CodeInvalidPrompt, "messages", "the model's chat template failed on these messages: %v", err)
@@ -448,6 +469,10 @@ func (e *Engine) Generate(ctx context.Context, req gen.Request, emit func(gen.Ch
 	if err := e.checkConstraints(&req); err != nil {
 		return gen.End{}, err
 	}
+	p, err := e.prepare(&req)
+	if err != nil {
+		return gen.End{}, err
+	}
 	ids, err := e.PromptIDs(req)
 	if err != nil {
 		return gen.End{}, err
@@ -465,9 +490,13 @@ func (e *Engine) Generate(ctx context.Context, req gen.Request, emit func(gen.Ch
 			return gen.End{}, err
 		}
 	}
+	if p.con != nil {
+		smp.SetConstraint(p.con)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	r := newRequest(ctx, ids, maxTokens, &req, smp, e.tok.NewContinuationDecoder())
+	r.con, r.calls, r.markup = p.con, p.calls, p.markup
 	if err := e.sched.submit(r); err != nil {
 		return gen.End{}, err
 	}

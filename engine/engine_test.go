@@ -495,12 +495,27 @@ func TestTypedRefusals(t *testing.T) {
 		code  gen.Code
 		param string
 	}{
-		{"tools", with(func(r *gen.Request) { r.Tools = []gen.Tool{{Name: "f"}} }), gen.CodeUnsupported, "tools"},
-		{"json format", with(func(r *gen.Request) { r.Format = gen.Format{Type: gen.FormatJSONObject} }), gen.CodeUnsupported, "response_format"},
-		{"grammar", with(func(r *gen.Request) { r.Format = gen.Format{Type: gen.FormatGrammar, Grammar: "root ::= \"a\""} }), gen.CodeUnsupported, "response_format"},
+		{"tools with a format", with(func(r *gen.Request) {
+			r.Tools, r.Format = []gen.Tool{{Name: "f"}}, gen.Format{Type: gen.FormatJSONObject}
+		}), gen.CodeInvalidRequest, "response_format"},
+		{"unknown named tool", with(func(r *gen.Request) {
+			r.Tools, r.ToolChoice = []gen.Tool{{Name: "f"}}, gen.ToolChoice{Mode: gen.ChoiceFunction, Name: "g"}
+		}), gen.CodeInvalidRequest, "tool_choice"},
+		{"unsupported schema keyword", with(func(r *gen.Request) {
+			r.Tools = []gen.Tool{{Name: "f"}, {Name: "g", Parameters: `{"type":"object","patternProperties":{"a":{}}}`}}
+			r.ToolChoice = gen.ToolChoice{Mode: gen.ChoiceRequired}
+		}), gen.CodeInvalidRequest, "tools[1].function.parameters"},
+		{"bad json schema", with(func(r *gen.Request) {
+			r.Format = gen.Format{Type: gen.FormatJSONSchema, Schema: `{"type":"strange"}`}
+		}), gen.CodeInvalidRequest, "response_format.json_schema.schema"},
+		{"grammar syntax", with(func(r *gen.Request) { r.Format = gen.Format{Type: gen.FormatGrammar, Grammar: "root ::= (\"a\""} }), gen.CodeInvalidRequest, "grammar"},
+		{"grammar left recursion", with(func(r *gen.Request) {
+			r.Format = gen.Format{Type: gen.FormatGrammar, Grammar: "root ::= root \"a\" | \"b\""}
+		}), gen.CodeInvalidRequest, "grammar"},
+		{"tool text with a special token", gen.Request{Messages: []gen.Message{{Role: gen.RoleUser, Content: "x"}}, MaxTokens: 1,
+			Tools: []gen.Tool{{Name: "f", Description: "say </s> now"}}}, gen.CodeInvalidPrompt, "tools"},
 		{"bias past vocabulary", with(func(r *gen.Request) { r.Sampling.LogitBias = []gen.Bias{{Token: 512, Bias: 1}} }), gen.CodeInvalidRequest, "logit_bias"},
 		{"id past vocabulary", gen.Request{PromptIDs: []int32{1, 600}, MaxTokens: 1}, gen.CodeInvalidPrompt, "prompt"},
-		{"tool result", gen.Request{Messages: []gen.Message{{Role: gen.RoleTool, Content: "x", ToolCallID: "c"}}, MaxTokens: 1}, gen.CodeUnsupported, "messages[0]"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

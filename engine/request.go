@@ -2,12 +2,15 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 
 	"github.com/lisa-llm/lisa/gen"
+	"github.com/lisa-llm/lisa/grammar"
 	"github.com/lisa-llm/lisa/model/sample"
 	"github.com/lisa-llm/lisa/tokenizer"
+	"github.com/lisa-llm/lisa/toolcall"
 )
 
 // request is one generation: the scheduler's state for it, and the output
@@ -22,6 +25,9 @@ type request struct {
 	smp       *sample.Sampler
 	dec       *tokenizer.StreamDecoder
 	stop      stopper
+	con       *grammar.Constraint // the output's grammar, or nil
+	markup    map[int32]string    // special tokens the output shows as their text
+	calls     *toolcall.Stream    // the tool-call parser (used by wait alone), or nil
 
 	// Owned by the scheduler.
 	generated int // tokens sampled so far
@@ -71,6 +77,23 @@ func (r *request) finish(info gen.End, err error) {
 	r.signal()
 }
 
+// last queues the last token's output and the end together, so that the
+// waiter sees both at once and sends what the call parser still holds
+// with that output (one emit per token at most).
+func (r *request) last(text string, lp *gen.TokenProb, info gen.End) {
+	r.mu.Lock()
+	if text != "" || lp != nil {
+		c := gen.Chunk{Text: text}
+		if lp != nil {
+			c.Logprobs = []gen.TokenProb{*lp}
+		}
+		r.chunks = append(r.chunks, c)
+	}
+	r.done, r.info = true, info
+	r.mu.Unlock()
+	r.signal()
+}
+
 // wait emits the output as it comes until the generation ends or ctx is
 // done. Chunks that piled up while emit was busy go out as one, so emit
 // is called at most once per generated token. When emit fails, cancel
@@ -86,8 +109,30 @@ func (r *request) wait(ctx context.Context, cancel context.CancelFunc, emit func
 		chunks, done, info, err := r.chunks, r.done, r.info, r.err
 		r.chunks = nil
 		r.mu.Unlock()
+		var c gen.Chunk
 		if len(chunks) > 0 {
-			if err := emit(merge(chunks)); err != nil {
+			c = merge(chunks)
+		}
+		if r.calls != nil && err == nil {
+			if perr := parseChunk(r.calls, &c); perr != nil {
+				cancel()
+				return gen.End{}, perr
+			}
+			if done {
+				deltas, res, perr := r.calls.Close()
+				if perr != nil {
+					return gen.End{}, fmt.Errorf("%w: %w", errCallParse, perr)
+				}
+				addDeltas(&c, deltas)
+				// A budget that ran out keeps "length": the calls
+				// before it are sent, but the output was cut.
+				if len(res.Calls) > 0 && info.Finish != gen.FinishLength {
+					info.Finish = gen.FinishToolCalls
+				}
+			}
+		}
+		if c.Text != "" || len(c.Logprobs) > 0 || len(c.ToolCalls) > 0 {
+			if err := emit(c); err != nil {
 				cancel()
 				return gen.End{}, err
 			}
@@ -105,11 +150,13 @@ func merge(chunks []gen.Chunk) gen.Chunk {
 	}
 	var b strings.Builder
 	var lps []gen.TokenProb
+	var calls []gen.CallDelta
 	for _, c := range chunks {
 		b.WriteString(c.Text)
 		lps = append(lps, c.Logprobs...)
+		calls = append(calls, c.ToolCalls...)
 	}
-	return gen.Chunk{Text: b.String(), Logprobs: lps}
+	return gen.Chunk{Text: b.String(), Logprobs: lps, ToolCalls: calls}
 }
 
 // stopper matches stop strings in a stream of text pieces. It holds back

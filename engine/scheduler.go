@@ -1,12 +1,14 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
 
 	"github.com/lisa-llm/lisa/gen"
+	"github.com/lisa-llm/lisa/grammar"
 	"github.com/lisa-llm/lisa/model"
 	"github.com/lisa-llm/lisa/model/sample"
 	"github.com/lisa-llm/lisa/tokenizer"
@@ -294,11 +296,14 @@ func (s *scheduler) advance(sl *slot, row []float32) {
 		row[b.Token] += b.Bias
 	}
 	id, err := r.smp.Sample(row)
+	if err == nil && r.con != nil {
+		err = r.con.Accept(id)
+	}
 	if err == nil {
 		err = r.smp.Accept(id)
 	}
 	if err != nil {
-		s.release(sl, gen.End{}, fmt.Errorf("engine: sample: %w", err))
+		s.release(sl, gen.End{}, sampleError(r, err))
 		return
 	}
 	var lp *gen.TokenProb
@@ -311,14 +316,27 @@ func (s *scheduler) advance(sl *slot, row []float32) {
 	r.generated++
 	var finish gen.FinishReason
 	var text string
+	markup, isMarkup := r.markup[id]
 	if s.tok.IsEOG(id) {
 		finish = gen.FinishStop
 		text, _ = r.stop.push(r.dec.Flush())
 		text += r.stop.flush()
 	} else {
 		var hit bool
-		if text, hit = r.stop.push(r.dec.Add(id)); hit {
+		piece := ""
+		if isMarkup {
+			// Call markup shows as its text, after what the decoder
+			// held (a control token ends any partial character).
+			piece = r.dec.Flush() + markup
+		} else {
+			piece = r.dec.Add(id)
+		}
+		if text, hit = r.stop.push(piece); hit {
 			finish = gen.FinishStop
+		} else if r.con != nil && r.con.Matcher().Done() {
+			// The grammar can take nothing more: the output is whole.
+			finish = gen.FinishStop
+			text += r.stop.flush()
 		} else if r.generated >= r.maxTokens || len(sl.cached) >= s.cache.NCtx() {
 			finish = gen.FinishLength
 			tail, hit := r.stop.push(r.dec.Flush())
@@ -330,13 +348,28 @@ func (s *scheduler) advance(sl *slot, row []float32) {
 			}
 		}
 	}
-	r.push(text, lp)
 	if finish == "" {
+		r.push(text, lp)
 		sl.pending = append(sl.pending[:0:0], id)
 		return
 	}
-	s.release(sl, gen.End{Finish: finish, Usage: gen.Usage{PromptTokens: len(r.prompt),
-		CompletionTokens: r.generated, CachedTokens: r.cached}}, nil)
+	r.last(text, lp, gen.End{Finish: finish, Usage: gen.Usage{PromptTokens: len(r.prompt),
+		CompletionTokens: r.generated, CachedTokens: r.cached}})
+	sl.req, sl.pending, sl.lastUse = nil, nil, s.step
+}
+
+// sampleError is the error a failed sampling step ends r with: a grammar
+// that allows no token here (with the vocabulary and the logit biases
+// given) or whose state grew past its limits is the request's fault, a
+// typed error the client sees; anything else is the engine's.
+func sampleError(r *request, err error) error {
+	var lim *grammar.LimitError
+	if r.con != nil && (errors.Is(err, sample.ErrNoAllowedToken) || errors.As(err, &lim)) {
+		ge := gen.Errorf(gen.CodeInvalidRequest, "", "the output's grammar cannot go on after %d tokens: %v", r.generated, err)
+		ge.Err = err
+		return ge
+	}
+	return fmt.Errorf("engine: sample: %w", err)
 }
 
 // logprob returns the chosen token's log-probability under row and the

@@ -188,6 +188,21 @@ type TokenProb struct {
 type Chunk struct {
 	Text     string      `json:"text" ipc:"required"`
 	Logprobs []TokenProb `json:"logprobs,omitempty"`
+	// ToolCalls are the tool calls the output made that are complete
+	// now, in order (a request with tools: the text is then only the
+	// output that is not call markup).
+	ToolCalls []CallDelta `json:"tool_calls,omitempty"`
+}
+
+// CallDelta is one tool call of the output, whole: the engine sends a
+// call once its text is complete and parsed. Index is its place among the
+// reply's calls (0, 1, … in the order sent), as OpenAI's
+// tool_calls[].index.
+type CallDelta struct {
+	Index     int    `json:"index" ipc:"required"`
+	ID        string `json:"id" ipc:"required"`
+	Name      string `json:"name" ipc:"required"`
+	Arguments string `json:"arguments" ipc:"required"` // a JSON object, compact
 }
 
 // FinishReason says why a generation ended.

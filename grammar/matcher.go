@@ -3,6 +3,7 @@ package grammar
 import (
 	"errors"
 	"fmt"
+	"unicode/utf8"
 )
 
 // node is one frame of a stack: a grammar position and the frame below
@@ -304,16 +305,28 @@ func utf8Next(part utf8State, b byte) (next utf8State, r rune, done, ok bool) {
 		switch {
 		case b < 0x80:
 			return part, rune(b), true, true
-		case b>>5 == 6:
+		case b>>5 == 6 && b >= 0xc2: // C0 and C1 would only start overlong forms
 			return utf8State{rune(b & 0x1f), 1}, 0, false, true
 		case b>>4 == 14:
 			return utf8State{rune(b & 0x0f), 2}, 0, false, true
-		case b>>3 == 30:
+		case b>>3 == 30 && b <= 0xf4: // past F4 lies beyond U+10FFFF
 			return utf8State{rune(b & 0x07), 3}, 0, false, true
 		}
 		return part, 0, false, false
 	}
 	if b>>6 != 2 {
+		return part, 0, false, false
+	}
+	// The byte after a lead byte decides what UTF-8 forbids: overlong
+	// forms (E0 80..9F, F0 80..8F), surrogates (ED A0..BF) and code
+	// points past U+10FFFF (F4 90..BF). need and val tell the lead byte
+	// apart: need 2 is only ever right after a three-byte lead, need 3
+	// after a four-byte one.
+	switch {
+	case part.need == 2 && part.val == 0 && b < 0xa0,
+		part.need == 2 && part.val == 0xd && b >= 0xa0,
+		part.need == 3 && part.val == 0 && b < 0x90,
+		part.need == 3 && part.val == 4 && b >= 0x90:
 		return part, 0, false, false
 	}
 	next = utf8State{part.val<<6 | rune(b&0x3f), part.need - 1}
@@ -338,7 +351,11 @@ func (m *Matcher) feed(set []int32, part utf8State, b byte, out []int32) ([]int3
 	// Mid-sequence: keep the stacks only if some completion could match.
 	shift := 6 * uint(part.need)
 	lo := part.val << shift
-	hi := lo | (1<<shift - 1)
+	hi := min(lo|(1<<shift-1), utf8.MaxRune)
+	// Right after a lead byte, val holds only the lead's bits: the
+	// sequence's length still bounds the code point from below (a
+	// three-byte form is at least U+0800), which later bytes enforce.
+	lo = max(lo, [4]rune{0, 0x80, 0x800, 0x10000}[part.need])
 	for _, s := range set {
 		if s != 0 && m.g.mayMatch(m.g.elems[m.nodes[s].pos], lo, hi) {
 			return append(out, set...), part, true

@@ -88,37 +88,50 @@ func FromJSONSchema(schema []byte, lim Limits) (*Grammar, error) {
 // Keys allowed by additionalProperties are not checked against the
 // declared ones.
 func SchemaToGBNF(schema []byte, lim Limits) (string, error) {
+	start, rules, err := SchemaRules(schema, lim)
+	if err != nil {
+		return "", err
+	}
+	return "root ::= " + start + "\n" + rules, nil
+}
+
+// SchemaRules compiles a JSON Schema as SchemaToGBNF does, but without a
+// root rule: it returns the name of the rule matching the schema's values
+// and the text of every rule it needs (the JSON primitives and the rules
+// made for the schema, none named root). A caller composes a larger
+// grammar around the value, such as a tool call's envelope: its own root
+// rule refers to start, followed by rules.
+func SchemaRules(schema []byte, lim Limits) (start, rules string, err error) {
 	if len(schema) > lim.MaxSource {
-		return "", &LimitError{What: "MaxSource", Limit: lim.MaxSource}
+		return "", "", &LimitError{What: "MaxSource", Limit: lim.MaxSource}
 	}
 	dec := json.NewDecoder(bytes.NewReader(schema))
 	dec.UseNumber()
 	var root any
 	if err := dec.Decode(&root); err != nil {
-		return "", &SchemaError{Path: "", Msg: "not JSON: " + err.Error()}
+		return "", "", &SchemaError{Path: "", Msg: "not JSON: " + err.Error()}
 	}
 	if dec.More() {
-		return "", &SchemaError{Path: "", Msg: "text after the schema"}
+		return "", "", &SchemaError{Path: "", Msg: "text after the schema"}
 	}
 	c := &compiler{root: root, lim: lim, refs: map[string]string{}, order: map[string][]string{}}
 	if err := keyOrder(schema, c.order); err != nil {
-		return "", &SchemaError{Path: "", Msg: "not JSON: " + err.Error()}
+		return "", "", &SchemaError{Path: "", Msg: "not JSON: " + err.Error()}
 	}
 	name, err := c.visit(root, "", 0)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	var b strings.Builder
-	b.WriteString("root ::= " + name + "\n")
 	b.WriteString(jsonPrimitives)
 	for _, r := range c.rules {
 		b.WriteString(r)
 		b.WriteByte('\n')
 		if b.Len() > lim.MaxSource*4 {
-			return "", &LimitError{What: "MaxSource (compiled grammar)", Limit: lim.MaxSource * 4}
+			return "", "", &LimitError{What: "MaxSource (compiled grammar)", Limit: lim.MaxSource * 4}
 		}
 	}
-	return b.String(), nil
+	return name, b.String(), nil
 }
 
 type compiler struct {

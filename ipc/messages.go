@@ -1,7 +1,9 @@
 package ipc
 
 import (
+	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/lisa-llm/lisa/gen"
 )
@@ -134,6 +136,10 @@ type Tokens struct {
 	ID       uint64          `json:"id" ipc:"required"`
 	Text     string          `json:"text" ipc:"required"`
 	Logprobs []gen.TokenProb `json:"logprobs,omitempty"`
+	// ToolCalls are the tool calls completed with this chunk, whole,
+	// their indexes continuing those of the chunks before (the receiver
+	// checks the order, which spans messages).
+	ToolCalls []gen.CallDelta `json:"tool_calls,omitempty"`
 }
 
 // Done ends a generation normally.
@@ -370,7 +376,59 @@ func (m *Tokens) validate() error {
 			return bad(TypeTokens, fmt.Sprintf("logprobs[%d].top", i), "%d alternatives, at most %d", len(p.Top), gen.MaxTopLogprobs)
 		}
 	}
+	if len(m.ToolCalls) > gen.MaxToolCalls {
+		return bad(TypeTokens, "tool_calls", "%d calls, at most %d", len(m.ToolCalls), gen.MaxToolCalls)
+	}
+	for i, c := range m.ToolCalls {
+		if err := validateCall(&c, fmt.Sprintf("tool_calls[%d]", i)); err != nil {
+			return err
+		}
+	}
 	return checkID(TypeTokens, m.ID)
+}
+
+// MaxArgumentBytes bounds the arguments of one generated tool call (the
+// parser's whole output bound).
+const MaxArgumentBytes = 1 << 20
+
+// validateCall checks one generated tool call: an index among the
+// request's calls, an id and a function name in OpenAI's alphabet and
+// length, and arguments that are one JSON object.
+func validateCall(c *gen.CallDelta, field string) error {
+	switch {
+	case c.Index < 0 || c.Index >= gen.MaxToolCalls:
+		return bad(TypeTokens, field+".index", "%d outside 0..%d", c.Index, gen.MaxToolCalls-1)
+	case !callWord(c.ID, gen.MaxIDBytes):
+		return bad(TypeTokens, field+".id", "%.32q is not 1..%d letters, digits, '_', '-' or '.'", c.ID, gen.MaxIDBytes)
+	case !callWord(c.Name, gen.MaxNameBytes):
+		return bad(TypeTokens, field+".name", "%.32q is not 1..%d letters, digits, '_', '-' or '.'", c.Name, gen.MaxNameBytes)
+	case len(c.Arguments) > MaxArgumentBytes:
+		return bad(TypeTokens, field+".arguments", "%d bytes, at most %d", len(c.Arguments), MaxArgumentBytes)
+	case !jsonObject(c.Arguments):
+		return bad(TypeTokens, field+".arguments", "not a JSON object")
+	}
+	return nil
+}
+
+// callWord reports whether s is 1..max bytes of [A-Za-z0-9_.-]: the
+// function names and call ids the tool-call parser accepts.
+func callWord(s string, max int) bool {
+	if s == "" || len(s) > max {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// jsonObject reports whether s is one JSON object.
+func jsonObject(s string) bool {
+	t := strings.TrimLeft(s, " \t\r\n")
+	return strings.HasPrefix(t, "{") && json.Valid([]byte(s))
 }
 
 func (m *Done) validate() error {

@@ -67,7 +67,7 @@ func (in *instance) generate(ctx context.Context, req gen.Request) (<-chan broke
 		return nil, fmt.Errorf("supervisor: invalid generate request: %w", err)
 	}
 	c := &call{kind: ipc.ReqGenerate, maxTokens: req.MaxTokens, maxBytes: min(req.MaxTokens*in.s.cfg.MaxTokenBytes, in.s.cfg.MaxTextBytes),
-		logprobs: req.Logprobs, topLogprobs: req.TopLogprobs, wake: make(chan struct{}, 1)}
+		logprobs: req.Logprobs, topLogprobs: req.TopLogprobs, maxCalls: maxCalls(&req), wake: make(chan struct{}, 1)}
 	id, err := in.register(c)
 	if err != nil {
 		return nil, err

@@ -34,11 +34,14 @@ type call struct {
 	chunks      int
 	probs       int
 	bytes       int
+	calls       int       // tool calls received
+	maxCalls    int       // tool calls allowed: 0 without tools, 1 without parallel calls
 	abandonedAt time.Time // when its requester gave up (zero: it has not)
 
 	mu      sync.Mutex
 	text    strings.Builder
 	tprobs  []gen.TokenProb
+	tcalls  []gen.CallDelta
 	hasText bool
 	final   *broker.Event
 	wake    chan struct{} // capacity 1: something to deliver
@@ -53,6 +56,17 @@ func (c *call) notify() {
 	}
 }
 
+// maxCalls is how many tool calls a generation of req may make.
+func maxCalls(req *gen.Request) int {
+	switch {
+	case len(req.Tools) == 0 || req.ToolChoice.Mode == gen.ChoiceNone:
+		return 0
+	case !req.ParallelToolCalls:
+		return 1
+	}
+	return gen.MaxToolCalls
+}
+
 func tooMuch(typ, field, format string, args ...any) error {
 	return &ipc.ProtocolError{Kind: ipc.KindBadValue, Type: typ, Field: field, Offset: -1, Detail: fmt.Sprintf(format, args...)}
 }
@@ -62,6 +76,16 @@ func (c *call) onTokens(m *ipc.Tokens) error {
 	c.chunks++
 	c.bytes += len(m.Text)
 	c.probs += len(m.Logprobs)
+	for i, tc := range m.ToolCalls {
+		c.bytes += len(tc.Arguments)
+		if c.calls >= c.maxCalls {
+			return tooMuch(m.Type(), fmt.Sprintf("tool_calls[%d]", i), "call %d of a request allowing %d", c.calls+1, c.maxCalls)
+		}
+		if tc.Index != c.calls {
+			return tooMuch(m.Type(), fmt.Sprintf("tool_calls[%d].index", i), "index %d, want %d (the calls so far)", tc.Index, c.calls)
+		}
+		c.calls++
+	}
 	switch {
 	case c.chunks > c.maxTokens:
 		return tooMuch(m.Type(), "text", "chunk %d of a request for %d tokens", c.chunks, c.maxTokens)
@@ -84,6 +108,7 @@ func (c *call) onTokens(m *ipc.Tokens) error {
 	c.text.WriteString(m.Text)
 	c.hasText = true
 	c.tprobs = append(c.tprobs, m.Logprobs...)
+	c.tcalls = append(c.tcalls, m.ToolCalls...)
 	c.mu.Unlock()
 	c.notify()
 	return nil
@@ -129,9 +154,9 @@ func (c *call) take() (text *broker.Event, final *broker.Event) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.hasText {
-		text = &broker.Event{Kind: broker.EventText, Text: c.text.String(), Logprobs: c.tprobs}
+		text = &broker.Event{Kind: broker.EventText, Text: c.text.String(), Logprobs: c.tprobs, ToolCalls: c.tcalls}
 		c.text.Reset()
-		c.tprobs, c.hasText = nil, false
+		c.tprobs, c.tcalls, c.hasText = nil, nil, false
 	}
 	return text, c.final
 }

@@ -84,14 +84,20 @@ func Forced(f Format, tools []Tool, parallel bool) (Constraint, error) {
 		required := []string{"name", argKey}
 		switch {
 		case f == Mistral:
-			// Mistral Nemo's template requires 9-character ids.
-			props = append(props, kv{"id", obj(kv{"type", "string"}, kv{"pattern", "^[a-zA-Z0-9]{9}$"})})
+			// Mistral Nemo's template requires 9-character ids. The
+			// grammar compiler has no pattern: the length is forced, and
+			// an id of other characters is replaced by the parser.
+			props = append(props, kv{"id", obj(kv{"type", "string"}, kv{"minLength", 9}, kv{"maxLength", 9})})
 			required = append(required, "id")
 		case f == Generic && parallel:
-			props = append(props, kv{"id", obj(kv{"type", "string"}, kv{"minLength", 4})})
+			// Bounded, as every string of the envelope: a weak model
+			// would otherwise write an id until the budget ends.
+			props = append(props, kv{"id", obj(kv{"type", "string"}, kv{"minLength", 4}, kv{"maxLength", 32})})
 			required = append(required, "id")
 		}
-		calls[i] = obj(kv{"type", "object"}, kv{"properties", obj(props...)}, kv{"required", required})
+		// The envelope takes no other keys: they would be text the model
+		// writes instead of the call.
+		calls[i] = obj(kv{"type", "object"}, kv{"properties", obj(props...)}, kv{"required", required}, kv{"additionalProperties", false})
 	}
 	call := calls[0]
 	if len(calls) > 1 {
@@ -112,10 +118,11 @@ func Forced(f Format, tools []Tool, parallel bool) (Constraint, error) {
 	}
 	if parallel {
 		return Constraint{Schema: obj(kv{"type", "object"}, kv{"properties", obj(kv{"tool_calls",
-			obj(kv{"type", "array"}, kv{"items", call}, kv{"minItems", 1})})}, kv{"required", []string{"tool_calls"}})}, nil
+			obj(kv{"type", "array"}, kv{"items", call}, kv{"minItems", 1})})}, kv{"required", []string{"tool_calls"}},
+			kv{"additionalProperties", false})}, nil
 	}
 	return Constraint{Schema: obj(kv{"type", "object"}, kv{"properties", obj(kv{"tool_call", call})},
-		kv{"required", []string{"tool_call"}})}, nil
+		kv{"required", []string{"tool_call"}}, kv{"additionalProperties", false})}, nil
 }
 
 // GBNF writes the constraint as a GBNF root rule over valueRule, the
@@ -205,4 +212,12 @@ func obj(members ...kv) json.RawMessage {
 	}
 	b.WriteByte('}')
 	return b.Bytes()
+}
+
+// Markup returns the texts of call markup that a vocabulary may hold as
+// special tokens (Mistral's [TOOL_CALLS], Llama's <|python_tag|>, the
+// Hermes tags): an engine renders these tokens as their text in the
+// output it parses, and lets a forced call's grammar match them.
+func Markup() []string {
+	return []string{"<tool_call>", "</tool_call>", "[TOOL_CALLS]", "<|python_tag|>"}
 }

@@ -94,7 +94,7 @@ func TestForcedSingleTool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"type":"object","properties":{"name":{"type":"string","const":"ping"},"arguments":{"type":"object","properties":{}}},"required":["name","arguments"]}`
+	want := `{"type":"object","properties":{"name":{"type":"string","const":"ping"},"arguments":{"type":"object","properties":{}}},"required":["name","arguments"],"additionalProperties":false}`
 	if string(con.Schema) != want {
 		t.Errorf("schema\n%s\nwant\n%s", con.Schema, want)
 	}

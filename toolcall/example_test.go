@@ -39,6 +39,6 @@ func ExampleForced() {
 	fmt.Printf("%q\n%s\n%s", c.Prefix, c.Schema, c.GBNF("calls"))
 	// Output:
 	// "[TOOL_CALLS]"
-	// {"type":"array","items":{"type":"object","properties":{"name":{"type":"string","const":"add"},"arguments":{"type":"object","properties":{"a":{"type":"integer"}}},"id":{"type":"string","pattern":"^[a-zA-Z0-9]{9}$"}},"required":["name","arguments","id"]},"minItems":1,"maxItems":1}
+	// {"type":"array","items":{"type":"object","properties":{"name":{"type":"string","const":"add"},"arguments":{"type":"object","properties":{"a":{"type":"integer"}}},"id":{"type":"string","minLength":9,"maxLength":9}},"required":["name","arguments","id"],"additionalProperties":false},"minItems":1,"maxItems":1}
 	// root ::= "[TOOL_CALLS]" calls
 }

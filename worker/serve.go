@@ -170,13 +170,13 @@ func (s *server) start(g *ipc.Generate) error {
 func (s *server) generate(ctx context.Context, g *ipc.Generate) {
 	chunks := 0
 	emit := func(c gen.Chunk) error {
-		if c.Text == "" && len(c.Logprobs) == 0 {
+		if c.Text == "" && len(c.Logprobs) == 0 && len(c.ToolCalls) == 0 {
 			return nil
 		}
 		if chunks++; chunks > g.Request.MaxTokens {
 			return errTooManyChunks
 		}
-		return s.out.send(&ipc.Tokens{ID: g.ID, Text: c.Text, Logprobs: c.Logprobs})
+		return s.out.send(&ipc.Tokens{ID: g.ID, Text: c.Text, Logprobs: c.Logprobs, ToolCalls: c.ToolCalls})
 	}
 	done, err := s.eng.Generate(ctx, g.Request, emit)
 	if err == nil && !done.Finish.Valid() {

@@ -22,9 +22,12 @@ type Fake struct {
 	Delay      time.Duration    // before every later piece
 	FailAfter  int              // > 0: send an EventError after this many pieces
 	Finish     gen.FinishReason // finish reason ("" means "stop")
-	Restarts   uint64           // reported through broker.Stats
-	Spent      uint64           // reported as WorkerStats.BudgetSpent
-	Deaths     map[string]uint64
+	// Calls, when set, are the tool calls a generation that may call
+	// tools makes after Pieces (one event; finish reason tool_calls).
+	Calls    []gen.CallDelta
+	Restarts uint64 // reported through broker.Stats
+	Spent    uint64 // reported as WorkerStats.BudgetSpent
+	Deaths   map[string]uint64
 
 	mu        sync.Mutex
 	notReady  bool
@@ -167,6 +170,7 @@ func (f *Fake) Generate(ctx context.Context, req gen.Request) (<-chan broker.Eve
 func (f *Fake) refusal(req *gen.Request, prompt int) error {
 	ctxSize := f.Model.ContextSize
 	switch {
+	case req.Constrained() && len(req.Tools) > 0 && len(f.Calls) > 0 && req.Format.Type == "":
 	case req.Constrained() && len(req.Tools) > 0:
 		return gen.Errorf(gen.CodeUnsupported, "tools", "the fake model follows no tools")
 	case req.Constrained():
@@ -231,6 +235,12 @@ func (f *Fake) run(ctx context.Context, req gen.Request, prompt int, ch chan<- b
 			return
 		}
 		n++
+	}
+	if len(f.Calls) > 0 && req.Constrained() && finish != gen.FinishLength {
+		if !send(broker.Event{Kind: broker.EventText, ToolCalls: f.Calls}) {
+			return
+		}
+		finish = gen.FinishToolCalls
 	}
 	completed = send(broker.Event{Kind: broker.EventDone, Finish: finish,
 		Usage: gen.Usage{PromptTokens: prompt, CompletionTokens: n}})

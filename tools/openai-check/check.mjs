@@ -14,6 +14,13 @@
 //   LISA_EMBEDDINGS  if set, also embeddings.create (the server must run
 //                 with --embeddings): three inputs, the SDK's default
 //                 base64 transfer and float, deterministic and distinct
+//   LISA_TOOLS    if set, check function calling and structured output
+//                 instead (on a model with a large enough context): a
+//                 forced named call and tool_choice "required" streamed
+//                 return calls that parse and fit the schema, a tool
+//                 result round trip, json_schema (strict) and json_object
+//                 output that parse, and every new field's bad input
+//                 answered with a 4xx OpenAI error
 import OpenAI from "openai";
 
 const baseURL = process.env.LISA_URL;
@@ -35,7 +42,191 @@ function checkText(name, text) {
   if (expect !== undefined) check(name, text === expect, `text ${JSON.stringify(text)}, want ${JSON.stringify(expect)}`);
 }
 
+// weatherSchema has only bounded values, so that even a random-weight
+// model under the grammar ends each value soon.
+const weatherSchema = {
+  type: "object",
+  properties: {
+    city: { type: "string", enum: ["Paris", "Oslo", "Lima"] },
+    days: { type: "integer", minimum: 1, maximum: 7 },
+    metric: { type: "boolean" },
+  },
+  required: ["city", "days", "metric"],
+  additionalProperties: false,
+};
+const tools = [
+  { type: "function", function: { name: "get_weather", description: "Weather in a city", parameters: weatherSchema, strict: true } },
+  {
+    type: "function",
+    function: {
+      name: "get_time",
+      parameters: { type: "object", properties: { zone: { type: "string", enum: ["UTC", "CET"] } }, required: ["zone"], additionalProperties: false },
+    },
+  },
+];
+
+// fitsWeather reports why value does not fit weatherSchema ("" when it does).
+function fitsWeather(value) {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return "not an object";
+  const keys = Object.keys(value).sort().join(",");
+  if (keys !== "city,days,metric") return `keys ${keys}`;
+  if (!["Paris", "Oslo", "Lima"].includes(value.city)) return `city ${value.city}`;
+  if (!Number.isInteger(value.days) || value.days < 1 || value.days > 7) return `days ${value.days}`;
+  if (typeof value.metric !== "boolean") return `metric ${value.metric}`;
+  return "";
+}
+
+// checkCall checks one returned tool call: OpenAI's shape, a name among
+// the tools, arguments that parse and fit.
+function checkCall(name, call, want) {
+  check(name, call && call.type === "function" && typeof call.id === "string" && call.id.length > 0, `call ${JSON.stringify(call)}`);
+  if (!call || !call.function) return;
+  if (want) check(name, call.function.name === want, `called ${call.function.name}, want ${want}`);
+  let args;
+  try {
+    args = JSON.parse(call.function.arguments);
+  } catch (e) {
+    check(name, false, `arguments ${JSON.stringify(call.function.arguments)} do not parse: ${e}`);
+    return;
+  }
+  if (call.function.name === "get_weather") {
+    const why = fitsWeather(args);
+    check(name, why === "", `arguments ${call.function.arguments}: ${why}`);
+  } else if (call.function.name === "get_time") {
+    check(name, ["UTC", "CET"].includes(args.zone) && Object.keys(args).length === 1, `arguments ${call.function.arguments}`);
+  } else {
+    check(name, false, `call to ${call.function.name}, not a tool`);
+  }
+}
+
+// expectError checks that a request fails with a 4xx OpenAI-shaped error.
+async function expectError(name, body) {
+  try {
+    await client.chat.completions.create(body);
+    check(name, false, "no error");
+  } catch (e) {
+    check(name, e instanceof OpenAI.APIError && e.status >= 400 && e.status < 500 && typeof e.message === "string" && e.error && e.error.message, `got ${e}`);
+  }
+}
+
+async function toolChecks(model) {
+  const ask = [{ role: "user", content: "What is the weather in Oslo?" }];
+  const base = { model, max_tokens: 200, temperature: 1, seed: 3 };
+
+  // A forced named call, whole.
+  const named = await client.chat.completions.create({
+    ...base,
+    messages: ask,
+    tools,
+    tool_choice: { type: "function", function: { name: "get_weather" } },
+  });
+  const nm = named.choices[0];
+  check("named call", nm.finish_reason === "tool_calls", `finish ${nm.finish_reason}`);
+  check("named call", nm.message.content === null && Array.isArray(nm.message.tool_calls) && nm.message.tool_calls.length >= 1, `message ${JSON.stringify(nm.message)}`);
+  for (const c of nm.message.tool_calls ?? []) checkCall("named call", c, "get_weather");
+
+  // tool_choice "required", streamed: deltas gathered by index.
+  const stream = await client.chat.completions.create({ ...base, messages: ask, tools, tool_choice: "required", parallel_tool_calls: false, stream: true });
+  const calls = [];
+  let finish = null;
+  for await (const chunk of stream) {
+    for (const c of chunk.choices) {
+      for (const d of c.delta?.tool_calls ?? []) {
+        const call = (calls[d.index] ??= { id: "", type: "", function: { name: "", arguments: "" } });
+        if (d.id) call.id = d.id;
+        if (d.type) call.type = d.type;
+        if (d.function?.name) call.function.name += d.function.name;
+        if (d.function?.arguments) call.function.arguments += d.function.arguments;
+      }
+      if (c.finish_reason) finish = c.finish_reason;
+    }
+  }
+  check("required stream", finish === "tool_calls" && calls.length === 1, `finish ${finish}, ${calls.length} calls`);
+  for (const c of calls) checkCall("required stream", c);
+
+  // The round trip: the SDK's own assistant message with its calls, then
+  // the tool's result, back as history.
+  const call = nm.message.tool_calls?.[0];
+  if (call) {
+    const back = await client.chat.completions.create({
+      ...base,
+      max_tokens: 16,
+      messages: [...ask, nm.message, { role: "tool", tool_call_id: call.id, content: "sunny, 21 degrees" }],
+      tools,
+    });
+    check("tool round trip", ["stop", "length", "tool_calls"].includes(back.choices[0].finish_reason), `finish ${back.choices[0].finish_reason}`);
+  }
+
+  // json_schema, strict: the content parses and fits.
+  const js = await client.chat.completions.create({
+    ...base,
+    messages: ask,
+    response_format: { type: "json_schema", json_schema: { name: "weather", schema: weatherSchema, strict: true } },
+  });
+  try {
+    const why = fitsWeather(JSON.parse(js.choices[0].message.content));
+    check("json_schema", why === "" && js.choices[0].finish_reason === "stop", `${js.choices[0].message.content}: ${why}`);
+  } catch (e) {
+    check("json_schema", false, `${JSON.stringify(js.choices[0].message.content)}: ${e}`);
+  }
+
+  // json_object: the content parses as an object. A random model's
+  // strings run long; a bias towards '"' and '}' (Llama 2 ids) closes
+  // them within the budget.
+  const jo = await client.chat.completions.create({
+    ...base,
+    max_tokens: 300,
+    messages: ask,
+    response_format: { type: "json_object" },
+    logit_bias: process.env.LISA_JSON_BIAS ? JSON.parse(process.env.LISA_JSON_BIAS) : undefined,
+  });
+  try {
+    const v = JSON.parse(jo.choices[0].message.content);
+    check("json_object", typeof v === "object" && v !== null && !Array.isArray(v), `${jo.choices[0].message.content}`);
+  } catch (e) {
+    check("json_object", false, `${JSON.stringify(jo.choices[0].message.content)}: ${e}`);
+  }
+
+  // Bad input to every new field: a 4xx in OpenAI's error shape.
+  let deep = { type: "object" };
+  for (let i = 0; i < 40; i++) deep = { type: "object", properties: { a: deep } };
+  const fn = (parameters) => [{ type: "function", function: { name: "f", parameters } }];
+  const bad = {
+    "tools not a list": { tools: { type: "function" } },
+    "tool without a name": { tools: [{ type: "function", function: { parameters: {} } }] },
+    "tool name too long": { tools: [{ type: "function", function: { name: "f".repeat(65) } }] },
+    "too many tools": { tools: Array.from({ length: 129 }, (_, i) => ({ type: "function", function: { name: `f${i}` } })) },
+    "parameters not an object": { tools: fn("x") },
+    "parameters too deep": { tools: fn(deep), tool_choice: "required" },
+    "parameters too large": { tools: fn({ type: "object", description: "x".repeat(70000) }) },
+    "parameters unsupported keyword": { tools: fn({ type: "object", patternProperties: { a: {} } }), tool_choice: "required" },
+    "tool_choice wrong type": { tools, tool_choice: 5 },
+    "tool_choice unknown function": { tools, tool_choice: { type: "function", function: { name: "nope" } } },
+    "parallel_tool_calls wrong type": { tools, parallel_tool_calls: "yes" },
+    "tool message without id": { messages: [...ask, { role: "tool", content: "x" }] },
+    "tool_calls wrong type": { messages: [{ role: "assistant", content: null, tool_calls: "x" }, ...ask] },
+    "response_format wrong type": { response_format: "json" },
+    "response_format unknown type": { response_format: { type: "xml" } },
+    "json_schema without schema name": { response_format: { type: "json_schema", json_schema: { schema: weatherSchema } } },
+    "json_schema too deep": { response_format: { type: "json_schema", json_schema: { name: "d", schema: deep } } },
+    "json_schema too large": { response_format: { type: "json_schema", json_schema: { name: "d", schema: { type: "object", description: "x".repeat(70000) } } } },
+    "json_schema unsupported keyword": { response_format: { type: "json_schema", json_schema: { name: "d", schema: { type: "string", format: "email", pattern: "^a$" } } } },
+    "grammar wrong type": { grammar: 5 },
+    "grammar syntax": { grammar: "root ::= (" },
+    "grammar too large": { grammar: "root ::= " + '"a" '.repeat(20000) },
+    "tools with a format": { tools, response_format: { type: "json_object" } },
+  };
+  for (const [name, extra] of Object.entries(bad)) await expectError(name, { ...base, max_tokens: 4, messages: ask, ...extra });
+}
+
 async function main() {
+  if (process.env.LISA_TOOLS) {
+    const model = (await client.models.list()).data[0].id;
+    await toolChecks(model);
+    console.log(JSON.stringify({ model, failures }));
+    if (failures.length) process.exit(1);
+    return;
+  }
   const models = await client.models.list();
   const ids = models.data.map((m) => m.id);
   check("models.list", ids.length === 1, `models ${JSON.stringify(ids)}`);

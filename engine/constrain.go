@@ -1,0 +1,314 @@
+package engine
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+
+	"github.com/lisa-llm/lisa/chat"
+	"github.com/lisa-llm/lisa/gen"
+	"github.com/lisa-llm/lisa/grammar"
+	"github.com/lisa-llm/lisa/toolcall"
+)
+
+// plan is what a request's tools and output format make of its
+// generation: the tools the template shows, the grammar the sampler
+// follows, and the parser that finds calls in the output.
+type plan struct {
+	tools  []chat.Tool
+	con    *grammar.Constraint // nil: free sampling
+	calls  *toolcall.Stream    // nil: the output is content alone
+	markup map[int32]string    // special tokens the output shows as text; nil: none
+}
+
+// initOutputs finds, once per model, the tool-call format of the chat
+// template and the special tokens that are call markup (rendered as their
+// text in a parsed or constrained output, so that the parser sees
+// [TOOL_CALLS] or <|python_tag|> and a forced call's grammar can match
+// them).
+func (e *Engine) initOutputs() {
+	e.callFormat = toolcall.Detect(e.tmpl, e.tmplErr == nil && chat.DescribesTools(e.tmpl))
+	for _, text := range toolcall.Markup() {
+		id, ok := e.tok.TokenID(text)
+		if !ok || e.tok.IsEOG(id) || len(e.tok.Piece(id)) > 0 {
+			continue // absent, an end of generation, or plain text already
+		}
+		if e.markup == nil {
+			e.markup = map[int32]string{}
+		}
+		e.markup[id] = text
+	}
+}
+
+// outPiece is the text of token id in a constrained or parsed output: its
+// piece, or for call markup its text.
+func (e *Engine) outPiece(id int32) []byte {
+	if t, ok := e.markup[id]; ok {
+		return []byte(t)
+	}
+	return e.tok.Piece(id)
+}
+
+// grammarVocab returns the model's grammar vocabulary, built on first use
+// (a trie over every token's text: tens of milliseconds on a large
+// vocabulary, which a server that never sees a grammar does not pay).
+// Control tokens other than call markup are never allowed by a grammar;
+// the end-of-generation tokens end it once it is complete.
+func (e *Engine) grammarVocab() (*grammar.Vocab, error) {
+	e.vocabOnce.Do(func() {
+		n := e.tok.NVocab()
+		control := make(map[int32]bool)
+		for _, id := range e.tok.ControlIDs() {
+			control[id] = true
+		}
+		var eog []int32
+		for id := range int32(n) {
+			if e.tok.IsEOG(id) {
+				eog = append(eog, id)
+			}
+		}
+		special := func(id int32) bool {
+			_, markup := e.markup[id]
+			return control[id] && !markup
+		}
+		e.vocab, e.vocabErr = grammar.NewVocab(n, e.outPiece, special, eog)
+	})
+	return e.vocab, e.vocabErr
+}
+
+// toolsOn reports whether the request lets the model call tools.
+func toolsOn(req *gen.Request) bool {
+	return len(req.Tools) > 0 && req.ToolChoice.Mode != gen.ChoiceNone
+}
+
+// grammarError is the client error for a schema or grammar of field param
+// that does not compile.
+func grammarError(param string, err error) error {
+	ge := gen.Errorf(gen.CodeInvalidRequest, param, "%v", err)
+	ge.Err = err
+	return fmt.Errorf("%w: %w", ErrPrompt, ge)
+}
+
+// prepare makes the plan of req: the tools for the template (none when
+// tool_choice is "none"), the call parser, and the grammar of a forced
+// call (tool_choice "required" or a named function) or of the response
+// format. Tools and a format together are refused, as llama.cpp does: a
+// format's grammar would leave no room for a call.
+func (e *Engine) prepare(req *gen.Request) (plan, error) {
+	var p plan
+	formatted := req.Format.Type != "" && req.Format.Type != gen.FormatText
+	if !toolsOn(req) && !formatted {
+		return p, nil
+	}
+	if toolsOn(req) && formatted {
+		return p, promptError(gen.CodeInvalidRequest, "response_format", "an output format cannot be combined with tools the model may call (tool_choice %q)", req.ToolChoice.Mode)
+	}
+	lim := grammar.DefaultLimits()
+	var g *grammar.Grammar
+	var err error
+	if toolsOn(req) {
+		if g, err = e.prepareTools(req, &p, lim); err != nil {
+			return p, err
+		}
+	} else {
+		param := "response_format"
+		switch req.Format.Type {
+		case gen.FormatJSONObject:
+			g = grammar.JSONObject()
+		case gen.FormatJSONSchema:
+			if req.Format.Schema == "" {
+				g = grammar.JSONObject() // OpenAI's json_schema without a schema: any object
+			} else {
+				g, err = grammar.FromJSONSchema([]byte(req.Format.Schema), lim)
+			}
+			param = "response_format.json_schema.schema"
+		case gen.FormatGrammar:
+			param = "grammar"
+			g, err = grammar.ParseGBNF(req.Format.Grammar, lim)
+		default:
+			return p, promptError(gen.CodeInvalidRequest, "response_format", "unknown response format %q", req.Format.Type)
+		}
+		if err != nil {
+			return p, grammarError(param, err)
+		}
+	}
+	p.markup = e.markup
+	if g == nil {
+		return p, nil
+	}
+	v, err := e.grammarVocab()
+	if err != nil {
+		return p, promptError(gen.CodeUnsupported, "response_format", "the model's vocabulary cannot carry a grammar: %v", err)
+	}
+	if p.con, err = grammar.NewConstraint(g, v, e.outPiece, lim); err != nil {
+		return p, grammarError("response_format", err)
+	}
+	return p, nil
+}
+
+// prepareTools fills p's tools and call parser and returns the grammar of
+// a forced call, or nil for tool_choice "auto".
+func (e *Engine) prepareTools(req *gen.Request, p *plan, lim grammar.Limits) (*grammar.Grammar, error) {
+	names := make([]string, len(req.Tools))
+	p.tools = make([]chat.Tool, len(req.Tools))
+	forced := -1 // the named function's index
+	for i, t := range req.Tools {
+		names[i] = t.Name
+		p.tools[i] = chat.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters}
+		if req.ToolChoice.Mode == gen.ChoiceFunction && t.Name == req.ToolChoice.Name {
+			forced = i
+		}
+	}
+	maxCalls := 0
+	if !req.ParallelToolCalls {
+		maxCalls = 1
+	}
+	var err error
+	if p.calls, err = toolcall.NewStream(e.callFormat, toolcall.Options{Tools: names, MaxCalls: maxCalls, NewID: callID}); err != nil {
+		return nil, err
+	}
+	var offered []int // the tools a forced call may name
+	switch req.ToolChoice.Mode {
+	case gen.ChoiceRequired:
+		for i := range req.Tools {
+			offered = append(offered, i)
+		}
+	case gen.ChoiceFunction:
+		if forced < 0 {
+			return nil, promptError(gen.CodeInvalidRequest, "tool_choice", "tool_choice names the function %q, which is not among the tools", req.ToolChoice.Name)
+		}
+		offered = []int{forced}
+	default:
+		return nil, nil
+	}
+	tools := make([]toolcall.Tool, len(offered))
+	for k, i := range offered {
+		t := req.Tools[i]
+		// Each schema compiles on its own first, so that an error names
+		// the tool whose schema it is.
+		if t.Parameters != "" {
+			if _, _, err := grammar.SchemaRules([]byte(t.Parameters), lim); err != nil {
+				return nil, grammarError(fmt.Sprintf("tools[%d].function.parameters", i), err)
+			}
+		}
+		tools[k] = toolcall.Tool{Name: t.Name, Parameters: json.RawMessage(t.Parameters)}
+	}
+	c, err := toolcall.Forced(e.callFormat, tools, req.ParallelToolCalls)
+	if err != nil {
+		return nil, grammarError("tools", err)
+	}
+	start, rules, err := grammar.SchemaRules(c.Schema, lim)
+	if err != nil {
+		return nil, grammarError("tools", err)
+	}
+	g, err := grammar.ParseGBNF(c.GBNF(start)+rules, lim)
+	if err != nil {
+		return nil, grammarError("tools", err)
+	}
+	return g, nil
+}
+
+// checkToolStrings refuses client text that reaches the prompt untraced
+// (tool definitions and the calls of the history go through the
+// template's tojson) when it holds the text of a special token: it would
+// be tokenized as that token.
+func (e *Engine) checkToolStrings(msgs []chat.Message, tools []chat.Tool) error {
+	strs := chat.ToolStrings(msgs, tools)
+	if len(strs) == 0 {
+		return nil
+	}
+	specials := e.tok.SpecialTexts()
+	for _, s := range strs {
+		for _, sp := range specials {
+			if strings.Contains(s, sp) {
+				return promptError(gen.CodeInvalidPrompt, "tools", "a tool definition or tool call holds the text of the model's special token %q", sp)
+			}
+		}
+	}
+	return nil
+}
+
+// callID makes a call id as OpenAI's look: "call_" and 24 letters and
+// digits. The ids name calls within a conversation, no secret: they come
+// from math/rand, because crypto/rand's vDSO getrandom maps its state
+// with a flag (MAP_DROPPABLE) the worker's seccomp filter refuses.
+func callID() string {
+	const alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+	b := make([]byte, 5+24)
+	copy(b, "call_")
+	for i := 5; i < len(b); i++ {
+		b[i] = alphabet[rand.IntN(len(alphabet))]
+	}
+	return string(b)
+}
+
+// errCallParse marks a failure of the tool-call parser on the model's
+// output (an internal error: the output is bounded by the budget).
+var errCallParse = errors.New("engine: tool-call parser")
+
+// parseChunk runs a chunk's text through the call parser: the content it
+// lets through stays text, the calls it completes become c's ToolCalls.
+func parseChunk(s *toolcall.Stream, c *gen.Chunk) error {
+	deltas, err := s.Write(c.Text)
+	if err != nil {
+		return fmt.Errorf("%w: %w", errCallParse, err)
+	}
+	c.Text = ""
+	addDeltas(c, deltas)
+	return nil
+}
+
+// addDeltas appends the parser's deltas to c.
+func addDeltas(c *gen.Chunk, deltas []toolcall.Delta) {
+	for _, d := range deltas {
+		if d.Call == nil {
+			c.Text += d.Content
+			continue
+		}
+		c.ToolCalls = append(c.ToolCalls, gen.CallDelta{Index: d.Index, ID: d.Call.ID, Name: d.Call.Name, Arguments: d.Call.Arguments})
+	}
+}
+
+// usesTools reports whether a chat prompt shows tools, calls or tool
+// results.
+func usesTools(msgs []chat.Message, tools []chat.Tool) bool {
+	if len(tools) > 0 {
+		return true
+	}
+	for _, m := range msgs {
+		if m.Role == gen.RoleTool || len(m.ToolCalls) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// chatIDsUntraced renders a chat prompt whose message content cannot be
+// traced through the rendering: a template that does not show tool
+// results itself gets them as JSON text (chat's polyfill), which no
+// content marker survives. Every content is then held to the rule tool
+// text is held to, no special token's text in it, and the prompt is
+// tokenized with special parsing throughout: what it parses as special
+// tokens is the template's own.
+func (e *Engine) chatIDsUntraced(msgs []chat.Message, tools []chat.Tool) ([]int32, error) {
+	specials := e.tok.SpecialTexts()
+	for i, m := range msgs {
+		for _, sp := range specials {
+			if strings.Contains(m.Content, sp) {
+				return nil, promptError(gen.CodeInvalidPrompt, fmt.Sprintf("messages[%d].content", i),
+					"with tool results in the history, message content cannot hold the text of the model's special token %q", sp)
+			}
+		}
+	}
+	bos, eos := e.tok.TokenText(e.tok.BOS()), e.tok.TokenText(e.tok.EOS())
+	text, err := chat.Render(e.tmpl, msgs, chat.Options{AddGenerationPrompt: true, BOS: bos, EOS: eos, Now: e.now(), Tools: tools})
+	if err != nil {
+		ge := gen.Errorf(gen.CodeInvalidPrompt, "messages", "the model's chat template failed on these messages: %v", err)
+		ge.Err = err
+		return nil, fmt.Errorf("%w: %w", ErrPrompt, ge)
+	}
+	text = chat.TrimAdded(text, bos, eos, e.tok.AddBOS(), e.tok.AddEOS())
+	return e.tok.Encode(text, true, true), nil
+}
