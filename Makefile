@@ -27,8 +27,11 @@ build:
 GOMLXREF := internal/gomlxref
 
 # test is the project's test command (README and .ci/run use exactly this).
+# -timeout 30m: cmd/lisa runs every family, the tools and the chat page
+# end to end through real sandboxed servers, minutes on two cores; go
+# test's default of 10 minutes per package is too close.
 test: lint asm-check
-	go test -count=1 ./...
+	go test -count=1 -timeout 30m ./...
 	cd $(GOMLXREF) && go test -count=1 ./...
 	$(MAKE) test-generic test-purego test-arm64 fuzz-smoke
 
