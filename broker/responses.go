@@ -20,9 +20,9 @@ import (
 // conversation, function tools the chat tools. Nothing is stored: store
 // is accepted (true or false) and has no effect, previous_response_id
 // and conversation are refused with a 400, and GET /v1/responses/{id} is
-// a 404 that says so. Tool calls reach the output as function_call items
-// once the generation's events carry them; today's events carry text
-// only, so a model's call arrives as output_text.
+// a 404 that says so. The model's tool calls are function_call output
+// items after the message item (call_id is the call's id, to send back
+// in a function_call_output item).
 
 // responseRequest is a decoded POST /v1/responses body.
 type responseRequest struct {
@@ -541,16 +541,17 @@ func decodeResponseCallOutput(fields []field, p string) (gen.Message, error) {
 
 // respObjectJSON is OpenAI's Response object.
 type respObjectJSON struct {
-	ID                string            `json:"id"`
-	Object            string            `json:"object"`
-	CreatedAt         int64             `json:"created_at"`
-	Status            string            `json:"status"`
-	Error             any               `json:"error"`
-	IncompleteDetails *incompleteJSON   `json:"incomplete_details"`
-	Instructions      *string           `json:"instructions"`
-	MaxOutputTokens   *int              `json:"max_output_tokens"`
-	Model             string            `json:"model"`
-	Output            []outputItemJSON  `json:"output"`
+	ID                string          `json:"id"`
+	Object            string          `json:"object"`
+	CreatedAt         int64           `json:"created_at"`
+	Status            string          `json:"status"`
+	Error             any             `json:"error"`
+	IncompleteDetails *incompleteJSON `json:"incomplete_details"`
+	Instructions      *string         `json:"instructions"`
+	MaxOutputTokens   *int            `json:"max_output_tokens"`
+	Model             string          `json:"model"`
+	Output            []any           `json:"output"` // outputItemJSON, then functionCallItemJSON
+
 	ParallelToolCalls bool              `json:"parallel_tool_calls"`
 	PreviousID        *string           `json:"previous_response_id"`
 	Store             bool              `json:"store"`
@@ -584,6 +585,16 @@ type outputItemJSON struct {
 	Content []outputTextJSON `json:"content"`
 }
 
+// functionCallItemJSON is an output item of a call the model made.
+type functionCallItemJSON struct {
+	Type      string `json:"type"`
+	ID        string `json:"id"`
+	CallID    string `json:"call_id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+	Status    string `json:"status"`
+}
+
 type outputTextJSON struct {
 	Type        string `json:"type"`
 	Text        string `json:"text"`
@@ -601,10 +612,11 @@ type respUsageJSON struct {
 
 // responseShaper builds the Response object and its stream events.
 type responseShaper struct {
-	req    *responseRequest
-	base   respObjectJSON
-	itemID string
-	seq    int
+	req     *responseRequest
+	base    respObjectJSON
+	itemID  string
+	callIDs []string // the function_call items' ids, by call index
+	seq     int
 }
 
 func randomHex() string {
@@ -631,7 +643,7 @@ func newResponseShaper(req *responseRequest, model string, created int64) *respo
 	}
 	return &responseShaper{req: req, itemID: "msg_" + randomHex(), base: respObjectJSON{
 		ID: "resp_" + randomHex(), Object: "response", CreatedAt: created, Status: "in_progress",
-		Instructions: req.instructions, MaxOutputTokens: req.maxOutput, Model: model, Output: []outputItemJSON{},
+		Instructions: req.instructions, MaxOutputTokens: req.maxOutput, Model: model, Output: []any{},
 		ParallelToolCalls: req.ParallelToolCalls, Store: req.store, Temperature: req.Sampling.Temperature, TopP: req.Sampling.TopP,
 		Text: map[string]any{"format": map[string]string{"type": "text"}}, ToolChoice: req.choice, Tools: tools,
 		Truncation: "disabled", Metadata: meta,
@@ -646,8 +658,20 @@ func (s *responseShaper) item(status string, content []outputTextJSON) outputIte
 	return outputItemJSON{Type: "message", ID: s.itemID, Status: status, Role: "assistant", Content: content}
 }
 
-// final is the whole Response once the generation ended.
-func (s *responseShaper) final(text string, reason gen.FinishReason, u gen.Usage) respObjectJSON {
+// call is the output item of a tool call: its own item id, the call's
+// id as call_id.
+func (s *responseShaper) call(c gen.CallDelta, status string) functionCallItemJSON {
+	for len(s.callIDs) <= c.Index {
+		s.callIDs = append(s.callIDs, "fc_"+randomHex())
+	}
+	return functionCallItemJSON{Type: "function_call", ID: s.callIDs[c.Index], CallID: c.ID, Name: c.Name,
+		Arguments: c.Arguments, Status: status}
+}
+
+// final is the whole Response once the generation ended: the message
+// item (its text, perhaps empty, at output index 0), then one
+// function_call item per call the model made.
+func (s *responseShaper) final(text string, calls []gen.CallDelta, reason gen.FinishReason, u gen.Usage) respObjectJSON {
 	r := s.base
 	r.Status = "completed"
 	itemStatus := "completed"
@@ -657,7 +681,10 @@ func (s *responseShaper) final(text string, reason gen.FinishReason, u gen.Usage
 		r.Status, itemStatus = "incomplete", "incomplete"
 		r.IncompleteDetails = &incompleteJSON{Reason: "max_output_tokens"}
 	}
-	r.Output = []outputItemJSON{s.item(itemStatus, []outputTextJSON{s.part(text)})}
+	r.Output = []any{s.item(itemStatus, []outputTextJSON{s.part(text)})}
+	for _, c := range calls {
+		r.Output = append(r.Output, s.call(c, "completed"))
+	}
 	r.Usage = &respUsageJSON{InputTokens: u.PromptTokens, InputTokensDetails: map[string]int{"cached_tokens": u.CachedTokens},
 		OutputTokens: u.CompletionTokens, OutputTokensDetails: map[string]int{"reasoning_tokens": 0},
 		TotalTokens: u.PromptTokens + u.CompletionTokens}
@@ -721,6 +748,7 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request, ri *reqInfo) 
 		return streamResponse(g, shape, w, rc)
 	}
 	var text strings.Builder
+	var calls []gen.CallDelta
 	for {
 		ev, err := g.next()
 		if err != nil {
@@ -728,13 +756,14 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request, ri *reqInfo) 
 		}
 		if ev.Kind == EventText {
 			text.WriteString(ev.Text)
+			calls = append(calls, ev.ToolCalls...)
 			continue
 		}
 		u := ev.Usage
 		if u.PromptTokens == 0 {
 			u.PromptTokens = ri.promptTokens
 		}
-		return writeJSON(w, http.StatusOK, shape.final(text.String(), ev.Finish, u))
+		return writeJSON(w, http.StatusOK, shape.final(text.String(), calls, ev.Finish, u))
 	}
 }
 
@@ -786,11 +815,37 @@ func streamResponse(g *generation, shape *responseShaper, w http.ResponseWriter,
 		}
 	}
 	var text strings.Builder
+	var calls []gen.CallDelta
 	for ev := first; ; {
 		if ev.Kind == EventText {
 			text.WriteString(ev.Text)
-			if err := send("response.output_text.delta", at(map[string]any{"delta": ev.Text, "logprobs": []any{}})); err != nil {
-				return err
+			if ev.Text != "" {
+				if err := send("response.output_text.delta", at(map[string]any{"delta": ev.Text, "logprobs": []any{}})); err != nil {
+					return err
+				}
+			}
+			// A call arrives whole: its item added with empty
+			// arguments, the arguments as one delta, then done, as
+			// OpenAI streams a call.
+			for _, c := range ev.ToolCalls {
+				calls = append(calls, c)
+				idx := 1 + c.Index
+				pending := shape.call(c, "in_progress")
+				pending.Arguments = ""
+				done := shape.call(c, "completed")
+				for _, step := range []struct {
+					typ    string
+					fields map[string]any
+				}{
+					{"response.output_item.added", map[string]any{"output_index": idx, "item": pending}},
+					{"response.function_call_arguments.delta", map[string]any{"item_id": done.ID, "output_index": idx, "delta": c.Arguments}},
+					{"response.function_call_arguments.done", map[string]any{"item_id": done.ID, "output_index": idx, "arguments": c.Arguments}},
+					{"response.output_item.done", map[string]any{"output_index": idx, "item": done}},
+				} {
+					if err := send(step.typ, step.fields); err != nil {
+						return err
+					}
+				}
 			}
 			if ev, err = g.next(); err != nil {
 				return err
@@ -801,8 +856,9 @@ func streamResponse(g *generation, shape *responseShaper, w http.ResponseWriter,
 		if u.PromptTokens == 0 {
 			u.PromptTokens = g.ri.promptTokens
 		}
-		final := shape.final(text.String(), ev.Finish, u)
-		part := final.Output[0].Content[0]
+		final := shape.final(text.String(), calls, ev.Finish, u)
+		msg := final.Output[0].(outputItemJSON)
+		part := msg.Content[0]
 		last := "response.completed"
 		if final.Status == "incomplete" {
 			last = "response.incomplete"
@@ -813,7 +869,7 @@ func streamResponse(g *generation, shape *responseShaper, w http.ResponseWriter,
 		}{
 			{"response.output_text.done", at(map[string]any{"text": part.Text, "logprobs": []any{}})},
 			{"response.content_part.done", at(map[string]any{"part": part})},
-			{"response.output_item.done", map[string]any{"output_index": 0, "item": final.Output[0]}},
+			{"response.output_item.done", map[string]any{"output_index": 0, "item": msg}},
 			{last, map[string]any{"response": final}},
 		} {
 			if err := send(step.typ, step.fields); err != nil {
