@@ -531,11 +531,8 @@ func longRopeFactors(n int) (long, short []float32) {
 	long, short = make([]float32, n), make([]float32, n)
 	for i := range n {
 		x := float64(i) / float64(max(n-1, 1))
-		// float64(…) rounds the product before the addition: Go would
-		// fuse them into one multiply-add on arm64 (never on amd64), and
-		// a seed must give the same file on every architecture.
-		long[i] = float32(1 + float64(49*x*x))
-		short[i] = float32(1 + float64(0.1*x))
+		long[i] = float32(1 + 49*x*x)
+		short[i] = float32(1 + 0.1*x)
 	}
 	return long, short
 }
@@ -808,8 +805,7 @@ func (g *tensorGen) fill(vals []float32, c int) {
 		scale = 0.1
 	}
 	for i := range vals {
-		// float64(…): no fused multiply-add, as in longRopeFactors.
-		vals[i] = float32(offset + float64(r.NormFloat64()*scale))
+		vals[i] = float32(offset + r.NormFloat64()*scale)
 	}
 }
 
