@@ -60,10 +60,12 @@ ARM64_DOTS := 'Test(NewTypeDots|Q4KDot|Q6KDot|KDot|Q8_0|QuantDotExtremes|Availab
 # code differs by architecture or whose results must not (tensor, quant,
 # tokenizer, gguf, seccomp, kernels) and model's stories260K references
 # (greedy text, teacher-forced logits, the ggml-order emulation) against
-# llama.cpp's, plus the arm64-only check that Go's fused multiply-adds stay
-# out of the pure-Go float paths. The larger reference models take minutes
-# each under emulation. With cortex-a72 (ASIMD without the dot product) the kernels'
-# twin tests again, so the neon fallback is what the dispatcher picks.
+# llama.cpp's, and the check (TestNoFusedMultiplyAdd, in kernels too) that
+# the fused multiply-adds Go emits on arm64 stay out of the pure-Go float
+# paths that must round as amd64. The larger reference models take minutes
+# each under emulation. With cortex-a72 (ASIMD without the dot product)
+# the kernels' twin tests again, so the neon fallback is what the
+# dispatcher picks.
 # -short leaves out the whole-model quantizer comparisons and the hostile
 # tokenizer inputs (arch-independent, and over ten minutes emulated);
 # TestEncodeSpeed, a wall-clock budget, means nothing under emulation.
