@@ -20,7 +20,13 @@ func dotF32Generic(a, b []float32) float32 {
 	b = b[:len(a)]
 	var s float32
 	for i, v := range a {
-		s += v * b[i]
+		// The conversion rounds the product before the addition: Go may
+		// fuse x*y+z into one multiply-add with a single rounding (it does
+		// on arm64, never on amd64), which would make the sums differ by
+		// architecture. Every float32(x*y) in this file is there for that;
+		// products of two halves (F16, BF16) are exact in float32, so
+		// fusing them changes nothing.
+		s += float32(v * b[i])
 	}
 	return s
 }
@@ -31,7 +37,7 @@ func dotF32WGeneric(w []byte, x []float32) float32 {
 	w = w[:4*len(x)]
 	var s float32
 	for i, v := range x {
-		s += math.Float32frombits(binary.LittleEndian.Uint32(w[4*i:])) * v
+		s += float32(math.Float32frombits(binary.LittleEndian.Uint32(w[4*i:])) * v)
 	}
 	return s
 }
@@ -254,6 +260,6 @@ func f32ToF16Generic(dst []uint16, src []float32) {
 func axpyF16Generic(dst []float32, a float32, v []uint16) {
 	v = v[:len(dst)]
 	for i, h := range v {
-		dst[i] += a * quant.F16ToF32(h)
+		dst[i] += float32(a * quant.F16ToF32(h))
 	}
 }

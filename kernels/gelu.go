@@ -23,7 +23,9 @@ var geluF16 = func() *[1 << 16]uint16 {
 // ggml's ggml_gelu_f32.
 func geluTanh(x float32) float32 {
 	const coefA, sqrt2OverPi = float32(0.044715), float32(0.79788456080286535587989211986876)
-	inner := sqrt2OverPi * x * (1 + coefA*x*x)
+	// float32(…) rounds the product before the addition: Go would fuse
+	// them into one multiply-add on arm64 (never on amd64).
+	inner := sqrt2OverPi * x * (1 + float32(coefA*x*x))
 	return 0.5 * x * (1 + float32(math.Tanh(float64(inner))))
 }
 

@@ -173,10 +173,13 @@ func gemmGeneric(w []float32, ldw int, x []float32, ldx, k int, out *[gemmR * ge
 		wr := w[r*ldw : r*ldw+k]
 		var s0, s1, s2, s3 float32
 		for i, v := range wr {
-			s0 += v * x0[i]
-			s1 += v * x1[i]
-			s2 += v * x2[i]
-			s3 += v * x3[i]
+			// float32(…) rounds each product before its addition, which
+			// keeps Go from fusing them into multiply-adds (it does on
+			// arm64, never on amd64): the sums are the same everywhere.
+			s0 += float32(v * x0[i])
+			s1 += float32(v * x1[i])
+			s2 += float32(v * x2[i])
+			s3 += float32(v * x3[i])
 		}
 		out[r*gemmT], out[r*gemmT+1], out[r*gemmT+2], out[r*gemmT+3] = s0, s1, s2, s3
 	}

@@ -99,9 +99,14 @@ func (r *Rope) cosSin(theta float32, i int) (float32, float32) {
 	t, mscale := interp, p.AttnFactor
 	if p.ExtFactor != 0 {
 		y := (float32(i) - r.corr[0]) / max(0.001, r.corr[1]-r.corr[0])
-		ramp := (1 - min(1, max(0, y))) * p.ExtFactor
-		t = interp*(1-ramp) + extrap*ramp
-		mscale *= 1 + 0.1*logf(1/p.FreqScale)
+		// The float32 conversions round each product before it is added
+		// or subtracted: Go may fuse a*b+c into one multiply-add, even
+		// across statements (arm64 does, amd64 never), which would make
+		// the angles differ by architecture. The rotation in Apply fuses
+		// on purpose, explicitly, as ggml does.
+		ramp := float32((1 - min(1, max(0, y))) * p.ExtFactor)
+		t = float32(interp*(1-ramp)) + float32(extrap*ramp)
+		mscale *= 1 + float32(0.1*logf(1/p.FreqScale))
 	}
 	return float32(math.Cos(float64(t))) * mscale, float32(math.Sin(float64(t))) * mscale
 }

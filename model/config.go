@@ -338,7 +338,10 @@ func (r reader) readRope(c *Config, k func(string) string) error {
 		// it by the larger of that and 1: above a factor of 1 nothing
 		// changes, at or below it cos and sin keep magnitude attn_factor.
 		if factor > 0 && factor <= 1 {
-			c.RopeAttnFactor /= 1 + 0.1*float32(math.Log(float64(factor)))
+			// float32(…) rounds the product before the addition, so
+			// that Go does not fuse them (it would on arm64, never on
+			// amd64) and the factor is the same on every architecture.
+			c.RopeAttnFactor /= 1 + float32(0.1*float32(math.Log(float64(factor))))
 		}
 	}
 	c.RopeBetaFast, c.RopeBetaSlow = 32, 1

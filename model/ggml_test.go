@@ -94,8 +94,10 @@ func emuVecDotF32(a, b []float32) float32 {
 	at := func(i int) (float32, float32) { return a[i], b[i] }
 	sum := emuBlocks64(len(a), at)
 	for i := len(a) &^ 63; i < len(a); i++ {
-		p := a[i] * b[i]
-		sum += p
+		// Rounded before the addition: unfused as in ggml, on every
+		// architecture (Go fuses x*y+z on arm64 unless a conversion
+		// rounds the product; every such conversion here is for that).
+		sum += float32(a[i] * b[i])
 	}
 	return sum
 }
@@ -186,9 +188,9 @@ func emuRoPE(x []float32, nHeads, headDim, pos int, r *kernels.Rope) {
 		}
 		t, m := p.FreqScale*ext, p.AttnFactor
 		if p.ExtFactor != 0 {
-			ramp := float32(1-math.Min(1, math.Max(0, (float64(i)-low)/math.Max(0.001, high-low)))) * p.ExtFactor
-			t = t*(1-ramp) + ext*ramp
-			m *= float32(1 + 0.1*math.Log(float64(1/p.FreqScale)))
+			ramp := float32(float32(1-math.Min(1, math.Max(0, (float64(i)-low)/math.Max(0.001, high-low)))) * p.ExtFactor)
+			t = float32(t*(1-ramp)) + float32(ext*ramp)
+			m *= float32(1 + float64(0.1*math.Log(float64(1/p.FreqScale))))
 		}
 		c, s := float32(math.Cos(float64(t)))*m, float32(math.Sin(float64(t)))*m
 		for h := range nHeads {

@@ -187,7 +187,10 @@ func (s *Sampler) penalty(l float32, n int32) float32 {
 	} else {
 		l /= rep
 	}
-	return l - (float32(n)*s.p.FrequencyPenalty + s.p.PresencePenalty)
+	// The inner conversion rounds the product before the addition, so
+	// that Go does not fuse them into one multiply-add (it would on arm64,
+	// never on amd64): the penalised logits are the same everywhere.
+	return l - (float32(float32(n)*s.p.FrequencyPenalty) + s.p.PresencePenalty)
 }
 
 // Candidates runs the chain on logits up to, but not including, the draw:
