@@ -453,6 +453,37 @@ func decodeResponseContent(raw json.RawMessage, p string) (string, error) {
 	return b.String(), nil
 }
 
+// decodeItemMeta checks the fields every call item may carry besides its
+// own: type (checked by the caller), and the id and status an earlier
+// response gave it. It reports whether f was one of them.
+func decodeItemMeta(f field, q string) (bool, error) {
+	switch f.name {
+	case "type":
+		return true, nil
+	case "id":
+		if isNull(f.raw) {
+			return true, nil
+		}
+		_, err := decString(f.raw, q)
+		return true, err
+	case "status":
+		if isNull(f.raw) {
+			return true, nil
+		}
+		return true, checkEnum(f.raw, q, "in_progress", "completed", "incomplete")
+	}
+	return false, nil
+}
+
+// decodeCallID decodes a call_id: 1 to gen.MaxIDBytes bytes.
+func decodeCallID(raw json.RawMessage, q string) (string, error) {
+	id, err := decString(raw, q)
+	if err == nil && (id == "" || len(id) > gen.MaxIDBytes) {
+		err = invalid(q, "%s must have 1 to %d bytes", q, gen.MaxIDBytes)
+	}
+	return id, err
+}
+
 // decodeResponseCall decodes a function_call item.
 func decodeResponseCall(fields []field, p string) (gen.ToolCall, error) {
 	var c gen.ToolCall
@@ -460,12 +491,15 @@ func decodeResponseCall(fields []field, p string) (gen.ToolCall, error) {
 	var err error
 	for _, f := range fields {
 		q := p + "." + f.name
-		switch f.name {
-		case "type":
-		case "call_id":
-			if c.ID, err = decString(f.raw, q); err == nil && (c.ID == "" || len(c.ID) > gen.MaxIDBytes) {
-				err = invalid(q, "%s must have 1 to %d bytes", q, gen.MaxIDBytes)
+		if ok, merr := decodeItemMeta(f, q); ok {
+			if merr != nil {
+				return c, merr
 			}
+			continue
+		}
+		switch f.name {
+		case "call_id":
+			c.ID, err = decodeCallID(f.raw, q)
 		case "name":
 			c.Name, err = decodeName(f.raw, q)
 		case "arguments":
@@ -473,14 +507,6 @@ func decodeResponseCall(fields []field, p string) (gen.ToolCall, error) {
 				err = invalid(q, "%s has %d bytes, at most %d", q, len(c.Arguments), gen.MaxTextBytes)
 			}
 			haveArgs = true
-		case "id":
-			if !isNull(f.raw) {
-				_, err = decString(f.raw, q)
-			}
-		case "status":
-			if !isNull(f.raw) {
-				err = checkEnum(f.raw, q, "in_progress", "completed", "incomplete")
-			}
 		default:
 			err = unknownField(q)
 		}
@@ -506,23 +532,18 @@ func decodeResponseCallOutput(fields []field, p string) (gen.Message, error) {
 	var err error
 	for _, f := range fields {
 		q := p + "." + f.name
-		switch f.name {
-		case "type":
-		case "call_id":
-			if m.ToolCallID, err = decString(f.raw, q); err == nil && (m.ToolCallID == "" || len(m.ToolCallID) > gen.MaxIDBytes) {
-				err = invalid(q, "%s must have 1 to %d bytes", q, gen.MaxIDBytes)
+		if ok, merr := decodeItemMeta(f, q); ok {
+			if merr != nil {
+				return m, merr
 			}
+			continue
+		}
+		switch f.name {
+		case "call_id":
+			m.ToolCallID, err = decodeCallID(f.raw, q)
 		case "output":
 			m.Content, err = decodeResponseContent(f.raw, q)
 			haveOutput = true
-		case "id":
-			if !isNull(f.raw) {
-				_, err = decString(f.raw, q)
-			}
-		case "status":
-			if !isNull(f.raw) {
-				err = checkEnum(f.raw, q, "in_progress", "completed", "incomplete")
-			}
 		default:
 			err = unknownField(q)
 		}

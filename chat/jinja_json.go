@@ -170,7 +170,8 @@ func (f *jsonFormat) write(b *strings.Builder, v any, lvl int) error {
 // writeString quotes s as llama.cpp's tojson does: only the quote, the
 // backslash and control characters are escaped (not <, > or &, unlike
 // encoding/json), other bytes are copied; with ensure_ascii every
-// non-ASCII character becomes \uXXXX (UTF-16), bad UTF-8 \ufffd.
+// non-ASCII character becomes a \u escape of four hex digits (a UTF-16
+// surrogate pair above U+FFFF), bad UTF-8 \ufffd.
 func (f *jsonFormat) writeString(b *strings.Builder, s string) {
 	b.WriteByte('"')
 	for i := 0; i < len(s); {
