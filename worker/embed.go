@@ -25,24 +25,7 @@ func (s *server) embed(m *ipc.Embed) error {
 	if !ok {
 		return s.out.sendError(m.ID, gen.Errorf(gen.CodeUnsupported, "model", "this engine makes no embeddings"))
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	s.mu.Lock()
-	if _, dup := s.running[m.ID]; dup {
-		s.mu.Unlock()
-		cancel()
-		return fmt.Errorf("worker: embed id %d is already running", m.ID)
-	}
-	s.running[m.ID] = cancel
-	s.mu.Unlock()
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		defer func() {
-			s.mu.Lock()
-			delete(s.running, m.ID)
-			s.mu.Unlock()
-			cancel()
-		}()
+	return s.spawn(m.ID, "embed", func(ctx context.Context) {
 		vec, n, err := em.Embed(ctx, m.Text, m.IDs)
 		if err == nil {
 			reply := &ipc.Embedding{ID: m.ID, Vector: vec, Tokens: n}
@@ -53,6 +36,5 @@ func (s *server) embed(m *ipc.Embed) error {
 			err = fmt.Errorf("worker: embedding: %w", err)
 		}
 		_ = s.out.sendError(m.ID, err)
-	}()
-	return nil
+	})
 }

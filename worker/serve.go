@@ -142,25 +142,32 @@ func (s *server) handle(m ipc.Message) error {
 
 // start runs one generation in its own goroutine.
 func (s *server) start(g *ipc.Generate) error {
+	return s.spawn(g.ID, "generate", func(ctx context.Context) { s.generate(ctx, g) })
+}
+
+// spawn runs work for request id in its own goroutine with a context a
+// cancel naming id ends; an id already running is a protocol error (kind
+// names the request in it).
+func (s *server) spawn(id uint64, kind string, work func(context.Context)) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	s.mu.Lock()
-	if _, dup := s.running[g.ID]; dup {
+	if _, dup := s.running[id]; dup {
 		s.mu.Unlock()
 		cancel()
-		return fmt.Errorf("worker: generate id %d is already running", g.ID)
+		return fmt.Errorf("worker: %s id %d is already running", kind, id)
 	}
-	s.running[g.ID] = cancel
+	s.running[id] = cancel
 	s.mu.Unlock()
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		defer func() {
 			s.mu.Lock()
-			delete(s.running, g.ID)
+			delete(s.running, id)
 			s.mu.Unlock()
 			cancel()
 		}()
-		s.generate(ctx, g)
+		work(ctx)
 	}()
 	return nil
 }
