@@ -13,6 +13,7 @@ type Info struct {
 	Name          string   // general.name
 	Architecture  string   // general.architecture
 	ContextSize   int      // tokens per slot, > 0
+	Slots         int      // generation slots (the most choices a request may have); 0: not reported
 	VocabSize     int      // tokens in the vocabulary, > 0
 	SpecialTokens []string // texts of control tokens
 	ControlIDs    []int32  // ids plain text never tokenizes to, increasing
