@@ -69,5 +69,5 @@ type Event struct {
 	// Choices is, for EventDone of a request with n > 1, every choice's
 	// finish reason in order (none for n = 1).
 	Choices []gen.FinishReason
-	Err       error            // EventError
+	Err     error // EventError
 }

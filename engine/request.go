@@ -36,8 +36,8 @@ type request struct {
 	forks []*request
 
 	// Owned by the scheduler.
-	generated int   // tokens sampled so far
-	cached    int   // prompt tokens reused from the slot's cache
+	generated int     // tokens sampled so far
+	cached    int     // prompt tokens reused from the slot's cache
 	slots     []*slot // the forks' slots, once assigned
 
 	mu     sync.Mutex
