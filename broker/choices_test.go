@@ -79,6 +79,7 @@ func TestChoicesWhole(t *testing.T) {
 		{"completions n=2", "/v1/completions", `{"prompt":"xy","n":2,"max_tokens":3}`, 2, []string{"abc", "bca"}},
 		{"completions n=2 with echo", "/v1/completions", `{"prompt":"xy","n":2,"max_tokens":3,"echo":true}`, 2, []string{"xyabc", "xybca"}},
 		{"chat n=4, the slots", "/v1/chat/completions", chatBody(`"n":4`), 4, []string{"abc", "bca", "cab", "abc"}},
+		{"greedy chat n=3", "/v1/chat/completions", chatBody(`"n":3,"temperature":0`), 3, []string{"abc", "abc", "abc"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

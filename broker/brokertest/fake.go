@@ -143,8 +143,9 @@ func (f *Fake) Tokenizes() int {
 }
 
 // Generate streams Pieces on a new goroutine; a request for n choices
-// gets each piece once per choice, choice i's the piece i places further
-// on in Pieces (so that choices differ), interleaved. Like the worker, it counts
+// gets each piece once per choice, interleaved: greedy, the same piece,
+// sampled (temperature above 0), choice i's is the piece i places further
+// on in Pieces (so that choices differ). Like the worker, it counts
 // the prompt itself (a token per byte of the text or of each message's
 // content, or the ids given) and ends with a *gen.Error a request that
 // does not fit Model.ContextSize or asks for tools or a format.
@@ -212,6 +213,10 @@ func (f *Fake) run(ctx context.Context, req gen.Request, prompt int, ch chan<- b
 		finish = gen.FinishStop
 	}
 	n, choices := 0, req.Choices()
+	rotate := 0 // how far choice i's pieces are ahead, per i
+	if req.Sampling.Temperature > 0 {
+		rotate = 1
+	}
 	for i := 0; f.Endless || i < len(f.Pieces); i++ {
 		if len(f.Pieces) == 0 || n >= req.MaxTokens {
 			finish = gen.FinishLength
@@ -229,7 +234,7 @@ func (f *Fake) run(ctx context.Context, req gen.Request, prompt int, ch chan<- b
 			return
 		}
 		for c := range choices {
-			piece := f.Pieces[(i+c)%len(f.Pieces)]
+			piece := f.Pieces[(i+rotate*c)%len(f.Pieces)]
 			ev := broker.Event{Kind: broker.EventText, Index: c, Text: piece}
 			if req.Logprobs {
 				ev.Logprobs = []gen.TokenProb{{Token: piece, Logprob: -0.5, Top: make([]gen.TokenAlt, req.TopLogprobs)}}
