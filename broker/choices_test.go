@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/lisa-llm/lisa/gen"
 )
 
 // TestChoicesBadN: n outside 1..128, beyond the worker's slots, or not an
@@ -177,5 +179,85 @@ func TestChoicesStream(t *testing.T) {
 				t.Fatalf("usage counts %d completion tokens, want %d", usage, 3*n)
 			}
 		})
+	}
+}
+
+// TestChoicesToolCallsAndLogprobs: each choice of a request with tools
+// carries its own calls (whole and streamed, each call delta in a chunk
+// naming its choice) and finish reason, and its own log-probabilities.
+func TestChoicesToolCallsAndLogprobs(t *testing.T) {
+	fake := newFake("a", "b")
+	fake.Calls = []gen.CallDelta{{Index: 0, ID: "call_a", Name: "get_weather", Arguments: `{"city":"Oslo"}`}}
+	ts := start(t, fake, testConfig(t, nil))
+	body := toolCallsBody + `,"n":2,"logprobs":true}`
+	code, _, b := ts.do(t, "POST", "/v1/chat/completions", "", body)
+	if code != 200 {
+		t.Fatalf("status %d: %s", code, b)
+	}
+	var whole struct {
+		Choices []struct {
+			Index   int `json:"index"`
+			Message struct {
+				Content   *string    `json:"content"`
+				ToolCalls []callJSON `json:"tool_calls"`
+			} `json:"message"`
+			Logprobs struct {
+				Content []struct {
+					Token string `json:"token"`
+				} `json:"content"`
+			} `json:"logprobs"`
+			FinishReason string `json:"finish_reason"`
+		} `json:"choices"`
+	}
+	if err := json.Unmarshal(b, &whole); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"ab", "ba"}
+	if len(whole.Choices) != 2 {
+		t.Fatalf("%s", b)
+	}
+	for i, c := range whole.Choices {
+		var lps strings.Builder
+		for _, p := range c.Logprobs.Content {
+			lps.WriteString(p.Token)
+		}
+		if c.Index != i || c.FinishReason != "tool_calls" || len(c.Message.ToolCalls) != 1 || c.Message.ToolCalls[0].ID != "call_a" ||
+			c.Message.Content == nil || *c.Message.Content != want[i] || lps.String() != want[i] {
+			t.Fatalf("choice %d: %s", i, b)
+		}
+	}
+
+	code, _, out := ts.do(t, "POST", "/v1/chat/completions", "", toolCallsBody+`,"n":2,"stream":true}`)
+	if code != 200 {
+		t.Fatalf("status %d: %s", code, out)
+	}
+	calls, finishes := make([]int, 2), make([]string, 2)
+	events := sseEvents(t, strings.NewReader(string(out)))
+	for _, e := range events[:len(events)-1] {
+		var c struct {
+			Choices []struct {
+				Index int `json:"index"`
+				Delta struct {
+					ToolCalls []callJSON `json:"tool_calls"`
+				} `json:"delta"`
+				FinishReason *string `json:"finish_reason"`
+			} `json:"choices"`
+		}
+		if err := json.Unmarshal([]byte(e), &c); err != nil {
+			t.Fatal(err)
+		}
+		ch := c.Choices[0]
+		for _, tc := range ch.Delta.ToolCalls {
+			if tc.Index == nil || *tc.Index != 0 {
+				t.Fatalf("call delta %s: want tool_calls[].index 0 in each choice", e)
+			}
+		}
+		calls[ch.Index] += len(ch.Delta.ToolCalls)
+		if ch.FinishReason != nil {
+			finishes[ch.Index] = *ch.FinishReason
+		}
+	}
+	if calls[0] != 1 || calls[1] != 1 || finishes[0] != "tool_calls" || finishes[1] != "tool_calls" {
+		t.Fatalf("calls %v finishes %q:\n%s", calls, finishes, out)
 	}
 }

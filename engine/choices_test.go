@@ -157,3 +157,32 @@ func TestChoicesConstrained(t *testing.T) {
 		}
 	}
 }
+
+// TestChoicesToolCalls: with a forced call each choice makes its own call
+// (its own parser: indexes from 0, ids of its own), arguments that fit the
+// schema, and ends with tool_calls.
+func TestChoicesToolCalls(t *testing.T) {
+	e := newModelEngine(t, randomModel, Options{Threads: 2, Parallel: 2, CtxSize: 512})
+	req := chatReq(200, 9)
+	req.N = 2
+	req.Tools = []gen.Tool{{Name: "get_weather", Parameters: weatherSchema}}
+	req.ToolChoice = gen.ToolChoice{Mode: gen.ChoiceFunction, Name: "get_weather"}
+	r := runGen(context.Background(), e, req)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	ids := map[string]bool{}
+	for i, c := range byChoice(t, r, 2) {
+		cs := calls(t, c)
+		if len(cs) != 1 || r.done.Choices[i] != gen.FinishToolCalls {
+			t.Fatalf("choice %d: %d calls, finish %s (text %q)", i, len(cs), r.done.Choices[i], c.text)
+		}
+		if _, err := decodeWeather(cs[0].Arguments); err != nil || cs[0].Name != "get_weather" {
+			t.Errorf("choice %d: call %+v: %v", i, cs[0], err)
+		}
+		ids[cs[0].ID] = true
+	}
+	if len(ids) != 2 {
+		t.Errorf("the choices' calls share an id")
+	}
+}
