@@ -90,6 +90,14 @@ func (r *request) finish(info gen.End, err error) {
 	r.signal()
 }
 
+// finishAll ends r and its forks, none of which has a slot, with err.
+func (r *request) finishAll(err error) {
+	r.finish(gen.End{}, err)
+	for _, f := range r.forks {
+		f.finish(gen.End{}, err)
+	}
+}
+
 // last queues the last token's output and the end together, so that the
 // waiter sees both at once and sends what the call parser still holds
 // with that output (one emit per token at most).

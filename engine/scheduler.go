@@ -116,7 +116,7 @@ func (s *scheduler) loop() {
 		s.mu.Unlock()
 		if closed {
 			for _, r := range queued {
-				r.finish(gen.End{}, ErrClosed)
+				r.finishAll(ErrClosed)
 			}
 			s.failEmbeds(ErrClosed)
 			for _, sl := range s.slots {
@@ -221,18 +221,12 @@ func commonPrefix(a, b []int32) int {
 // need not copy.
 func (s *scheduler) assign(sl *slot, r *request) {
 	if err := r.ctx.Err(); err != nil {
-		r.finish(gen.End{}, err)
-		for _, f := range r.forks {
-			f.finish(gen.End{}, err)
-		}
+		r.finishAll(err)
 		return
 	}
 	n := min(commonPrefix(sl.cached, r.prompt), len(r.prompt)-1)
 	if err := s.cache.Truncate(sl.seq, n); err != nil {
-		r.finish(gen.End{}, err)
-		for _, f := range r.forks {
-			f.finish(gen.End{}, err)
-		}
+		r.finishAll(err)
 		return
 	}
 	sl.cached = sl.cached[:n]
