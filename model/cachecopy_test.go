@@ -85,4 +85,3 @@ func TestCopyPrefix(t *testing.T) {
 		}
 	}
 }
-
