@@ -296,9 +296,11 @@ func (g *generation) finish(u gen.Usage) {
 	m := g.s.metrics
 	m.generated.Add(uint64(max(0, u.CompletionTokens)))
 	m.prompt.Add(uint64(max(0, g.ri.promptTokens)))
-	if u.CompletionTokens > 1 && !g.first.IsZero() {
-		per := time.Since(g.first).Seconds() / float64(u.CompletionTokens-1)
-		m.perToken.observeN(per, uint64(u.CompletionTokens-1))
+	// The choices of one request decode side by side: a token's time is
+	// that of a step, over the tokens of one choice.
+	if steps := u.CompletionTokens / g.req.Choices(); steps > 1 && !g.first.IsZero() {
+		per := time.Since(g.first).Seconds() / float64(steps-1)
+		m.perToken.observeN(per, uint64(steps-1))
 	}
 }
 
