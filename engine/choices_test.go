@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -184,5 +185,70 @@ func TestChoicesToolCalls(t *testing.T) {
 	}
 	if len(ids) != 2 {
 		t.Errorf("the choices' calls share an id")
+	}
+}
+
+// TestChoicesClosedInQueue: closing the engine ends a request for several
+// choices that waits in the queue (and the one holding the slot it waits
+// for) with ErrClosed.
+func TestChoicesClosedInQueue(t *testing.T) {
+	refs := loadRef(t)
+	e := newEngine(t, Options{Threads: 2, Parallel: 2, CtxSize: 256})
+	// Once armed, the scheduler stops before its next step until the gate
+	// opens: the long request holds its slot, the other stays queued.
+	var armed atomic.Bool
+	gate := make(chan struct{})
+	e.sched.beforeStep = func() {
+		if armed.Load() {
+			<-gate
+		}
+	}
+	started := make(chan struct{})
+	errs := make(chan error, 2)
+	go func() {
+		first := true
+		_, err := e.Generate(context.Background(), seeded(refs[0].PromptIDs, 100, 1), func(gen.Chunk) error {
+			if first {
+				first = false
+				armed.Store(true)
+				close(started)
+			}
+			return nil
+		})
+		errs <- err
+	}()
+	<-started
+	two := seeded(refs[1].PromptIDs, 10, 2)
+	two.N = 2
+	go func() {
+		_, err := e.Generate(context.Background(), two, func(gen.Chunk) error { return nil })
+		errs <- err
+	}()
+	waitFor(t, "the request for two choices to queue", func() bool {
+		e.sched.mu.Lock()
+		defer e.sched.mu.Unlock()
+		return len(e.sched.queue) == 1
+	})
+	closed := make(chan struct{})
+	go func() {
+		e.sched.close()
+		close(closed)
+	}()
+	waitFor(t, "close to begin", func() bool {
+		e.sched.mu.Lock()
+		defer e.sched.mu.Unlock()
+		return e.sched.closed
+	})
+	close(gate)
+	<-closed
+	for range 2 {
+		select {
+		case err := <-errs:
+			if !errors.Is(err, ErrClosed) {
+				t.Fatalf("after close: %v, want ErrClosed", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("a generation did not end after close")
+		}
 	}
 }
