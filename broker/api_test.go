@@ -193,7 +193,7 @@ func TestValidation(t *testing.T) {
 		{"max_tokens float", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"max_tokens":1.5}`, 400, "max_tokens"},
 		{"max_tokens zero", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"max_tokens":0}`, 400, "max_tokens"},
 		{"max_tokens conflict", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"max_tokens":3,"max_completion_tokens":4}`, 400, "max_completion_tokens"},
-		{"n=2", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"n":2}`, 400, "n"},
+		{"n=129", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"n":129}`, 400, "n"},
 		{"tools", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function"}]}`, 400, "tools[0].function"},
 		{"five stops", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"stop":["a","b","c","d","e"]}`, 400, "stop"},
 		{"empty stop", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"stop":""}`, 400, "stop"},

@@ -35,6 +35,7 @@ type ModelInfo struct {
 	Name          string   // served model name (from config or general.name)
 	Architecture  string   // general.architecture
 	ContextSize   int      // tokens per slot
+	Slots         int      // generation slots: the most choices (n) one request may have; 0: not reported
 	VocabSize     int      // tokens in the vocabulary
 	SpecialTokens []string // texts of control/special tokens (informational: chat content is never parsed for them)
 	ControlIDs    []int32  // ids plain text never tokenizes to (BOS, EOS, turn markers), increasing
@@ -56,13 +57,17 @@ const (
 // Event is one step of a generation's stream.
 type Event struct {
 	Kind     EventKind
+	Index    int             // EventText: the choice (0 .. n-1)
 	Text     string          // EventText: valid UTF-8 text, already cut at stop strings
 	Logprobs []gen.TokenProb // EventText, when requested: one entry per token of Text
 	// ToolCalls are, for EventText, the tool calls completed with this
 	// piece of output, whole, their indexes 0, 1, … in order over the
 	// generation.
 	ToolCalls []gen.CallDelta
-	Finish    gen.FinishReason // EventDone
-	Usage     gen.Usage        // EventDone
-	Err       error            // EventError
+	Finish    gen.FinishReason // EventDone: choice 0's
+	Usage     gen.Usage        // EventDone: the prompt once, the completion tokens of every choice
+	// Choices is, for EventDone of a request with n > 1, every choice's
+	// finish reason in order (none for n = 1).
+	Choices []gen.FinishReason
+	Err     error // EventError
 }

@@ -61,7 +61,7 @@
 // See request.go for the decoding rules: strict JSON, every type and
 // range checked; every field of OpenAI's request and message schemas is
 // accepted (those without effect here ignored, those asking for what the
-// server cannot do, such as n above 1, a 400 unsupported_value); unknown
+// server cannot do, such as best_of above 1, a 400 unsupported_value); unknown
 // fields are refused with 400 naming them. Bodies are limited to
 // MaxBodyBytes (413). The model name, when given, must be the served one
 // or an alias (404). The request goes to the worker as one gen.Request;

@@ -171,13 +171,15 @@ func completionLogprobs(lps []gen.TokenProb, offset int) *completionLogprobsJSON
 	return out
 }
 
-// shaper builds the response objects of one request.
+// shaper builds the response objects of one request. Streamed chunks
+// name their choice (OpenAI's choices[].index); a request for n choices
+// gets one choice object per chunk, as OpenAI streams them.
 type shaper struct {
 	chat    bool
 	id      string
 	created int64
 	model   string
-	offset  int // completions: bytes of text sent so far, for text_offset
+	offsets []int // completions: per choice, bytes of text sent so far, for text_offset
 }
 
 func newShaper(chat bool, model string, created int64) *shaper {
@@ -201,47 +203,50 @@ func (s *shaper) base(stream bool) responseJSON {
 	return responseJSON{ID: s.id, Object: obj, Created: s.created, Model: s.model, SystemFingerprint: "lisa"}
 }
 
-// roleChunk is the first chunk of a chat stream.
-func (s *shaper) roleChunk() any {
+// roleChunk is the first chunk of choice i of a chat stream.
+func (s *shaper) roleChunk(i int) any {
 	r := s.base(true)
 	empty := ""
-	r.Choices = []chatChoiceJSON{{Delta: &chatDeltaJSON{Role: "assistant", Content: &empty}}}
+	r.Choices = []chatChoiceJSON{{Index: i, Delta: &chatDeltaJSON{Role: "assistant", Content: &empty}}}
 	return r
 }
 
-// textChunk is a streamed piece of text.
-func (s *shaper) textChunk(text string, lps []gen.TokenProb) any {
+// textChunk is a streamed piece of choice i's text.
+func (s *shaper) textChunk(i int, text string, lps []gen.TokenProb) any {
 	r := s.base(true)
 	if s.chat {
-		r.Choices = []chatChoiceJSON{{Delta: &chatDeltaJSON{Content: &text}, Logprobs: chatLogprobs(lps)}}
+		r.Choices = []chatChoiceJSON{{Index: i, Delta: &chatDeltaJSON{Content: &text}, Logprobs: chatLogprobs(lps)}}
 	} else {
-		r.Choices = []completionChoiceJSON{{Text: text, Logprobs: completionLogprobs(lps, s.offset)}}
-		s.offset += len(text)
+		for len(s.offsets) <= i {
+			s.offsets = append(s.offsets, 0)
+		}
+		r.Choices = []completionChoiceJSON{{Index: i, Text: text, Logprobs: completionLogprobs(lps, s.offsets[i])}}
+		s.offsets[i] += len(text)
 	}
 	return r
 }
 
-// callChunk is a streamed piece of a chat reply that completes tool
-// calls: each whole in one delta (id, type, name and all the arguments),
-// after the text that came before them, if any.
-func (s *shaper) callChunk(text string, lps []gen.TokenProb, calls []gen.CallDelta) any {
+// callChunk is a streamed piece of choice i's chat reply that completes
+// tool calls: each whole in one delta (id, type, name and all the
+// arguments), after the text that came before them, if any.
+func (s *shaper) callChunk(i int, text string, lps []gen.TokenProb, calls []gen.CallDelta) any {
 	r := s.base(true)
 	d := &chatDeltaJSON{ToolCalls: toolCalls(calls, true)}
 	if text != "" {
 		d.Content = &text
 	}
-	r.Choices = []chatChoiceJSON{{Delta: d, Logprobs: chatLogprobs(lps)}}
+	r.Choices = []chatChoiceJSON{{Index: i, Delta: d, Logprobs: chatLogprobs(lps)}}
 	return r
 }
 
-// finishChunk is the streamed chunk carrying the finish reason.
-func (s *shaper) finishChunk(reason gen.FinishReason) any {
+// finishChunk is the streamed chunk carrying choice i's finish reason.
+func (s *shaper) finishChunk(i int, reason gen.FinishReason) any {
 	finish := string(reason)
 	r := s.base(true)
 	if s.chat {
-		r.Choices = []chatChoiceJSON{{Delta: &chatDeltaJSON{}, FinishReason: &finish}}
+		r.Choices = []chatChoiceJSON{{Index: i, Delta: &chatDeltaJSON{}, FinishReason: &finish}}
 	} else {
-		r.Choices = []completionChoiceJSON{{FinishReason: &finish}}
+		r.Choices = []completionChoiceJSON{{Index: i, FinishReason: &finish}}
 	}
 	return r
 }
@@ -258,22 +263,42 @@ func (s *shaper) usageChunk(u gen.Usage) any {
 	return r
 }
 
-// whole is the response of a request without stream; calls are the chat
-// reply's tool calls.
-func (s *shaper) whole(text string, calls []gen.CallDelta, lps []gen.TokenProb, reason gen.FinishReason, u gen.Usage, wantLogprobs bool) any {
-	finish := string(reason)
+// choiceOut is one choice of a whole response: its text, the chat
+// reply's tool calls, its log-probabilities and why it ended.
+type choiceOut struct {
+	text   string
+	calls  []gen.CallDelta
+	lps    []gen.TokenProb
+	finish gen.FinishReason
+}
+
+// whole is the response of a request without stream, its choices in
+// order.
+func (s *shaper) whole(choices []choiceOut, u gen.Usage, wantLogprobs bool) any {
 	r := s.base(false)
-	if wantLogprobs && lps == nil {
-		lps = []gen.TokenProb{}
+	chats := make([]chatChoiceJSON, len(choices))
+	comps := make([]completionChoiceJSON, len(choices))
+	for i, c := range choices {
+		finish := string(c.finish)
+		lps := c.lps
+		if wantLogprobs && lps == nil {
+			lps = []gen.TokenProb{}
+		}
+		if s.chat {
+			text := c.text
+			m := &chatMessageJSON{Role: "assistant", Content: &text, ToolCalls: toolCalls(c.calls, false), Annotations: []emptyJSON{}}
+			if text == "" && len(c.calls) > 0 {
+				m.Content = nil
+			}
+			chats[i] = chatChoiceJSON{Index: i, Message: m, Logprobs: chatLogprobs(lps), FinishReason: &finish}
+		} else {
+			comps[i] = completionChoiceJSON{Index: i, Text: c.text, Logprobs: completionLogprobs(lps, 0), FinishReason: &finish}
+		}
 	}
 	if s.chat {
-		m := &chatMessageJSON{Role: "assistant", Content: &text, ToolCalls: toolCalls(calls, false), Annotations: []emptyJSON{}}
-		if text == "" && len(calls) > 0 {
-			m.Content = nil
-		}
-		r.Choices = []chatChoiceJSON{{Message: m, Logprobs: chatLogprobs(lps), FinishReason: &finish}}
+		r.Choices = chats
 	} else {
-		r.Choices = []completionChoiceJSON{{Text: text, Logprobs: completionLogprobs(lps, 0), FinishReason: &finish}}
+		r.Choices = comps
 	}
 	r.Usage = toUsage(u)
 	return r

@@ -29,6 +29,8 @@ func checkDecoded(t *testing.T, r *genRequest, chat bool) {
 		t.Fatalf("counts out of range: %+v", r)
 	case r.IncludeUsage && !r.Stream:
 		t.Fatal("include_usage without stream accepted")
+	case r.N < 0 || r.N > gen.MaxChoices:
+		t.Fatalf("n %d accepted", r.N)
 	}
 	for _, m := range r.Messages {
 		if m.Role != "system" && m.Role != "user" && m.Role != "assistant" && m.Role != "tool" {
@@ -57,6 +59,9 @@ func checkDecoded(t *testing.T, r *genRequest, chat bool) {
 // reencode writes an accepted request back as JSON in the API's shape.
 func reencode(r *genRequest) []byte {
 	m := map[string]any{"temperature": r.Sampling.Temperature, "top_p": r.Sampling.TopP, "stream": r.Stream}
+	if r.N > 0 {
+		m["n"] = r.N
+	}
 	if r.MaxTokens > 0 {
 		m["max_tokens"] = r.MaxTokens
 	}
@@ -117,7 +122,7 @@ func fuzzDecode(f *testing.F, chat bool, seeds []string) {
 		}
 		if !reflect.DeepEqual(again.Messages, r.Messages) || !reflect.DeepEqual(again.Stop, r.Stop) ||
 			!reflect.DeepEqual(again.PromptIDs, r.PromptIDs) || again.MaxTokens != r.MaxTokens ||
-			again.Sampling.Temperature != r.Sampling.Temperature {
+			again.Sampling.Temperature != r.Sampling.Temperature || again.N != r.N {
 			t.Fatalf("round trip changed the request:\n%+v\n%+v", r, again)
 		}
 	})
@@ -133,6 +138,7 @@ func FuzzDecodeChatRequest(f *testing.F) {
 		`{"messages":[{"role":"user","content":"x"}],"functions":[{"name":"g"}],"function_call":{"name":"g"},"grammar":"root ::= \"a\""}`,
 		`{"messages":[{"role":"assistant","content":[{"type":"refusal","refusal":"no"}]},{"role":"function","name":"f","content":"1"}],"prediction":{"type":"content","content":"x"},"modalities":["text"]}`,
 		`{"messages":[{"role":"user","content":"x"}],"stop":"\n","min_p":0.05,"repeat_penalty":1.1,"top_k":40}`,
+		`{"messages":[{"role":"user","content":"x"}],"n":3,"seed":4,"stream":true}`, `{"messages":[{"role":"user","content":"x"}],"n":129}`,
 		`{"messages":[{"role":"user","content":"\u00e9\ud83d\ude00"}]}`,
 		`{"messages":null}`, `[]`, `{"messages":[{"role":"user","content":"x"}]}{}`,
 	})
@@ -147,5 +153,6 @@ func FuzzDecodeCompletionRequest(f *testing.F) {
 		`{"prompt":[[1,2]],"stream":true,"stream_options":{"include_usage":false}}`,
 		`{"prompt":"x","stop":["a","b","c","d"],"presence_penalty":-2,"frequency_penalty":2}`,
 		`{"prompt":[]}`, `{"prompt":1}`, `{"prompt":"a","prompt":"b"}`,
+		`{"prompt":"a","n":128,"echo":true}`, `{"prompt":"a","n":0}`,
 	})
 }

@@ -85,6 +85,9 @@ func (s *Server) checkModel(req *genRequest, info ModelInfo) error {
 				"prompt[%d] is the control token id %d; control tokens (EOS, turn markers, BOS past the start) are not allowed in token-id prompts unless the server sets allow_control_token_ids", i, id)
 		}
 	}
+	if req.N > 1 && info.Slots > 0 && req.N > info.Slots {
+		return invalid("n", "n is %d; this server samples at most %d choices per request (its parallel slots)", req.N, info.Slots)
+	}
 	for _, b := range req.Sampling.LogitBias {
 		if int(b.Token) >= info.VocabSize {
 			return invalid(fmt.Sprintf("logit_bias.%d", b.Token), "token id %d is not below the vocabulary size %d", b.Token, info.VocabSize)
@@ -167,7 +170,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, ri *reqInfo, r
 	}
 	g := &generation{s: s, ri: ri, req: req, ctx: ctx, events: events, cancel: cancel,
 		shape: newShaper(req.chat, s.servedName(info), time.Now().Unix()),
-		limit: max(minOutputCap, req.MaxTokens*maxBytesPerToken), echo: echo}
+		limit: max(minOutputCap, req.Choices()*req.MaxTokens*maxBytesPerToken), echo: echo}
 	defer g.drain()
 	if req.Stream {
 		return g.stream(w, rc)
@@ -251,6 +254,9 @@ func (g *generation) next() (Event, error) {
 	}
 	switch ev.Kind {
 	case EventText:
+		if ev.Index < 0 || ev.Index >= g.req.Choices() {
+			return ev, fmt.Errorf("%w: output for choice %d of %d", ErrWorkerFailed, ev.Index, g.req.Choices())
+		}
 		g.sent += len(ev.Text)
 		for _, c := range ev.ToolCalls {
 			g.sent += len(c.Name) + len(c.ID) + len(c.Arguments)
@@ -266,6 +272,9 @@ func (g *generation) next() (Event, error) {
 	case EventDone:
 		if !ev.Finish.Valid() {
 			return ev, fmt.Errorf("%w: unknown finish reason", ErrWorkerFailed)
+		}
+		if n := g.req.Choices(); n > 1 && len(ev.Choices) != n || n == 1 && len(ev.Choices) != 0 {
+			return ev, fmt.Errorf("%w: %d finish reasons for %d choices", ErrWorkerFailed, len(ev.Choices), n)
 		}
 		g.finish(ev.Usage)
 	case EventError:
@@ -287,34 +296,43 @@ func (g *generation) finish(u gen.Usage) {
 	m := g.s.metrics
 	m.generated.Add(uint64(max(0, u.CompletionTokens)))
 	m.prompt.Add(uint64(max(0, g.ri.promptTokens)))
-	if u.CompletionTokens > 1 && !g.first.IsZero() {
-		per := time.Since(g.first).Seconds() / float64(u.CompletionTokens-1)
-		m.perToken.observeN(per, uint64(u.CompletionTokens-1))
+	// The choices of one request decode side by side: a token's time is
+	// that of a step, over the tokens of one choice.
+	if steps := u.CompletionTokens / g.req.Choices(); steps > 1 && !g.first.IsZero() {
+		per := time.Since(g.first).Seconds() / float64(steps-1)
+		m.perToken.observeN(per, uint64(steps-1))
 	}
 }
 
 // collect gathers the whole generation into one response.
 func (g *generation) collect(w http.ResponseWriter) error {
-	var text strings.Builder
-	text.WriteString(g.echo)
-	var lps []gen.TokenProb
-	var calls []gen.CallDelta
+	n := g.req.Choices()
+	texts := make([]strings.Builder, n)
+	outs := make([]choiceOut, n)
+	for i := range texts {
+		texts[i].WriteString(g.echo)
+	}
 	for {
 		ev, err := g.next()
 		if err != nil {
 			return err
 		}
 		if ev.Kind == EventText {
-			text.WriteString(ev.Text)
-			lps = append(lps, ev.Logprobs...)
-			calls = append(calls, ev.ToolCalls...)
+			o := &outs[ev.Index]
+			texts[ev.Index].WriteString(ev.Text)
+			o.lps = append(o.lps, ev.Logprobs...)
+			o.calls = append(o.calls, ev.ToolCalls...)
 			continue
 		}
 		u := ev.Usage
 		if u.PromptTokens == 0 {
 			u.PromptTokens = g.ri.promptTokens
 		}
-		b, err := marshal(g.shape.whole(text.String(), calls, lps, ev.Finish, u, g.req.Logprobs))
+		end := gen.End{Finish: ev.Finish, Choices: ev.Choices}
+		for i := range outs {
+			outs[i].text, outs[i].finish = texts[i].String(), end.Reason(i)
+		}
+		b, err := marshal(g.shape.whole(outs, u, g.req.Logprobs))
 		if err != nil {
 			return err
 		}

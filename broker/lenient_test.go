@@ -104,7 +104,7 @@ func TestNewFieldsBadInput(t *testing.T) {
 		{"logit_bias too many", "/v1/chat/completions", chatBody(`"logit_bias":{` + strings.Join(many, ",") + `}`), "logit_bias"},
 		{"echo type", "/v1/completions", `{"prompt":"a","echo":1}`, "echo"},
 		{"n type", "/v1/chat/completions", chatBody(`"n":"2"`), "n"},
-		{"n above 1", "/v1/chat/completions", chatBody(`"n":2`), "n"},
+		{"n above the slots", "/v1/chat/completions", chatBody(`"n":5`), "n"},
 		{"best_of above 1", "/v1/completions", `{"prompt":"a","best_of":2}`, "best_of"},
 		{"suffix", "/v1/completions", `{"prompt":"a","suffix":"end"}`, "suffix"},
 		{"metadata type", "/v1/chat/completions", chatBody(`"metadata":{"k":1}`), "metadata.k"},

@@ -19,8 +19,19 @@ import (
 //     type. Those that change nothing here (storage, billing, tracking,
 //     latency hints: user, metadata, store, service_tier, prediction,
 //     reasoning_effort, verbosity, prompt_cache_key, safety_identifier) are
-//     then ignored; those that ask for what this server cannot do (n > 1,
-//     audio output, web search) are a 400 with code "unsupported_value".
+//     then ignored; those that ask for what this server cannot do (audio
+//     output, web search, best_of above 1) are a 400 with code
+//     "unsupported_value".
+//   - n (1..gen.MaxChoices, and at most the worker's slots) asks for n
+//     choices sampled from one evaluation of the prompt: choices[i].index
+//     is i, streamed chunks name their choice, usage counts the prompt
+//     once and the completion tokens of every choice. With a seed, choice
+//     i samples with seed+i (gen.ChoiceSeed): choice 0 is what n = 1
+//     gives, and at temperature 0 every choice is the same. max_tokens is
+//     per choice: each choice has a slot, and a context, of its own. Tools
+//     and response formats constrain each choice on its own (its own
+//     grammar, its own tool calls and finish_reason). The Responses API
+//     has no n (it is an unknown field there, as at OpenAI).
 //     A key OpenAI does not define (nor llama.cpp's min_p, top_k,
 //     repeat_penalty, repeat_last_n, cache_prompt, grammar, json_schema)
 //     is a 400 naming it, as OpenAI's own API answers.
@@ -277,10 +288,11 @@ func (r *genRequest) commonField(f field) (bool, error) {
 	case "logit_bias":
 		s.LogitBias, err = decodeLogitBias(f.raw)
 	case "n":
-		// OpenAI allows 1 to 128 choices; one is what this server makes.
-		if _, err = decInt(f.raw, f.name, 1, 128); err == nil && string(f.raw) != "1" {
-			err = invalidCode(f.name, "unsupported_value", "n above 1 is not supported: ask for one choice per request")
-		}
+		// OpenAI allows 1 to 128 choices; checkModel bounds them
+		// further by the worker's slots.
+		var n int64
+		n, err = decInt(f.raw, f.name, 1, gen.MaxChoices)
+		r.N = int(n)
 	case "grammar":
 		var g string
 		if g, err = decString(f.raw, f.name); err == nil {

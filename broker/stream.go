@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/lisa-llm/lisa/gen"
 )
 
 // sse writes server-sent events, giving each write its own deadline so a
@@ -57,22 +59,31 @@ func (g *generation) stream(w http.ResponseWriter, rc *http.ResponseController) 
 		g.cancel()
 		return &APIError{Status: 499, Type: "server_error", Code: "client_closed", Message: "client stopped reading", Err: err}
 	}
-	if g.req.chat {
-		if err := out.sendJSON(g.shape.roleChunk()); err != nil {
+	n := g.req.Choices()
+	for i := range n {
+		var head any // a chat choice's role, a completion choice's echo
+		switch {
+		case g.req.chat:
+			head = g.shape.roleChunk(i)
+		case g.echo != "":
+			head = g.shape.textChunk(i, g.echo, nil)
+		}
+		if head != nil {
+			if err := out.sendJSON(head); err != nil {
+				return clientGone(err)
+			}
+		}
+	}
+	if !g.req.chat && g.echo == "" {
+		if err := rc.Flush(); err != nil {
 			return clientGone(err)
 		}
-	} else if g.echo != "" {
-		if err := out.sendJSON(g.shape.textChunk(g.echo, nil)); err != nil {
-			return clientGone(err)
-		}
-	} else if err := rc.Flush(); err != nil {
-		return clientGone(err)
 	}
 	for ev := first; ; {
 		if ev.Kind == EventText {
-			chunk := g.shape.textChunk(ev.Text, ev.Logprobs)
+			chunk := g.shape.textChunk(ev.Index, ev.Text, ev.Logprobs)
 			if len(ev.ToolCalls) > 0 && g.req.chat {
-				chunk = g.shape.callChunk(ev.Text, ev.Logprobs, ev.ToolCalls)
+				chunk = g.shape.callChunk(ev.Index, ev.Text, ev.Logprobs, ev.ToolCalls)
 			}
 			if err := out.sendJSON(chunk); err != nil {
 				return clientGone(err)
@@ -82,8 +93,11 @@ func (g *generation) stream(w http.ResponseWriter, rc *http.ResponseController) 
 			}
 			continue
 		}
-		if err := out.sendJSON(g.shape.finishChunk(ev.Finish)); err != nil {
-			return clientGone(err)
+		end := gen.End{Finish: ev.Finish, Choices: ev.Choices}
+		for i := range n {
+			if err := out.sendJSON(g.shape.finishChunk(i, end.Reason(i))); err != nil {
+				return clientGone(err)
+			}
 		}
 		if g.req.IncludeUsage {
 			u := ev.Usage

@@ -41,6 +41,20 @@
 // the rest of the prompt is computed; the reused count is reported as
 // Usage.CachedTokens.
 //
+// # Several choices (n)
+//
+// A request for n > 1 choices waits until n slots are free (n above the
+// slots is refused with a typed error naming n) and takes them at once.
+// Its prompt is evaluated once, in the first slot; then the keys and
+// values of its positions are copied into the other slots (only the part
+// a slot's own cache does not share with the prompt already), and every
+// choice samples its first token from a copy of the prompt's last logits.
+// From there each choice is a generation of its own in the batch: its own
+// sampler, seeded gen.ChoiceSeed(seed, i) so that choice i says what a
+// request with n = 1 and that seed says, its own stop strings, grammar and
+// tool-call parser. The request ends when every choice has, with each
+// choice's finish reason; a failure of one choice fails the request.
+//
 // # Ending a generation
 //
 // A generation ends with finish reason "stop" at an end-of-generation token

@@ -203,7 +203,7 @@ func New(f *gguf.File, o Options) (*Engine, error) {
 	}
 	e := &Engine{file: f, tok: tok, model: m, tmpl: tmpl, tmplErr: chat.Validate(tmpl), clock: o.Now,
 		pool: kernels.NewPool(o.Threads)}
-	e.info = worker.Info{Name: modelName(f), Architecture: cfg.Arch, ContextSize: o.CtxSize,
+	e.info = worker.Info{Name: modelName(f), Architecture: cfg.Arch, ContextSize: o.CtxSize, Slots: o.Parallel,
 		VocabSize: cfg.NVocab, SpecialTokens: tok.SpecialTexts(), ControlIDs: tok.ControlIDs(), BOS: tok.BOS(),
 		Kernels: kernels.Describe() + "; arithmetic " + o.Arithmetic.String()}
 	e.initOutputs()
@@ -450,28 +450,37 @@ func chatIDs(tok *tokenizer.Tokenizer, tmpl string, msgs []chat.Message, tools [
 	return tok.EncodeGuarded(text, true, plain), nil
 }
 
-// samplerParams converts the request's sampling parameters; without a
-// seed the engine picks one.
-func samplerParams(s gen.Sampling) sample.Params {
-	seed := s.Seed
-	if !s.HasSeed {
-		seed = rand.Uint64()
-	}
+// samplerParams converts the request's sampling parameters for a sampler
+// seeded with seed.
+func samplerParams(s gen.Sampling, seed uint64) sample.Params {
 	return sample.Params{Temperature: s.Temperature, TopK: s.TopK, TopP: s.TopP, MinP: s.MinP, MinKeep: 1,
 		RepeatPenalty: s.RepeatPenalty, PresencePenalty: s.PresencePenalty, FrequencyPenalty: s.FrequencyPenalty,
 		PenaltyLastN: s.RepeatLastN, Seed: seed}
 }
 
-// Generate runs one generation in a slot, calling emit with each piece of
-// text (at most once per generated token) from the calling goroutine. The
-// prompt is rendered and tokenized once, here.
+// Generate runs one generation, calling emit with each piece of text (at
+// most once per generated token of each choice) from the calling
+// goroutine. The prompt is rendered and tokenized once, here. A request
+// for n > 1 choices takes n slots at once: the prompt is evaluated in one
+// and its cache copied to the others; choice i samples with the seed
+// gen.ChoiceSeed(seed, i), and with its own output constraint and
+// tool-call parser.
 func (e *Engine) Generate(ctx context.Context, req gen.Request, emit func(gen.Chunk) error) (gen.End, error) {
+	n := req.Choices()
+	if slots := len(e.sched.slots); n > slots || n > gen.MaxChoices {
+		return gen.End{}, promptError(gen.CodeInvalidRequest, "n", "n is %d; this server samples at most %d choices per request", n, min(slots, gen.MaxChoices))
+	}
 	if err := e.checkConstraints(&req); err != nil {
 		return gen.End{}, err
 	}
-	p, err := e.prepare(&req)
-	if err != nil {
-		return gen.End{}, err
+	plans := make([]plan, n)
+	for i := range plans {
+		// Every choice gets a grammar and a parser of its own: both
+		// hold the state of one output.
+		var err error
+		if plans[i], err = e.prepare(&req); err != nil {
+			return gen.End{}, err
+		}
 	}
 	ids, err := e.PromptIDs(req)
 	if err != nil {
@@ -481,26 +490,36 @@ func (e *Engine) Generate(ctx context.Context, req gen.Request, emit func(gen.Ch
 	if err != nil {
 		return gen.End{}, err
 	}
-	smp, err := sample.New(samplerParams(req.Sampling), e.model.Config.NVocab)
-	if err != nil {
-		return gen.End{}, promptError(gen.CodeInvalidRequest, "", "sampling parameters: %v", err)
-	}
-	for _, id := range ids {
-		if err := smp.Accept(id); err != nil {
-			return gen.End{}, err
-		}
-	}
-	if p.con != nil {
-		smp.SetConstraint(p.con)
+	seed := req.Sampling.Seed
+	if !req.Sampling.HasSeed {
+		seed = rand.Uint64()
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	r := newRequest(ctx, ids, maxTokens, &req, smp, e.tok.NewContinuationDecoder())
-	r.con, r.calls, r.markup = p.con, p.calls, p.markup
-	if err := e.sched.submit(r); err != nil {
+	rs := make([]*request, n)
+	var ready chan struct{}
+	for i, p := range plans {
+		smp, err := sample.New(samplerParams(req.Sampling, gen.ChoiceSeed(seed, i)), e.model.Config.NVocab)
+		if err != nil {
+			return gen.End{}, promptError(gen.CodeInvalidRequest, "", "sampling parameters: %v", err)
+		}
+		for _, id := range ids {
+			if err := smp.Accept(id); err != nil {
+				return gen.End{}, err
+			}
+		}
+		if p.con != nil {
+			smp.SetConstraint(p.con)
+		}
+		r := newRequest(ctx, ids, maxTokens, &req, smp, e.tok.NewContinuationDecoder(), ready)
+		r.con, r.calls, r.markup = p.con, p.calls, p.markup
+		rs[i], ready = r, r.ready
+	}
+	rs[0].forks = rs[1:]
+	if err := e.sched.submit(rs[0]); err != nil {
 		return gen.End{}, err
 	}
-	return r.wait(ctx, cancel, emit)
+	return wait(ctx, cancel, rs, emit)
 }
 
 // Close stops the scheduler (ending every queued and running generation

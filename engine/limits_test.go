@@ -39,7 +39,7 @@ func TestSamplerAcceptsIPCLimits(t *testing.T) {
 			if err := ipc.Check(&ipc.Generate{ID: 1, Request: gen.Request{Prompt: &p, MaxTokens: 1, Sampling: s}}); err != nil {
 				t.Fatalf("ipc refuses its own edge: %v", err)
 			}
-			if err := samplerParams(s).Validate(); err != nil {
+			if err := samplerParams(s, 0).Validate(); err != nil {
 				t.Fatalf("ipc accepts %+v but the sampler refuses it: %v", s, err)
 			}
 		})

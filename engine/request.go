@@ -29,9 +29,16 @@ type request struct {
 	markup    map[int32]string    // special tokens the output shows as their text
 	calls     *toolcall.Stream    // the tool-call parser (used by wait alone), or nil
 
+	// forks are the other choices of a request with n > 1, each to get
+	// a slot with the first: they wait there, without work, until the
+	// first choice's prompt is evaluated, then take a copy of its cache
+	// and of its last logits (scheduler.fork).
+	forks []*request
+
 	// Owned by the scheduler.
-	generated int // tokens sampled so far
-	cached    int // prompt tokens reused from the slot's cache
+	generated int     // tokens sampled so far
+	cached    int     // prompt tokens reused from the slot's cache
+	slots     []*slot // the forks' slots, once assigned
 
 	mu     sync.Mutex
 	chunks []gen.Chunk // output not yet emitted
@@ -41,9 +48,15 @@ type request struct {
 	ready  chan struct{} // signalled (capacity 1) when output or the end is there
 }
 
-func newRequest(ctx context.Context, prompt []int32, maxTokens int, p *gen.Request, smp *sample.Sampler, dec *tokenizer.StreamDecoder) *request {
+// newRequest makes the request of one choice; ready is the channel its
+// output is signalled on, shared by the choices of one Generate (nil: a
+// new one).
+func newRequest(ctx context.Context, prompt []int32, maxTokens int, p *gen.Request, smp *sample.Sampler, dec *tokenizer.StreamDecoder, ready chan struct{}) *request {
+	if ready == nil {
+		ready = make(chan struct{}, 1)
+	}
 	return &request{ctx: ctx, prompt: prompt, maxTokens: maxTokens, logprobs: p.Logprobs, topN: p.TopLogprobs,
-		bias: p.Sampling.LogitBias, smp: smp, dec: dec, stop: newStopper(p.Stop), ready: make(chan struct{}, 1)}
+		bias: p.Sampling.LogitBias, smp: smp, dec: dec, stop: newStopper(p.Stop), ready: ready}
 }
 
 // signal wakes the waiting goroutine.
@@ -77,6 +90,14 @@ func (r *request) finish(info gen.End, err error) {
 	r.signal()
 }
 
+// finishAll ends r and its forks, none of which has a slot, with err.
+func (r *request) finishAll(err error) {
+	r.finish(gen.End{}, err)
+	for _, f := range r.forks {
+		f.finish(gen.End{}, err)
+	}
+}
+
 // last queues the last token's output and the end together, so that the
 // waiter sees both at once and sends what the call parser still holds
 // with that output (one emit per token at most).
@@ -94,53 +115,86 @@ func (r *request) last(text string, lp *gen.TokenProb, info gen.End) {
 	r.signal()
 }
 
-// wait emits the output as it comes until the generation ends or ctx is
-// done. Chunks that piled up while emit was busy go out as one, so emit
-// is called at most once per generated token. When emit fails, cancel
-// tells the scheduler to free the slot.
-func (r *request) wait(ctx context.Context, cancel context.CancelFunc, emit func(gen.Chunk) error) (gen.End, error) {
-	for {
+// wait emits the output of the choices rs (one request per choice, all
+// signalling one ready channel) as it comes, each chunk with its choice's
+// index, until every choice has ended or ctx is done. Chunks of a choice
+// that piled up while emit was busy go out as one, so emit is called at
+// most once per generated token of each choice. A choice that fails fails
+// the whole generation; when emit fails, or a choice does, cancel tells
+// the scheduler to free the slots. The end has choice 0's finish reason,
+// every choice's when there are several, the prompt counted once and the
+// completion tokens summed.
+func wait(ctx context.Context, cancel context.CancelFunc, rs []*request, emit func(gen.Chunk) error) (gen.End, error) {
+	ends := make([]*gen.End, len(rs))
+	left := len(rs)
+	for left > 0 {
 		select {
-		case <-r.ready:
+		case <-rs[0].ready:
 		case <-ctx.Done():
 			return gen.End{}, ctx.Err()
 		}
-		r.mu.Lock()
-		chunks, done, info, err := r.chunks, r.done, r.info, r.err
-		r.chunks = nil
-		r.mu.Unlock()
-		var c gen.Chunk
-		if len(chunks) > 0 {
-			c = merge(chunks)
-		}
-		if r.calls != nil && err == nil {
-			if perr := parseChunk(r.calls, &c); perr != nil {
-				cancel()
-				return gen.End{}, perr
+		for i, r := range rs {
+			if ends[i] != nil {
+				continue
 			}
-			if done {
-				deltas, res, perr := r.calls.Close()
-				if perr != nil {
-					return gen.End{}, fmt.Errorf("%w: %w", errCallParse, perr)
-				}
-				addDeltas(&c, deltas)
-				// A budget that ran out keeps "length": the calls
-				// before it are sent, but the output was cut.
-				if len(res.Calls) > 0 && info.Finish != gen.FinishLength {
-					info.Finish = gen.FinishToolCalls
-				}
-			}
-		}
-		if c.Text != "" || len(c.Logprobs) > 0 || len(c.ToolCalls) > 0 {
-			if err := emit(c); err != nil {
+			info, done, err := r.emitPending(i, emit)
+			if err != nil {
 				cancel()
 				return gen.End{}, err
 			}
-		}
-		if done {
-			return info, err
+			if done {
+				ends[i] = &info
+				left--
+			}
 		}
 	}
+	end := *ends[0]
+	if len(rs) > 1 {
+		end.Choices = make([]gen.FinishReason, len(rs))
+		end.Usage.CompletionTokens = 0
+		for i, e := range ends {
+			end.Choices[i] = e.Finish
+			end.Usage.CompletionTokens += e.Usage.CompletionTokens
+		}
+	}
+	return end, nil
+}
+
+// emitPending emits the output r holds as one chunk of choice index and
+// reports whether r has ended, and how.
+func (r *request) emitPending(index int, emit func(gen.Chunk) error) (gen.End, bool, error) {
+	r.mu.Lock()
+	chunks, done, info, err := r.chunks, r.done, r.info, r.err
+	r.chunks = nil
+	r.mu.Unlock()
+	var c gen.Chunk
+	if len(chunks) > 0 {
+		c = merge(chunks)
+	}
+	if r.calls != nil && err == nil {
+		if perr := parseChunk(r.calls, &c); perr != nil {
+			return gen.End{}, false, perr
+		}
+		if done {
+			deltas, res, perr := r.calls.Close()
+			if perr != nil {
+				return gen.End{}, false, fmt.Errorf("%w: %w", errCallParse, perr)
+			}
+			addDeltas(&c, deltas)
+			// A budget that ran out keeps "length": the calls
+			// before it are sent, but the output was cut.
+			if len(res.Calls) > 0 && info.Finish != gen.FinishLength {
+				info.Finish = gen.FinishToolCalls
+			}
+		}
+	}
+	if c.Text != "" || len(c.Logprobs) > 0 || len(c.ToolCalls) > 0 {
+		c.Index = index
+		if err := emit(c); err != nil {
+			return gen.End{}, false, err
+		}
+	}
+	return info, done, err
 }
 
 // merge joins chunks into one.

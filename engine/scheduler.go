@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/lisa-llm/lisa/gen"
 	"github.com/lisa-llm/lisa/grammar"
@@ -46,6 +47,9 @@ type scheduler struct {
 
 	step     uint64
 	admitted int // generations that got a slot
+	// evaluated counts the tokens the forward passes carried (read by
+	// tests, from other goroutines).
+	evaluated atomic.Int64
 	// beforeStep, when set (by tests), runs at the start of every step.
 	beforeStep func()
 
@@ -54,6 +58,7 @@ type scheduler struct {
 	order  []*slot // busy slots of the current step, decoding ones first
 	spans  []span  // per slot of the current step, the tokens it put in
 	lps    []sample.TokenLogprob
+	frow   []float32 // a fork's copy of the prompt's logits
 }
 
 func newScheduler(run *model.Runner, cache *model.Cache, tok *tokenizer.Tokenizer, maxBatch int) *scheduler {
@@ -111,7 +116,7 @@ func (s *scheduler) loop() {
 		s.mu.Unlock()
 		if closed {
 			for _, r := range queued {
-				r.finish(gen.End{}, ErrClosed)
+				r.finishAll(ErrClosed)
 			}
 			s.failEmbeds(ErrClosed)
 			for _, sl := range s.slots {
@@ -142,7 +147,8 @@ func (s *scheduler) busy() bool {
 	return false
 }
 
-// admit moves queued requests into free slots, in arrival order.
+// admit moves queued requests into free slots, in arrival order. A
+// request with several choices waits until it gets a slot for each.
 func (s *scheduler) admit() {
 	for {
 		s.mu.Lock()
@@ -151,15 +157,25 @@ func (s *scheduler) admit() {
 			return
 		}
 		r := s.queue[0]
-		sl := s.pick(r.prompt)
-		if sl == nil {
+		if s.free() < 1+len(r.forks) {
 			s.mu.Unlock()
 			return
 		}
 		s.queue = s.queue[1:]
 		s.mu.Unlock()
-		s.assign(sl, r)
+		s.assign(s.pick(r.prompt), r)
 	}
+}
+
+// free counts the slots without a generation.
+func (s *scheduler) free() int {
+	n := 0
+	for _, sl := range s.slots {
+		if sl.req == nil {
+			n++
+		}
+	}
+	return n
 }
 
 // pick returns a free slot for prompt, or nil when none is free: the one
@@ -198,20 +214,58 @@ func commonPrefix(a, b []int32) int {
 
 // assign starts r in the free slot sl, reusing the cached prefix. At
 // least the prompt's last token is computed again, for its logits.
+//
+// The other choices of r (its forks) each take a free slot too, where
+// they wait without work until r's prompt is evaluated (fork); a fork's
+// slot keeps the prefix of its cache the prompt shares, which fork then
+// need not copy.
 func (s *scheduler) assign(sl *slot, r *request) {
 	if err := r.ctx.Err(); err != nil {
-		r.finish(gen.End{}, err)
+		r.finishAll(err)
 		return
 	}
 	n := min(commonPrefix(sl.cached, r.prompt), len(r.prompt)-1)
 	if err := s.cache.Truncate(sl.seq, n); err != nil {
-		r.finish(gen.End{}, err)
+		r.finishAll(err)
 		return
 	}
 	sl.cached = sl.cached[:n]
 	sl.req, r.cached = r, n
 	s.admitted++
 	sl.pending = r.prompt[n:]
+	r.slots = r.slots[:0]
+	for _, f := range r.forks {
+		fs := s.pick(r.prompt)
+		k := commonPrefix(fs.cached, r.prompt)
+		// Truncate cannot fail: the slot's index is the cache's own.
+		_ = s.cache.Truncate(fs.seq, k)
+		fs.cached = fs.cached[:k]
+		fs.req, fs.pending, f.cached = f, nil, n
+		r.slots = append(r.slots, fs)
+	}
+}
+
+// fork starts the forks of r, whose prompt the slot sl has just
+// evaluated, row being the logits of its last token: each fork's slot
+// gets a copy of the prompt's cache and samples its first token from a
+// copy of row (before r's own sampling adds its biases to row).
+func (s *scheduler) fork(sl *slot, row []float32) {
+	r := sl.req
+	forks, slots := r.forks, r.slots
+	r.forks, r.slots = nil, nil
+	for i, fs := range slots {
+		if fs.req != forks[i] {
+			continue // ended already (cancelled), the slot maybe reused
+		}
+		n := len(r.prompt)
+		if err := s.cache.CopyPrefix(fs.seq, sl.seq, len(fs.cached), n); err != nil {
+			s.release(fs, gen.End{}, fmt.Errorf("engine: share the prompt: %w", err))
+			continue
+		}
+		fs.cached = append(fs.cached, r.prompt[len(fs.cached):n]...)
+		s.frow = append(s.frow[:0], row...)
+		s.advance(fs, s.frow)
+	}
 }
 
 // dropCancelled ends the generations whose context is done.
@@ -226,11 +280,28 @@ func (s *scheduler) dropCancelled() {
 }
 
 // release ends the slot's generation and frees the slot; its cache stays
-// for prefix reuse.
+// for prefix reuse. Forks still waiting for the generation's prompt end
+// with it (with err, or errForkOrphan when it ended without one).
 func (s *scheduler) release(sl *slot, info gen.End, err error) {
-	sl.req.finish(info, err)
+	r := sl.req
+	r.finish(info, err)
 	sl.req, sl.pending, sl.lastUse = nil, nil, s.step
+	forks, slots := r.forks, r.slots
+	r.forks, r.slots = nil, nil
+	if err == nil {
+		err = errForkOrphan
+	}
+	for i, fs := range slots {
+		if fs.req == forks[i] {
+			s.release(fs, gen.End{}, err)
+		}
+	}
 }
+
+// errForkOrphan ends a choice whose first choice ended before its prompt
+// was evaluated without an error of its own (which cannot happen: the
+// prompt's evaluation precedes any end but a failure).
+var errForkOrphan = errors.New("engine: the choice's prompt was never evaluated")
 
 // stepOnce runs one forward pass over the next tokens of every busy slot
 // and advances each slot whose last pending token it computed.
@@ -271,6 +342,10 @@ func (s *scheduler) stepOnce() {
 		}
 		s.spans = append(s.spans, span{sl, n})
 	}
+	if len(b.Tokens) == 0 {
+		return // only forks waiting for a prompt that has ended
+	}
+	s.evaluated.Add(int64(len(b.Tokens)))
 	rows, err := s.run.Decode(*b)
 	if err != nil {
 		err = fmt.Errorf("engine: decode step: %w", err)
@@ -284,6 +359,9 @@ func (s *scheduler) stepOnce() {
 		sp.sl.pending = sp.sl.pending[sp.n:]
 	}
 	for i, sl := range s.owners {
+		if len(sl.req.slots) > 0 {
+			s.fork(sl, rows[i])
+		}
 		s.advance(sl, rows[i])
 	}
 }

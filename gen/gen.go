@@ -30,6 +30,7 @@ const (
 	MaxSchemaDepth  = 32      // nesting of arrays and objects in a schema
 	MaxGrammarBytes = 1 << 16 // a GBNF grammar
 	MaxTextBytes    = 1 << 16 // a description, or a call's arguments in the history
+	MaxChoices      = 128     // n: choices per request (OpenAI's limit; the engine's slots bound it further)
 )
 
 // Message is one chat message. Content is text; an assistant message of
@@ -153,6 +154,24 @@ type Request struct {
 	// default is true; the broker sets it so).
 	ParallelToolCalls bool   `json:"parallel_tool_calls,omitempty"`
 	Format            Format `json:"format"`
+	// N is how many choices to sample from the prompt (OpenAI's n); 0
+	// means 1. The prompt is evaluated once and its cache shared by the
+	// choices; each choice has its own sampler (seeded ChoiceSeed), stop
+	// strings, output constraint and tool-call parser, and its own slot
+	// of the context (MaxTokens is per choice).
+	N int `json:"n,omitempty"`
+}
+
+// Choices is how many choices the request asks for: N, at least 1.
+func (r *Request) Choices() int {
+	return max(1, r.N)
+}
+
+// ChoiceSeed is the seed choice i of a request seeded with seed samples
+// with: seed+i (wrapping), so choice 0 is what the same request with n = 1
+// gives, and choice i what a request with n = 1 and seed+i gives.
+func ChoiceSeed(seed uint64, i int) uint64 {
+	return seed + uint64(i)
 }
 
 // PromptText is the request's raw-text prompt ("" when it has none).
@@ -186,6 +205,8 @@ type TokenProb struct {
 // at stop strings, with one Logprobs entry per token when they were asked
 // for.
 type Chunk struct {
+	// Index is the choice the chunk belongs to (0 .. N-1).
+	Index    int         `json:"index,omitempty"`
 	Text     string      `json:"text" ipc:"required"`
 	Logprobs []TokenProb `json:"logprobs,omitempty"`
 	// ToolCalls are the tool calls the output made that are complete
@@ -220,15 +241,27 @@ func (f FinishReason) Valid() bool {
 	return f == FinishStop || f == FinishLength || f == FinishToolCalls
 }
 
-// Usage counts a generation's tokens.
+// Usage counts a generation's tokens. With several choices the prompt is
+// counted once and the completion tokens are summed over the choices.
 type Usage struct {
 	PromptTokens     int `json:"prompt_tokens" ipc:"required"`
 	CompletionTokens int `json:"completion_tokens" ipc:"required"`
 	CachedTokens     int `json:"cached_tokens"` // prompt tokens reused from the KV cache
 }
 
-// End is how a generation ended normally.
+// End is how a generation ended normally. Finish is choice 0's reason;
+// a request with N > 1 also has every choice's reason in Choices, in
+// order (N entries, the first equal to Finish), and none otherwise.
 type End struct {
-	Finish FinishReason `json:"finish_reason" ipc:"required"`
-	Usage  Usage        `json:"usage" ipc:"required"`
+	Finish  FinishReason   `json:"finish_reason" ipc:"required"`
+	Usage   Usage          `json:"usage" ipc:"required"`
+	Choices []FinishReason `json:"choices,omitempty"`
+}
+
+// Reason returns choice i's finish reason.
+func (e *End) Reason(i int) FinishReason {
+	if i < len(e.Choices) {
+		return e.Choices[i]
+	}
+	return e.Finish
 }

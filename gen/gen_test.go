@@ -122,3 +122,35 @@ func TestConstrained(t *testing.T) {
 		}
 	}
 }
+
+// TestChoices: n of 0 and 1 both mean one choice; choice i's seed is
+// seed+i, wrapping; an end names each choice's reason, choice 0's (and
+// any choice of an end without a list) being Finish.
+func TestChoices(t *testing.T) {
+	for _, tt := range []struct{ n, want int }{{0, 1}, {1, 1}, {3, 3}, {MaxChoices, MaxChoices}} {
+		r := Request{N: tt.n}
+		if got := r.Choices(); got != tt.want {
+			t.Errorf("n %d: %d choices, want %d", tt.n, got, tt.want)
+		}
+	}
+	for _, tt := range []struct {
+		seed uint64
+		i    int
+		want uint64
+	}{{5, 0, 5}, {5, 2, 7}, {1<<64 - 1, 1, 0}, {1<<64 - 2, 3, 1}} {
+		if got := ChoiceSeed(tt.seed, tt.i); got != tt.want {
+			t.Errorf("ChoiceSeed(%d, %d) = %d, want %d", tt.seed, tt.i, got, tt.want)
+		}
+	}
+	one := End{Finish: FinishLength}
+	many := End{Finish: FinishStop, Choices: []FinishReason{FinishStop, FinishToolCalls, FinishLength}}
+	for _, tt := range []struct {
+		end  End
+		i    int
+		want FinishReason
+	}{{one, 0, FinishLength}, {many, 0, FinishStop}, {many, 1, FinishToolCalls}, {many, 2, FinishLength}} {
+		if got := tt.end.Reason(tt.i); got != tt.want {
+			t.Errorf("%+v choice %d: %s, want %s", tt.end, tt.i, got, tt.want)
+		}
+	}
+}

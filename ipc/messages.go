@@ -118,6 +118,7 @@ type Ready struct {
 	Name          string   `json:"name"`         // served name, or general.name
 	Architecture  string   `json:"architecture"` // general.architecture
 	ContextSize   int      `json:"n_ctx" ipc:"required"`
+	Slots         int      `json:"n_seq"` // generation slots, the most choices one request may have (0: not reported)
 	VocabSize     int      `json:"n_vocab" ipc:"required"`
 	SpecialTokens []string `json:"special_tokens,omitempty"` // texts of control tokens
 	ControlIDs    []int32  `json:"control_ids,omitempty"`    // ids text never tokenizes to, increasing
@@ -134,6 +135,7 @@ type Ready struct {
 // whole UTF-8 characters, with one Logprobs entry per token when asked.
 type Tokens struct {
 	ID       uint64          `json:"id" ipc:"required"`
+	Index    int             `json:"index,omitempty"` // the choice (0 .. request.n-1; the receiver checks the bound)
 	Text     string          `json:"text" ipc:"required"`
 	Logprobs []gen.TokenProb `json:"logprobs,omitempty"`
 	// ToolCalls are the tool calls completed with this chunk, whole,
@@ -142,11 +144,14 @@ type Tokens struct {
 	ToolCalls []gen.CallDelta `json:"tool_calls,omitempty"`
 }
 
-// Done ends a generation normally.
+// Done ends a generation normally: gen.End on the wire. Choices holds
+// every choice's finish reason for a request with n > 1 (the receiver
+// checks that there are n).
 type Done struct {
-	ID           uint64           `json:"id" ipc:"required"`
-	FinishReason gen.FinishReason `json:"finish_reason" ipc:"required"`
-	Usage        gen.Usage        `json:"usage" ipc:"required"`
+	ID           uint64             `json:"id" ipc:"required"`
+	FinishReason gen.FinishReason   `json:"finish_reason" ipc:"required"`
+	Usage        gen.Usage          `json:"usage" ipc:"required"`
+	Choices      []gen.FinishReason `json:"choices,omitempty"`
 }
 
 // Error ends any request with a failure. With Hello's id it says the model
@@ -328,6 +333,8 @@ func (m *Ready) validate() error {
 		return bad(TypeReady, "tensor_bytes", "%d is negative", m.TensorBytes)
 	case m.LoadUS < 0 || m.LoadUS > MaxLoadMicros:
 		return bad(TypeReady, "load_us", "%d outside 0..%d", m.LoadUS, int64(MaxLoadMicros))
+	case m.Slots < 0 || m.Slots > 1024:
+		return bad(TypeReady, "n_seq", "%d outside 0..1024", m.Slots)
 	}
 	if err := checkCount(TypeReady, "n_ctx", m.ContextSize, 1); err != nil {
 		return err
@@ -371,6 +378,9 @@ func (m *Error) validate() error {
 const maxParamBytes = 256
 
 func (m *Tokens) validate() error {
+	if m.Index < 0 || m.Index >= gen.MaxChoices {
+		return bad(TypeTokens, "index", "%d outside 0..%d", m.Index, gen.MaxChoices-1)
+	}
 	for i, p := range m.Logprobs {
 		if len(p.Top) > gen.MaxTopLogprobs {
 			return bad(TypeTokens, fmt.Sprintf("logprobs[%d].top", i), "%d alternatives, at most %d", len(p.Top), gen.MaxTopLogprobs)
@@ -434,6 +444,17 @@ func jsonObject(s string) bool {
 func (m *Done) validate() error {
 	if !m.FinishReason.Valid() {
 		return bad(TypeDone, "finish_reason", "%.32q is not a finish reason", m.FinishReason)
+	}
+	switch {
+	case len(m.Choices) == 1 || len(m.Choices) > gen.MaxChoices:
+		return bad(TypeDone, "choices", "%d entries, want none or 2..%d", len(m.Choices), gen.MaxChoices)
+	case len(m.Choices) > 0 && m.Choices[0] != m.FinishReason:
+		return bad(TypeDone, "choices[0]", "%.32q is not finish_reason %.32q", m.Choices[0], m.FinishReason)
+	}
+	for i, f := range m.Choices {
+		if !f.Valid() {
+			return bad(TypeDone, fmt.Sprintf("choices[%d]", i), "%.32q is not a finish reason", f)
+		}
 	}
 	u := m.Usage
 	if err := checkCount(TypeDone, "usage.prompt_tokens", u.PromptTokens, 0); err != nil {

@@ -36,6 +36,8 @@ func validateRequest(r *gen.Request) error {
 		return bad(typ, "request.top_logprobs", "%d outside 0..%d", r.TopLogprobs, gen.MaxTopLogprobs)
 	case r.TopLogprobs > 0 && !r.Logprobs:
 		return bad(typ, "request.top_logprobs", "alternatives without logprobs")
+	case r.N < 0 || r.N > gen.MaxChoices:
+		return bad(typ, "request.n", "%d outside 0..%d", r.N, gen.MaxChoices)
 	}
 	for i, s := range r.Stop {
 		if s == "" || len(s) > gen.MaxStopBytes {

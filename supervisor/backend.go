@@ -66,7 +66,8 @@ func (in *instance) generate(ctx context.Context, req gen.Request) (<-chan broke
 	if err := ipc.Check(g); err != nil {
 		return nil, fmt.Errorf("supervisor: invalid generate request: %w", err)
 	}
-	c := &call{kind: ipc.ReqGenerate, maxTokens: req.MaxTokens, maxBytes: min(req.MaxTokens*in.s.cfg.MaxTokenBytes, in.s.cfg.MaxTextBytes),
+	c := &call{kind: ipc.ReqGenerate, n: req.Choices(), maxTokens: req.MaxTokens,
+		maxBytes: req.Choices() * min(req.MaxTokens*in.s.cfg.MaxTokenBytes, in.s.cfg.MaxTextBytes),
 		logprobs: req.Logprobs, topLogprobs: req.TopLogprobs, maxCalls: maxCalls(&req), wake: make(chan struct{}, 1)}
 	id, err := in.register(c)
 	if err != nil {

@@ -27,26 +27,33 @@ type call struct {
 	id   uint64
 	kind ipc.ReqKind
 
-	maxTokens   int // generate: chunks, logprob entries and completion tokens allowed
-	maxBytes    int // generate: text bytes allowed
+	n           int // generate: choices (the request's n, at least 1)
+	maxTokens   int // generate: chunks, logprob entries and completion tokens allowed per choice
+	maxBytes    int // generate: text bytes allowed over all choices
 	logprobs    bool
 	topLogprobs int
-	chunks      int
-	probs       int
+	chunks      []int // per choice (allocated on the first chunk)
+	probs       []int // per choice
+	calls       []int // tool calls received, per choice
 	bytes       int
-	calls       int       // tool calls received
-	maxCalls    int       // tool calls allowed: 0 without tools, 1 without parallel calls
+	maxCalls    int       // tool calls allowed per choice: 0 without tools, 1 without parallel calls
 	abandonedAt time.Time // when its requester gave up (zero: it has not)
 
 	mu      sync.Mutex
-	text    strings.Builder
-	tprobs  []gen.TokenProb
-	tcalls  []gen.CallDelta
-	hasText bool
+	pending []pendingText // text not yet delivered, a run of each choice's chunks merged
 	final   *broker.Event
 	wake    chan struct{} // capacity 1: something to deliver
 
 	result chan result // capacity 1: tokenize and detokenize
+}
+
+// pendingText is the merged text, log-probabilities and tool calls of
+// consecutive chunks of one choice.
+type pendingText struct {
+	index  int
+	text   strings.Builder
+	tprobs []gen.TokenProb
+	tcalls []gen.CallDelta
 }
 
 func (c *call) notify() {
@@ -73,28 +80,35 @@ func tooMuch(typ, field, format string, args ...any) error {
 
 // onTokens checks a chunk against the request's limits and queues it.
 func (c *call) onTokens(m *ipc.Tokens) error {
-	c.chunks++
+	if m.Index >= c.n {
+		return tooMuch(m.Type(), "index", "choice %d of a request for %d", m.Index, c.n)
+	}
+	if c.chunks == nil {
+		c.chunks, c.probs, c.calls = make([]int, c.n), make([]int, c.n), make([]int, c.n)
+	}
+	k := m.Index
+	c.chunks[k]++
 	c.bytes += len(m.Text)
-	c.probs += len(m.Logprobs)
+	c.probs[k] += len(m.Logprobs)
 	for i, tc := range m.ToolCalls {
 		c.bytes += len(tc.Arguments)
-		if c.calls >= c.maxCalls {
-			return tooMuch(m.Type(), fmt.Sprintf("tool_calls[%d]", i), "call %d of a request allowing %d", c.calls+1, c.maxCalls)
+		if c.calls[k] >= c.maxCalls {
+			return tooMuch(m.Type(), fmt.Sprintf("tool_calls[%d]", i), "call %d of a request allowing %d", c.calls[k]+1, c.maxCalls)
 		}
-		if tc.Index != c.calls {
-			return tooMuch(m.Type(), fmt.Sprintf("tool_calls[%d].index", i), "index %d, want %d (the calls so far)", tc.Index, c.calls)
+		if tc.Index != c.calls[k] {
+			return tooMuch(m.Type(), fmt.Sprintf("tool_calls[%d].index", i), "index %d, want %d (the calls so far)", tc.Index, c.calls[k])
 		}
-		c.calls++
+		c.calls[k]++
 	}
 	switch {
-	case c.chunks > c.maxTokens:
-		return tooMuch(m.Type(), "text", "chunk %d of a request for %d tokens", c.chunks, c.maxTokens)
+	case c.chunks[k] > c.maxTokens:
+		return tooMuch(m.Type(), "text", "chunk %d of a request for %d tokens", c.chunks[k], c.maxTokens)
 	case c.bytes > c.maxBytes:
 		return tooMuch(m.Type(), "text", "%d bytes of text for a request allowing %d", c.bytes, c.maxBytes)
 	case len(m.Logprobs) > 0 && !c.logprobs:
 		return tooMuch(m.Type(), "logprobs", "log-probabilities were not requested")
-	case c.probs > c.maxTokens:
-		return tooMuch(m.Type(), "logprobs", "%d entries for a request for %d tokens", c.probs, c.maxTokens)
+	case c.probs[k] > c.maxTokens:
+		return tooMuch(m.Type(), "logprobs", "%d entries for a request for %d tokens", c.probs[k], c.maxTokens)
 	}
 	for i, p := range m.Logprobs {
 		if len(p.Top) > c.topLogprobs {
@@ -105,10 +119,13 @@ func (c *call) onTokens(m *ipc.Tokens) error {
 		return nil // nobody reads it
 	}
 	c.mu.Lock()
-	c.text.WriteString(m.Text)
-	c.hasText = true
-	c.tprobs = append(c.tprobs, m.Logprobs...)
-	c.tcalls = append(c.tcalls, m.ToolCalls...)
+	if len(c.pending) == 0 || c.pending[len(c.pending)-1].index != k {
+		c.pending = append(c.pending, pendingText{index: k})
+	}
+	p := &c.pending[len(c.pending)-1]
+	p.text.WriteString(m.Text)
+	p.tprobs = append(p.tprobs, m.Logprobs...)
+	p.tcalls = append(p.tcalls, m.ToolCalls...)
 	c.mu.Unlock()
 	c.notify()
 	return nil
@@ -116,10 +133,13 @@ func (c *call) onTokens(m *ipc.Tokens) error {
 
 // onDone checks the end of a generation and queues it.
 func (c *call) onDone(m *ipc.Done) error {
-	if m.Usage.CompletionTokens > c.maxTokens {
-		return tooMuch(m.Type(), "usage.completion_tokens", "%d tokens for a request for %d", m.Usage.CompletionTokens, c.maxTokens)
+	if m.Usage.CompletionTokens > c.n*c.maxTokens {
+		return tooMuch(m.Type(), "usage.completion_tokens", "%d tokens for a request for %d", m.Usage.CompletionTokens, c.n*c.maxTokens)
 	}
-	c.end(broker.Event{Kind: broker.EventDone, Finish: m.FinishReason, Usage: m.Usage})
+	if want := c.n; len(m.Choices) != want && !(want == 1 && len(m.Choices) == 0) {
+		return tooMuch(m.Type(), "choices", "%d finish reasons for a request for %d choices", len(m.Choices), c.n)
+	}
+	c.end(broker.Event{Kind: broker.EventDone, Finish: m.FinishReason, Usage: m.Usage, Choices: m.Choices})
 	return nil
 }
 
@@ -149,16 +169,21 @@ func (c *call) resolve(r result) {
 	}
 }
 
-// take returns the pending text (merged) and the final event, if any.
-func (c *call) take() (text *broker.Event, final *broker.Event) {
+// take returns the pending text (merged by runs of one choice) and then
+// the final event, if any.
+func (c *call) take() []broker.Event {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.hasText {
-		text = &broker.Event{Kind: broker.EventText, Text: c.text.String(), Logprobs: c.tprobs, ToolCalls: c.tcalls}
-		c.text.Reset()
-		c.tprobs, c.tcalls, c.hasText = nil, nil, false
+	evs := make([]broker.Event, 0, len(c.pending)+1)
+	for i := range c.pending {
+		p := &c.pending[i]
+		evs = append(evs, broker.Event{Kind: broker.EventText, Index: p.index, Text: p.text.String(), Logprobs: p.tprobs, ToolCalls: p.tcalls})
 	}
-	return text, c.final
+	c.pending = nil
+	if c.final != nil {
+		evs = append(evs, *c.final)
+	}
+	return evs
 }
 
 // pump delivers a generation's events to out until the final one, or
@@ -180,20 +205,16 @@ func (c *call) pump(ctx context.Context, out chan<- broker.Event, abandon func()
 			gone()
 			return
 		}
-		text, final := c.take()
-		for _, ev := range []*broker.Event{text, final} {
-			if ev == nil {
-				continue
-			}
+		for _, ev := range c.take() {
 			select {
-			case out <- *ev:
+			case out <- ev:
 			case <-ctx.Done():
 				gone()
 				return
 			}
-		}
-		if final != nil {
-			return
+			if ev.Kind != broker.EventText {
+				return
+			}
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -10,40 +11,101 @@ import (
 
 // TestCallToolCalls: generated tool calls must come in index order and
 // within the request's count (none without tools, one without parallel
-// calls); what passes reaches the broker's event.
+// calls), counted per choice, for a choice the request asked for; what
+// passes reaches the broker's events, a run of each choice's chunks merged.
 func TestCallToolCalls(t *testing.T) {
 	c := func(i int) gen.CallDelta { return gen.CallDelta{Index: i, ID: "call_x", Name: "f", Arguments: "{}"} }
+	type chunk struct {
+		choice int
+		calls  []gen.CallDelta
+	}
+	one := func(calls ...[]gen.CallDelta) []chunk {
+		var out []chunk
+		for _, cs := range calls {
+			out = append(out, chunk{0, cs})
+		}
+		return out
+	}
+	tools := []gen.Tool{{Name: "f"}}
 	tests := []struct {
-		name    string
-		req     gen.Request
-		chunks  [][]gen.CallDelta
-		wantErr string // "" for none
+		name     string
+		req      gen.Request
+		chunks   []chunk
+		wantErr  string // "" for none
+		wantRuns []int  // without an error: the choices of the events, in order
 	}{
-		{"in order", gen.Request{Tools: []gen.Tool{{Name: "f"}}, ParallelToolCalls: true}, [][]gen.CallDelta{{c(0)}, {c(1), c(2)}}, ""},
-		{"skips an index", gen.Request{Tools: []gen.Tool{{Name: "f"}}, ParallelToolCalls: true}, [][]gen.CallDelta{{c(0)}, {c(2)}}, "want 1"},
-		{"starts past 0", gen.Request{Tools: []gen.Tool{{Name: "f"}}, ParallelToolCalls: true}, [][]gen.CallDelta{{c(1)}}, "want 0"},
-		{"second call without parallel calls", gen.Request{Tools: []gen.Tool{{Name: "f"}}}, [][]gen.CallDelta{{c(0)}, {c(1)}}, "allowing 1"},
-		{"choice none", gen.Request{Tools: []gen.Tool{{Name: "f"}}, ToolChoice: gen.ToolChoice{Mode: gen.ChoiceNone}}, [][]gen.CallDelta{{c(0)}}, "allowing 0"},
-		{"no tools", gen.Request{}, [][]gen.CallDelta{{c(0)}}, "allowing 0"},
+		{"in order", gen.Request{Tools: tools, ParallelToolCalls: true}, one([]gen.CallDelta{c(0)}, []gen.CallDelta{c(1), c(2)}), "", []int{0}},
+		{"skips an index", gen.Request{Tools: tools, ParallelToolCalls: true}, one([]gen.CallDelta{c(0)}, []gen.CallDelta{c(2)}), "want 1", nil},
+		{"starts past 0", gen.Request{Tools: tools, ParallelToolCalls: true}, one([]gen.CallDelta{c(1)}), "want 0", nil},
+		{"second call without parallel calls", gen.Request{Tools: tools}, one([]gen.CallDelta{c(0)}, []gen.CallDelta{c(1)}), "allowing 1", nil},
+		{"choice none", gen.Request{Tools: tools, ToolChoice: gen.ToolChoice{Mode: gen.ChoiceNone}}, one([]gen.CallDelta{c(0)}), "allowing 0", nil},
+		{"no tools", gen.Request{}, one([]gen.CallDelta{c(0)}), "allowing 0", nil},
+		{"each choice counts its own", gen.Request{Tools: tools, N: 3},
+			[]chunk{{0, []gen.CallDelta{c(0)}}, {2, []gen.CallDelta{c(0)}}, {2, nil}, {1, []gen.CallDelta{c(0)}}}, "", []int{0, 2, 1}},
+		{"second call of one choice", gen.Request{Tools: tools, N: 2},
+			[]chunk{{1, []gen.CallDelta{c(0)}}, {1, []gen.CallDelta{c(1)}}}, "allowing 1", nil},
+		{"a choice past n", gen.Request{N: 2}, []chunk{{0, nil}, {2, nil}}, "choice 2 of a request for 2", nil},
+		{"a choice without n", gen.Request{}, []chunk{{1, nil}}, "choice 1 of a request for 1", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cl := &call{kind: ipc.ReqGenerate, maxTokens: 10, maxBytes: 1000, maxCalls: maxCalls(&tt.req), wake: make(chan struct{}, 1)}
+			cl := &call{kind: ipc.ReqGenerate, n: tt.req.Choices(), maxTokens: 10, maxBytes: 1000, maxCalls: maxCalls(&tt.req), wake: make(chan struct{}, 1)}
 			var err error
 			sent := 0
 			for _, ch := range tt.chunks {
-				if err = cl.onTokens(&ipc.Tokens{ID: 1, ToolCalls: ch}); err != nil {
+				if err = cl.onTokens(&ipc.Tokens{ID: 1, Index: ch.choice, Text: "x", ToolCalls: ch.calls}); err != nil {
 					break
 				}
-				sent += len(ch)
+				sent += len(ch.calls)
 			}
 			if tt.wantErr == "" {
 				if err != nil {
 					t.Fatal(err)
 				}
-				ev, _ := cl.take()
-				if ev == nil || len(ev.ToolCalls) != sent {
-					t.Fatalf("event %+v, want %d calls", ev, sent)
+				evs := cl.take()
+				var runs []int
+				got := 0
+				for _, ev := range evs {
+					runs = append(runs, ev.Index)
+					got += len(ev.ToolCalls)
+				}
+				if !slices.Equal(runs, tt.wantRuns) || got != sent {
+					t.Fatalf("events %+v: choices %v and %d calls, want %v and %d", evs, runs, got, tt.wantRuns, sent)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("error %v, want one with %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestCallDoneChoices: a done must carry one finish reason per choice for
+// n > 1 and none for n = 1, and count at most max_tokens per choice.
+func TestCallDoneChoices(t *testing.T) {
+	stop := gen.FinishStop
+	tests := []struct {
+		name    string
+		n       int
+		done    ipc.Done
+		wantErr string
+	}{
+		{"one choice", 1, ipc.Done{FinishReason: stop, Usage: gen.Usage{CompletionTokens: 10}}, ""},
+		{"one choice with a list", 1, ipc.Done{FinishReason: stop, Choices: []gen.FinishReason{stop, stop}}, "2 finish reasons"},
+		{"three choices", 3, ipc.Done{FinishReason: stop, Usage: gen.Usage{CompletionTokens: 30}, Choices: []gen.FinishReason{stop, stop, stop}}, ""},
+		{"three choices, two reasons", 3, ipc.Done{FinishReason: stop, Choices: []gen.FinishReason{stop, stop}}, "2 finish reasons"},
+		{"three choices, no list", 3, ipc.Done{FinishReason: stop}, "0 finish reasons"},
+		{"tokens past n×max_tokens", 3, ipc.Done{FinishReason: stop, Usage: gen.Usage{CompletionTokens: 31}, Choices: []gen.FinishReason{stop, stop, stop}}, "31 tokens"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cl := &call{kind: ipc.ReqGenerate, n: tt.n, maxTokens: 10, maxBytes: 1000, wake: make(chan struct{}, 1)}
+			err := cl.onDone(&tt.done)
+			if tt.wantErr == "" {
+				evs := cl.take()
+				if err != nil || len(evs) != 1 || len(evs[0].Choices) != len(tt.done.Choices) {
+					t.Fatalf("error %v, events %+v", err, evs)
 				}
 				return
 			}

@@ -268,7 +268,7 @@ func (in *instance) onHello(m ipc.Message) error {
 		if err := in.load.ready(in.s.log, m); err != nil {
 			return err
 		}
-		info := broker.ModelInfo{Name: m.Name, Architecture: m.Architecture, ContextSize: m.ContextSize,
+		info := broker.ModelInfo{Name: m.Name, Architecture: m.Architecture, ContextSize: m.ContextSize, Slots: m.Slots,
 			VocabSize: m.VocabSize, ControlIDs: m.ControlIDs, BOS: -1, Kernels: m.Kernels, LandlockABI: m.LandlockABI}
 		if m.BOS != nil {
 			info.BOS = *m.BOS

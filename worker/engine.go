@@ -13,6 +13,7 @@ type Info struct {
 	Name          string   // general.name
 	Architecture  string   // general.architecture
 	ContextSize   int      // tokens per slot, > 0
+	Slots         int      // generation slots (the most choices a request may have); 0: not reported
 	VocabSize     int      // tokens in the vocabulary, > 0
 	SpecialTokens []string // texts of control tokens
 	ControlIDs    []int32  // ids plain text never tokenizes to, increasing
@@ -31,7 +32,10 @@ type Engine interface {
 	// Detokenize turns token ids into text.
 	Detokenize(ids []int32) (string, error)
 	// Generate runs one generation, calling emit for each chunk of text
-	// (at most req.MaxTokens times). It renders and tokenizes the prompt
+	// (at most req.MaxTokens times per choice; each chunk names its
+	// choice, 0 .. req.Choices()-1, and a request for several choices
+	// ends with each one's finish reason in End.Choices, none for one
+	// choice). It renders and tokenizes the prompt
 	// once; a request the model cannot serve fails with a *gen.Error
 	// before any chunk. It returns early, with ctx's error, once ctx is
 	// done — checked at least once per decode step — and returns emit's

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -363,4 +364,75 @@ func TestRunDropsDisorderedProgress(t *testing.T) {
 		t.Fatalf("forwarded tensors %v, want [2 4]", got)
 	}
 	p.end()
+}
+
+// scripted emits its chunks and ends with its end.
+type scripted struct {
+	workertest.Engine
+	chunks []gen.Chunk
+	end    gen.End
+}
+
+func (s *scripted) Generate(ctx context.Context, req gen.Request, emit func(gen.Chunk) error) (gen.End, error) {
+	for _, c := range s.chunks {
+		if err := emit(c); err != nil {
+			return gen.End{}, err
+		}
+	}
+	return s.end, nil
+}
+
+// TestChoicesOnTheWire: chunks go out with their choice's index, bounded
+// by max_tokens per choice; a chunk for a choice past n, or an end whose
+// finish reasons do not number n (none for n = 1), ends the generation
+// with an error instead of reaching the broker.
+func TestChoicesOnTheWire(t *testing.T) {
+	c := func(i int) gen.Chunk { return gen.Chunk{Index: i, Text: "x"} }
+	stop, length := gen.FinishStop, gen.FinishLength
+	tests := []struct {
+		name       string
+		n          int
+		chunks     []gen.Chunk
+		end        gen.End
+		wantIdx    []int // the indexes of the tokens sent
+		wantChoice int   // finish reasons in the done; -1: an error instead
+	}{
+		{"two choices", 2, []gen.Chunk{c(0), c(1), c(0)}, gen.End{Finish: stop, Choices: []gen.FinishReason{stop, length}}, []int{0, 1, 0}, 2},
+		{"one choice", 1, []gen.Chunk{c(0)}, gen.End{Finish: stop}, []int{0}, 0},
+		{"a choice past n", 2, []gen.Chunk{c(0), c(2)}, gen.End{Finish: stop, Choices: []gen.FinishReason{stop, stop}}, []int{0}, -1},
+		{"a negative choice", 2, []gen.Chunk{c(-1)}, gen.End{Finish: stop, Choices: []gen.FinishReason{stop, stop}}, nil, -1},
+		{"max_tokens per choice", 2, []gen.Chunk{c(1), c(1), c(0), c(1)}, gen.End{Finish: stop, Choices: []gen.FinishReason{stop, stop}}, []int{1, 1, 0}, -1},
+		{"no reasons for two", 2, []gen.Chunk{c(0)}, gen.End{Finish: stop}, []int{0}, -1},
+		{"two reasons for one", 1, nil, gen.End{Finish: stop, Choices: []gen.FinishReason{stop, stop}}, nil, -1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			eng := &scripted{chunks: tt.chunks, end: tt.end}
+			load := func([]*os.File, ipc.Hello, func(worker.LoadProgress)) (worker.Engine, error) { return eng, nil }
+			p := startWorker(t, load, noLayers)
+			p.send(&ipc.Hello{ID: 1, Protocol: ipc.Version})
+			p.recv()
+			p.send(&ipc.Generate{ID: 2, Request: gen.Request{Prompt: strp("x"), MaxTokens: 2, N: tt.n}})
+			var idx []int
+			for {
+				m := p.recv()
+				if tk, ok := m.(*ipc.Tokens); ok {
+					idx = append(idx, tk.Index)
+					continue
+				}
+				d, done := m.(*ipc.Done)
+				switch {
+				case tt.wantChoice < 0 && m.Type() != ipc.TypeError:
+					t.Fatalf("ended with %s, want an error", m.Type())
+				case tt.wantChoice >= 0 && (!done || len(d.Choices) != tt.wantChoice):
+					t.Fatalf("ended with %+v, want a done with %d reasons", m, tt.wantChoice)
+				}
+				break
+			}
+			if !slices.Equal(idx, tt.wantIdx) {
+				t.Fatalf("tokens for choices %v, want %v", idx, tt.wantIdx)
+			}
+			p.end()
+		})
+	}
 }

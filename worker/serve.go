@@ -16,8 +16,13 @@ import (
 const maxErrorText = 4096
 
 // errTooManyChunks ends a generation whose engine emits more chunks than
-// max_tokens allows (the broker would treat the next one as a violation).
+// max_tokens allows for a choice (the broker would treat the next one as a
+// violation).
 var errTooManyChunks = errors.New("worker: engine emitted more chunks than max_tokens")
+
+// errBadChoice ends a generation whose engine emits a chunk for a choice
+// the request did not ask for, or ends with the wrong number of choices.
+var errBadChoice = errors.New("worker: engine emitted a choice outside the request's n")
 
 // sender writes messages to the broker, one frame at a time.
 type sender struct {
@@ -175,23 +180,30 @@ func (s *server) spawn(id uint64, kind string, work func(context.Context)) error
 // generate runs g and sends its chunks and its end. Send errors mean the
 // broker is gone; the read loop sees that too and ends Serve.
 func (s *server) generate(ctx context.Context, g *ipc.Generate) {
-	chunks := 0
+	n := g.Request.Choices()
+	chunks := make([]int, n) // per choice
 	emit := func(c gen.Chunk) error {
 		if c.Text == "" && len(c.Logprobs) == 0 && len(c.ToolCalls) == 0 {
 			return nil
 		}
-		if chunks++; chunks > g.Request.MaxTokens {
+		if c.Index < 0 || c.Index >= n {
+			return errBadChoice
+		}
+		if chunks[c.Index]++; chunks[c.Index] > g.Request.MaxTokens {
 			return errTooManyChunks
 		}
-		return s.out.send(&ipc.Tokens{ID: g.ID, Text: c.Text, Logprobs: c.Logprobs, ToolCalls: c.ToolCalls})
+		return s.out.send(&ipc.Tokens{ID: g.ID, Index: c.Index, Text: c.Text, Logprobs: c.Logprobs, ToolCalls: c.ToolCalls})
 	}
 	done, err := s.eng.Generate(ctx, g.Request, emit)
 	if err == nil && !done.Finish.Valid() {
 		err = fmt.Errorf("worker: engine finished with reason %q", done.Finish)
 	}
+	if want := n; err == nil && len(done.Choices) != want && !(n == 1 && len(done.Choices) == 0) {
+		err = fmt.Errorf("%w: %d finish reasons for n = %d", errBadChoice, len(done.Choices), n)
+	}
 	if err != nil {
 		_ = s.out.sendError(g.ID, err)
 		return
 	}
-	_ = s.out.send(&ipc.Done{ID: g.ID, FinishReason: done.Finish, Usage: done.Usage})
+	_ = s.out.send(&ipc.Done{ID: g.ID, FinishReason: done.Finish, Usage: done.Usage, Choices: done.Choices})
 }

@@ -41,10 +41,10 @@ type Fake struct {
 	cancelCh  chan struct{}
 }
 
-// New returns a ready fake with a 512-token context.
+// New returns a ready fake with a 512-token context and 4 slots.
 func New(pieces ...string) *Fake {
 	return &Fake{
-		Model: broker.ModelInfo{Name: "fake-model", Architecture: "llama", ContextSize: 512, VocabSize: 300,
+		Model: broker.ModelInfo{Name: "fake-model", Architecture: "llama", ContextSize: 512, Slots: 4, VocabSize: 300,
 			SpecialTokens: []string{"<s>", "</s>", "<|im_end|>"}, ControlIDs: []int32{256, 257, 258}, BOS: 256},
 		Pieces: pieces,
 	}
@@ -142,7 +142,10 @@ func (f *Fake) Tokenizes() int {
 	return f.tokenizes
 }
 
-// Generate streams Pieces on a new goroutine. Like the worker, it counts
+// Generate streams Pieces on a new goroutine; a request for n choices
+// gets each piece once per choice, interleaved: greedy, the same piece,
+// sampled (temperature above 0), choice i's is the piece i places further
+// on in Pieces (so that choices differ). Like the worker, it counts
 // the prompt itself (a token per byte of the text or of each message's
 // content, or the ids given) and ends with a *gen.Error a request that
 // does not fit Model.ContextSize or asks for tools or a format.
@@ -209,7 +212,11 @@ func (f *Fake) run(ctx context.Context, req gen.Request, prompt int, ch chan<- b
 	if finish == "" {
 		finish = gen.FinishStop
 	}
-	n := 0
+	n, choices := 0, req.Choices()
+	rotate := 0 // how far choice i's pieces are ahead, per i
+	if req.Sampling.Temperature > 0 {
+		rotate = 1
+	}
 	for i := 0; f.Endless || i < len(f.Pieces); i++ {
 		if len(f.Pieces) == 0 || n >= req.MaxTokens {
 			finish = gen.FinishLength
@@ -226,24 +233,34 @@ func (f *Fake) run(ctx context.Context, req gen.Request, prompt int, ch chan<- b
 			completed = send(broker.Event{Kind: broker.EventError, Err: broker.ErrWorkerFailed})
 			return
 		}
-		piece := f.Pieces[i%len(f.Pieces)]
-		ev := broker.Event{Kind: broker.EventText, Text: piece}
-		if req.Logprobs {
-			ev.Logprobs = []gen.TokenProb{{Token: piece, Logprob: -0.5, Top: make([]gen.TokenAlt, req.TopLogprobs)}}
-		}
-		if !send(ev) {
-			return
+		for c := range choices {
+			piece := f.Pieces[(i+rotate*c)%len(f.Pieces)]
+			ev := broker.Event{Kind: broker.EventText, Index: c, Text: piece}
+			if req.Logprobs {
+				ev.Logprobs = []gen.TokenProb{{Token: piece, Logprob: -0.5, Top: make([]gen.TokenAlt, req.TopLogprobs)}}
+			}
+			if !send(ev) {
+				return
+			}
 		}
 		n++
 	}
 	if len(f.Calls) > 0 && req.Constrained() && finish != gen.FinishLength {
-		if !send(broker.Event{Kind: broker.EventText, ToolCalls: f.Calls}) {
-			return
+		for c := range choices {
+			if !send(broker.Event{Kind: broker.EventText, Index: c, ToolCalls: f.Calls}) {
+				return
+			}
 		}
 		finish = gen.FinishToolCalls
 	}
-	completed = send(broker.Event{Kind: broker.EventDone, Finish: finish,
-		Usage: gen.Usage{PromptTokens: prompt, CompletionTokens: n}})
+	end := broker.Event{Kind: broker.EventDone, Finish: finish,
+		Usage: gen.Usage{PromptTokens: prompt, CompletionTokens: n * choices}}
+	if choices > 1 {
+		for range choices {
+			end.Choices = append(end.Choices, finish)
+		}
+	}
+	completed = send(end)
 }
 
 func sleep(ctx context.Context, d time.Duration) bool {

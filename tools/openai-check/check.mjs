@@ -4,8 +4,10 @@
 // models.list and models.retrieve, chat.completions.create with and
 // without stream (and with the SDK's own assistant message sent back as
 // history), completions.create with and without stream, x-request-id on
-// responses, plus the error paths (unknown model, bad parameter, a prompt
-// longer than the context).
+// responses, n = 3 choices (greedy: identical; seeded: the same whole and
+// streamed, not all alike; completions too) and n's refusals, plus the
+// error paths (unknown model, bad parameter, a prompt longer than the
+// context). The server needs at least 3 slots (lisa's default is 4).
 //
 //   LISA_URL      base URL of the API, e.g. http://127.0.0.1:8080/v1 (required)
 //   LISA_API_KEY  API key (any string when the server has no keys)
@@ -339,11 +341,69 @@ async function main() {
     check("prompt too long", e instanceof OpenAI.BadRequestError && e.code === "context_length_exceeded", `got ${e}`);
   }
 
+  await checkChoices(model);
   await checkResponses(model);
   if (process.env.LISA_EMBEDDINGS) await checkEmbeddings(model);
 
   console.log(JSON.stringify({ model, chat: chat.choices[0].message.content, stream: text, completion: comp.choices[0].text, failures }));
   if (failures.length) process.exit(1);
+}
+
+// checkChoices asks for n = 3 choices: each choice has its index and a
+// finish reason; greedy choices are the same text (the expected one);
+// seeded choices are the same whole and streamed (each stream chunk
+// naming its choice) and not all alike; usage counts every choice; n
+// outside 1..128 is a 400 naming n.
+async function checkChoices(model) {
+  const n = 3;
+  const messages = [{ role: "user", content: "Once upon a time" }];
+  const finishes = ["stop", "length"];
+  const greedy = await client.chat.completions.create({ model, messages, max_tokens: max, temperature: 0, n });
+  check("n greedy", greedy.choices.length === n, `${greedy.choices.length} choices`);
+  greedy.choices.forEach((c, i) => {
+    check("n greedy", c.index === i && finishes.includes(c.finish_reason), `choice ${i}: index ${c.index}, finish ${c.finish_reason}`);
+    checkText(`n greedy choice ${i}`, c.message.content);
+    check("n greedy", c.message.content === greedy.choices[0].message.content, `choice ${i} ${JSON.stringify(c.message.content)} differs from choice 0`);
+  });
+  const u = greedy.usage;
+  check("n greedy usage", u && u.completion_tokens > 0 && u.completion_tokens % n === 0 && u.total_tokens === u.prompt_tokens + u.completion_tokens,
+    `usage ${JSON.stringify(u)}`);
+
+  const seeded = { model, messages, max_tokens: max, temperature: 1, seed: 5, n };
+  const whole = await client.chat.completions.create(seeded);
+  const stream = await client.chat.completions.create({ ...seeded, stream: true, stream_options: { include_usage: true } });
+  const texts = Array(n).fill("");
+  const streamFinish = Array(n).fill(null);
+  let streamUsage = null;
+  for await (const chunk of stream) {
+    if (chunk.usage) streamUsage = chunk.usage;
+    for (const c of chunk.choices) {
+      check("n stream", Number.isInteger(c.index) && c.index >= 0 && c.index < n, `chunk for choice ${c.index}`);
+      texts[c.index] += c.delta?.content ?? "";
+      if (c.finish_reason) streamFinish[c.index] = c.finish_reason;
+    }
+  }
+  check("n seeded", whole.choices.length === n, `${whole.choices.length} choices`);
+  whole.choices.forEach((c, i) => {
+    check("n seeded", c.index === i && finishes.includes(c.finish_reason), `choice ${i}: index ${c.index}, finish ${c.finish_reason}`);
+    check("n stream", texts[i] === c.message.content && streamFinish[i] === c.finish_reason,
+      `choice ${i} streamed ${JSON.stringify(texts[i])} (${streamFinish[i]}), whole ${JSON.stringify(c.message.content)} (${c.finish_reason})`);
+  });
+  check("n seeded", new Set(texts).size > 1, `every choice says ${JSON.stringify(texts[0])}`);
+  check("n stream usage", streamUsage && streamUsage.completion_tokens === whole.usage.completion_tokens, `usage ${JSON.stringify(streamUsage)} vs ${JSON.stringify(whole.usage)}`);
+
+  const comp = await client.completions.create({ model, prompt: "Once upon a time", max_tokens: max, temperature: 0, n: 2 });
+  check("n completions", comp.choices.length === 2 && comp.choices.every((c, i) => c.index === i), `choices ${JSON.stringify(comp.choices)}`);
+  comp.choices.forEach((c, i) => checkText(`n completions choice ${i}`, c.text));
+
+  for (const bad of [0, 129]) {
+    try {
+      await client.chat.completions.create({ model, messages, max_tokens: 1, n: bad });
+      check(`n=${bad}`, false, "no error");
+    } catch (e) {
+      check(`n=${bad}`, e instanceof OpenAI.BadRequestError && e.param === "n", `got ${e}`);
+    }
+  }
 }
 
 async function checkResponses(model) {
