@@ -307,7 +307,9 @@ func (g *generation) collect(w http.ResponseWriter) error {
 		if ev.Kind == EventText {
 			text.WriteString(ev.Text)
 			lps = append(lps, ev.Logprobs...)
-			calls = append(calls, ev.ToolCalls...)
+			for _, c := range ev.ToolCalls {
+				calls = gen.JoinCall(calls, c)
+			}
 			continue
 		}
 		u := ev.Usage

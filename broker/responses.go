@@ -789,16 +789,6 @@ func (s *responseShaper) item(status string, content []outputTextJSON) outputIte
 	return outputItemJSON{Type: "message", ID: s.itemID, Status: status, Role: "assistant", Content: content}
 }
 
-// joinCall adds a piece of a call to calls: a new call, or argument text
-// of the last one.
-func joinCall(calls []gen.CallDelta, c gen.CallDelta) []gen.CallDelta {
-	if n := len(calls); n > 0 && calls[n-1].Index == c.Index {
-		calls[n-1].Arguments += c.Arguments
-		return calls
-	}
-	return append(calls, c)
-}
-
 // call is the output item of a tool call: its own item id, the call's
 // id as call_id.
 func (s *responseShaper) call(c gen.CallDelta, status string) functionCallItemJSON {
@@ -898,7 +888,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, ri *reqInfo) er
 		if ev.Kind == EventText {
 			text.WriteString(ev.Text)
 			for _, c := range ev.ToolCalls {
-				calls = joinCall(calls, c)
+				calls = gen.JoinCall(calls, c)
 			}
 			continue
 		}

@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -34,9 +35,10 @@ type call struct {
 	chunks      int
 	probs       int
 	bytes       int
-	calls       int       // tool calls received
-	maxCalls    int       // tool calls allowed: 0 without tools, 1 without parallel calls
-	abandonedAt time.Time // when its requester gave up (zero: it has not)
+	calls       int             // tool calls received
+	args        strings.Builder // the arguments of the call begun last
+	maxCalls    int             // tool calls allowed: 0 without tools, 1 without parallel calls
+	abandonedAt time.Time       // when its requester gave up (zero: it has not)
 
 	mu      sync.Mutex
 	text    strings.Builder
@@ -78,6 +80,22 @@ func (c *call) onTokens(m *ipc.Tokens) error {
 	c.probs += len(m.Logprobs)
 	for i, tc := range m.ToolCalls {
 		c.bytes += len(tc.Arguments)
+		if tc.ID == "" {
+			// A later piece of the call begun last (ipc checked that
+			// a piece without id has no name either).
+			if c.calls == 0 || tc.Index != c.calls-1 {
+				return tooMuch(m.Type(), fmt.Sprintf("tool_calls[%d].index", i), "a piece of call %d, want %d (the call begun last)", tc.Index, c.calls-1)
+			}
+			c.args.WriteString(tc.Arguments)
+			continue
+		}
+		// Every call but the last of an output is whole: its arguments
+		// one JSON object.
+		if c.calls > 0 && !jsonObject(c.args.String()) {
+			return tooMuch(m.Type(), fmt.Sprintf("tool_calls[%d]", i), "call %d ended with arguments that are not a JSON object", c.calls-1)
+		}
+		c.args.Reset()
+		c.args.WriteString(tc.Arguments)
 		if c.calls >= c.maxCalls {
 			return tooMuch(m.Type(), fmt.Sprintf("tool_calls[%d]", i), "call %d of a request allowing %d", c.calls+1, c.maxCalls)
 		}
@@ -108,10 +126,17 @@ func (c *call) onTokens(m *ipc.Tokens) error {
 	c.text.WriteString(m.Text)
 	c.hasText = true
 	c.tprobs = append(c.tprobs, m.Logprobs...)
-	c.tcalls = append(c.tcalls, m.ToolCalls...)
+	for _, tc := range m.ToolCalls {
+		c.tcalls = gen.JoinCall(c.tcalls, tc)
+	}
 	c.mu.Unlock()
 	c.notify()
 	return nil
+}
+
+// jsonObject reports whether s is one JSON object.
+func jsonObject(s string) bool {
+	return strings.HasPrefix(strings.TrimLeft(s, " \t\r\n"), "{") && json.Valid([]byte(s))
 }
 
 // onDone checks the end of a generation and queues it.
