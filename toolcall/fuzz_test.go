@@ -59,8 +59,8 @@ func FuzzParse(f *testing.F) {
 
 // FuzzScanValue checks the streaming JSON scanner against encoding/json:
 // a text it reads as one whole value is valid JSON and compacts as
-// json.Compact does, a valid object is read whole, and what it reads
-// before a break or the end is a prefix of some valid value.
+// json.Compact does, a valid object is read whole, and resumed where a
+// shorter text ended, it says what it says at once.
 func FuzzScanValue(f *testing.F) {
 	for _, s := range []string{`{"a": [1, -2.5e+3, true, null], "b": {"c": "\u00e9\n"}}`, `{"a":01}`, `{"a" 1}`, `[1,]`, `{"x": "\q"}`, `{}`} {
 		f.Add(s)
@@ -72,6 +72,17 @@ func FuzzScanValue(f *testing.F) {
 		end, st := scanValue(s, 0)
 		if end < 0 || end > len(s) {
 			t.Fatalf("end %d of %d", end, len(s))
+		}
+		// Read in two pieces, resuming, the scanner says the same.
+		for _, k := range []int{len(s) / 2, len(s) / 3, len(s) - 1} {
+			var sc jsonScan
+			e, st2 := sc.feed(s[:k], 0)
+			if st2 == incomplete {
+				e, st2 = sc.feed(s, k)
+			}
+			if e != end || st2 != st {
+				t.Fatalf("%q resumed at %d: %v at %d, at once %v at %d", s, k, st2, e, st, end)
+			}
 		}
 		valid := json.Valid([]byte(s))
 		if st == done {

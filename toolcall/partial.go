@@ -26,6 +26,7 @@ import (
 type partialCall struct {
 	name, id string
 	args     string // compact arguments text read so far
+	argsAt   int    // where the arguments begin in the text
 	complete bool   // the arguments object closed
 }
 
@@ -46,7 +47,7 @@ func (p *parser) partial(text string, end, limit int) ([]partialCall, int) {
 			return false, j
 		}
 		aend, ast := scanValue(text, h.argsAt)
-		c := partialCall{name: h.name, id: h.id, args: compact(text[h.argsAt:aend]), complete: ast == done}
+		c := partialCall{name: h.name, id: h.id, args: compact(text[h.argsAt:aend]), argsAt: h.argsAt, complete: ast == done}
 		calls = append(calls, c)
 		if !c.complete {
 			return false, aend
@@ -236,194 +237,295 @@ func isHex(c byte) bool {
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
-// scanNumber reads the JSON number at text[i]; a number the text ends
-// in is incomplete (more digits may follow).
-func scanNumber(text string, i int) (int, status) {
-	j := i
-	if text[j] == '-' {
-		j++
-	}
-	digits := func(k int) (int, status) {
-		if k >= len(text) {
-			return k, incomplete
-		}
-		if !isDigit(text[k]) {
-			return k, malformed
-		}
-		for k < len(text) && isDigit(text[k]) {
-			k++
-		}
-		return k, done
-	}
-	if j < len(text) && text[j] == '0' {
-		j++
-	} else {
-		var st status
-		if j, st = digits(j); st != done {
-			return j, st
-		}
-	}
-	if j < len(text) && text[j] == '.' {
-		var st status
-		if j, st = digits(j + 1); st != done {
-			return j, st
-		}
-	}
-	if j < len(text) && (text[j] == 'e' || text[j] == 'E') {
-		j++
-		if j < len(text) && (text[j] == '+' || text[j] == '-') {
-			j++
-		}
-		var st status
-		if j, st = digits(j); st != done {
-			return j, st
-		}
-	}
-	if j >= len(text) {
-		return j, incomplete
-	}
-	return j, done
-}
-
 // scanValue reads the JSON value at text[i]: done with its end,
 // incomplete (len(text)) when the text ends inside it, malformed with the
 // offset of the first byte no JSON text continues with. Everything
 // before that offset is a valid prefix of a JSON value.
 func scanValue(text string, i int) (int, status) {
-	var stack []byte // the open containers, '{' or '['
-	const (
-		expectValue        = iota
-		expectValueOrClose // after '['
-		expectKeyOrClose   // after '{'
-		expectKey          // after ',' in an object
-		expectColon
-		expectCommaOrClose
-	)
-	state := expectValue
-	for i < len(text) {
+	var sc jsonScan
+	return sc.feed(text, i)
+}
+
+// maxDepth is encoding/json's nesting limit: deeper is malformed to both.
+const maxDepth = 10000
+
+// The states of a jsonScan between two bytes.
+const (
+	expectValue        = iota
+	expectValueOrClose // after '['
+	expectKeyOrClose   // after '{'
+	expectKey          // after ',' in an object
+	expectColon
+	expectCommaOrClose
+	inString  // key tells whether it is a key
+	inEscape  // after '\\'
+	inHex     // hex digits of \u left: hex
+	inNumber  // num is where in the number grammar
+	inLiteral // lit[litAt:] is left to read
+)
+
+// The places in a number.
+const (
+	numMinus = iota // after '-'
+	numZero         // after a leading 0
+	numInt          // in the integer digits
+	numDot          // after '.'
+	numFrac         // in the fraction digits
+	numE            // after 'e'
+	numESign        // after the exponent's sign
+	numExp          // in the exponent digits
+)
+
+// jsonScan reads one JSON value byte by byte and can resume where the
+// text ended, so that a stream reads a growing call's arguments once.
+type jsonScan struct {
+	stack []byte // the open containers, '{' or '['
+	state int
+	key   bool // the string read is an object key
+	hex   int
+	num   int
+	lit   string
+	litAt int
+	begun bool
+}
+
+// feed reads text from i on (continuing what earlier calls read of the
+// same value): done with the value's end, incomplete when the text ends
+// first (feed may be called again with more text from len(text)), or
+// malformed with the offset of the offending byte.
+func (s *jsonScan) feed(text string, i int) (int, status) {
+	for ; i < len(text); i++ {
 		c := text[i]
+		switch s.state {
+		case inString:
+			switch {
+			case c == '"':
+				if s.key {
+					s.state = expectColon
+					continue
+				}
+				if s.ended() {
+					return i + 1, done
+				}
+			case c == '\\':
+				s.state = inEscape
+			case c < 0x20:
+				return i, malformed
+			}
+			continue
+		case inEscape:
+			switch c {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				s.state = inString
+			case 'u':
+				s.state, s.hex = inHex, 4
+			default:
+				return i, malformed
+			}
+			continue
+		case inHex:
+			if !isHex(c) {
+				return i, malformed
+			}
+			if s.hex--; s.hex == 0 {
+				s.state = inString
+			}
+			continue
+		case inLiteral:
+			if c != s.lit[s.litAt] {
+				return i, malformed
+			}
+			if s.litAt++; s.litAt == len(s.lit) && s.ended() {
+				return i + 1, done
+			}
+			continue
+		case inNumber:
+			if s.number(c) {
+				continue
+			}
+			if s.num == numMinus || s.num == numDot || s.num == numE || s.num == numESign {
+				return i, malformed
+			}
+			// The number ended before c: c is read after the value.
+			if s.ended() {
+				return i, done
+			}
+		}
 		if strings.IndexByte(spaces, c) >= 0 {
-			i++
 			continue
 		}
-		switch state {
+		switch s.state {
 		case expectValue, expectValueOrClose:
-			if state == expectValueOrClose && c == ']' {
-				stack = stack[:len(stack)-1]
-				i++
-				break
+			if s.state == expectValueOrClose && c == ']' {
+				s.stack = s.stack[:len(s.stack)-1]
+				if s.ended() {
+					return i + 1, done
+				}
+				continue
 			}
+			if s.begun && len(s.stack) == 0 {
+				return i, malformed
+			}
+			s.begun = true
 			switch {
-			case c == '{':
-				stack = append(stack, '{')
-				state = expectKeyOrClose
-				i++
-				continue
-			case c == '[':
-				stack = append(stack, '[')
-				state = expectValueOrClose
-				i++
-				continue
-			case c == '"':
-				j, st := scanString(text, i)
-				if st != done {
-					return j, st
-				}
-				i = j
-			case c == '-' || isDigit(c):
-				j, st := scanNumber(text, i)
-				if st == malformed || st == incomplete && len(stack) > 0 {
-					return j, st
-				}
-				if st == incomplete {
-					return j, done // a top-level number the text ends with
-				}
-				i = j
-			default:
-				lit := ""
-				switch c {
-				case 't':
-					lit = "true"
-				case 'f':
-					lit = "false"
-				case 'n':
-					lit = "null"
-				default:
+			case c == '{' || c == '[':
+				if len(s.stack) >= maxDepth {
 					return i, malformed
 				}
-				for k := 0; k < len(lit); k++ {
-					if i+k >= len(text) {
-						return len(text), incomplete
-					}
-					if text[i+k] != lit[k] {
-						return i + k, malformed
-					}
+				s.stack = append(s.stack, c)
+				s.state = expectKeyOrClose
+				if c == '[' {
+					s.state = expectValueOrClose
 				}
-				i += len(lit)
+			case c == '"':
+				s.state, s.key = inString, false
+			case c == '-':
+				s.state, s.num = inNumber, numMinus
+			case c == '0':
+				s.state, s.num = inNumber, numZero
+			case isDigit(c):
+				s.state, s.num = inNumber, numInt
+			case c == 't':
+				s.state, s.lit, s.litAt = inLiteral, "true", 1
+			case c == 'f':
+				s.state, s.lit, s.litAt = inLiteral, "false", 1
+			case c == 'n':
+				s.state, s.lit, s.litAt = inLiteral, "null", 1
+			default:
+				return i, malformed
 			}
 		case expectKeyOrClose, expectKey:
-			if state == expectKeyOrClose && c == '}' {
-				stack = stack[:len(stack)-1]
-				i++
-				break
+			switch {
+			case c == '}' && s.state == expectKeyOrClose:
+				s.stack = s.stack[:len(s.stack)-1]
+				if s.ended() {
+					return i + 1, done
+				}
+			case c == '"':
+				s.state, s.key = inString, true
+			default:
+				return i, malformed
 			}
-			j, st := scanString(text, i)
-			if st != done {
-				return j, st
-			}
-			i, state = j, expectColon
-			continue
 		case expectColon:
 			if c != ':' {
 				return i, malformed
 			}
-			i, state = i+1, expectValue
-			continue
+			s.state = expectValue
 		case expectCommaOrClose:
-			top := stack[len(stack)-1]
+			top := s.stack[len(s.stack)-1]
 			switch {
 			case c == ',' && top == '{':
-				i, state = i+1, expectKey
-				continue
+				s.state = expectKey
 			case c == ',':
-				i, state = i+1, expectValue
-				continue
+				s.state = expectValue
 			case c == '}' && top == '{', c == ']' && top == '[':
-				stack = stack[:len(stack)-1]
-				i++
+				s.stack = s.stack[:len(s.stack)-1]
+				if s.ended() {
+					return i + 1, done
+				}
 			default:
 				return i, malformed
 			}
 		}
-		// A value ended.
-		if len(stack) == 0 {
-			return i, done
-		}
-		state = expectCommaOrClose
+	}
+	if s.state == inNumber && len(s.stack) == 0 && s.num != numMinus && s.num != numDot && s.num != numE && s.num != numESign {
+		return len(text), done // a top-level number the text ends with
 	}
 	return len(text), incomplete
+}
+
+// ended moves past a value that just ended and reports whether it was
+// the whole value.
+func (s *jsonScan) ended() bool {
+	if len(s.stack) == 0 {
+		return true
+	}
+	s.state = expectCommaOrClose
+	return false
+}
+
+// number reads c as part of a number and reports whether it was.
+func (s *jsonScan) number(c byte) bool {
+	digit := isDigit(c)
+	switch s.num {
+	case numMinus:
+		if c == '0' {
+			s.num = numZero
+		} else if digit {
+			s.num = numInt
+		}
+		return digit
+	case numZero, numInt:
+		switch {
+		case digit && s.num == numInt:
+		case c == '.':
+			s.num = numDot
+		case c == 'e' || c == 'E':
+			s.num = numE
+		default:
+			return false
+		}
+		return true
+	case numDot, numFrac:
+		switch {
+		case digit:
+			s.num = numFrac
+		case c == 'e' || c == 'E':
+			if s.num == numDot {
+				return false
+			}
+			s.num = numE
+		default:
+			return false
+		}
+		return true
+	case numE:
+		switch {
+		case digit:
+			s.num = numExp
+		case c == '+' || c == '-':
+			s.num = numESign
+		default:
+			return false
+		}
+		return true
+	}
+	// numESign, numExp
+	if digit {
+		s.num = numExp
+	}
+	return digit
 }
 
 // compact drops the white space outside strings of a valid JSON prefix:
 // json.Compact's output, byte for byte, for a whole value.
 func compact(s string) string {
 	var b strings.Builder
-	in, esc := false, false
+	var c compactor
+	c.add(&b, s)
+	return b.String()
+}
+
+// compactor compacts a valid JSON prefix given in pieces.
+type compactor struct {
+	in, esc bool // inside a string; after its backslash
+}
+
+func (c *compactor) add(b *strings.Builder, s string) {
 	for i := 0; i < len(s); i++ {
-		c := s[i]
+		ch := s[i]
 		switch {
-		case esc:
-			esc = false
-		case in && c == '\\':
-			esc = true
-		case c == '"':
-			in = !in
-		case !in && strings.IndexByte(spaces, c) >= 0:
+		case c.esc:
+			c.esc = false
+		case c.in && ch == '\\':
+			c.esc = true
+		case ch == '"':
+			c.in = !c.in
+		case !c.in && strings.IndexByte(spaces, ch) >= 0:
 			continue
 		}
-		b.WriteByte(c)
+		b.WriteByte(ch)
 	}
-	return b.String()
 }
 
 // runeSafe is s without a UTF-8 sequence it may end inside of.

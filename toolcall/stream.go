@@ -33,7 +33,19 @@ type Stream struct {
 	pending string          // content sent past the checkpoint
 	sent    strings.Builder // all content sent
 	args    []string        // the arguments sent of each call begun
+	fast    *openArgs       // the arguments the output is inside of, or nil
 	closed  bool
+}
+
+// openArgs are the unfinished arguments of a committed call, read as
+// they grow: until they close or break, nothing else of the parse can
+// change, so a write need not re-read the call.
+type openArgs struct {
+	index int
+	scan  jsonScan
+	pos   int // bytes of the output read
+	comp  compactor
+	args  strings.Builder // compact, as read
 }
 
 // NewStream starts a stream in format f.
@@ -58,6 +70,14 @@ func (s *Stream) Write(text string) ([]Delta, error) {
 	}
 	s.buf.WriteString(text)
 	all := s.buf.String()
+	if f := s.fast; f != nil {
+		if _, st := f.scan.feed(all, f.pos); st == incomplete {
+			f.comp.add(&f.args, all[f.pos:])
+			f.pos = len(all)
+			return s.piece(nil, f.index, "", "", runeSafe(f.args.String()))
+		}
+		s.fast = nil // closed or broken: the parse decides what follows
+	}
 	content := s.p.step(all, false, &s.st)
 	var out []Delta
 	// The generic format's content is inside JSON (a "response"
@@ -71,7 +91,14 @@ func (s *Stream) Write(text string) ([]Delta, error) {
 	}
 	var partial []partialCall
 	if s.st.tail >= 0 {
-		partial, _ = s.p.partial(all, s.st.tail, s.p.o.MaxCalls-len(s.st.calls))
+		var stop int
+		partial, stop = s.p.partial(all, s.st.tail, s.p.o.MaxCalls-len(s.st.calls))
+		if n := len(partial); n > 0 && !partial[n-1].complete && stop == len(all) {
+			f := &openArgs{index: len(s.st.calls) + n - 1, pos: len(all)}
+			f.scan.feed(all, partial[n-1].argsAt)
+			f.comp.add(&f.args, all[partial[n-1].argsAt:])
+			s.fast = f
+		}
 	}
 	return s.calls(out, s.st.calls, partial)
 }
