@@ -3,7 +3,8 @@
 // SDK's stream helper) and its refusals (text.format's among them),
 // models.list and models.retrieve, chat.completions.create with and
 // without stream (and with the SDK's own assistant message sent back as
-// history), completions.create with and without stream, x-request-id on
+// history, and a literal "<s>" in a message counted as text),
+// completions.create with and without stream, x-request-id on
 // responses, plus the error paths (unknown model, bad parameter, a prompt
 // longer than the context).
 //
@@ -374,6 +375,14 @@ async function main() {
     .withResponse();
   checkText("history", again.choices[0].message.content);
   check("x-request-id", /^[A-Za-z0-9._:-]+$/.test(response.headers.get("x-request-id") || ""), `header ${response.headers.get("x-request-id")}`);
+
+  // A literal "<s>" in a message is text, not the model's BOS token: eight
+  // of them add several tokens each to the prompt (one each as special
+  // tokens).
+  const promptTokens = async (content) => (await client.chat.completions.create({ model, messages: [{ role: "user", content }], max_tokens: 1, temperature: 0 })).usage.prompt_tokens;
+  const plain = await promptTokens("Tell me.");
+  const marked = await promptTokens("Tell me." + "<s>".repeat(8));
+  check("literal <s>", marked - plain >= 16, `8 literal <s> add ${marked - plain} prompt tokens`);
 
   const stream = await client.chat.completions.create({
     model,
