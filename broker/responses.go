@@ -22,7 +22,9 @@ import (
 // and conversation are refused with a 400, and GET /v1/responses/{id} is
 // a 404 that says so. The model's tool calls are function_call output
 // items after the message item (call_id is the call's id, to send back
-// in a function_call_output item).
+// in a function_call_output item), their arguments streamed as the model
+// writes them. text.format json_object and json_schema constrain the
+// output as a chat completion's response_format does.
 
 // responseRequest is a decoded POST /v1/responses body.
 type responseRequest struct {
