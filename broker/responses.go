@@ -815,8 +815,12 @@ func (s *responseShaper) final(text string, calls []gen.CallDelta, reason gen.Fi
 		r.IncompleteDetails = &incompleteJSON{Reason: "max_output_tokens"}
 	}
 	r.Output = []any{s.item(itemStatus, []outputTextJSON{s.part(text)})}
-	for _, c := range calls {
-		r.Output = append(r.Output, s.call(c, "completed"))
+	for i, c := range calls {
+		status := "completed"
+		if i == len(calls)-1 && reason == gen.FinishLength {
+			status = "incomplete" // the budget may have cut its arguments
+		}
+		r.Output = append(r.Output, s.call(c, status))
 	}
 	r.Usage = &respUsageJSON{InputTokens: u.PromptTokens, InputTokensDetails: map[string]int{"cached_tokens": u.CachedTokens},
 		OutputTokens: u.CompletionTokens, OutputTokensDetails: map[string]int{"reasoning_tokens": 0},
@@ -1008,7 +1012,7 @@ func (st *responseStream) run(first Event) error {
 // piece's argument text as a delta.
 func (st *responseStream) callPiece(c gen.CallDelta) error {
 	if c.Index != st.open {
-		if err := st.closeCall(); err != nil {
+		if err := st.closeCall("completed"); err != nil {
 			return err
 		}
 		st.open = c.Index
@@ -1026,14 +1030,14 @@ func (st *responseStream) callPiece(c gen.CallDelta) error {
 	return st.send("response.function_call_arguments.delta", map[string]any{"item_id": st.shape.call(*cur, "").ID, "output_index": 1 + c.Index, "delta": c.Arguments})
 }
 
-// closeCall ends the open call's item, if any.
-func (st *responseStream) closeCall() error {
+// closeCall ends the open call's item, if any, with status.
+func (st *responseStream) closeCall(status string) error {
 	if st.open < 0 {
 		return nil
 	}
 	c := st.calls[len(st.calls)-1]
 	st.open = -1
-	done := st.shape.call(c, "completed")
+	done := st.shape.call(c, status)
 	return st.sendAll(
 		respStep{"response.function_call_arguments.done", map[string]any{"item_id": done.ID, "output_index": 1 + c.Index, "arguments": c.Arguments}},
 		respStep{"response.output_item.done", map[string]any{"output_index": 1 + c.Index, "item": done}},
@@ -1042,7 +1046,11 @@ func (st *responseStream) closeCall() error {
 
 // finish ends the stream after the generation's last event.
 func (st *responseStream) finish(ev Event) error {
-	if err := st.closeCall(); err != nil {
+	status := "completed"
+	if ev.Finish == gen.FinishLength {
+		status = "incomplete"
+	}
+	if err := st.closeCall(status); err != nil {
 		return err
 	}
 	u := ev.Usage

@@ -173,3 +173,31 @@ func TestResponseTextEcho(t *testing.T) {
 		}
 	}
 }
+
+// TestResponseCutCall checks that when the output budget ends the
+// response, its last call, whose arguments the budget may have cut, is
+// incomplete, and the calls before it completed.
+func TestResponseCutCall(t *testing.T) {
+	r, err := decodeResponseRequest([]byte(`{"input":"x"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := []gen.CallDelta{{Index: 0, ID: "a", Name: "f", Arguments: "{}"}, {Index: 1, ID: "b", Name: "f", Arguments: `{"x":`}}
+	for _, c := range []struct {
+		reason gen.FinishReason
+		want   []string
+	}{
+		{gen.FinishLength, []string{"completed", "incomplete"}},
+		{gen.FinishToolCalls, []string{"completed", "completed"}},
+	} {
+		out := newResponseShaper(r, "m", 0).final("", calls, c.reason, gen.Usage{}).Output
+		if len(out) != 3 {
+			t.Fatalf("%d output items", len(out))
+		}
+		for i, want := range c.want {
+			if got := out[1+i].(functionCallItemJSON).Status; got != want {
+				t.Errorf("finish %s: call %d status %q, want %q", c.reason, i, got, want)
+			}
+		}
+	}
+}
