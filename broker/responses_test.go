@@ -139,7 +139,8 @@ func TestDecodeResponseRequest(t *testing.T) {
 func FuzzDecodeResponseRequest(f *testing.F) {
 	for _, s := range []string{`{"input":"hi","instructions":"x"}`,
 		`{"input":[{"role":"user","content":[{"type":"input_text","text":"a"}]},{"type":"function_call","call_id":"c","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":"o"}]}`,
-		`{"input":"x","tools":[{"type":"function","name":"f","parameters":{"type":"object"}}],"tool_choice":{"type":"function","name":"f"}}`} {
+		`{"input":"x","tools":[{"type":"function","name":"f","parameters":{"type":"object"}}],"tool_choice":{"type":"function","name":"f"}}`,
+		`{"input":"x","text":{"format":{"type":"json_schema","name":"n","schema":{"type":"object","properties":{"a":{"type":"integer"}}},"strict":true},"verbosity":"low"}}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
@@ -149,6 +150,9 @@ func FuzzDecodeResponseRequest(f *testing.F) {
 		}
 		if len(r.Messages) == 0 || len(r.Messages) > gen.MaxMessages+1 || len(r.Tools) > gen.MaxTools {
 			t.Fatalf("%d messages, %d tools", len(r.Messages), len(r.Tools))
+		}
+		if f := r.Format; f.Type == gen.FormatJSONSchema && (f.Name == "" || len(f.Schema) > gen.MaxSchemaBytes) {
+			t.Fatalf("format %+v", f)
 		}
 	})
 }
