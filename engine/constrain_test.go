@@ -318,6 +318,19 @@ func TestForcedToolCallFormats(t *testing.T) {
 				if len(cs) == 0 || (r.done.Finish != gen.FinishToolCalls && r.done.Finish != gen.FinishLength) {
 					t.Fatalf("finish %q with %d calls (content %q)", r.done.Finish, len(cs), r.text)
 				}
+				// The arguments stream as the model writes them: the
+				// first call comes in more pieces than its first.
+				pieces := 0
+				for _, c := range r.chunks {
+					for _, d := range c.ToolCalls {
+						if d.Index == 0 {
+							pieces++
+						}
+					}
+				}
+				if pieces < 3 {
+					t.Errorf("the first call came in %d pieces", pieces)
+				}
 				if !parallel && len(cs) != 1 {
 					t.Fatalf("%d calls without parallel calls", len(cs))
 				}
