@@ -60,9 +60,10 @@ type Event struct {
 	Index    int             // EventText: the choice (0 .. n-1)
 	Text     string          // EventText: valid UTF-8 text, already cut at stop strings
 	Logprobs []gen.TokenProb // EventText, when requested: one entry per token of Text
-	// ToolCalls are, for EventText, the tool calls completed with this
-	// piece of output, whole, their indexes 0, 1, … in order over the
-	// generation.
+	// ToolCalls are, for EventText, the pieces of tool calls read with
+	// this piece of output (see gen.CallDelta): a call's first piece has
+	// its id and name, later ones more arguments; calls begin with
+	// indexes 0, 1, … in order over the generation.
 	ToolCalls []gen.CallDelta
 	Finish    gen.FinishReason // EventDone: choice 0's
 	Usage     gen.Usage        // EventDone: the prompt once, the completion tokens of every choice

@@ -39,10 +39,8 @@ type chatMessageJSON struct {
 	Annotations []emptyJSON    `json:"annotations"`
 }
 
-// toolCallJSON is one tool call of a reply; Index is set in a streamed
-// delta only (OpenAI's tool_calls[].index).
+// toolCallJSON is one tool call of a whole reply.
 type toolCallJSON struct {
-	Index    *int             `json:"index,omitempty"`
 	ID       string           `json:"id"`
 	Type     string           `json:"type"`
 	Function toolFunctionJSON `json:"function"`
@@ -53,16 +51,42 @@ type toolFunctionJSON struct {
 	Arguments string `json:"arguments"`
 }
 
-// toolCalls converts generated calls; streamed ones carry their index.
-func toolCalls(calls []gen.CallDelta, streamed bool) []toolCallJSON {
+// toolCallDeltaJSON is a piece of a streamed tool call, as OpenAI streams
+// one: the first piece of a call has its index, id, type, name and the
+// start of its arguments (perhaps ""), later ones its index and more
+// argument text alone (a client joins them; names are not repeated, as
+// clients that append every name piece would double them).
+type toolCallDeltaJSON struct {
+	Index    int                   `json:"index"`
+	ID       string                `json:"id,omitempty"`
+	Type     string                `json:"type,omitempty"`
+	Function toolFunctionDeltaJSON `json:"function"`
+}
+
+type toolFunctionDeltaJSON struct {
+	Name      string `json:"name,omitempty"`
+	Arguments string `json:"arguments"`
+}
+
+// toolCalls converts the calls of a whole reply.
+func toolCalls(calls []gen.CallDelta) []toolCallJSON {
 	if len(calls) == 0 {
 		return nil
 	}
 	out := make([]toolCallJSON, len(calls))
 	for i, c := range calls {
 		out[i] = toolCallJSON{ID: c.ID, Type: "function", Function: toolFunctionJSON{Name: c.Name, Arguments: c.Arguments}}
-		if streamed {
-			out[i].Index = &calls[i].Index
+	}
+	return out
+}
+
+// toolCallDeltas converts streamed pieces of calls.
+func toolCallDeltas(calls []gen.CallDelta) []toolCallDeltaJSON {
+	out := make([]toolCallDeltaJSON, len(calls))
+	for i, c := range calls {
+		out[i] = toolCallDeltaJSON{Index: c.Index, ID: c.ID, Function: toolFunctionDeltaJSON{Name: c.Name, Arguments: c.Arguments}}
+		if c.ID != "" {
+			out[i].Type = "function"
 		}
 	}
 	return out
@@ -72,9 +96,9 @@ func toolCalls(calls []gen.CallDelta, streamed bool) []toolCallJSON {
 type emptyJSON struct{}
 
 type chatDeltaJSON struct {
-	Role      string         `json:"role,omitempty"`
-	Content   *string        `json:"content,omitempty"`
-	ToolCalls []toolCallJSON `json:"tool_calls,omitempty"`
+	Role      string              `json:"role,omitempty"`
+	Content   *string             `json:"content,omitempty"`
+	ToolCalls []toolCallDeltaJSON `json:"tool_calls,omitempty"`
 }
 
 type chatTopJSON struct {
@@ -226,12 +250,11 @@ func (s *shaper) textChunk(i int, text string, lps []gen.TokenProb) any {
 	return r
 }
 
-// callChunk is a streamed piece of choice i's chat reply that completes
-// tool calls: each whole in one delta (id, type, name and all the
-// arguments), after the text that came before them, if any.
+// callChunk is a streamed piece of choice i's chat reply that carries
+// pieces of tool calls, after the text that came before them, if any.
 func (s *shaper) callChunk(i int, text string, lps []gen.TokenProb, calls []gen.CallDelta) any {
 	r := s.base(true)
-	d := &chatDeltaJSON{ToolCalls: toolCalls(calls, true)}
+	d := &chatDeltaJSON{ToolCalls: toolCallDeltas(calls)}
 	if text != "" {
 		d.Content = &text
 	}
@@ -286,7 +309,7 @@ func (s *shaper) whole(choices []choiceOut, u gen.Usage, wantLogprobs bool) any 
 		}
 		if s.chat {
 			text := c.text
-			m := &chatMessageJSON{Role: "assistant", Content: &text, ToolCalls: toolCalls(c.calls, false), Annotations: []emptyJSON{}}
+			m := &chatMessageJSON{Role: "assistant", Content: &text, ToolCalls: toolCalls(c.calls), Annotations: []emptyJSON{}}
 			if text == "" && len(c.calls) > 0 {
 				m.Content = nil
 			}

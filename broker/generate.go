@@ -321,7 +321,9 @@ func (g *generation) collect(w http.ResponseWriter) error {
 			o := &outs[ev.Index]
 			texts[ev.Index].WriteString(ev.Text)
 			o.lps = append(o.lps, ev.Logprobs...)
-			o.calls = append(o.calls, ev.ToolCalls...)
+			for _, c := range ev.ToolCalls {
+				o.calls = gen.JoinCall(o.calls, c)
+			}
 			continue
 		}
 		u := ev.Usage

@@ -22,7 +22,9 @@ import (
 // and conversation are refused with a 400, and GET /v1/responses/{id} is
 // a 404 that says so. The model's tool calls are function_call output
 // items after the message item (call_id is the call's id, to send back
-// in a function_call_output item).
+// in a function_call_output item), their arguments streamed as the model
+// writes them. text.format json_object and json_schema constrain the
+// output as a chat completion's response_format does.
 
 // responseRequest is a decoded POST /v1/responses body.
 type responseRequest struct {
@@ -33,6 +35,7 @@ type responseRequest struct {
 	choice       any        // tool_choice as echoed: a string or {"type":"function","name":...}
 	metadata     json.RawMessage
 	store        bool
+	text         map[string]any // text as echoed: the format, the verbosity
 }
 
 func decodeResponseRequest(body []byte) (*responseRequest, error) {
@@ -94,7 +97,10 @@ func decodeResponseRequest(body []byte) (*responseRequest, error) {
 		case "truncation":
 			err = checkEnum(f.raw, f.name, "auto", "disabled")
 		case "text":
-			err = checkResponseText(f.raw)
+			var format gen.Format
+			if format, r.text, err = decodeResponseText(f.raw); err == nil {
+				err = r.setFormat(format, "text.format")
+			}
 		case "background":
 			var b bool
 			if b, err = decBool(f.raw, f.name); err == nil && b {
@@ -129,13 +135,19 @@ func decodeResponseRequest(body []byte) (*responseRequest, error) {
 	return r, nil
 }
 
-// checkResponseText accepts text: {"format": {"type": "text"}, "verbosity": ...};
-// structured formats are refused (for now a chat completion's
-// response_format is the way to them).
-func checkResponseText(raw json.RawMessage) error {
+// decodeResponseText decodes text: {"format": {...}, "verbosity": ...}.
+// The format is OpenAI's Responses shape, the fields of a chat
+// completion's response_format.json_schema one level up: {"type":
+// "text"}, {"type": "json_object"} or {"type": "json_schema", "name",
+// "schema", "description", "strict"}; json_object and json_schema take
+// the grammar-constrained sampling chat completions use. It returns the
+// format and the text object the Response echoes.
+func decodeResponseText(raw json.RawMessage) (gen.Format, map[string]any, error) {
+	var format gen.Format
+	echo := map[string]any{"format": map[string]any{"type": gen.FormatText}}
 	fields, err := objectFields(raw, "text")
 	if err != nil {
-		return err
+		return format, nil, err
 	}
 	for _, f := range fields {
 		p := "text." + f.name
@@ -144,28 +156,124 @@ func checkResponseText(raw json.RawMessage) error {
 		}
 		switch f.name {
 		case "verbosity":
-			err = checkEnum(f.raw, p, "low", "medium", "high")
-		case "format":
-			var ff []field
-			if ff, err = objectFields(f.raw, p); err != nil {
-				return err
+			var v string
+			if err = checkEnum(f.raw, p, "low", "medium", "high"); err == nil {
+				v, err = decString(f.raw, p)
+				echo["verbosity"] = v
 			}
-			for _, g := range ff {
-				if g.name != "type" {
-					return invalidCode(p+"."+g.name, "unsupported_value", "only the text format is supported on /v1/responses")
-				}
-				if err = expectString(g.raw, p+".type", "text"); err != nil {
-					return invalidCode(p+".type", "unsupported_value", "only the text format is supported on /v1/responses")
-				}
+		case "format":
+			var shown map[string]any
+			if format, shown, err = decodeTextFormat(f.raw); err == nil {
+				echo["format"] = shown
 			}
 		default:
 			err = unknownField(p)
 		}
 		if err != nil {
-			return err
+			return format, nil, err
 		}
 	}
-	return nil
+	return format, echo, nil
+}
+
+// decodeTextFormat decodes text.format and returns it with its echo.
+func decodeTextFormat(raw json.RawMessage) (gen.Format, map[string]any, error) {
+	const param = "text.format"
+	var f gen.Format
+	fields, err := objectFields(raw, param)
+	if err != nil {
+		return f, nil, err
+	}
+	// The type decides which other fields are allowed: read it first.
+	for _, fl := range fields {
+		if fl.name != "type" {
+			continue
+		}
+		if f.Type, err = decString(fl.raw, param+".type"); err != nil {
+			return f, nil, err
+		}
+		switch f.Type {
+		case gen.FormatText, gen.FormatJSONObject, gen.FormatJSONSchema:
+		default:
+			return f, nil, invalidCode(param+".type", "unsupported_value", "text.format.type must be \"text\", \"json_object\" or \"json_schema\", got %q", abbreviate(f.Type))
+		}
+	}
+	if f.Type == "" {
+		return f, nil, invalid(param+".type", "text.format.type is required")
+	}
+	shown := map[string]any{"type": f.Type}
+	var haveName, haveSchema bool
+	for _, fl := range fields {
+		p := param + "." + fl.name
+		if fl.name == "type" {
+			continue
+		}
+		if f.Type != gen.FormatJSONSchema {
+			return f, nil, invalid(p, "%s is only allowed with text.format.type \"json_schema\"", p)
+		}
+		if isNull(fl.raw) && fl.name != "name" && fl.name != "schema" {
+			continue
+		}
+		switch fl.name {
+		case "name":
+			f.Name, err = decodeName(fl.raw, p)
+			shown["name"], haveName = f.Name, true
+		case "description":
+			var d string
+			if d, err = decString(fl.raw, p); err == nil && len(d) > gen.MaxTextBytes {
+				err = invalid(p, "%s has %d bytes, at most %d", p, len(d), gen.MaxTextBytes)
+			}
+			shown["description"] = d
+		case "schema":
+			f.Schema, err = decodeSchema(fl.raw, p)
+			shown["schema"], haveSchema = json.RawMessage(f.Schema), true
+		case "strict":
+			f.Strict, err = decBool(fl.raw, p)
+			shown["strict"] = f.Strict
+		default:
+			err = unknownField(p)
+		}
+		if err != nil {
+			return f, nil, err
+		}
+	}
+	if f.Type == gen.FormatJSONSchema {
+		switch {
+		case !haveName:
+			return f, nil, invalid(param+".name", "text.format.name is required with type \"json_schema\"")
+		case !haveSchema:
+			return f, nil, invalid(param+".schema", "text.format.schema is required with type \"json_schema\"")
+		}
+		if _, ok := shown["strict"]; !ok {
+			shown["strict"] = false
+		}
+	}
+	return f, shown, nil
+}
+
+// responseParams maps the chat request fields the engine names in its
+// errors to the Responses API's own.
+var responseParams = []struct{ chat, resp string }{
+	{"response_format.json_schema.schema", "text.format.schema"},
+	{"response_format", "text.format"},
+	{"max_tokens", "max_output_tokens"},
+}
+
+// responseError renames the param of err, a refusal of the request, from
+// the chat completion field the generation names to the Responses API's.
+func responseError(err error) error {
+	if err == nil {
+		return nil
+	}
+	ae := toAPIError(err)
+	for _, m := range responseParams {
+		if ae.Param == m.chat || strings.HasPrefix(ae.Param, m.chat+".") {
+			c := *ae
+			c.Param = m.resp + strings.TrimPrefix(ae.Param, m.chat)
+			return &c
+		}
+	}
+	return err
 }
 
 // decodeResponseTools decodes [{"type":"function","name",...}]; other
@@ -662,11 +770,15 @@ func newResponseShaper(req *responseRequest, model string, created int64) *respo
 	if meta == nil {
 		meta = json.RawMessage("{}")
 	}
+	text := req.text
+	if text == nil {
+		text = map[string]any{"format": map[string]any{"type": gen.FormatText}}
+	}
 	return &responseShaper{req: req, itemID: "msg_" + randomHex(), base: respObjectJSON{
 		ID: "resp_" + randomHex(), Object: "response", CreatedAt: created, Status: "in_progress",
 		Instructions: req.instructions, MaxOutputTokens: req.maxOutput, Model: model, Output: []any{},
 		ParallelToolCalls: req.ParallelToolCalls, Store: req.store, Temperature: req.Sampling.Temperature, TopP: req.Sampling.TopP,
-		Text: map[string]any{"format": map[string]string{"type": "text"}}, ToolChoice: req.choice, Tools: tools,
+		Text: text, ToolChoice: req.choice, Tools: tools,
 		Truncation: "disabled", Metadata: meta,
 	}}
 }
@@ -703,8 +815,12 @@ func (s *responseShaper) final(text string, calls []gen.CallDelta, reason gen.Fi
 		r.IncompleteDetails = &incompleteJSON{Reason: "max_output_tokens"}
 	}
 	r.Output = []any{s.item(itemStatus, []outputTextJSON{s.part(text)})}
-	for _, c := range calls {
-		r.Output = append(r.Output, s.call(c, "completed"))
+	for i, c := range calls {
+		status := "completed"
+		if i == len(calls)-1 && reason == gen.FinishLength {
+			status = "incomplete" // the budget may have cut its arguments
+		}
+		r.Output = append(r.Output, s.call(c, status))
 	}
 	r.Usage = &respUsageJSON{InputTokens: u.PromptTokens, InputTokensDetails: map[string]int{"cached_tokens": u.CachedTokens},
 		OutputTokens: u.CompletionTokens, OutputTokensDetails: map[string]int{"reasoning_tokens": 0},
@@ -720,8 +836,13 @@ func (s *responseShaper) event(typ string, fields map[string]any) map[string]any
 	return fields
 }
 
-// responses answers POST /v1/responses.
+// responses answers POST /v1/responses; a refusal names the Responses
+// API's fields.
 func (s *Server) responses(w http.ResponseWriter, r *http.Request, ri *reqInfo) error {
+	return responseError(s.respond(w, r, ri))
+}
+
+func (s *Server) respond(w http.ResponseWriter, r *http.Request, ri *reqInfo) error {
 	body, err := readBody(w, r)
 	if err != nil {
 		return err
@@ -748,11 +869,6 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request, ri *reqInfo) 
 	}
 	defer release()
 	if err := budget(&req.genRequest, info); err != nil {
-		if ae, ok := err.(*APIError); ok && ae.Param == "max_tokens" {
-			c := *ae
-			c.Param = "max_output_tokens"
-			return &c
-		}
 		return err
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout.D())
@@ -777,7 +893,9 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request, ri *reqInfo) 
 		}
 		if ev.Kind == EventText {
 			text.WriteString(ev.Text)
-			calls = append(calls, ev.ToolCalls...)
+			for _, c := range ev.ToolCalls {
+				calls = gen.JoinCall(calls, c)
+			}
 			continue
 		}
 		u := ev.Usage
@@ -790,10 +908,13 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request, ri *reqInfo) 
 
 // streamResponse sends the generation as the Responses API's events:
 // response.created and .in_progress, one message item with one
-// output_text part (added, deltas, done), then response.completed (or
-// response.incomplete when the output budget ran out). As for chat
-// streams, the headers wait for the first event so a refusal is a whole
-// 4xx response.
+// output_text part (added, deltas, done), a function_call item per call
+// (added, its arguments as they arrive in function_call_arguments.delta
+// events, then done), and response.completed (or response.incomplete
+// when the output budget ran out). As for chat streams, the headers wait
+// for the first event so a refusal is a whole 4xx response; a failure
+// after them ends the stream with response.failed, the Response with its
+// error and the output so far, then an error event (the SDKs raise it).
 func streamResponse(g *generation, shape *responseShaper, w http.ResponseWriter, rc *http.ResponseController) error {
 	first, err := g.next()
 	if err != nil {
@@ -804,101 +925,190 @@ func streamResponse(g *generation, shape *responseShaper, w http.ResponseWriter,
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	out := &sse{w: w, rc: rc, timeout: g.s.cfg.WriteTimeout.D()}
-	send := func(typ string, fields map[string]any) error {
-		b, err := marshal(shape.event(typ, fields))
-		if err != nil {
+	st := &responseStream{g: g, shape: shape, out: &sse{w: w, rc: rc, timeout: g.s.cfg.WriteTimeout.D()}, open: -1}
+	g.ri.streamError = st.fail
+	return st.run(first)
+}
+
+// responseStream is the state of a streamed response: the output so far
+// and the call whose arguments are arriving.
+type responseStream struct {
+	g     *generation
+	shape *responseShaper
+	out   *sse
+	text  strings.Builder
+	calls []gen.CallDelta // the calls so far, their argument pieces joined
+	open  int             // the index of the call whose item is open, or -1
+}
+
+// send writes one event.
+func (st *responseStream) send(typ string, fields map[string]any) error {
+	b, err := marshal(st.shape.event(typ, fields))
+	if err != nil {
+		return err
+	}
+	if err := st.out.sendNamed(typ, b); err != nil {
+		st.g.s.metrics.cancelled.Add(1)
+		st.g.cancel()
+		return &APIError{Status: 499, Type: "server_error", Code: "client_closed", Message: "client stopped reading", Err: err}
+	}
+	return nil
+}
+
+type respStep struct {
+	typ    string
+	fields map[string]any
+}
+
+func (st *responseStream) sendAll(steps ...respStep) error {
+	for _, s := range steps {
+		if err := st.send(s.typ, s.fields); err != nil {
 			return err
 		}
-		if err := out.sendNamed(typ, b); err != nil {
-			g.s.metrics.cancelled.Add(1)
-			g.cancel()
-			return &APIError{Status: 499, Type: "server_error", Code: "client_closed", Message: "client stopped reading", Err: err}
-		}
-		return nil
 	}
-	at := func(extra map[string]any) map[string]any {
-		extra["item_id"], extra["output_index"], extra["content_index"] = shape.itemID, 0, 0
-		return extra
+	return nil
+}
+
+// at gives the fields that place an event in the message item's text.
+func (st *responseStream) at(extra map[string]any) map[string]any {
+	extra["item_id"], extra["output_index"], extra["content_index"] = st.shape.itemID, 0, 0
+	return extra
+}
+
+func (st *responseStream) run(first Event) error {
+	base := st.shape.base
+	if err := st.sendAll(
+		respStep{"response.created", map[string]any{"response": base}},
+		respStep{"response.in_progress", map[string]any{"response": base}},
+		respStep{"response.output_item.added", map[string]any{"output_index": 0, "item": st.shape.item("in_progress", []outputTextJSON{})}},
+		respStep{"response.content_part.added", st.at(map[string]any{"part": st.shape.part("")})},
+	); err != nil {
+		return err
 	}
-	base := shape.base
-	for _, step := range []struct {
-		typ    string
-		fields map[string]any
-	}{
-		{"response.created", map[string]any{"response": base}},
-		{"response.in_progress", map[string]any{"response": base}},
-		{"response.output_item.added", map[string]any{"output_index": 0, "item": shape.item("in_progress", []outputTextJSON{})}},
-		{"response.content_part.added", at(map[string]any{"part": shape.part("")})},
-	} {
-		if err := send(step.typ, step.fields); err != nil {
-			return err
-		}
-	}
-	var text strings.Builder
-	var calls []gen.CallDelta
 	for ev := first; ; {
-		if ev.Kind == EventText {
-			text.WriteString(ev.Text)
-			if ev.Text != "" {
-				if err := send("response.output_text.delta", at(map[string]any{"delta": ev.Text, "logprobs": []any{}})); err != nil {
-					return err
-				}
-			}
-			// A call arrives whole: its item added with empty
-			// arguments, the arguments as one delta, then done, as
-			// OpenAI streams a call.
-			for _, c := range ev.ToolCalls {
-				calls = append(calls, c)
-				idx := 1 + c.Index
-				pending := shape.call(c, "in_progress")
-				pending.Arguments = ""
-				done := shape.call(c, "completed")
-				for _, step := range []struct {
-					typ    string
-					fields map[string]any
-				}{
-					{"response.output_item.added", map[string]any{"output_index": idx, "item": pending}},
-					{"response.function_call_arguments.delta", map[string]any{"item_id": done.ID, "output_index": idx, "delta": c.Arguments}},
-					{"response.function_call_arguments.done", map[string]any{"item_id": done.ID, "output_index": idx, "arguments": c.Arguments}},
-					{"response.output_item.done", map[string]any{"output_index": idx, "item": done}},
-				} {
-					if err := send(step.typ, step.fields); err != nil {
-						return err
-					}
-				}
-			}
-			if ev, err = g.next(); err != nil {
-				return err
-			}
-			continue
+		if ev.Kind != EventText {
+			return st.finish(ev)
 		}
-		u := ev.Usage
-		if u.PromptTokens == 0 {
-			u.PromptTokens = g.ri.promptTokens
-		}
-		final := shape.final(text.String(), calls, ev.Finish, u)
-		msg := final.Output[0].(outputItemJSON)
-		part := msg.Content[0]
-		last := "response.completed"
-		if final.Status == "incomplete" {
-			last = "response.incomplete"
-		}
-		for _, step := range []struct {
-			typ    string
-			fields map[string]any
-		}{
-			{"response.output_text.done", at(map[string]any{"text": part.Text, "logprobs": []any{}})},
-			{"response.content_part.done", at(map[string]any{"part": part})},
-			{"response.output_item.done", map[string]any{"output_index": 0, "item": msg}},
-			{last, map[string]any{"response": final}},
-		} {
-			if err := send(step.typ, step.fields); err != nil {
+		st.text.WriteString(ev.Text)
+		if ev.Text != "" {
+			if err := st.send("response.output_text.delta", st.at(map[string]any{"delta": ev.Text, "logprobs": []any{}})); err != nil {
 				return err
 			}
 		}
+		for _, c := range ev.ToolCalls {
+			if err := st.callPiece(c); err != nil {
+				return err
+			}
+		}
+		var err error
+		if ev, err = st.g.next(); err != nil {
+			return err
+		}
+	}
+}
+
+// callPiece sends a piece of a call: a new call's item (added with
+// empty arguments, as OpenAI's), after closing the one before, and the
+// piece's argument text as a delta.
+func (st *responseStream) callPiece(c gen.CallDelta) error {
+	if c.Index != st.open {
+		if err := st.closeCall("completed"); err != nil {
+			return err
+		}
+		st.open = c.Index
+		st.calls = append(st.calls, gen.CallDelta{Index: c.Index, ID: c.ID, Name: c.Name})
+		pending := st.shape.call(st.calls[len(st.calls)-1], "in_progress")
+		if err := st.send("response.output_item.added", map[string]any{"output_index": 1 + c.Index, "item": pending}); err != nil {
+			return err
+		}
+	}
+	if c.Arguments == "" {
 		return nil
 	}
+	cur := &st.calls[len(st.calls)-1]
+	cur.Arguments += c.Arguments
+	return st.send("response.function_call_arguments.delta", map[string]any{"item_id": st.shape.call(*cur, "").ID, "output_index": 1 + c.Index, "delta": c.Arguments})
+}
+
+// closeCall ends the open call's item, if any, with status.
+func (st *responseStream) closeCall(status string) error {
+	if st.open < 0 {
+		return nil
+	}
+	c := st.calls[len(st.calls)-1]
+	st.open = -1
+	done := st.shape.call(c, status)
+	return st.sendAll(
+		respStep{"response.function_call_arguments.done", map[string]any{"item_id": done.ID, "output_index": 1 + c.Index, "arguments": c.Arguments}},
+		respStep{"response.output_item.done", map[string]any{"output_index": 1 + c.Index, "item": done}},
+	)
+}
+
+// finish ends the stream after the generation's last event.
+func (st *responseStream) finish(ev Event) error {
+	status := "completed"
+	if ev.Finish == gen.FinishLength {
+		status = "incomplete"
+	}
+	if err := st.closeCall(status); err != nil {
+		return err
+	}
+	u := ev.Usage
+	if u.PromptTokens == 0 {
+		u.PromptTokens = st.g.ri.promptTokens
+	}
+	final := st.shape.final(st.text.String(), st.calls, ev.Finish, u)
+	msg := final.Output[0].(outputItemJSON)
+	part := msg.Content[0]
+	last := "response.completed"
+	if final.Status == "incomplete" {
+		last = "response.incomplete"
+	}
+	return st.sendAll(
+		respStep{"response.output_text.done", st.at(map[string]any{"text": part.Text, "logprobs": []any{}})},
+		respStep{"response.content_part.done", st.at(map[string]any{"part": part})},
+		respStep{"response.output_item.done", map[string]any{"output_index": 0, "item": msg}},
+		respStep{last, map[string]any{"response": final}},
+	)
+}
+
+// responseErrorJSON is the Response object's error: code is one of
+// OpenAI's closed list for a failed response.
+type responseErrorJSON struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// fail ends a stream that failed after its headers: response.failed with
+// the Response as far as it got (status failed, its error, the output
+// items so far incomplete), then an error event with the error's code,
+// message and param.
+func (st *responseStream) fail(e *APIError) {
+	if e.Status == 499 {
+		return // nobody is reading
+	}
+	r := st.shape.base
+	r.Status = "failed"
+	code := "server_error"
+	switch {
+	case e.Status == http.StatusTooManyRequests:
+		code = "rate_limit_exceeded"
+	case e.Status >= 400 && e.Status < 500:
+		code = "invalid_prompt"
+	}
+	r.Error = responseErrorJSON{Code: code, Message: e.Message}
+	r.Output = []any{st.shape.item("incomplete", []outputTextJSON{st.shape.part(st.text.String())})}
+	for i, c := range st.calls {
+		status := "completed"
+		if i == len(st.calls)-1 && st.open >= 0 {
+			status = "incomplete"
+		}
+		r.Output = append(r.Output, st.shape.call(c, status))
+	}
+	_ = st.sendAll(
+		respStep{"response.failed", map[string]any{"response": r}},
+		respStep{"error", map[string]any{"code": optional(e.Code), "message": e.Message, "param": optional(e.Param)}},
+	)
 }
 
 // sendNamed writes one event with an event: line, as the Responses API

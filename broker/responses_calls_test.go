@@ -27,7 +27,10 @@ type respItem struct {
 // delta and done, item done, each at its output index).
 func TestResponsesToolCalls(t *testing.T) {
 	fake := newFake("Let me look.")
-	fake.Calls = []gen.CallDelta{{Index: 0, ID: "call_a", Name: "get_weather", Arguments: `{"city":"Oslo"}`},
+	// The calls come in pieces, as the engine streams their arguments.
+	fake.Calls = []gen.CallDelta{{Index: 0, ID: "call_a", Name: "get_weather", Arguments: `{"city"`}, {Index: 0, Arguments: `:"Oslo"}`},
+		{Index: 1, ID: "call_b", Name: "get_weather"}, {Index: 1, Arguments: `{"city":"Lima"}`}}
+	calls := []gen.CallDelta{{Index: 0, ID: "call_a", Name: "get_weather", Arguments: `{"city":"Oslo"}`},
 		{Index: 1, ID: "call_b", Name: "get_weather", Arguments: `{"city":"Lima"}`}}
 	ts := start(t, fake, testConfig(t, nil))
 	code, _, body := ts.do(t, "POST", "/v1/responses", "", respCallsBody+"}")
@@ -44,7 +47,7 @@ func TestResponsesToolCalls(t *testing.T) {
 	if r.Status != "completed" || len(r.Output) != 3 || r.Output[0].Type != "message" {
 		t.Fatalf("response %s", body)
 	}
-	for i, c := range fake.Calls {
+	for i, c := range calls {
 		it := r.Output[1+i]
 		if it.Type != "function_call" || !strings.HasPrefix(it.ID, "fc_") || it.CallID != c.ID || it.Name != c.Name ||
 			it.Arguments != c.Arguments || it.Status != "completed" {
@@ -62,7 +65,7 @@ func TestResponsesToolCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	var types []string
-	args := map[int]string{}
+	args, done := map[int]string{}, map[int]string{}
 	var final struct {
 		Output []respItem `json:"output"`
 	}
@@ -72,6 +75,7 @@ func TestResponsesToolCalls(t *testing.T) {
 			Type     string          `json:"type"`
 			Index    int             `json:"output_index"`
 			Delta    string          `json:"delta"`
+			Args     string          `json:"arguments"`
 			Item     respItem        `json:"item"`
 			Response json.RawMessage `json:"response"`
 		}
@@ -85,23 +89,29 @@ func TestResponsesToolCalls(t *testing.T) {
 				t.Errorf("call item added: %+v", ev.Item)
 			}
 		case "response.function_call_arguments.delta":
+			if ev.Delta == "" {
+				t.Error("an empty arguments delta")
+			}
 			args[ev.Index] += ev.Delta
+		case "response.function_call_arguments.done":
+			done[ev.Index] = ev.Args
 		case "response.completed":
 			if err := json.Unmarshal(ev.Response, &final); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	call := "response.output_item.added response.function_call_arguments.delta response.function_call_arguments.done response.output_item.done "
 	want := "response.created response.in_progress response.output_item.added response.content_part.added " +
-		"response.output_text.delta " + call + call +
+		"response.output_text.delta " +
+		"response.output_item.added response.function_call_arguments.delta response.function_call_arguments.delta response.function_call_arguments.done response.output_item.done " +
+		"response.output_item.added response.function_call_arguments.delta response.function_call_arguments.done response.output_item.done " +
 		"response.output_text.done response.content_part.done response.output_item.done response.completed"
 	if got := strings.Join(types, " "); got != want {
 		t.Errorf("events\n%s\nwant\n%s", got, want)
 	}
-	for i, c := range fake.Calls {
-		if args[1+i] != c.Arguments {
-			t.Errorf("streamed arguments of output %d: %q, want %q", 1+i, args[1+i], c.Arguments)
+	for i, c := range calls {
+		if args[1+i] != c.Arguments || done[1+i] != c.Arguments {
+			t.Errorf("streamed arguments of output %d: %q, done %q, want %q", 1+i, args[1+i], done[1+i], c.Arguments)
 		}
 	}
 	if len(final.Output) != 3 || final.Output[2].CallID != "call_b" {

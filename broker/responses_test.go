@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
@@ -39,7 +40,22 @@ func TestDecodeResponseRequest(t *testing.T) {
 			}},
 		{"defaults", `{"input":"x","text":{"format":{"type":"text"}},"truncation":"disabled","user":"u"}`,
 			func(r *responseRequest) bool {
-				return r.ParallelToolCalls && reflect.DeepEqual(r.Sampling, gen.DefaultSampling()) && r.MaxTokens == 0 && !r.Stream
+				return r.ParallelToolCalls && reflect.DeepEqual(r.Sampling, gen.DefaultSampling()) && r.MaxTokens == 0 && !r.Stream &&
+					r.Format == gen.Format{}
+			}},
+		{"json object", `{"input":"x","text":{"format":{"type":"json_object"},"verbosity":"low"}}`,
+			func(r *responseRequest) bool {
+				return r.Format == gen.Format{Type: gen.FormatJSONObject} && r.text["verbosity"] == "low"
+			}},
+		{"json schema", `{"input":"x","text":{"format":{"type":"json_schema","name":"person","description":"d","schema":{"type":"object","properties":{"a":{"type":"integer"}}},"strict":true}}}`,
+			func(r *responseRequest) bool {
+				f := r.text["format"].(map[string]any)
+				return r.Format == gen.Format{Type: gen.FormatJSONSchema, Name: "person", Strict: true, Schema: `{"type":"object","properties":{"a":{"type":"integer"}}}`} &&
+					f["name"] == "person" && f["strict"] == true && f["description"] == "d"
+			}},
+		{"json schema not strict", `{"input":"x","text":{"format":{"type":"json_schema","name":"p","schema":{}}}}`,
+			func(r *responseRequest) bool {
+				return r.Format == gen.Format{Type: gen.FormatJSONSchema, Name: "p", Schema: `{}`} && r.text["format"].(map[string]any)["strict"] == false
 			}},
 	}
 	for _, c := range ok {
@@ -84,7 +100,25 @@ func TestDecodeResponseRequest(t *testing.T) {
 		{"choice unknown", `{"input":"x","tool_choice":"maybe"}`, "tool_choice"},
 		{"choice not among tools", `{"input":"x","tool_choice":{"type":"function","name":"g"}}`, "tool_choice"},
 		{"required without tools", `{"input":"x","tool_choice":"required"}`, "tool_choice"},
-		{"json format", `{"input":"x","text":{"format":{"type":"json_object"}}}`, "text.format.type"},
+		{"text not an object", `{"input":"x","text":"json"}`, "text"},
+		{"format not an object", `{"input":"x","text":{"format":"json_object"}}`, "text.format"},
+		{"format without type", `{"input":"x","text":{"format":{"name":"a","schema":{}}}}`, "text.format.type"},
+		{"format type number", `{"input":"x","text":{"format":{"type":1}}}`, "text.format.type"},
+		{"format type unknown", `{"input":"x","text":{"format":{"type":"grammar"}}}`, "text.format.type"},
+		{"schema without name", `{"input":"x","text":{"format":{"type":"json_schema","schema":{"type":"object"}}}}`, "text.format.name"},
+		{"schema bad name", `{"input":"x","text":{"format":{"type":"json_schema","name":"a b","schema":{}}}}`, "text.format.name"},
+		{"schema missing", `{"input":"x","text":{"format":{"type":"json_schema","name":"a"}}}`, "text.format.schema"},
+		{"schema null", `{"input":"x","text":{"format":{"type":"json_schema","name":"a","schema":null}}}`, "text.format.schema"},
+		{"schema not an object", `{"input":"x","text":{"format":{"type":"json_schema","name":"a","schema":[1]}}}`, "text.format.schema"},
+		{"schema too deep", `{"input":"x","text":{"format":{"type":"json_schema","name":"a","schema":` + strings.Repeat(`{"a":`, 200) + `1` + strings.Repeat(`}`, 200) + `}}}`, "text.format.schema"},
+		{"schema too large", `{"input":"x","text":{"format":{"type":"json_schema","name":"a","schema":{"description":"` + strings.Repeat("x", gen.MaxSchemaBytes) + `"}}}}`, "text.format.schema"},
+		{"strict type", `{"input":"x","text":{"format":{"type":"json_schema","name":"a","schema":{},"strict":"yes"}}}`, "text.format.strict"},
+		{"description type", `{"input":"x","text":{"format":{"type":"json_schema","name":"a","schema":{},"description":5}}}`, "text.format.description"},
+		{"schema with json_object", `{"input":"x","text":{"format":{"type":"json_object","schema":{}}}}`, "text.format.schema"},
+		{"name with text", `{"input":"x","text":{"format":{"type":"text","name":"a"}}}`, "text.format.name"},
+		{"format unknown field", `{"input":"x","text":{"format":{"type":"json_schema","name":"a","schema":{},"json_schema":{}}}}`, "text.format.json_schema"},
+		{"verbosity", `{"input":"x","text":{"verbosity":"loud"}}`, "text.verbosity"},
+		{"text unknown field", `{"input":"x","text":{"style":"x"}}`, "text.style"},
 		{"metadata type", `{"input":"x","metadata":{"a":1}}`, "metadata.a"},
 		{"unknown field", `{"input":"x","frobnicate":true}`, "frobnicate"},
 		{"deep content", `{"input":[{"role":"user","content":` + strings.Repeat("[", 100) + strings.Repeat("]", 100) + `}]}`, "input[0].content[0]"},
@@ -105,7 +139,8 @@ func TestDecodeResponseRequest(t *testing.T) {
 func FuzzDecodeResponseRequest(f *testing.F) {
 	for _, s := range []string{`{"input":"hi","instructions":"x"}`,
 		`{"input":[{"role":"user","content":[{"type":"input_text","text":"a"}]},{"type":"function_call","call_id":"c","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":"o"}]}`,
-		`{"input":"x","tools":[{"type":"function","name":"f","parameters":{"type":"object"}}],"tool_choice":{"type":"function","name":"f"}}`} {
+		`{"input":"x","tools":[{"type":"function","name":"f","parameters":{"type":"object"}}],"tool_choice":{"type":"function","name":"f"}}`,
+		`{"input":"x","text":{"format":{"type":"json_schema","name":"n","schema":{"type":"object","properties":{"a":{"type":"integer"}}},"strict":true},"verbosity":"low"}}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
@@ -116,5 +151,57 @@ func FuzzDecodeResponseRequest(f *testing.F) {
 		if len(r.Messages) == 0 || len(r.Messages) > gen.MaxMessages+1 || len(r.Tools) > gen.MaxTools {
 			t.Fatalf("%d messages, %d tools", len(r.Messages), len(r.Tools))
 		}
+		if f := r.Format; f.Type == gen.FormatJSONSchema && (f.Name == "" || len(f.Schema) > gen.MaxSchemaBytes) {
+			t.Fatalf("format %+v", f)
+		}
 	})
+}
+
+// TestResponseTextEcho checks that the Response echoes text as given,
+// with OpenAI's defaults filled in.
+func TestResponseTextEcho(t *testing.T) {
+	for _, c := range []struct{ body, want string }{
+		{`{"input":"x"}`, `{"format":{"type":"text"}}`},
+		{`{"input":"x","text":{"verbosity":"high"}}`, `{"format":{"type":"text"},"verbosity":"high"}`},
+		{`{"input":"x","text":{"format":{"type":"json_object"}}}`, `{"format":{"type":"json_object"}}`},
+		{`{"input":"x","text":{"format":{"type":"json_schema","name":"n","schema":{"type":"object"}}}}`,
+			`{"format":{"name":"n","schema":{"type":"object"},"strict":false,"type":"json_schema"}}`},
+	} {
+		r, err := decodeResponseRequest([]byte(c.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := json.Marshal(newResponseShaper(r, "m", 0).base.Text)
+		if err != nil || string(b) != c.want {
+			t.Errorf("%s: text echoed as %s (%v), want %s", c.body, b, err, c.want)
+		}
+	}
+}
+
+// TestResponseCutCall checks that when the output budget ends the
+// response, its last call, whose arguments the budget may have cut, is
+// incomplete, and the calls before it completed.
+func TestResponseCutCall(t *testing.T) {
+	r, err := decodeResponseRequest([]byte(`{"input":"x"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := []gen.CallDelta{{Index: 0, ID: "a", Name: "f", Arguments: "{}"}, {Index: 1, ID: "b", Name: "f", Arguments: `{"x":`}}
+	for _, c := range []struct {
+		reason gen.FinishReason
+		want   []string
+	}{
+		{gen.FinishLength, []string{"completed", "incomplete"}},
+		{gen.FinishToolCalls, []string{"completed", "completed"}},
+	} {
+		out := newResponseShaper(r, "m", 0).final("", calls, c.reason, gen.Usage{}).Output
+		if len(out) != 3 {
+			t.Fatalf("%d output items", len(out))
+		}
+		for i, want := range c.want {
+			if got := out[1+i].(functionCallItemJSON).Status; got != want {
+				t.Errorf("finish %s: call %d status %q, want %q", c.reason, i, got, want)
+			}
+		}
+	}
 }

@@ -124,6 +124,10 @@ type reqInfo struct {
 	completionTokens int
 	ttft             time.Duration
 	prompt           string // only set when log_prompts is on
+	// streamError, when set, ends a stream whose headers are sent in
+	// the route's own event protocol (the Responses API's events)
+	// instead of the chat completion error event.
+	streamError func(*APIError)
 }
 
 // handler is a route's code: it returns an error instead of writing one.
@@ -161,6 +165,8 @@ func (s *Server) handle(route string, auth bool, h handler) httprouter.Handle {
 			switch {
 			case !sw.wrote:
 				writeAPIError(sw, ae)
+			case ri.stream && ri.streamError != nil:
+				ri.streamError(ae)
 			case ri.stream:
 				writeStreamError(sw, ae, s.cfg.WriteTimeout.D())
 			}

@@ -61,24 +61,27 @@ func TestToolCallResponse(t *testing.T) {
 }
 
 // TestToolCallStream: streamed calls are delta.tool_calls in OpenAI's
-// shape (index, id, type, function name and arguments).
+// shape: a call's first piece has its index, id, type, function name and
+// the start of its arguments, later pieces only the index and more
+// arguments (no id, type or name for a client to append twice).
 func TestToolCallStream(t *testing.T) {
 	fake := newFake()
-	fake.Calls = []gen.CallDelta{{Index: 0, ID: "call_a", Name: "get_weather", Arguments: `{"city":"Oslo"}`}}
+	fake.Calls = []gen.CallDelta{{Index: 0, ID: "call_a", Name: "get_weather", Arguments: `{"ci`}, {Index: 0, Arguments: `ty":"Oslo"}`},
+		{Index: 1, ID: "call_b", Name: "get_weather"}, {Index: 1, Arguments: `{}`}}
 	ts := start(t, fake, testConfig(t, nil))
 	code, _, out := ts.do(t, "POST", "/v1/chat/completions", "", toolCallsBody+`,"stream":true}`)
 	if code != 200 {
 		t.Fatalf("status %d: %s", code, out)
 	}
 	events := sseEvents(t, strings.NewReader(string(out)))
-	var calls []callJSON
+	var pieces []map[string]any
 	finish := ""
 	for _, e := range events[:len(events)-1] {
 		var c struct {
 			Choices []struct {
 				Delta struct {
-					Content   *string    `json:"content"`
-					ToolCalls []callJSON `json:"tool_calls"`
+					Content   *string          `json:"content"`
+					ToolCalls []map[string]any `json:"tool_calls"`
 				} `json:"delta"`
 				FinishReason *string `json:"finish_reason"`
 			} `json:"choices"`
@@ -86,7 +89,7 @@ func TestToolCallStream(t *testing.T) {
 		if err := json.Unmarshal([]byte(e), &c); err != nil {
 			t.Fatal(err)
 		}
-		calls = append(calls, c.Choices[0].Delta.ToolCalls...)
+		pieces = append(pieces, c.Choices[0].Delta.ToolCalls...)
 		if len(c.Choices[0].Delta.ToolCalls) > 0 && c.Choices[0].Delta.Content != nil {
 			t.Errorf("a call delta with content: %s", e)
 		}
@@ -94,8 +97,35 @@ func TestToolCallStream(t *testing.T) {
 			finish = *f
 		}
 	}
-	if len(calls) != 1 || calls[0].Index == nil || *calls[0].Index != 0 || calls[0].ID != "call_a" || calls[0].Type != "function" ||
-		calls[0].Function.Name != "get_weather" || calls[0].Function.Arguments != `{"city":"Oslo"}` || finish != "tool_calls" {
-		t.Fatalf("calls %+v finish %q:\n%s", calls, finish, out)
+	want := []string{
+		`{"function":{"arguments":"{\"ci","name":"get_weather"},"id":"call_a","index":0,"type":"function"}`,
+		`{"function":{"arguments":"ty\":\"Oslo\"}"},"index":0}`,
+		`{"function":{"arguments":"","name":"get_weather"},"id":"call_b","index":1,"type":"function"}`,
+		`{"function":{"arguments":"{}"},"index":1}`,
+	}
+	if len(pieces) != len(want) || finish != "tool_calls" {
+		t.Fatalf("pieces %v finish %q:\n%s", pieces, finish, out)
+	}
+	for i, p := range pieces {
+		if b, _ := json.Marshal(p); string(b) != want[i] {
+			t.Errorf("piece %d: %s, want %s", i, b, want[i])
+		}
+	}
+
+	// Without stream, the pieces are joined.
+	code, _, out = ts.do(t, "POST", "/v1/chat/completions", "", toolCallsBody+`}`)
+	var r struct {
+		Choices []struct {
+			Message struct {
+				ToolCalls []callJSON `json:"tool_calls"`
+			} `json:"message"`
+		} `json:"choices"`
+	}
+	if err := json.Unmarshal(out, &r); err != nil || code != 200 || len(r.Choices) != 1 {
+		t.Fatalf("%d %s", code, out)
+	}
+	if cs := r.Choices[0].Message.ToolCalls; len(cs) != 2 || cs[0].ID != "call_a" || cs[0].Function.Arguments != `{"city":"Oslo"}` ||
+		cs[1].ID != "call_b" || cs[1].Function.Arguments != `{}` {
+		t.Errorf("joined calls %+v", cs)
 	}
 }

@@ -249,7 +249,8 @@ func callID() string {
 var errCallParse = errors.New("engine: tool-call parser")
 
 // parseChunk runs a chunk's text through the call parser: the content it
-// lets through stays text, the calls it completes become c's ToolCalls.
+// lets through stays text, the pieces of calls it reads become c's
+// ToolCalls.
 func parseChunk(s *toolcall.Stream, c *gen.Chunk) error {
 	deltas, err := s.Write(c.Text)
 	if err != nil {
@@ -267,7 +268,7 @@ func addDeltas(c *gen.Chunk, deltas []toolcall.Delta) {
 			c.Text += d.Content
 			continue
 		}
-		c.ToolCalls = append(c.ToolCalls, gen.CallDelta{Index: d.Index, ID: d.Call.ID, Name: d.Call.Name, Arguments: d.Call.Arguments})
+		c.ToolCalls = gen.JoinCall(c.ToolCalls, gen.CallDelta{Index: d.Index, ID: d.Call.ID, Name: d.Call.Name, Arguments: d.Call.Arguments})
 	}
 }
 

@@ -208,7 +208,9 @@ func merge(chunks []gen.Chunk) gen.Chunk {
 	for _, c := range chunks {
 		b.WriteString(c.Text)
 		lps = append(lps, c.Logprobs...)
-		calls = append(calls, c.ToolCalls...)
+		for _, d := range c.ToolCalls {
+			calls = gen.JoinCall(calls, d)
+		}
 	}
 	return gen.Chunk{Text: b.String(), Logprobs: lps, ToolCalls: calls}
 }

@@ -209,21 +209,36 @@ type Chunk struct {
 	Index    int         `json:"index,omitempty"`
 	Text     string      `json:"text" ipc:"required"`
 	Logprobs []TokenProb `json:"logprobs,omitempty"`
-	// ToolCalls are the tool calls the output made that are complete
-	// now, in order (a request with tools: the text is then only the
-	// output that is not call markup).
+	// ToolCalls are the pieces of tool calls the output made since the
+	// last chunk, in order (a request with tools: the text is then only
+	// the output that is not call markup).
 	ToolCalls []CallDelta `json:"tool_calls,omitempty"`
 }
 
-// CallDelta is one tool call of the output, whole: the engine sends a
-// call once its text is complete and parsed. Index is its place among the
-// reply's calls (0, 1, … in the order sent), as OpenAI's
-// tool_calls[].index.
+// CallDelta is a piece of a tool call of the output: the engine sends a
+// call's arguments as the model writes them. Index is the call's place
+// among the reply's calls (0, 1, … in the order begun), as OpenAI's
+// tool_calls[].index. A call's first piece carries its ID and Name and
+// the start of its Arguments (perhaps ""); later pieces of the same Index
+// carry only more Arguments text (ID and Name ""). A call's pieces come
+// in a row, and their Arguments join to the call's arguments: a compact
+// JSON object, but for the last call of an output that broke off inside
+// it (the token budget ended), whose arguments stop where the output did.
 type CallDelta struct {
 	Index     int    `json:"index" ipc:"required"`
-	ID        string `json:"id" ipc:"required"`
-	Name      string `json:"name" ipc:"required"`
-	Arguments string `json:"arguments" ipc:"required"` // a JSON object, compact
+	ID        string `json:"id,omitempty"`   // first piece only
+	Name      string `json:"name,omitempty"` // first piece only
+	Arguments string `json:"arguments,omitempty"`
+}
+
+// JoinCall adds the piece d to calls: a new call, or argument text joined
+// to the last call's (a piece of the same index).
+func JoinCall(calls []CallDelta, d CallDelta) []CallDelta {
+	if n := len(calls); n > 0 && calls[n-1].Index == d.Index && d.ID == "" {
+		calls[n-1].Arguments += d.Arguments
+		return calls
+	}
+	return append(calls, d)
 }
 
 // FinishReason says why a generation ended.

@@ -1,9 +1,7 @@
 package ipc
 
 import (
-	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/lisa-llm/lisa/gen"
 )
@@ -138,9 +136,9 @@ type Tokens struct {
 	Index    int             `json:"index,omitempty"` // the choice (0 .. request.n-1; the receiver checks the bound)
 	Text     string          `json:"text" ipc:"required"`
 	Logprobs []gen.TokenProb `json:"logprobs,omitempty"`
-	// ToolCalls are the tool calls completed with this chunk, whole,
-	// their indexes continuing those of the chunks before (the receiver
-	// checks the order, which spans messages).
+	// ToolCalls are the pieces of tool calls read with this chunk (see
+	// gen.CallDelta), continuing those of the chunks before (the
+	// receiver checks the order, which spans messages).
 	ToolCalls []gen.CallDelta `json:"tool_calls,omitempty"`
 }
 
@@ -401,21 +399,24 @@ func (m *Tokens) validate() error {
 // parser's whole output bound).
 const MaxArgumentBytes = 1 << 20
 
-// validateCall checks one generated tool call: an index among the
-// request's calls, an id and a function name in OpenAI's alphabet and
-// length, and arguments that are one JSON object.
+// validateCall checks one piece of a generated tool call: an index among
+// the request's calls; on a call's first piece an id and a function name
+// in OpenAI's alphabet and length, on a later piece neither; argument
+// text within the bound. That the pieces of a call come in a row and in
+// index order is the supervisor's to check.
 func validateCall(c *gen.CallDelta, field string) error {
+	first := c.ID != "" || c.Name != ""
 	switch {
 	case c.Index < 0 || c.Index >= gen.MaxToolCalls:
 		return bad(TypeTokens, field+".index", "%d outside 0..%d", c.Index, gen.MaxToolCalls-1)
-	case !callWord(c.ID, gen.MaxIDBytes):
+	case first && !callWord(c.ID, gen.MaxIDBytes):
 		return bad(TypeTokens, field+".id", "%.32q is not 1..%d letters, digits, '_', '-' or '.'", c.ID, gen.MaxIDBytes)
-	case !callWord(c.Name, gen.MaxNameBytes):
+	case first && !callWord(c.Name, gen.MaxNameBytes):
 		return bad(TypeTokens, field+".name", "%.32q is not 1..%d letters, digits, '_', '-' or '.'", c.Name, gen.MaxNameBytes)
 	case len(c.Arguments) > MaxArgumentBytes:
 		return bad(TypeTokens, field+".arguments", "%d bytes, at most %d", len(c.Arguments), MaxArgumentBytes)
-	case !jsonObject(c.Arguments):
-		return bad(TypeTokens, field+".arguments", "not a JSON object")
+	case !first && c.Arguments == "":
+		return bad(TypeTokens, field+".arguments", "a later piece of a call without argument text")
 	}
 	return nil
 }
@@ -433,12 +434,6 @@ func callWord(s string, max int) bool {
 		}
 	}
 	return true
-}
-
-// jsonObject reports whether s is one JSON object.
-func jsonObject(s string) bool {
-	t := strings.TrimLeft(s, " \t\r\n")
-	return strings.HasPrefix(t, "{") && json.Valid([]byte(s))
 }
 
 func (m *Done) validate() error {

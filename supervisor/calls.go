@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -36,8 +37,9 @@ type call struct {
 	probs       []int // per choice
 	calls       []int // tool calls received, per choice
 	bytes       int
-	maxCalls    int       // tool calls allowed per choice: 0 without tools, 1 without parallel calls
-	abandonedAt time.Time // when its requester gave up (zero: it has not)
+	args        []strings.Builder // per choice: the arguments of the call begun last
+	maxCalls    int               // tool calls allowed per choice: 0 without tools, 1 without parallel calls
+	abandonedAt time.Time         // when its requester gave up (zero: it has not)
 
 	mu      sync.Mutex
 	pending []pendingText // text not yet delivered, a run of each choice's chunks merged
@@ -85,6 +87,7 @@ func (c *call) onTokens(m *ipc.Tokens) error {
 	}
 	if c.chunks == nil {
 		c.chunks, c.probs, c.calls = make([]int, c.n), make([]int, c.n), make([]int, c.n)
+		c.args = make([]strings.Builder, c.n)
 	}
 	k := m.Index
 	c.chunks[k]++
@@ -92,6 +95,22 @@ func (c *call) onTokens(m *ipc.Tokens) error {
 	c.probs[k] += len(m.Logprobs)
 	for i, tc := range m.ToolCalls {
 		c.bytes += len(tc.Arguments)
+		if tc.ID == "" {
+			// A later piece of the call begun last (ipc checked that
+			// a piece without id has no name either).
+			if c.calls[k] == 0 || tc.Index != c.calls[k]-1 {
+				return tooMuch(m.Type(), fmt.Sprintf("tool_calls[%d].index", i), "a piece of call %d, want %d (the call begun last)", tc.Index, c.calls[k]-1)
+			}
+			c.args[k].WriteString(tc.Arguments)
+			continue
+		}
+		// Every call but the last of a choice's output is whole: its
+		// arguments one JSON object.
+		if c.calls[k] > 0 && !jsonObject(c.args[k].String()) {
+			return tooMuch(m.Type(), fmt.Sprintf("tool_calls[%d]", i), "call %d ended with arguments that are not a JSON object", c.calls[k]-1)
+		}
+		c.args[k].Reset()
+		c.args[k].WriteString(tc.Arguments)
 		if c.calls[k] >= c.maxCalls {
 			return tooMuch(m.Type(), fmt.Sprintf("tool_calls[%d]", i), "call %d of a request allowing %d", c.calls[k]+1, c.maxCalls)
 		}
@@ -125,10 +144,17 @@ func (c *call) onTokens(m *ipc.Tokens) error {
 	p := &c.pending[len(c.pending)-1]
 	p.text.WriteString(m.Text)
 	p.tprobs = append(p.tprobs, m.Logprobs...)
-	p.tcalls = append(p.tcalls, m.ToolCalls...)
+	for _, tc := range m.ToolCalls {
+		p.tcalls = gen.JoinCall(p.tcalls, tc)
+	}
 	c.mu.Unlock()
 	c.notify()
 	return nil
+}
+
+// jsonObject reports whether s is one JSON object.
+func jsonObject(s string) bool {
+	return strings.HasPrefix(strings.TrimLeft(s, " \t\r\n"), "{") && json.Valid([]byte(s))
 }
 
 // onDone checks the end of a generation and queues it.

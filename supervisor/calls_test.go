@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -27,6 +28,12 @@ func TestCallToolCalls(t *testing.T) {
 		return out
 	}
 	tools := []gen.Tool{{Name: "f"}}
+	// first and more are the pieces of a call sent as it is written.
+	first := func(i int, args string) gen.CallDelta {
+		return gen.CallDelta{Index: i, ID: "call_x", Name: "f", Arguments: args}
+	}
+	more := func(i int, args string) gen.CallDelta { return gen.CallDelta{Index: i, Arguments: args} }
+	par := gen.Request{Tools: tools, ParallelToolCalls: true}
 	tests := []struct {
 		name     string
 		req      gen.Request
@@ -46,17 +53,31 @@ func TestCallToolCalls(t *testing.T) {
 			[]chunk{{1, []gen.CallDelta{c(0)}}, {1, []gen.CallDelta{c(1)}}}, "allowing 1", nil},
 		{"a choice past n", gen.Request{N: 2}, []chunk{{0, nil}, {2, nil}}, "choice 2 of a request for 2", nil},
 		{"a choice without n", gen.Request{}, []chunk{{1, nil}}, "choice 1 of a request for 1", nil},
+		{"pieces", par, one([]gen.CallDelta{first(0, "")}, []gen.CallDelta{more(0, `{"a"`), more(0, ":1}")}, []gen.CallDelta{first(1, "{"), more(1, "}")}, []gen.CallDelta{more(1, " ")}), "", []int{0}},
+		{"the last call cut off", par, one([]gen.CallDelta{first(0, "{}"), first(1, `{"a":`)}), "", []int{0}},
+		{"piece of no call", par, one([]gen.CallDelta{more(0, "{}")}), "want -1", nil},
+		{"piece of an earlier call", par, one([]gen.CallDelta{first(0, "{}"), first(1, "{}")}, []gen.CallDelta{more(0, " ")}), "want 1", nil},
+		{"a call cut off before the next", par, one([]gen.CallDelta{first(0, `{"a":`)}, []gen.CallDelta{first(1, "{}")}), "not a JSON object", nil},
+		{"pieces of two choices", gen.Request{Tools: tools, N: 2}, []chunk{{0, []gen.CallDelta{first(0, "{")}}, {1, []gen.CallDelta{first(0, "{}")}}, {0, []gen.CallDelta{more(0, "}")}}}, "", []int{0, 1, 0}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cl := &call{kind: ipc.ReqGenerate, n: tt.req.Choices(), maxTokens: 10, maxBytes: 1000, maxCalls: maxCalls(&tt.req), wake: make(chan struct{}, 1)}
 			var err error
 			sent := 0
+			args := map[[2]int]string{} // each choice's calls' argument pieces joined
 			for _, ch := range tt.chunks {
+				for _, d := range ch.calls {
+					args[[2]int{ch.choice, d.Index}] += d.Arguments
+				}
 				if err = cl.onTokens(&ipc.Tokens{ID: 1, Index: ch.choice, Text: "x", ToolCalls: ch.calls}); err != nil {
 					break
 				}
-				sent += len(ch.calls)
+				for _, d := range ch.calls {
+					if d.ID != "" {
+						sent++ // a call begun; later pieces join it
+					}
+				}
 			}
 			if tt.wantErr == "" {
 				if err != nil {
@@ -65,12 +86,21 @@ func TestCallToolCalls(t *testing.T) {
 				evs := cl.take()
 				var runs []int
 				got := 0
+				joined := map[[2]int]string{}
 				for _, ev := range evs {
 					runs = append(runs, ev.Index)
-					got += len(ev.ToolCalls)
+					for _, c := range ev.ToolCalls {
+						joined[[2]int{ev.Index, c.Index}] += c.Arguments
+						if c.ID != "" {
+							got++
+						}
+					}
 				}
 				if !slices.Equal(runs, tt.wantRuns) || got != sent {
 					t.Fatalf("events %+v: choices %v and %d calls, want %v and %d", evs, runs, got, tt.wantRuns, sent)
+				}
+				if !maps.Equal(joined, args) {
+					t.Fatalf("arguments joined %v, want %v", joined, args)
 				}
 				return
 			}

@@ -133,8 +133,8 @@ func replyCases() []violationCase {
 		{name: "tool calls without tools", reason: "request allowing 0", act: func(p *fakePeer, r ipc.Message) {
 			p.send(&ipc.Tokens{ID: id(r), ToolCalls: []gen.CallDelta{{Index: 0, ID: "call_1", Name: "f", Arguments: "{}"}}})
 		}},
-		{name: "tool call arguments not an object", reason: "tool_calls[0].arguments", act: func(p *fakePeer, r ipc.Message) {
-			p.frame(fmt.Sprintf(`{"type":"tokens","id":%d,"text":"","tool_calls":[{"index":0,"id":"c1","name":"f","arguments":"[]"}]}`, id(r)))
+		{name: "tool call piece of no call", reason: "the call begun last", act: func(p *fakePeer, r ipc.Message) {
+			p.frame(fmt.Sprintf(`{"type":"tokens","id":%d,"text":"","tool_calls":[{"index":0,"arguments":"{}"}]}`, id(r)))
 		}},
 		{name: "logprobs not requested", reason: "not requested", act: func(p *fakePeer, r ipc.Message) {
 			p.send(&ipc.Tokens{ID: id(r), Text: "a", Logprobs: []gen.TokenProb{{Token: "a"}}})

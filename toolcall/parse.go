@@ -137,13 +137,36 @@ func (p *parser) id(i int, model string) string {
 		return model
 	}
 	for len(p.ids) <= i {
+		// NewID when given: crypto/rand, which randomID uses, is what
+		// the worker's sandbox cannot run.
+		var id string
 		if p.o.NewID != nil {
-			p.ids = append(p.ids, p.o.NewID())
+			id = p.o.NewID()
 		} else {
-			p.ids = append(p.ids, randomID())
+			id = randomID()
 		}
+		if p.f == Mistral {
+			id = nineID(id)
+		}
+		p.ids = append(p.ids, id)
 	}
 	return p.ids[i]
+}
+
+// nineID makes a generated id one Mistral's template takes back in the
+// history (nine letters and digits): the last nine of id's, padded with
+// zeros. Mistral models write their id after the arguments, too late for
+// a streamed call's first piece, so it is generated.
+func nineID(id string) string {
+	b := []byte("000000000")
+	k := len(b)
+	for i := len(id) - 1; i >= 0 && k > 0; i-- {
+		if c := id[i]; c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' {
+			k--
+			b[k] = c
+		}
+	}
+	return string(b)
 }
 
 func validID(s string) bool {
@@ -214,12 +237,15 @@ type runState struct {
 	// cpContent is how many bytes of the content step returns lie
 	// before pos (step's content starts at the entry checkpoint).
 	cpContent int
+	// tail is where the markup of the call the text ends inside ends,
+	// or -1: a stream reads its committed calls from there.
+	tail int
 }
 
 func (p *parser) start() runState {
 	// Llama 3 and the generic format write a call as a bare JSON object
 	// opening the reply.
-	return runState{bare: p.f == Llama3 || p.f == Generic}
+	return runState{bare: p.f == Llama3 || p.f == Generic, tail: -1}
 }
 
 // step parses text from the checkpoint st, moves st to the last
@@ -231,7 +257,7 @@ func (p *parser) start() runState {
 // markup), so a stream need not re-read what it has decided.
 func (p *parser) step(text string, final bool, st *runState) string {
 	var content strings.Builder
-	st.cpContent = 0
+	st.cpContent, st.tail = 0, -1
 	st.calls = st.calls[:st.done]
 	checkpoint := func(pos int, bare bool) {
 		st.pos, st.bare, st.cpContent, st.done = pos, bare, content.Len(), len(st.calls)
@@ -259,16 +285,35 @@ func (p *parser) step(text string, final bool, st *runState) string {
 		if status == incomplete {
 			// Only a partial run stops here; what follows is unknown.
 			content.WriteString(strings.TrimRight(seg, spaces))
+			st.tail = end
 			return content.String()
+		}
+		if status == done && len(st.calls)+len(calls) > p.o.MaxCalls {
+			status, why = malformed, fmt.Sprintf("more than %d calls", p.o.MaxCalls)
+		}
+		if status == malformed || status == notCall {
+			// Calls whose arguments began are calls whatever follows
+			// (a stream has sent them): they keep what was read, and
+			// the rest of the output is content.
+			if cs, stop := p.partial(text, end, p.o.MaxCalls-len(st.calls)); len(cs) > 0 {
+				content.WriteString(strings.TrimRight(seg, spaces))
+				for _, c := range cs {
+					st.calls = append(st.calls, Call{ID: p.id(len(st.calls), c.id), Name: c.name, Arguments: c.args})
+				}
+				if why == "" {
+					why = "the call breaks off"
+				}
+				content.WriteString(text[stop:])
+				st.broken, st.err = true, &Error{Offset: stop, Reason: why}
+				checkpoint(len(text), false)
+				break
+			}
 		}
 		if status == notCall {
 			content.WriteString(text[pos:next])
 			pos, bare = next, false
 			checkpoint(pos, bare)
 			continue
-		}
-		if status == done && len(st.calls)+len(calls) > p.o.MaxCalls {
-			status, why = malformed, fmt.Sprintf("more than %d calls", p.o.MaxCalls)
 		}
 		if status == malformed {
 			content.WriteString(text[pos:])
@@ -408,6 +453,9 @@ func (p *parser) call(raw json.RawMessage, argKey string) (Call, string) {
 	if err := json.Unmarshal(raw, &obj); err != nil {
 		return Call{}, "the call is not a JSON object"
 	}
+	if dupKeys(raw) {
+		return Call{}, "the call repeats a key"
+	}
 	var name string
 	if err := json.Unmarshal(obj["name"], &name); err != nil || name == "" {
 		return Call{}, "the call has no name"
@@ -431,8 +479,40 @@ func (p *parser) call(raw json.RawMessage, argKey string) (Call, string) {
 		return Call{}, argKey + " are not a JSON object"
 	}
 	var id string
-	_ = json.Unmarshal(obj["id"], &id)
+	if h, st := callHead(string(raw), 0); st == done {
+		// A streamed call's id is sent with its first piece: only an id
+		// the model wrote before the arguments can be it.
+		id = h.id
+	} else {
+		_ = json.Unmarshal(obj["id"], &id)
+	}
 	return Call{ID: id, Name: name, Arguments: b.String()}, ""
+}
+
+// dupKeys reports whether the JSON object raw repeats a key (encoding/json
+// would keep the last, a stream has read the first).
+func dupKeys(raw json.RawMessage) bool {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return false
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		k, _ := t.(string)
+		if seen[k] {
+			return true
+		}
+		seen[k] = true
+		var v json.RawMessage
+		if dec.Decode(&v) != nil {
+			return false
+		}
+	}
+	return false
 }
 
 func truncate(s string) string {
@@ -613,6 +693,11 @@ func (p *parser) readGeneric(text string, i int, final bool) ([]Call, int, statu
 	}
 	var obj map[string]json.RawMessage
 	_ = json.Unmarshal(raw, &obj)
+	_, hasOne := obj["tool_call"]
+	_, hasMany := obj["tool_calls"]
+	if hasOne && hasMany || (hasOne || hasMany) && dupKeys(raw) {
+		return nil, next, malformed, "both tool_call and tool_calls, or a repeated key"
+	}
 	if one, ok := obj["tool_call"]; ok {
 		c, why := p.call(one, "arguments")
 		if why != "" {

@@ -42,9 +42,23 @@ var parseCases = []parseCase{
 		calls: []Call{{Name: "f", Arguments: `{"x":[1,2]}`}}},
 	{name: "hermes plain answer", f: Hermes, out: "The capital of France is Paris.\n", content: "The capital of France is Paris.\n"},
 	{name: "hermes tag-like text is content", f: Hermes, out: "Use <tool> or <tool_calls> here", content: "Use <tool> or <tool_calls> here"},
-	{name: "hermes malformed JSON falls back to content", f: Hermes,
+	{name: "hermes malformed JSON before the arguments falls back to content", f: Hermes,
+		out:     "Sure.\n<tool_call>\n{\"name\": \"f\" \"arguments\": {\"a\": 1}}\n</tool_call>",
+		content: "Sure.\n<tool_call>\n{\"name\": \"f\" \"arguments\": {\"a\": 1}}\n</tool_call>", bad: true},
+	{name: "hermes malformed arguments keep what was read", f: Hermes,
 		out:     "Sure.\n<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": }\n</tool_call>",
-		content: "Sure.\n<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": }\n</tool_call>", bad: true},
+		content: "Sure.}\n</tool_call>",
+		calls:   []Call{{Name: "f", Arguments: `{"a":`}}, bad: true},
+	{name: "hermes arguments cut off by the budget", f: Hermes,
+		out:   "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": [1, 2",
+		calls: []Call{{Name: "f", Arguments: `{"a":[1,2`}}, bad: true},
+	{name: "hermes repeated arguments key keeps the first", f: Hermes,
+		out:     `<tool_call>{"name": "f", "arguments": {"a": 1}, "arguments": {"b": 2}}</tool_call>`,
+		content: `</tool_call>`,
+		calls:   []Call{{Name: "f", Arguments: `{"a":1}`}}, bad: true},
+	{name: "hermes arguments before the name come whole", f: Hermes,
+		out:   `<tool_call>{"arguments": {"a": 1}, "name": "f"}</tool_call>`,
+		calls: []Call{{Name: "f", Arguments: `{"a":1}`}}},
 	{name: "hermes truncated call falls back to content", f: Hermes,
 		out:     "<tool_call>\n{\"name\": \"f\", \"argum",
 		content: "<tool_call>\n{\"name\": \"f\", \"argum", bad: true},
@@ -67,12 +81,22 @@ var parseCases = []parseCase{
 		calls: []Call{{Name: "say", Arguments: `{"text":"Zürich \"<b>\" \u00e9"}`}}},
 
 	// Mistral Nemo.
-	{name: "mistral calls with ids", f: Mistral,
+	{name: "mistral ids after the arguments are generated", f: Mistral,
 		out:   `[TOOL_CALLS][{"name": "get_weather", "arguments": {"location": "Paris"}, "id": "abc123XYZ"}, {"name": "add", "arguments": {"a": 1, "b": 2}, "id": "def456UVW"}]`,
-		calls: []Call{{ID: "abc123XYZ", Name: "get_weather", Arguments: `{"location":"Paris"}`}, {ID: "def456UVW", Name: "add", Arguments: `{"a":1,"b":2}`}}},
+		calls: []Call{{ID: "00000gen0", Name: "get_weather", Arguments: `{"location":"Paris"}`}, {ID: "00000gen1", Name: "add", Arguments: `{"a":1,"b":2}`}}},
+	{name: "mistral id before the arguments", f: Mistral,
+		out:   `[TOOL_CALLS][{"name": "f", "id": "abc123XYZ", "arguments": {"q": 1}}]`,
+		calls: []Call{{ID: "abc123XYZ", Name: "f", Arguments: `{"q":1}`}}},
 	{name: "mistral call without id", f: Mistral,
 		out:   ` [TOOL_CALLS] [{"name": "f", "arguments": {"q": "x"}}]`,
-		calls: []Call{{Name: "f", Arguments: `{"q":"x"}`}}},
+		calls: []Call{{ID: "00000gen0", Name: "f", Arguments: `{"q":"x"}`}}},
+	{name: "mistral second call not offered keeps the first", f: Mistral, tools: []string{"f"},
+		out:     `[TOOL_CALLS][{"name": "f", "arguments": {"q": 1}}, {"name": "g", "arguments": {}}]`,
+		content: `{"name": "g", "arguments": {}}]`,
+		calls:   []Call{{ID: "00000gen0", Name: "f", Arguments: `{"q":1}`}}, bad: true},
+	{name: "mistral arguments cut off", f: Mistral,
+		out:   `[TOOL_CALLS][{"name": "f", "arguments": {"q": "Zü`,
+		calls: []Call{{ID: "00000gen0", Name: "f", Arguments: `{"q":"Zü`}}, bad: true},
 	{name: "mistral plain answer", f: Mistral, out: "Paris is the capital.", content: "Paris is the capital."},
 	{name: "mistral not an array", f: Mistral, out: `[TOOL_CALLS]{"name": "f"}`, content: `[TOOL_CALLS]{"name": "f"}`, bad: true},
 	{name: "mistral empty array", f: Mistral, out: `[TOOL_CALLS][]`, content: `[TOOL_CALLS][]`, bad: true},
@@ -108,8 +132,12 @@ var parseCases = []parseCase{
 		out:   `{"tool_call": {"name": "add", "arguments": {"a": 1, "b": 2}}}`,
 		calls: []Call{{Name: "add", Arguments: `{"a":1,"b":2}`}}},
 	{name: "generic parallel calls", f: Generic,
-		out:   `{"tool_calls": [{"name": "f", "arguments": {}, "id": "call1"}, {"name": "g", "arguments": {"x": "y"}, "id": "call2"}]}`,
-		calls: []Call{{ID: "call1", Name: "f", Arguments: `{}`}, {ID: "call2", Name: "g", Arguments: `{"x":"y"}`}}},
+		out:   `{"tool_calls": [{"name": "f", "arguments": {}, "id": "call1"}, {"name": "g", "id": "call2", "arguments": {"x": "y"}}]}`,
+		calls: []Call{{Name: "f", Arguments: `{}`}, {ID: "call2", Name: "g", Arguments: `{"x":"y"}`}}},
+	{name: "generic call and calls", f: Generic,
+		out:     `{"tool_calls": [{"name": "f", "arguments": {}}], "tool_call": {"name": "g", "arguments": {}}}`,
+		content: `], "tool_call": {"name": "g", "arguments": {}}}`,
+		calls:   []Call{{Name: "f", Arguments: `{}`}}, bad: true},
 	{name: "generic response", f: Generic, out: `{"response": "Paris is the capital.\n"}`, content: "Paris is the capital.\n"},
 	{name: "generic structured response", f: Generic, out: `{"response": {"a": 1}}`, content: "{\n  \"a\": 1\n}"},
 	{name: "generic free text", f: Generic, out: "just text", content: "just text"},
@@ -158,7 +186,9 @@ func TestParse(t *testing.T) {
 }
 
 // streamAll feeds pieces to a stream and returns the concatenated
-// content deltas, the call deltas and the result of Close.
+// content deltas, the calls its pieces join to and the result of Close.
+// A call's first piece must carry its id and name, later ones only
+// argument text, in index order.
 func streamAll(t testing.TB, f Format, o Options, pieces []string) (string, []Call, Result) {
 	t.Helper()
 	s, err := NewStream(f, o)
@@ -170,10 +200,14 @@ func streamAll(t testing.TB, f Format, o Options, pieces []string) (string, []Ca
 	take := func(ds []Delta) {
 		for _, d := range ds {
 			if d.Call != nil {
-				if d.Index != len(calls) {
-					t.Fatalf("call delta index %d, want %d", d.Index, len(calls))
+				switch {
+				case d.Index == len(calls) && d.Call.ID != "" && d.Call.Name != "":
+					calls = append(calls, *d.Call)
+				case d.Index == len(calls)-1 && d.Call.ID == "" && d.Call.Name == "" && d.Call.Arguments != "":
+					calls[d.Index].Arguments += d.Call.Arguments
+				default:
+					t.Fatalf("call piece %+v (index %d) after %d calls", *d.Call, d.Index, len(calls))
 				}
-				calls = append(calls, *d.Call)
 				continue
 			}
 			if d.Content == "" {
@@ -228,26 +262,35 @@ func TestStreamSplits(t *testing.T) {
 
 // TestStreamHoldsMarkup checks what is sent before the output ends: the
 // text before a call as soon as it cannot be markup, nothing of the
-// call's markup.
+// call's markup, and of a committed call its arguments so far but an
+// unfinished UTF-8 sequence.
 func TestStreamHoldsMarkup(t *testing.T) {
 	cases := []struct {
 		f      Format
 		pieces []string
 		sent   string // content sent before Close
+		args   string // arguments sent before Close
 	}{
-		{Hermes, []string{"Checking", " now\n<tool", "_call>\n{\"name\": \"f\", \"arguments\": {"}, "Checking now"},
-		{Hermes, []string{"a <", "b"}, "a <b"},
-		{Mistral, []string{"ok [TOOL_", "CALLS][{"}, "ok"},
-		{Llama3, []string{"  ", "{\"name\": \"f\""}, ""},
-		{Llama3, []string{"Hi", " <|python"}, "Hi"},
-		{Generic, []string{`{"response": "hi"}`}, ""},
+		{Hermes, []string{"Checking", " now\n<tool", "_call>\n{\"name\": \"f\", \"arguments\""}, "Checking now", ""},
+		{Hermes, []string{"<tool_call>\n{\"name\": \"f\", \"arguments\": {"}, "", "{"},
+		{Hermes, []string{"<tool_call>{\"name\": \"f\", \"arguments\": {\"a\": \"Z\xc3"}, "", `{"a":"Z`},
+		{Hermes, []string{"<tool_call>{\"name\": \"f\", \"arguments\": {\"a\": 1}} </tool"}, "", `{"a":1}`},
+		{Hermes, []string{"<tool_call>{\"arguments\": {\"a\": 1}, \"name\": \"f\""}, "", ""},
+		{Hermes, []string{"a <", "b"}, "a <b", ""},
+		{Mistral, []string{"ok [TOOL_", "CALLS][{"}, "ok", ""},
+		{Mistral, []string{"[TOOL_CALLS][{\"name\": \"f\", \"arguments\": {\"q\": 12"}, "", `{"q":12`},
+		{Llama3, []string{"  ", "{\"name\": \"f\""}, "", ""},
+		{Llama3, []string{"  ", "{\"name\": \"f\", \"parameters\": {\"x\":", " true"}, "", `{"x":true`},
+		{Llama3, []string{"Hi", " <|python"}, "Hi", ""},
+		{Generic, []string{`{"response": "hi"}`}, "", ""},
+		{Generic, []string{`{"tool_call": {"name": "f", "arguments": {"a": [`}, "", `{"a":[`},
 	}
 	for _, c := range cases {
 		s, err := NewStream(c.f, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		var sent strings.Builder
+		var sent, args strings.Builder
 		for _, p := range c.pieces {
 			ds, err := s.Write(p)
 			if err != nil {
@@ -255,13 +298,46 @@ func TestStreamHoldsMarkup(t *testing.T) {
 			}
 			for _, d := range ds {
 				if d.Call != nil {
-					t.Errorf("%q: a call before it is complete", c.pieces)
+					args.WriteString(d.Call.Arguments)
 				}
 				sent.WriteString(d.Content)
 			}
 		}
-		if sent.String() != c.sent {
-			t.Errorf("%s %q: sent %q, want %q", c.f, c.pieces, sent.String(), c.sent)
+		if sent.String() != c.sent || args.String() != c.args {
+			t.Errorf("%s %q: sent %q and arguments %q, want %q and %q", c.f, c.pieces, sent.String(), args.String(), c.sent, c.args)
+		}
+	}
+}
+
+// TestStreamArgumentPieces checks that the arguments of calls in the
+// layouts models write arrive in more than one piece when fed byte by
+// byte, the first as soon as the arguments open.
+func TestStreamArgumentPieces(t *testing.T) {
+	for _, c := range parseCases {
+		if len(c.calls) == 0 || c.bad || strings.Contains(c.out, `"arguments": "`) || strings.Contains(c.out, ".call(") ||
+			strings.Contains(c.out, `{"arguments"`) {
+			continue // no calls, or calls sent whole
+		}
+		s, err := NewStream(c.f, Options{Tools: c.tools, MaxCalls: c.max, NewID: seqIDs()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pieces := map[int]int{}
+		for i := 0; i < len(c.out); i++ {
+			ds, err := s.Write(c.out[i : i+1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range ds {
+				if d.Call != nil {
+					pieces[d.Index]++
+				}
+			}
+		}
+		for i, call := range c.calls {
+			if want := min(2, len(call.Arguments)); pieces[i] < want {
+				t.Errorf("%s: call %d came in %d pieces before the end, want at least %d", c.name, i, pieces[i], want)
+			}
 		}
 	}
 }

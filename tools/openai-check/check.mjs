@@ -1,13 +1,14 @@
 // check.mjs exercises lisa serve with the official openai npm package:
 // responses.create (text and item input, with and without stream, the
-// SDK's stream helper) and its refusals,
+// SDK's stream helper) and its refusals (text.format's among them),
 // models.list and models.retrieve, chat.completions.create with and
 // without stream (and with the SDK's own assistant message sent back as
-// history), completions.create with and without stream, x-request-id on
-// responses, n = 3 choices (greedy: identical; seeded: the same whole and
-// streamed, not all alike; completions too) and n's refusals, plus the
-// error paths (unknown model, bad parameter, a prompt longer than the
-// context). The server needs at least 3 slots (lisa's default is 4).
+// history, and a literal "<s>" in a message counted as text),
+// completions.create with and without stream, x-request-id on responses,
+// n = 3 choices (greedy: identical; seeded: the same whole and streamed,
+// not all alike; completions too) and n's refusals, plus the error paths
+// (unknown model, bad parameter, a prompt longer than the context). The
+// server needs at least 3 slots (lisa's default is 4).
 //
 //   LISA_URL      base URL of the API, e.g. http://127.0.0.1:8080/v1 (required)
 //   LISA_API_KEY  API key (any string when the server has no keys)
@@ -19,10 +20,15 @@
 //   LISA_TOOLS    if set, check function calling and structured output
 //                 instead (on a model with a large enough context): a
 //                 forced named call and tool_choice "required" streamed
-//                 return calls that parse and fit the schema, a tool
-//                 result round trip, json_schema (strict) and json_object
-//                 output that parse, and every new field's bad input
-//                 answered with a 4xx OpenAI error
+//                 return calls that parse and fit the schema, their
+//                 arguments in several deltas that the SDK's stream
+//                 helper (finalChatCompletion) and runTools assemble, a
+//                 tool result round trip, json_schema (strict) and
+//                 json_object output that parse, the Responses API's
+//                 forced call (its streamed argument deltas joining to
+//                 the item's arguments) and text.format json_schema
+//                 (strict, whole and streamed), and every new field's
+//                 bad input answered with a 4xx OpenAI error
 import OpenAI from "openai";
 
 const baseURL = process.env.LISA_URL;
@@ -101,6 +107,13 @@ function checkCall(name, call, want) {
   }
 }
 
+// deepSchema is a schema nested n objects deep.
+function deepSchema(n) {
+  let deep = { type: "object" };
+  for (let i = 0; i < n; i++) deep = { type: "object", properties: { a: deep } };
+  return deep;
+}
+
 // expectError checks that a request fails with a 4xx OpenAI-shaped error.
 async function expectError(name, body) {
   try {
@@ -130,10 +143,12 @@ async function toolChecks(model) {
   // tool_choice "required", streamed: deltas gathered by index.
   const stream = await client.chat.completions.create({ ...base, messages: ask, tools, tool_choice: "required", parallel_tool_calls: false, stream: true });
   const calls = [];
+  const pieces = [];
   let finish = null;
   for await (const chunk of stream) {
     for (const c of chunk.choices) {
       for (const d of c.delta?.tool_calls ?? []) {
+        pieces[d.index] = (pieces[d.index] ?? 0) + 1;
         const call = (calls[d.index] ??= { id: "", type: "", function: { name: "", arguments: "" } });
         if (d.id) call.id = d.id;
         if (d.type) call.type = d.type;
@@ -145,6 +160,39 @@ async function toolChecks(model) {
   }
   check("required stream", finish === "tool_calls" && calls.length === 1, `finish ${finish}, ${calls.length} calls`);
   for (const c of calls) checkCall("required stream", c);
+  // The arguments stream as the model writes them, not in one piece.
+  check("required stream", pieces.length === 1 && pieces[0] > 2, `deltas per call ${JSON.stringify(pieces)}`);
+
+  // The SDK's stream helper assembles the deltas into the final message.
+  const helper = client.beta.chat.completions.stream({ ...base, messages: ask, tools, tool_choice: "required", parallel_tool_calls: false });
+  let helperDeltas = 0;
+  helper.on("chunk", (chunk) => {
+    for (const c of chunk.choices) helperDeltas += (c.delta?.tool_calls ?? []).length;
+  });
+  const assembled = await helper.finalChatCompletion();
+  const am = assembled.choices[0];
+  check("stream helper", am.finish_reason === "tool_calls" && am.message.tool_calls?.length === 1 && helperDeltas > 2,
+    `finish ${am.finish_reason}, message ${JSON.stringify(am.message)}, ${helperDeltas} call deltas`);
+  for (const c of am.message.tool_calls ?? []) checkCall("stream helper", c);
+
+  // runTools, streamed: the SDK assembles the call, parses its arguments
+  // and runs the function with them.
+  let ran = null;
+  const runner = client.beta.chat.completions.runTools({
+    ...base,
+    messages: ask,
+    stream: true,
+    tool_choice: { type: "function", function: { name: "get_weather" } },
+    tools: [{
+      type: "function",
+      function: {
+        name: "get_weather", description: "Weather in a city", parameters: weatherSchema, parse: JSON.parse,
+        function: async (args) => { ran = args; return "sunny, 21 degrees"; },
+      },
+    }],
+  });
+  await runner.done();
+  check("runTools stream", ran !== null && fitsWeather(ran) === "", `the function ran with ${JSON.stringify(ran)}: ${ran === null ? "not run" : fitsWeather(ran)}`);
 
   // The round trip: the SDK's own assistant message with its calls, then
   // the tool's result, back as history.
@@ -170,13 +218,57 @@ async function toolChecks(model) {
   const rcalls = rwhole.output.filter((it) => it.type === "function_call");
   check("responses named call", rwhole.status === "completed" && rcalls.length >= 1, `got ${JSON.stringify(rwhole.output).slice(0, 300)}`);
   for (const it of rcalls) checkCall("responses named call", asCall(it), "get_weather");
+  // Streamed: each call's arguments arrive in several deltas that join
+  // to the arguments of its .done event and of the final item.
   const rstream = client.responses.stream(rbase);
+  const joined = {};
+  const doneArgs = {};
   let argDeltas = 0;
-  for await (const ev of rstream) if (ev.type === "response.function_call_arguments.delta") argDeltas++;
+  for await (const ev of rstream) {
+    if (ev.type === "response.function_call_arguments.delta") {
+      argDeltas++;
+      joined[ev.output_index] = (joined[ev.output_index] ?? "") + ev.delta;
+    }
+    if (ev.type === "response.function_call_arguments.done") doneArgs[ev.output_index] = ev.arguments;
+  }
   const rfinal = await rstream.finalResponse();
   const scalls = rfinal.output.filter((it) => it.type === "function_call");
-  check("responses named call streamed", argDeltas === scalls.length && scalls.length >= 1, `${argDeltas} argument deltas, ${JSON.stringify(rfinal.output).slice(0, 300)}`);
+  check("responses named call streamed", argDeltas > scalls.length && scalls.length >= 1, `${argDeltas} argument deltas, ${JSON.stringify(rfinal.output).slice(0, 300)}`);
+  rfinal.output.forEach((it, i) => {
+    if (it.type !== "function_call") return;
+    check("responses named call streamed", joined[i] === it.arguments && doneArgs[i] === it.arguments,
+      `output ${i}: deltas join to ${JSON.stringify(joined[i])}, done ${JSON.stringify(doneArgs[i])}, item ${JSON.stringify(it.arguments)}`);
+  });
   for (const it of scalls) checkCall("responses named call streamed", asCall(it), "get_weather");
+
+  // text.format json_schema (strict) on the Responses API, whole and
+  // streamed: the output text parses and fits.
+  const rformat = { model, input: "What is the weather in Oslo?", max_output_tokens: 400, temperature: 0,
+    text: { format: { type: "json_schema", name: "weather", schema: weatherSchema, strict: true } } };
+  const rjs = await client.responses.create(rformat);
+  const rjsStream = client.responses.stream(rformat);
+  for await (const _ of rjsStream);
+  const rjsStreamed = await rjsStream.finalResponse();
+  // The stream helper's final Response has no output_text convenience
+  // field: the message item's text parts are joined here.
+  const textOf = (r) => r.output.filter((it) => it.type === "message").flatMap((it) => it.content).filter((p) => p.type === "output_text").map((p) => p.text).join("");
+  for (const [name, r] of [["responses json_schema", rjs], ["responses json_schema streamed", rjsStreamed]]) {
+    const text = textOf(r);
+    try {
+      const why = fitsWeather(JSON.parse(text));
+      check(name, why === "" && r.status === "completed" && r.text?.format?.type === "json_schema" && r.text.format.name === "weather",
+        `${text}: ${why}, status ${r.status}, text ${JSON.stringify(r.text)}`);
+    } catch (e) {
+      check(name, false, `${JSON.stringify(text)}: ${e}`);
+    }
+  }
+  check("responses json_schema", rjs.output_text === textOf(rjs), `output_text ${JSON.stringify(rjs.output_text)}`);
+  try {
+    await client.responses.create({ ...rformat, text: { format: { type: "json_schema", name: "d", schema: { type: "string", format: "email", pattern: "^a$" } } } });
+    check("responses json_schema unsupported keyword", false, "no error");
+  } catch (e) {
+    check("responses json_schema unsupported keyword", e instanceof OpenAI.BadRequestError && (e.param ?? "").startsWith("text.format.schema"), `got ${e} (param ${e.param})`);
+  }
 
   // json_schema, strict: the content parses and fits.
   const js = await client.chat.completions.create({
@@ -285,6 +377,14 @@ async function main() {
     .withResponse();
   checkText("history", again.choices[0].message.content);
   check("x-request-id", /^[A-Za-z0-9._:-]+$/.test(response.headers.get("x-request-id") || ""), `header ${response.headers.get("x-request-id")}`);
+
+  // A literal "<s>" in a message is text, not the model's BOS token: eight
+  // of them add several tokens each to the prompt (one each as special
+  // tokens).
+  const promptTokens = async (content) => (await client.chat.completions.create({ model, messages: [{ role: "user", content }], max_tokens: 1, temperature: 0 })).usage.prompt_tokens;
+  const plain = await promptTokens("Tell me.");
+  const marked = await promptTokens("Tell me." + "<s>".repeat(8));
+  check("literal <s>", marked - plain >= 16, `8 literal <s> add ${marked - plain} prompt tokens`);
 
   const stream = await client.chat.completions.create({
     model,
@@ -486,6 +586,11 @@ async function checkResponses(model) {
     ["bad max_output_tokens", { max_output_tokens: "ten" }, "max_output_tokens"],
     ["unknown field", { frobnicate: 1 }, "frobnicate"],
     ["image input", { input: [{ role: "user", content: [{ type: "input_image", image_url: "x" }] }] }, "input[0].content[0].type"],
+    ["text.format without schema", { text: { format: { type: "json_schema", name: "w" } } }, "text.format.schema"],
+    ["text.format unknown type", { text: { format: { type: "xml" } } }, "text.format.type"],
+    ["text.format bad name", { text: { format: { type: "json_schema", name: "a b", schema: { type: "object" } } } }, "text.format.name"],
+    ["text.format schema not an object", { text: { format: { type: "json_schema", name: "w", schema: "object" } } }, "text.format.schema"],
+    ["text.format schema too deep", { text: { format: { type: "json_schema", name: "w", schema: deepSchema(200) } } }, "text.format.schema"],
   ]) {
     try {
       await client.responses.create({ model, input: "x", ...params });
