@@ -32,7 +32,7 @@ type Config struct {
 	// CORSOrigins are the browser origins allowed to call the API
 	// ("https://app.example:8443", or "*" for any); none by default.
 	CORSOrigins []string `yaml:"cors_origins" json:"cors_origins"`
-	HF          string   `yaml:"hf" json:"hf"`                 // OWNER/NAME[:QUANT] on Hugging Face, pulled if absent (instead of model)
+	HF          string   `yaml:"hf" json:"hf"` // OWNER/NAME[:QUANT] on Hugging Face, pulled if absent (instead of model)
 	// ModelsDir is where hf models are kept ("": $LISA_MODELS or
 	// ~/.cache/lisa/models). Given without model and hf, the server
 	// serves every GGUF file directly in it, as several models.
@@ -52,9 +52,9 @@ type Config struct {
 	// ModelLoadTimeout bounds a model's load in a server with several
 	// models; requests wait for a load at most this long (503 after).
 	ModelLoadTimeout Duration `yaml:"model_load_timeout" json:"model_load_timeout"`
-	Listen           string   `yaml:"listen" json:"listen"` // host:port
-	APIKeys     []string `yaml:"api_keys" json:"api_keys"`     // "sha256:<hex>" digests
-	APIKeysFile string   `yaml:"api_keys_file" json:"api_keys_file"`
+	Listen           string   `yaml:"listen" json:"listen"`     // host:port
+	APIKeys          []string `yaml:"api_keys" json:"api_keys"` // "sha256:<hex>" digests
+	APIKeysFile      string   `yaml:"api_keys_file" json:"api_keys_file"`
 
 	Threads          int   `yaml:"threads" json:"threads"`   // worker compute threads (0: one per core)
 	CtxSize          int   `yaml:"ctx_size" json:"ctx_size"` // tokens per slot (0: the model's)
