@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -56,8 +57,8 @@ func scanModelsDir(dir string, logger *slog.Logger) ([]serveModel, error) {
 		return nil, fmt.Errorf("models_dir: %w", err)
 	}
 	defer f.Close()
-	var out []serveModel
-	seen := map[string]string{}
+	var found []serveModel
+	names := map[string]string{} // id → file name
 	entries := 0
 	for {
 		batch, err := f.ReadDir(256)
@@ -72,14 +73,10 @@ func scanModelsDir(dir string, logger *slog.Logger) ([]serveModel, error) {
 				}
 				continue
 			}
-			if other, dup := seen[m.id]; dup {
-				logger.Warn("models_dir: file skipped", "file", e.Name(), "why", fmt.Sprintf("its model id %q is also %s's", m.id, other))
-				continue
-			}
-			seen[m.id] = e.Name()
-			if out = append(out, m); len(out) > config.MaxModels {
+			if found = append(found, m); len(found) > config.MaxModels {
 				return nil, fmt.Errorf("models_dir %s: more than %d GGUF models", root, config.MaxModels)
 			}
+			names[m.path] = e.Name()
 		}
 		if errors.Is(err, io.EOF) || (err == nil && len(batch) == 0) {
 			break
@@ -87,6 +84,20 @@ func scanModelsDir(dir string, logger *slog.Logger) ([]serveModel, error) {
 		if err != nil {
 			return nil, fmt.Errorf("models_dir %s: %w", root, err)
 		}
+	}
+	// Directory order is no order: sorted by file name, the same
+	// directory always gives the same models (and the same winner when
+	// two files give one id, a.gguf and a.GGUF).
+	slices.SortFunc(found, func(a, b serveModel) int { return strings.Compare(a.path, b.path) })
+	var out []serveModel
+	seen := map[string]string{}
+	for _, m := range found {
+		if other, dup := seen[m.id]; dup {
+			logger.Warn("models_dir: file skipped", "file", names[m.path], "why", fmt.Sprintf("its model id %q is also %s's", m.id, other))
+			continue
+		}
+		seen[m.id] = names[m.path]
+		out = append(out, m)
 	}
 	return out, nil
 }
