@@ -247,6 +247,9 @@ func (p *Pool) evict(v *member) {
 	closed := make(chan struct{})
 	p.closes = append(p.closes, closed)
 	p.log.Info("model evicted to make room", "model", v.spec.ID, "charge_bytes", v.spec.Charge)
+	if sr, ok := l.(interface{ SetStopReason(string) }); ok {
+		sr.SetStopReason("model evicted to make room")
+	}
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()

@@ -128,7 +128,8 @@ func TestServeModelsDir(t *testing.T) {
 			t.Errorf("/metrics lacks %q", want)
 		}
 	}
-	if !strings.Contains(s.logs.String(), `"msg":"model evicted to make room","model":"stories260K"`) {
-		t.Error("no eviction logged")
+	if !strings.Contains(s.logs.String(), `"msg":"model evicted to make room","model":"stories260K"`) ||
+		!strings.Contains(s.logs.String(), `"msg":"worker stopped","model_id":"stories260K","reason":"model evicted to make room"`) {
+		t.Error("no eviction logged, or its worker's stop line gives another reason")
 	}
 }
