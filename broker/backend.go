@@ -103,8 +103,10 @@ type ModelStatus struct {
 	ID      string
 	Aliases []string
 	State   ModelState
-	// Error is why the last load failed: one line for operators and
-	// clients, without the worker's own words.
+	// Error is why the last load failed (failed), or why the loaded
+	// model's worker cannot serve now (loaded: restarting, restart
+	// budget spent): one line for operators and clients, without the
+	// worker's own words.
 	Error    string
 	InFlight int   // requests holding the model
 	Charge   int64 // bytes the model counts against the budget while loaded

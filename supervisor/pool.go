@@ -397,10 +397,32 @@ func (p *Pool) Statuses() []broker.ModelStatus {
 	for i, s := range snaps {
 		if s.l != nil {
 			addStats(&s.st.Worker, s.l.WorkerStats())
+			s.st.Error = workerState(s.l)
 		}
 		out[i] = s.st
 	}
 	return out
+}
+
+// workerState says why a loaded model cannot serve now (its worker
+// restarts, or its restart budget is spent), "" when it can. The text
+// holds no words of the worker.
+func workerState(l Loaded) string {
+	h, ok := l.(interface{ Health() error })
+	if !ok {
+		return ""
+	}
+	err := h.Health()
+	var r interface{ Reason() string }
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &r):
+		return r.Reason()
+	case errors.Is(err, broker.ErrNotReady):
+		return "the worker is restarting"
+	}
+	return "the worker is not available"
 }
 
 // Close stops every model and load; it waits for their workers to end.

@@ -375,3 +375,39 @@ func TestPoolPreloadAndCounts(t *testing.T) {
 		t.Errorf("worker stats not reported: %+v", st.Worker)
 	}
 }
+
+// healthLoaded is a loaded model whose worker health is set by the test.
+type healthLoaded struct {
+	*fakeLoaded
+	health error
+}
+
+func (h *healthLoaded) Health() error { return h.health }
+
+func TestPoolReportsWorkerHealth(t *testing.T) {
+	hl := &healthLoaded{}
+	p, err := NewPool(PoolConfig{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, []PoolModel{{ID: "m", Load: func(context.Context) (Loaded, error) {
+		hl.fakeLoaded = &fakeLoaded{Fake: brokertest.New("x"), id: "m", rec: &poolRecorder{}}
+		return hl, nil
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	_, release := acquire(t, p, "m")
+	release()
+	for _, tc := range []struct {
+		health error
+		want   string
+	}{
+		{nil, ""},
+		{errStarting, "the worker is restarting"},
+		{&GaveUpError{Restarts: 3, Window: time.Minute, Cause: "SIGSYS", Last: "worker text", Retry: time.Second}, "the worker died 3 times within 1m0s (last: SIGSYS)"},
+	} {
+		hl.health = tc.health
+		st := p.Statuses()[0]
+		if st.State != broker.ModelLoaded || !strings.HasPrefix(st.Error, tc.want) || (tc.want == "") != (st.Error == "") || strings.Contains(st.Error, "worker text") {
+			t.Errorf("health %v: status %q %q, want loaded with %q", tc.health, st.State, st.Error, tc.want)
+		}
+	}
+}
