@@ -25,12 +25,13 @@ type fakeModels struct {
 	fakes    map[string]*brokertest.Fake
 	aliases  map[string][]string
 	failing  map[string]string // id → reason
+	refuse   map[string]error  // id → the error Acquire returns
 	held     map[string]int
 	acquires map[string]int
 }
 
 func newFakeModels() *fakeModels {
-	return &fakeModels{fakes: map[string]*brokertest.Fake{}, aliases: map[string][]string{}, failing: map[string]string{},
+	return &fakeModels{fakes: map[string]*brokertest.Fake{}, aliases: map[string][]string{}, failing: map[string]string{}, refuse: map[string]error{},
 		held: map[string]int{}, acquires: map[string]int{}}
 }
 
@@ -62,6 +63,9 @@ func (m *fakeModels) Acquire(ctx context.Context, name string) (broker.Backend, 
 	}
 	if r, bad := m.failing[id]; bad {
 		return nil, nil, &broker.ModelError{Model: name, Kind: broker.ErrModelLoadFailed, Reason: r, RetryAfter: 30 * time.Second}
+	}
+	if err := m.refuse[id]; err != nil {
+		return nil, nil, err
 	}
 	m.held[id]++
 	m.acquires[id]++
@@ -129,6 +133,10 @@ func TestMultiModelRouting(t *testing.T) {
 	fm.add("beta", newFake("from ", "beta"))
 	fm.add("broken", newFake("never"))
 	fm.failing["broken"] = "the worker refused the file: not a GGUF file"
+	fm.add("slow", newFake("x"))
+	fm.refuse["slow"] = &broker.ModelError{Model: "slow", Kind: broker.ErrModelLoading, RetryAfter: 5 * time.Second}
+	fm.add("full", newFake("x"))
+	fm.refuse["full"] = &broker.ModelError{Model: "full", Kind: broker.ErrModelNoRoom, Reason: "the budget is held by models in use", RetryAfter: 3 * time.Second}
 	ts := startMulti(t, fm)
 
 	chat := func(model string) string {
@@ -149,6 +157,8 @@ func TestMultiModelRouting(t *testing.T) {
 		{"tokenize routed", "/tokenize", `{"model":"alpha","content":"ab"}`, 200, []string{`"tokens":[`}, "alpha"},
 		{"unknown model", "/v1/chat/completions", chat("gamma"), 404, []string{`the model \"gamma\" does not exist`, `"code":"model_not_found"`}, ""},
 		{"failed model", "/v1/chat/completions", chat("broken"), 503, []string{`the model \"broken\" failed to load: the worker refused the file`, `"code":"model_load_failed"`}, ""},
+		{"still loading", "/v1/chat/completions", chat("slow"), 503, []string{`the model \"slow\" is still loading; retry later`, `"code":"model_loading"`}, ""},
+		{"no room", "/v1/chat/completions", chat("full"), 503, []string{`the model \"full\" cannot be loaded now: the budget is held by models in use`, `"code":"model_memory_full"`}, ""},
 		{"no model", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}]}`, 400, []string{`"code":"model_required"`}, ""},
 		{"no model tokenize", "/tokenize", `{"content":"ab"}`, 400, []string{`"code":"model_required"`}, ""},
 		{"bad body still the decoder's error", "/v1/chat/completions", `{"model":`, 400, []string{`"code":"invalid_json"`}, ""},
@@ -167,8 +177,8 @@ func TestMultiModelRouting(t *testing.T) {
 					t.Errorf("body %s lacks %s", body, w)
 				}
 			}
-			if tc.status == 503 && h.Get("Retry-After") == "" {
-				t.Error("503 without Retry-After")
+			if want := map[string]string{"failed model": "30", "still loading": "5", "no room": "3"}[tc.name]; h.Get("Retry-After") != want {
+				t.Errorf("Retry-After %q, want %q", h.Get("Retry-After"), want)
 			}
 			for id := range fm.fakes {
 				used := fm.acquires[id] - before[id]
