@@ -25,6 +25,9 @@ build:
 # GOMLXREF is the gomlx reference forward pass: a module of its own so that
 # the lisa binary never links gomlx, hence outside ./... and run explicitly.
 GOMLXREF := internal/gomlxref
+# KUBECHECK decodes the Kubernetes manifests into the k8s.io/api types: a
+# module of its own too, so that lisa never links Kubernetes code.
+KUBECHECK := deploy/kubernetes/kubecheck
 
 # test is the project's test command (README and .ci/run use exactly this).
 # -timeout 30m: cmd/lisa runs every family, the tools and the chat page
@@ -33,6 +36,7 @@ GOMLXREF := internal/gomlxref
 test: lint asm-check
 	go test -count=1 -timeout 30m ./...
 	cd $(GOMLXREF) && go test -count=1 ./...
+	cd $(KUBECHECK) && go test -count=1 ./...
 	$(MAKE) test-generic test-purego test-arm64 fuzz-smoke
 
 # test-generic runs the kernels, the model and the gomlx reference on the
@@ -106,3 +110,4 @@ lint:
 	go build -o $(STATICCHECK) honnef.co/go/tools/cmd/staticcheck
 	$(STATICCHECK) ./...
 	cd $(GOMLXREF) && go vet ./... && $(STATICCHECK) ./...
+	cd $(KUBECHECK) && go vet ./... && go mod tidy -diff && $(STATICCHECK) ./...

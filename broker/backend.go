@@ -2,6 +2,9 @@ package broker
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"time"
 
 	"github.com/lisa-llm/lisa/gen"
 )
@@ -72,3 +75,79 @@ type Event struct {
 	Choices []gen.FinishReason
 	Err     error // EventError
 }
+
+// Models is the set of models of a server with several (see
+// NewMultiServer): each has its own Backend (its own sandboxed worker),
+// loaded on first use and evicted when idle to make room. The server
+// routes every request to the model its "model" field names.
+type Models interface {
+	// Acquire returns the backend of the model that name (an id or an
+	// alias) names, loading it first when it is not loaded, and release,
+	// which the caller calls once the request is done: until then the
+	// model is not evicted. A model still loading when ctx ends, one
+	// that failed to load, one with no room in the memory budget and an
+	// unknown name are *ModelError.
+	Acquire(ctx context.Context, name string) (b Backend, release func(), err error)
+	// Statuses describes every model, in id order.
+	Statuses() []ModelStatus
+}
+
+// ModelState is where a model of a Models set is in its life.
+type ModelState string
+
+// The states of a model of a Models set.
+const (
+	ModelUnloaded ModelState = "unloaded" // not loaded: the first request loads it
+	ModelLoading  ModelState = "loading"
+	ModelLoaded   ModelState = "loaded"
+	ModelFailed   ModelState = "failed" // its last load failed (Error says why); a later request tries again
+)
+
+// ModelStatus describes one model of a Models set for /v1/models,
+// /health and /metrics.
+type ModelStatus struct {
+	ID      string
+	Aliases []string
+	State   ModelState
+	// Error is why the last load failed (failed), or why the loaded
+	// model's worker cannot serve now (loaded: restarting, restart
+	// budget spent): one line for operators and clients, without the
+	// worker's own words.
+	Error    string
+	InFlight int   // requests holding the model
+	Charge   int64 // bytes the model counts against the budget while loaded
+	// Loads, LoadFailures and Evictions count since start; Requests,
+	// PromptTokens and CompletionTokens count its generations.
+	Loads, LoadFailures, Evictions           uint64
+	Requests, PromptTokens, CompletionTokens uint64
+	Worker                                   WorkerStats // of its workers since start
+}
+
+// The kinds of ModelError.
+var (
+	ErrModelNotFound   = errors.New("no such model")
+	ErrModelLoadFailed = errors.New("model failed to load")
+	ErrModelLoading    = errors.New("model still loading")
+	ErrModelNoRoom     = errors.New("no room for the model in the memory budget")
+)
+
+// ModelError is why a Models set could not give a request its model.
+type ModelError struct {
+	Model      string // the name asked for
+	Kind       error  // ErrModelNotFound, ErrModelLoadFailed, ErrModelLoading or ErrModelNoRoom
+	Reason     string // one line shown to the client, naming no path
+	RetryAfter time.Duration
+	Err        error // the cause, logged only
+}
+
+// Error names the model, the kind and the reason.
+func (e *ModelError) Error() string {
+	s := fmt.Sprintf("model %q: %v", e.Model, e.Kind)
+	if e.Reason != "" {
+		s += ": " + e.Reason
+	}
+	return s
+}
+
+// Unwrap returns the kind and the cause.
+func (e *ModelError) Unwrap() []error { return []error{e.Kind, e.Err} }

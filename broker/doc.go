@@ -3,6 +3,15 @@
 // model; it hands validated requests to a Backend (the sandboxed worker,
 // through package supervisor).
 //
+// A server with several models (NewMultiServer) has a Models set instead
+// of one Backend: every request whose body names a "model" (completions,
+// chat, responses, embeddings, tokenize, detokenize) is pinned to that
+// model before its handler runs, waiting within model_load_timeout for a
+// load, and holds it (so it is not evicted) until the response ends; a
+// body without a model is a 400 model_required. /v1/models lists every
+// model and alias with its state, /health each model's state, /metrics
+// the lisa_model_* families labelled model="ID".
+//
 // # Endpoints
 //
 //   - GET /v1/models: the one served model (config model_name, by default

@@ -63,6 +63,9 @@ func (s *Server) modelNames(r *http.Request) ([]string, error) {
 }
 
 func (s *Server) listModels(w http.ResponseWriter, r *http.Request, _ *reqInfo) error {
+	if s.models != nil {
+		return s.listMultiModels(w)
+	}
 	names, err := s.modelNames(r)
 	if err != nil {
 		return err
@@ -77,6 +80,9 @@ func (s *Server) listModels(w http.ResponseWriter, r *http.Request, _ *reqInfo) 
 // getModel answers GET /v1/models/{id} for the served name or an alias.
 func (s *Server) getModel(w http.ResponseWriter, r *http.Request, ri *reqInfo) error {
 	id := ri.params.ByName("id")
+	if s.models != nil {
+		return s.getMultiModel(w, id)
+	}
 	names, err := s.modelNames(r)
 	if err != nil {
 		return err
@@ -89,6 +95,9 @@ func (s *Server) getModel(w http.ResponseWriter, r *http.Request, ri *reqInfo) e
 }
 
 func (s *Server) health(w http.ResponseWriter, r *http.Request, _ *reqInfo) error {
+	if s.models != nil {
+		return s.multiHealth(w)
+	}
 	_, err := s.modelInfo(r.Context())
 	switch {
 	case err == nil:
@@ -116,12 +125,23 @@ func (s *Server) writeMetrics(w http.ResponseWriter, r *http.Request, _ *reqInfo
 	if s.stats != nil {
 		g.worker = s.stats.WorkerStats()
 	}
-	_, err := s.modelInfo(r.Context())
-	g.ready = err == nil
+	var statuses []ModelStatus
+	if s.models != nil {
+		statuses = s.models.Statuses()
+		for _, st := range statuses {
+			g.ready = g.ready || st.State == ModelLoaded
+		}
+	} else {
+		_, err := s.modelInfo(r.Context())
+		g.ready = err == nil
+	}
 	var buf bytes.Buffer
 	s.metrics.write(&buf, g)
+	if s.models != nil {
+		writeModelMetrics(&buf, statuses, s.cfg.ModelsMemoryBytes)
+	}
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	_, err = w.Write(buf.Bytes())
+	_, err := w.Write(buf.Bytes())
 	return err
 }
 
@@ -130,6 +150,7 @@ func (s *Server) writeMetrics(w http.ResponseWriter, r *http.Request, _ *reqInfo
 // add_special (adding BOS) is refused when true: the backend tokenizes
 // text only.
 type tokenizeRequest struct {
+	model        string // with several models, routes the request (pinModel); else checked
 	content      string
 	parseSpecial bool
 	withPieces   bool
@@ -155,6 +176,8 @@ func decodeTokenizeRequest(body []byte) (*tokenizeRequest, error) {
 			if add, err = decBool(f.raw, f.name); err == nil && add {
 				err = invalidCode(f.name, "unsupported_value", "add_special: true is not supported; the tokens of the text alone are returned")
 			}
+		case "model":
+			req.model, err = decString(f.raw, f.name)
 		case "parse_special":
 			req.parseSpecial, err = decBool(f.raw, f.name)
 		case "with_pieces":
@@ -170,6 +193,24 @@ func decodeTokenizeRequest(body []byte) (*tokenizeRequest, error) {
 		return nil, invalid("content", "content is required")
 	}
 	return req, nil
+}
+
+// checkModelName checks the optional model field of /tokenize and
+// /detokenize: with one model it must be a name of the model; with
+// several, pinModel has routed the request by it already.
+func (s *Server) checkModelName(r *http.Request, name string) error {
+	if name == "" || s.models != nil {
+		return nil
+	}
+	names, err := s.modelNames(r)
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(names, name) {
+		return &APIError{Status: http.StatusNotFound, Type: "invalid_request_error", Param: "model", Code: "model_not_found",
+			Message: fmt.Sprintf("the model %q does not exist; this server serves %q", abbreviate(name), names[0])}
+	}
+	return nil
 }
 
 type pieceJSON struct {
@@ -195,6 +236,9 @@ func (s *Server) tokenize(w http.ResponseWriter, r *http.Request, _ *reqInfo) er
 	}
 	req, err := decodeTokenizeRequest(body)
 	if err != nil {
+		return err
+	}
+	if err := s.checkModelName(r, req.model); err != nil {
 		return err
 	}
 	var ids []int32
@@ -244,6 +288,16 @@ func (s *Server) detokenize(w http.ResponseWriter, r *http.Request, _ *reqInfo) 
 	}
 	var ids []int32
 	for _, f := range fields {
+		if f.name == "model" && !isNull(f.raw) {
+			name, err := decString(f.raw, f.name)
+			if err == nil {
+				err = s.checkModelName(r, name)
+			}
+			if err != nil {
+				return err
+			}
+			continue
+		}
 		if f.name != "tokens" {
 			return invalidCode(f.name, "unknown_parameter", "unknown field %q", f.name)
 		}

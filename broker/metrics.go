@@ -167,3 +167,49 @@ func gauge(w io.Writer, name, help string, v int) {
 func escapeLabel(s string) string {
 	return strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(s)
 }
+
+// writeModelMetrics writes the per-model families of a server with
+// several models, each labelled model="ID", and the memory budget.
+func writeModelMetrics(w io.Writer, sts []ModelStatus, budget int64) {
+	family := func(name, typ, help string, v func(ModelStatus) uint64) {
+		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
+		for _, st := range sts {
+			fmt.Fprintf(w, "%s{model=\"%s\"} %d\n", name, escapeLabel(st.ID), v(st))
+		}
+	}
+	is := func(st ModelStatus, s ModelState) uint64 {
+		if st.State == s {
+			return 1
+		}
+		return 0
+	}
+	family("lisa_model_loaded", "gauge", "1 when the model's worker is loaded.", func(st ModelStatus) uint64 { return is(st, ModelLoaded) })
+	family("lisa_model_loading", "gauge", "1 while the model loads.", func(st ModelStatus) uint64 { return is(st, ModelLoading) })
+	family("lisa_model_failed", "gauge", "1 when the model's last load failed.", func(st ModelStatus) uint64 { return is(st, ModelFailed) })
+	family("lisa_model_requests_in_flight", "gauge", "Requests holding the model (it is not evicted while any does).", func(st ModelStatus) uint64 { return uint64(max(0, st.InFlight)) })
+	family("lisa_model_charge_bytes", "gauge", "Bytes the model counts against the memory budget while loaded.", func(st ModelStatus) uint64 { return uint64(max(0, st.Charge)) })
+	family("lisa_model_loads_total", "counter", "Loads of the model started.", func(st ModelStatus) uint64 { return st.Loads })
+	family("lisa_model_load_failures_total", "counter", "Loads of the model that failed.", func(st ModelStatus) uint64 { return st.LoadFailures })
+	family("lisa_model_evictions_total", "counter", "Times the model was evicted to make room for another.", func(st ModelStatus) uint64 { return st.Evictions })
+	family("lisa_model_generations_total", "counter", "Generations the model started.", func(st ModelStatus) uint64 { return st.Requests })
+	family("lisa_model_prompt_tokens_total", "counter", "Prompt tokens the model processed.", func(st ModelStatus) uint64 { return st.PromptTokens })
+	family("lisa_model_generated_tokens_total", "counter", "Tokens the model generated.", func(st ModelStatus) uint64 { return st.CompletionTokens })
+	family("lisa_model_worker_restarts_total", "counter", "Restarts of the model's workers.", func(st ModelStatus) uint64 { return st.Worker.Restarts })
+	fmt.Fprint(w, "# HELP lisa_model_worker_deaths_total Deaths of the model's workers by signal (\"exit\": non-zero exit status).\n# TYPE lisa_model_worker_deaths_total counter\n")
+	var used int64
+	for _, st := range sts {
+		causes := make([]string, 0, len(st.Worker.Deaths))
+		for c := range st.Worker.Deaths {
+			causes = append(causes, c)
+		}
+		sort.Strings(causes)
+		for _, c := range causes {
+			fmt.Fprintf(w, "lisa_model_worker_deaths_total{model=\"%s\",signal=\"%s\"} %d\n", escapeLabel(st.ID), escapeLabel(c), st.Worker.Deaths[c])
+		}
+		if st.State == ModelLoaded || st.State == ModelLoading {
+			used += st.Charge
+		}
+	}
+	fmt.Fprintf(w, "# HELP lisa_models_memory_bytes Bytes the loaded and loading models count against the budget.\n# TYPE lisa_models_memory_bytes gauge\nlisa_models_memory_bytes %d\n", used)
+	fmt.Fprintf(w, "# HELP lisa_models_memory_budget_bytes The models' memory budget (0: none).\n# TYPE lisa_models_memory_budget_bytes gauge\nlisa_models_memory_budget_bytes %d\n", budget)
+}

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -27,7 +28,8 @@ const MaxBodyBytes = 1 << 20
 type Server struct {
 	cfg        *config.Config
 	backend    Backend
-	stats      Stats // nil when the backend reports none
+	models     Models // a server with several models: what backend routes to (nil: one model)
+	stats      Stats  // nil when the backend reports none
 	log        *slog.Logger
 	router     *httprouter.Router
 	adm        *admission
@@ -152,6 +154,12 @@ func (s *Server) handle(route string, auth bool, h handler) httprouter.Handle {
 				err = s.rateLimit(ri)
 			} else {
 				err = s.authFailed(w, r, err)
+			}
+		}
+		if err == nil && s.models != nil && slices.Contains(modelRoutes, route) {
+			var release func()
+			if r, release, err = s.pinModel(sw, r); release != nil {
+				defer release()
 			}
 		}
 		if err == nil {
@@ -369,8 +377,13 @@ func (s *Server) ListenAndServe(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", s.cfg.Listen, err)
 	}
-	s.log.Info("listening", "addr", ln.Addr().String(), "tls", s.tlsConfig != nil,
-		"mtls", s.cfg.TLSClientCAFile != "", "api_keys", len(s.cfg.Keys), "model", s.cfg.ModelName)
+	attrs := []any{"addr", ln.Addr().String(), "tls", s.tlsConfig != nil, "mtls", s.cfg.TLSClientCAFile != "", "api_keys", len(s.cfg.Keys)}
+	if s.models != nil {
+		attrs = append(attrs, "models", len(s.models.Statuses()))
+	} else {
+		attrs = append(attrs, "model", s.cfg.ModelName)
+	}
+	s.log.Info("listening", attrs...)
 	return s.Serve(ctx, ln)
 }
 

@@ -32,11 +32,29 @@ type Config struct {
 	// CORSOrigins are the browser origins allowed to call the API
 	// ("https://app.example:8443", or "*" for any); none by default.
 	CORSOrigins []string `yaml:"cors_origins" json:"cors_origins"`
-	HF          string   `yaml:"hf" json:"hf"`                 // OWNER/NAME[:QUANT] on Hugging Face, pulled if absent (instead of model)
-	ModelsDir   string   `yaml:"models_dir" json:"models_dir"` // where hf models are kept ("": $LISA_MODELS or ~/.cache/lisa/models)
-	Listen      string   `yaml:"listen" json:"listen"`         // host:port
-	APIKeys     []string `yaml:"api_keys" json:"api_keys"`     // "sha256:<hex>" digests
-	APIKeysFile string   `yaml:"api_keys_file" json:"api_keys_file"`
+	HF          string   `yaml:"hf" json:"hf"` // OWNER/NAME[:QUANT] on Hugging Face, pulled if absent (instead of model)
+	// ModelsDir is where hf models are kept ("": $LISA_MODELS or
+	// ~/.cache/lisa/models). Given without model and hf, the server
+	// serves every GGUF file directly in it, as several models.
+	ModelsDir string `yaml:"models_dir" json:"models_dir"`
+	// Models lists the models of a server with several (instead of
+	// model), each in its own worker, loaded on first use; with
+	// models_dir they add to, or refine, the directory's models.
+	Models []ModelEntry `yaml:"models" json:"models"`
+	// Preload names models (of models or models_dir) loaded at start
+	// instead of on first use.
+	Preload []string `yaml:"preload" json:"preload"`
+	// ModelsMemoryBytes is the memory budget of a server with several
+	// models: the loaded models' charges (each worker's memory cap, see
+	// ModelEntry) stay within it, the least recently used idle model
+	// evicted to make room (0: no budget).
+	ModelsMemoryBytes int64 `yaml:"models_memory_bytes" json:"models_memory_bytes"`
+	// ModelLoadTimeout bounds a model's load in a server with several
+	// models; requests wait for a load at most this long (503 after).
+	ModelLoadTimeout Duration `yaml:"model_load_timeout" json:"model_load_timeout"`
+	Listen           string   `yaml:"listen" json:"listen"`     // host:port
+	APIKeys          []string `yaml:"api_keys" json:"api_keys"` // "sha256:<hex>" digests
+	APIKeysFile      string   `yaml:"api_keys_file" json:"api_keys_file"`
 
 	Threads          int   `yaml:"threads" json:"threads"`   // worker compute threads (0: one per core)
 	CtxSize          int   `yaml:"ctx_size" json:"ctx_size"` // tokens per slot (0: the model's)
@@ -98,6 +116,27 @@ type Config struct {
 	Keys []Digest `yaml:"-" json:"-"`
 }
 
+// ModelEntry is one model of a server with several. Path names a GGUF
+// file (a split model's first shard); an entry without path refines the
+// model of models_dir that Name names.
+type ModelEntry struct {
+	Path    string   `yaml:"path" json:"path"`
+	Name    string   `yaml:"name" json:"name"`       // served id (default: the file name without .gguf)
+	Aliases []string `yaml:"aliases" json:"aliases"` // further names clients may use
+	Preload bool     `yaml:"preload" json:"preload"` // load at start
+	SHA256  string   `yaml:"model_sha256" json:"model_sha256"`
+	// MemoryLimitBytes is this model's worker memory cap (0: the
+	// server's memory_limit_bytes); it is also what the model counts
+	// against models_memory_bytes while loaded.
+	MemoryLimitBytes int64 `yaml:"memory_limit_bytes" json:"memory_limit_bytes"`
+}
+
+// MultiModel reports whether c serves several models: a models list, or
+// models_dir given without model and hf.
+func (c *Config) MultiModel() bool {
+	return len(c.Models) > 0 || (c.ModelsDir != "" && c.Model == "" && c.HF == "")
+}
+
 // Default returns the configuration used when neither file nor flag says
 // otherwise.
 func Default() Config {
@@ -116,6 +155,7 @@ func Default() Config {
 		IdleTimeout:       Duration(120 * time.Second),
 		HandshakeTimeout:  Duration(10 * time.Second),
 		QueueTimeout:      Duration(60 * time.Second),
+		ModelLoadTimeout:  Duration(2 * time.Minute),
 		RequestTimeout:    Duration(10 * time.Minute),
 		ShutdownTimeout:   Duration(10 * time.Second),
 		SandboxEnabled:    true,
@@ -234,8 +274,8 @@ func (c *Config) validate() []error {
 	bad := func(key, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
 	}
-	if c.Model == "" && c.HF == "" {
-		bad("model", "no model file given (use -m FILE, -hf OWNER/NAME[:QUANT] or the model key)")
+	if c.Model == "" && c.HF == "" && !c.MultiModel() {
+		bad("model", "no model file given (use -m FILE, -hf OWNER/NAME[:QUANT], --models-dir DIR or the model key)")
 	}
 	if c.Model != "" && c.HF != "" {
 		bad("hf", "give either model or hf, not both")
@@ -249,6 +289,7 @@ func (c *Config) validate() []error {
 		bad("model_name", "must be at most 256 printable characters")
 	}
 	errs = append(errs, c.validateAliases()...)
+	errs = append(errs, c.validateModels()...)
 	errs = append(errs, c.validateOrigins()...)
 	errs = append(errs, c.validateListen()...)
 	intRange := func(key string, v, lo, hi int) {
@@ -290,6 +331,7 @@ func (c *Config) validate() []error {
 		{"unauthenticated_idle_timeout", c.UnauthIdleTimeout},
 		{"handshake_timeout", c.HandshakeTimeout}, {"queue_timeout", c.QueueTimeout},
 		{"request_timeout", c.RequestTimeout}, {"shutdown_timeout", c.ShutdownTimeout},
+		{"model_load_timeout", c.ModelLoadTimeout},
 	} {
 		if d.v <= 0 || d.v.D() > 24*time.Hour {
 			bad(d.key, "must be more than 0 and at most 24h, got %s", d.v)

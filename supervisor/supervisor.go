@@ -71,6 +71,7 @@ type Supervisor struct {
 	closing  chan struct{}
 	closed   bool
 	started  bool
+	stopWhy  string // the reason Close logs ("": the server shuts down)
 	loopDone chan struct{}
 }
 
@@ -117,6 +118,15 @@ func (s *Supervisor) Start(ctx context.Context) error {
 	}
 	go s.loop(inst)
 	return nil
+}
+
+// SetStopReason sets the reason the worker's stop line gives when Close
+// ends it (by default "server shutting down"): a Pool evicting a model
+// says so.
+func (s *Supervisor) SetStopReason(reason string) {
+	s.mu.Lock()
+	s.stopWhy = reason
+	s.mu.Unlock()
 }
 
 // Close stops the worker and fails what it was doing. It waits for the
@@ -307,7 +317,13 @@ func (s *Supervisor) bury(inst *instance) (reason string, cause string) {
 	if stopped {
 		// The SIGKILL of a shutdown is no crash: the line says it was
 		// asked for, the signal only at debug level.
-		s.log.Info("worker stopped", "reason", "server shutting down", "failed_requests", failed)
+		s.mu.Lock()
+		why := s.stopWhy
+		s.mu.Unlock()
+		if why == "" {
+			why = "server shutting down"
+		}
+		s.log.Info("worker stopped", "reason", why, "failed_requests", failed)
 		s.log.Debug("worker reaped after shutdown", "exit", exit.Description)
 	} else {
 		s.log.Error("worker died", "exit", exit.Description,

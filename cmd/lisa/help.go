@@ -58,7 +58,8 @@ func helpFor(name string) helpSpec {
 				"Every flag but --config, -m, --check-config, --webui and the llama-server forms is also a key\n" +
 				"of the configuration file (dashes become underscores).",
 			examples: []string{"lisa serve model.gguf", "lisa serve --port 8081 -c 4096 -np 2 --webui model.gguf",
-				"lisa serve --config lisa.yaml --check-config"}}
+				"lisa serve --config lisa.yaml --check-config",
+				"lisa serve --models-dir ./models --models-memory-bytes 8589934592 --preload llama-3.2-1b"}}
 	case "health":
 		return helpSpec{synopsis: "[--url URL] [--timeout D]",
 			about:    "Asks a running server's /health whether it is ready: exit 0 when it is (for container health checks).",

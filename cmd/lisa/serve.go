@@ -60,8 +60,8 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 // validated (which config.Parse did), printed as the file keys it
 // resolved to, without opening the model or listening.
 func checkConfig(cfg *config.Config, stdout, stderr io.Writer) int {
-	if cfg.Model == "" && cfg.HF == "" {
-		return badUsage(stderr, "serve", "no model: give MODEL.gguf, -m MODEL or --hf OWNER/NAME[:QUANT]")
+	if cfg.Model == "" && cfg.HF == "" && !cfg.MultiModel() {
+		return badUsage(stderr, "serve", "no model: give MODEL.gguf, -m MODEL, --hf OWNER/NAME[:QUANT] or --models-dir DIR")
 	}
 	for _, w := range cfg.Warnings() {
 		fmt.Fprintf(stderr, "warning: %s: %s\n", w.Key, w.Message)
@@ -91,6 +91,9 @@ func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
 }
 
 func serve(cfg *config.Config, opts serveOptions, logger *slog.Logger) error {
+	if cfg.MultiModel() {
+		return serveMulti(cfg, opts, logger)
+	}
 	if cfg.HF != "" {
 		if err := resolveHF(cfg, logger); err != nil {
 			return err
