@@ -23,8 +23,8 @@ const maxChartRows = 4096
 // ReadResults decodes a JSON array of results in llama-bench's shape
 // (this project's -o json, or llama-bench's own -o json: unknown fields
 // are ignored). Each result must name its test (n_prompt or n_gen
-// positive, not both), a positive thread count and finite, non-negative
-// rates.
+// positive, both for a pg test, neither negative), a depth in [0,
+// MaxContext], a positive thread count and finite, non-negative rates.
 func ReadResults(r io.Reader) ([]Result, error) {
 	var rs []Result
 	dec := json.NewDecoder(io.LimitReader(r, 64<<20))
@@ -36,8 +36,10 @@ func ReadResults(r io.Reader) ([]Result, error) {
 	}
 	for i, x := range rs {
 		switch {
-		case (x.NPrompt > 0) == (x.NGen > 0) || x.NPrompt < 0 || x.NGen < 0:
-			return nil, fmt.Errorf("bench: results[%d]: n_prompt %d and n_gen %d: want exactly one positive", i, x.NPrompt, x.NGen)
+		case (x.NPrompt <= 0 && x.NGen <= 0) || x.NPrompt < 0 || x.NGen < 0:
+			return nil, fmt.Errorf("bench: results[%d]: n_prompt %d and n_gen %d: want one positive, neither negative", i, x.NPrompt, x.NGen)
+		case x.NDepth < 0 || x.NDepth > MaxContext:
+			return nil, fmt.Errorf("bench: results[%d]: n_depth %d out of range [0, %d]", i, x.NDepth, MaxContext)
 		case x.NThreads <= 0:
 			return nil, fmt.Errorf("bench: results[%d]: n_threads %d", i, x.NThreads)
 		case !(x.AvgTs >= 0 && x.AvgTs < 1e9) || !(x.StddevTs >= 0 && x.StddevTs < 1e9):
