@@ -72,10 +72,12 @@ func helpFor(name string) helpSpec {
 			about:    "Drives a running server with concurrent streaming clients and prints throughput and time to first token.",
 			examples: []string{"lisa loadgen --url http://127.0.0.1:8080 --clients 1,2,4"}}
 	case "bench":
-		return helpSpec{synopsis: "(-m MODEL | --synthetic SHAPE:TYPE [--vocab FILE]) [-p 512] [-n 128] [-r 3] [-t 1,2] [-o md|csv|json|svg] [flags]\n" +
+		return helpSpec{synopsis: "(-m MODEL | --synthetic SHAPE:TYPE [--vocab FILE]) [-p 512] [-n 128] [-pg PP,TG] [-d 0,4096] [-b 2048] [-ub 512]\n" +
+			"           [-r 3] [-t 1,2] [-o md|csv|json|svg] [flags]\n" +
 			"lisa bench chart [--title TEXT] [-o FILE] LABEL=RESULTS.json ...",
 			about:    "Measures prompt processing (pp) and generation (tg) speed like llama-bench, in sandboxed workers by default.",
-			examples: []string{"lisa bench -m model.gguf -p 512 -n 128 -t 2", "lisa bench --synthetic qwen3-0.6b:q4_k_m -o json > results.json"}}
+			examples: []string{"lisa bench -m model.gguf -p 512 -n 128 -t 2", "lisa bench -m model.gguf -d 0,4096 -pg 512,128 -o json > depth.json",
+				"lisa bench --synthetic qwen3-0.6b:q4_k_m -o json > results.json"}}
 	case "bench chart":
 		return helpSpec{synopsis: "[--title TEXT] [-o FILE] LABEL=RESULTS.json [LABEL=RESULTS.json ...]",
 			about: "Draws an SVG bar chart of lisa bench -o json results (and llama-bench's -o json), one group per result\n" +
