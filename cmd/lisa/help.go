@@ -74,14 +74,15 @@ func helpFor(name string) helpSpec {
 	case "bench":
 		return helpSpec{synopsis: "(-m MODEL | --synthetic SHAPE:TYPE [--vocab FILE]) [-p 512] [-n 128] [-pg PP,TG] [-d 0,4096] [-b 2048] [-ub 512]\n" +
 			"           [-r 3] [-t 1,2] [-o md|csv|json|svg] [flags]\n" +
-			"lisa bench chart [--title TEXT] [-o FILE] LABEL=RESULTS.json ...",
-			about:    "Measures prompt processing (pp) and generation (tg) speed like llama-bench, in sandboxed workers by default.",
+			"lisa bench chart [--title TEXT] [--kind auto|bars|depth] [-o FILE] LABEL=RESULTS.json ...",
+			about: "Measures prompt processing (pp) and generation (tg) speed like llama-bench, in sandboxed workers by default.",
 			examples: []string{"lisa bench -m model.gguf -p 512 -n 128 -t 2", "lisa bench -m model.gguf -d 0,4096 -pg 512,128 -o json > depth.json",
 				"lisa bench --synthetic qwen3-0.6b:q4_k_m -o json > results.json"}}
 	case "bench chart":
-		return helpSpec{synopsis: "[--title TEXT] [-o FILE] LABEL=RESULTS.json [LABEL=RESULTS.json ...]",
+		return helpSpec{synopsis: "[--title TEXT] [--kind auto|bars|depth] [-o FILE] LABEL=RESULTS.json [LABEL=RESULTS.json ...]",
 			about: "Draws an SVG bar chart of lisa bench -o json results (and llama-bench's -o json), one group per result\n" +
-				"of the first file, one bar per file with the same weight type, test and thread count.",
+				"of the first file, one bar per file with the same weight type, test and thread count; results at more than\n" +
+				"one context depth are drawn as depth series instead (x = depth, one line per file, test and thread count).",
 			examples: []string{"lisa bench chart -o speed.svg lisa=lisa.json llama.cpp=llama.json"}}
 	case "run":
 		return helpSpec{synopsis: "-m MODEL -p PROMPT [-n N] [--temp T] [--seed S] [--threads K] [--stop TEXT] [--json] [flags]",
