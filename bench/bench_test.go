@@ -74,6 +74,10 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == WorkerArg {
 		os.Exit(WorkerMain(os.Args[2:]))
 	}
+	if len(os.Args) > 1 && os.Args[1] == fakeServeArg {
+		fmt.Fprintln(os.Stderr, "fake server starting")
+		os.Exit(fakeServe(os.Args[2:]))
+	}
 	code := m.Run()
 	if minis.dir != "" {
 		os.RemoveAll(minis.dir)

@@ -205,6 +205,9 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "chart" {
 		return runBenchChart(args[1:], stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "startup" {
+		return runBenchStartup(args[1:], stdout, stderr)
+	}
 	o, code, done := parseBenchFlags(args, stdout, stderr)
 	if done {
 		return code

@@ -150,3 +150,27 @@ func TestParseIntList(t *testing.T) {
 		t.Errorf("64 values: %d, %v", len(got), err)
 	}
 }
+
+// TestBenchStartupUsage checks bad `lisa bench startup` arguments are
+// usage errors.
+func TestBenchStartupUsage(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		msg  string
+	}{
+		{"no model", []string{"bench", "startup"}, "exactly one of -m and --synthetic"},
+		{"no runs", []string{"bench", "startup", "-m", "x", "-r", "0"}, "-r 0"},
+		{"bad format", []string{"bench", "startup", "-m", "x", "-o", "csv"}, `-o "csv"`},
+		{"bad timeout", []string{"bench", "startup", "-m", "x", "--timeout", "-1s"}, "--timeout"},
+		{"own address", []string{"bench", "startup", "-m", "x", "--", "--port", "80"}, "no --port"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var so, se bytes.Buffer
+			if code := run(tc.args, &so, &se); code != 2 || !strings.Contains(se.String(), tc.msg) {
+				t.Errorf("exit %d, stderr %q; want 2 and %q", code, se.String(), tc.msg)
+			}
+		})
+	}
+}

@@ -74,10 +74,16 @@ func helpFor(name string) helpSpec {
 	case "bench":
 		return helpSpec{synopsis: "(-m MODEL | --synthetic SHAPE:TYPE [--vocab FILE]) [-p 512] [-n 128] [-pg PP,TG] [-d 0,4096] [-b 2048] [-ub 512]\n" +
 			"           [-r 3] [-t 1,2] [-o md|csv|json|svg] [flags]\n" +
-			"lisa bench chart [--title TEXT] [--kind auto|bars|depth] [-o FILE] LABEL=RESULTS.json ...",
+			"lisa bench chart [--title TEXT] [--kind auto|bars|depth] [-o FILE] LABEL=RESULTS.json ...\n" +
+			"lisa bench startup (-m MODEL | --synthetic SHAPE:TYPE [--vocab FILE]) [-r 3] [-o md|json] [-- SERVE FLAGS]",
 			about: "Measures prompt processing (pp) and generation (tg) speed like llama-bench, in sandboxed workers by default.",
 			examples: []string{"lisa bench -m model.gguf -p 512 -n 128 -t 2", "lisa bench -m model.gguf -d 0,4096 -pg 512,128 -o json > depth.json",
 				"lisa bench --synthetic qwen3-0.6b:q4_k_m -o json > results.json"}}
+	case "bench startup":
+		return helpSpec{synopsis: "(-m MODEL | --synthetic SHAPE:TYPE [--vocab FILE]) [-r 3] [--timeout 2m] [-o md|json] [-v] [-- SERVE FLAGS]",
+			about: "Measures the time from starting lisa serve to its first healthy /health answer, on a warm page cache\n" +
+				"(one warm-up run first), with serve's defaults and the flags after --.",
+			examples: []string{"lisa bench startup -m model.gguf", "lisa bench startup -m model.gguf -r 5 -- --threads 2 -c 4096"}}
 	case "bench chart":
 		return helpSpec{synopsis: "[--title TEXT] [--kind auto|bars|depth] [-o FILE] LABEL=RESULTS.json [LABEL=RESULTS.json ...]",
 			about: "Draws an SVG bar chart of lisa bench -o json results (and llama-bench's -o json), one group per result\n" +
