@@ -170,6 +170,31 @@ func TestRunDepths(t *testing.T) {
 	}
 }
 
+// TestDepthFillsOnce checks that a depth's tokens are decoded only when
+// the cache does not hold them: descending depths reuse the deepest fill
+// (a shallower depth is its prefix), a depth after a shallower test is
+// filled again, and every thread count after the first starts from the
+// cache the previous one left.
+func TestDepthFillsOnce(t *testing.T) {
+	var fills []string
+	p := Params{NPrompt: 4, NGen: 2, Depths: []int{16, 4, 0, 8}, Reps: 1, Threads: []int{1, 2},
+		Progress: func(m string) {
+			if strings.Contains(m, "filling") {
+				fills = append(fills, m)
+			}
+		}}
+	rs, err := Run(openMini(t), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkResults(t, rs, p, false)
+	want := []string{"depth 16, 1 threads: filling the cache (not timed)", "depth 8, 1 threads: filling the cache (not timed)",
+		"depth 16, 2 threads: filling the cache (not timed)", "depth 8, 2 threads: filling the cache (not timed)"}
+	if !slices.Equal(fills, want) {
+		t.Errorf("fills:\n got %q\nwant %q", fills, want)
+	}
+}
+
 // TestDepthFilled checks the depth fill and the prompt at depth: after
 // the fill the cache holds exactly depth positions, and the prompt's
 // last logits row (decoded in logical batches split into forward passes,
