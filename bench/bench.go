@@ -1,9 +1,12 @@
 // Package bench measures a model's prompt-processing (pp) and
 // text-generation (tg) speed the way llama.cpp's llama-bench does: pp is
-// one batch of NPrompt tokens into an empty cache, tg is NGen single-token
-// steps after a one-token prompt; each test runs once to warm up, then
-// Reps times, and reports the mean and sample standard deviation of
-// tokens per second. Results carry llama-bench's JSON field names where
+// NPrompt tokens decoded in logical batches of NBatch (each split into
+// forward passes of at most NUBatch tokens), tg is NGen single-token
+// steps, and a pg test is a prompt followed by generation, timed as one.
+// Every test runs at each context depth: the KV cache first holds that
+// many tokens, whose filling is not timed. Each test runs once to warm
+// up, then Reps times, and reports the mean and sample standard deviation
+// of tokens per second. Results carry llama-bench's JSON field names where
 // they mean the same thing.
 package bench
 
@@ -15,6 +18,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -24,10 +28,37 @@ import (
 	"github.com/lisa-llm/lisa/model"
 )
 
+// llama-bench's default batch sizes: the logical batch (tokens handed to
+// one decode call) and the physical one (tokens of one forward pass).
+const (
+	DefaultNBatch  = 2048
+	DefaultNUBatch = 512
+)
+
+// MaxContext bounds the positions a benchmark's cache holds (the deepest
+// depth plus the longest test): beyond it the cache alone is gigabytes
+// for any model worth measuring.
+const MaxContext = 1 << 20
+
+// maxListLen bounds the values of one list parameter (depths, pg tests):
+// every value is a test at every thread count.
+const maxListLen = 64
+
+// PG is a combined test: NPrompt prompt tokens, then NGen single-token
+// steps, timed as one (llama-bench's -pg).
+type PG struct {
+	NPrompt int `json:"n_prompt"`
+	NGen    int `json:"n_gen"`
+}
+
 // Params are what one benchmark run measures.
 type Params struct {
 	NPrompt int   // pp test size (0: no pp test)
 	NGen    int   // tg test size (0: no tg test)
+	PG      []PG  // combined prompt-then-generation tests
+	Depths  []int // context depths every test runs at (nil: 0 only)
+	NBatch  int   // logical batch: prompt tokens per decode call (0: DefaultNBatch)
+	NUBatch int   // physical batch: tokens per forward pass at most (0: DefaultNUBatch)
 	Reps    int   // repetitions after the warm-up
 	Threads []int // thread counts, each measured in turn
 	// Progress, when set, is called with each line of progress: the model
@@ -44,21 +75,95 @@ type Params struct {
 	MemoryLimit int64
 }
 
+// batches returns the logical and physical batch sizes, defaults applied.
+func (p Params) batches() (nb, nub int) {
+	nb, nub = p.NBatch, p.NUBatch
+	if nb == 0 {
+		nb = DefaultNBatch
+	}
+	if nub == 0 {
+		nub = DefaultNUBatch
+	}
+	return nb, nub
+}
+
+// depths returns the context depths, [0] when none were given.
+func (p Params) depths() []int {
+	if len(p.Depths) == 0 {
+		return []int{0}
+	}
+	return p.Depths
+}
+
+// test is one measurement's shape.
+type test struct{ np, ng int }
+
+// tests lists the tests of one depth and thread count in llama-bench's
+// order: pp, tg, then the pg tests.
+func (p Params) tests() []test {
+	var ts []test
+	if p.NPrompt > 0 {
+		ts = append(ts, test{p.NPrompt, 0})
+	}
+	if p.NGen > 0 {
+		ts = append(ts, test{0, p.NGen})
+	}
+	for _, pg := range p.PG {
+		ts = append(ts, test{pg.NPrompt, pg.NGen})
+	}
+	return ts
+}
+
+// context returns the cache positions the tests need: the deepest depth
+// plus the longest test.
+func (p Params) context() int {
+	longest := 0
+	for _, t := range p.tests() {
+		longest = max(longest, t.np+t.ng)
+	}
+	return slices.Max(p.depths()) + longest
+}
+
 // Validate checks the parameters' ranges.
 func (p Params) Validate() error {
+	nb, nub := p.batches()
 	switch {
-	case p.NPrompt < 0 || p.NPrompt > model.MaxBatch:
-		return fmt.Errorf("bench: n_prompt %d out of range [0, %d]", p.NPrompt, model.MaxBatch)
-	case p.NGen < 0 || p.NGen > model.MaxCtx-1:
-		return fmt.Errorf("bench: n_gen %d out of range [0, %d]", p.NGen, model.MaxCtx-1)
-	case p.NPrompt == 0 && p.NGen == 0:
-		return errors.New("bench: nothing to measure (n_prompt and n_gen are 0)")
+	case p.NPrompt < 0 || p.NPrompt > MaxContext:
+		return fmt.Errorf("bench: n_prompt %d out of range [0, %d]", p.NPrompt, MaxContext)
+	case p.NGen < 0 || p.NGen > MaxContext:
+		return fmt.Errorf("bench: n_gen %d out of range [0, %d]", p.NGen, MaxContext)
+	case len(p.PG) > maxListLen:
+		return fmt.Errorf("bench: %d pg tests, at most %d", len(p.PG), maxListLen)
+	case len(p.Depths) > maxListLen:
+		return fmt.Errorf("bench: %d depths, at most %d", len(p.Depths), maxListLen)
+	case nb < 1 || nb > MaxContext:
+		return fmt.Errorf("bench: n_batch %d out of range [1, %d]", nb, MaxContext)
+	case nub < 1 || nub > model.MaxBatch:
+		return fmt.Errorf("bench: n_ubatch %d out of range [1, %d]", nub, model.MaxBatch)
 	case p.Reps < 1 || p.Reps > 1000:
 		return fmt.Errorf("bench: repetitions %d out of range [1, 1000]", p.Reps)
 	case len(p.Threads) == 0:
 		return errors.New("bench: no thread counts")
+	case len(p.Threads) > maxListLen:
+		return fmt.Errorf("bench: %d thread counts, at most %d", len(p.Threads), maxListLen)
 	case p.MemoryLimit < 0:
 		return fmt.Errorf("bench: memory limit %d is negative", p.MemoryLimit)
+	}
+	for i, pg := range p.PG {
+		if pg.NPrompt < 1 || pg.NGen < 1 || pg.NPrompt > MaxContext || pg.NGen > MaxContext {
+			return fmt.Errorf("bench: pg test %d (%d,%d): want prompt and generation lengths in [1, %d]", i, pg.NPrompt, pg.NGen, MaxContext)
+		}
+	}
+	for i, d := range p.Depths {
+		if d < 0 || d > MaxContext {
+			return fmt.Errorf("bench: depth %d (%d) out of range [0, %d]", i, d, MaxContext)
+		}
+	}
+	if len(p.tests()) == 0 {
+		return errors.New("bench: nothing to measure (n_prompt and n_gen are 0 and no pg test)")
+	}
+	if c := p.context(); c > MaxContext {
+		return fmt.Errorf("bench: the deepest depth plus the longest test is %d positions, at most %d", c, MaxContext)
 	}
 	for _, t := range p.Threads {
 		if t < 1 || t > 1024 {
@@ -68,17 +173,22 @@ func (p Params) Validate() error {
 	return nil
 }
 
-// Result is one test (pp or tg at one thread count), in llama-bench's
-// JSON shape plus this project's kernel path, sandbox state and the
-// measuring process's peak memory.
+// Result is one test (pp, tg or pg at one depth and thread count), in
+// llama-bench's JSON shape plus this project's kernel path, sandbox
+// state, the KV cache's size and the measuring process's peak memory.
 type Result struct {
 	ModelFilename string    `json:"model_filename"`
 	ModelType     string    `json:"model_type"`
 	ModelSize     int64     `json:"model_size"`
 	ModelNParams  int64     `json:"model_n_params"`
+	NBatch        int       `json:"n_batch"`
+	NUBatch       int       `json:"n_ubatch"`
 	NThreads      int       `json:"n_threads"`
+	TypeK         string    `json:"type_k"`
+	TypeV         string    `json:"type_v"`
 	NPrompt       int       `json:"n_prompt"`
 	NGen          int       `json:"n_gen"`
+	NDepth        int       `json:"n_depth"`
 	TestTime      string    `json:"test_time"`
 	AvgNs         int64     `json:"avg_ns"`
 	StddevNs      int64     `json:"stddev_ns"`
@@ -88,12 +198,26 @@ type Result struct {
 	SamplesTs     []float64 `json:"samples_ts"`
 	Kernels       string    `json:"kernels"`
 	Sandbox       bool      `json:"sandbox"`
+	KVCacheBytes  int64     `json:"kv_cache_bytes"`
 	PeakRSS       int64     `json:"peak_rss_bytes"`
 }
 
-// Test names the test as llama-bench does: pp512, tg128.
+// Test names the test as llama-bench does: pp512, tg128, pp512+tg128,
+// with " @ d4096" at a context depth.
 func (r Result) Test() string {
-	if r.NPrompt > 0 {
+	name := r.baseTest()
+	if r.NDepth > 0 {
+		name += " @ d" + strconv.Itoa(r.NDepth)
+	}
+	return name
+}
+
+// baseTest is the test's name without its depth.
+func (r Result) baseTest() string {
+	switch {
+	case r.NPrompt > 0 && r.NGen > 0:
+		return "pp" + strconv.Itoa(r.NPrompt) + "+tg" + strconv.Itoa(r.NGen)
+	case r.NPrompt > 0:
 		return "pp" + strconv.Itoa(r.NPrompt)
 	}
 	return "tg" + strconv.Itoa(r.NGen)
@@ -173,7 +297,9 @@ func Prepare(f *gguf.File, p Params) (*Session, error) {
 	if v, ok := f.Lookup("general.name"); ok {
 		s.name, _ = v.Str()
 	}
-	if s.cache, err = model.NewCache(m.Config, model.KVF16, 1, max(p.NPrompt, 1+p.NGen)); err != nil {
+	// The cache's element types are llama-bench's -ctk/-ctv; only F16,
+	// its default, is measured so far.
+	if s.cache, err = model.NewCache(m.Config, model.KVF16, 1, p.context()); err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
 	for _, th := range p.Threads {
@@ -192,42 +318,57 @@ func (s *Session) Close() {
 	}
 }
 
-// Measure runs the tests at every thread count: pp then tg, each with a
-// warm-up run and Reps measured ones.
+// Measure runs the tests at every thread count and depth, in
+// llama-bench's order (threads, then depth, then pp, tg and the pg
+// tests), each with a warm-up run and Reps measured ones. Before every
+// run the cache is cut back to the depth; the tokens below it are
+// decoded once and kept as long as no shallower test overwrites them, as
+// llama-bench keeps a depth's state and restores it.
 func (s *Session) Measure() ([]Result, error) {
 	p := s.p
+	nb, nub := p.batches()
 	var out []Result
+	valid := 0 // positions of the cache that hold the depth fill
 	for i, th := range p.Threads {
 		if i > 0 {
 			debug.FreeOSMemory() // the previous runner's scratch
 		}
-		r := &runner{m: s.m, cache: s.cache, run: model.NewRunner(s.m, s.cache, s.pools[i], max(p.NPrompt, 1)), rng: newRand()}
-		for _, t := range []struct{ np, ng int }{{p.NPrompt, 0}, {0, p.NGen}} {
-			if t.np == 0 && t.ng == 0 {
-				continue
-			}
-			res := Result{ModelFilename: s.name, ModelType: s.typ, ModelSize: s.size, ModelNParams: s.params,
-				NThreads: th, NPrompt: t.np, NGen: t.ng, TestTime: time.Now().UTC().Format(time.RFC3339),
-				Kernels: string(kernels.Selected()), Sandbox: s.Sandbox}
-			if p.Progress != nil {
-				p.Progress(fmt.Sprintf("%s, %d threads: warm-up", res.Test(), th))
-			}
-			if _, err := r.once(t.np, t.ng); err != nil {
-				return nil, err
-			}
-			for k := range p.Reps {
+		r := newRunner(s.m, s.cache, s.pools[i], p)
+		for _, d := range p.depths() {
+			if valid < d {
 				if p.Progress != nil {
-					p.Progress(fmt.Sprintf("%s, %d threads: repetition %d/%d", res.Test(), th, k+1, p.Reps))
+					p.Progress(fmt.Sprintf("depth %d, %d threads: filling the cache (not timed)", d, th))
 				}
-				d, err := r.once(t.np, t.ng)
-				if err != nil {
+				if err := r.fill(valid, d); err != nil {
 					return nil, err
 				}
-				res.SamplesNs = append(res.SamplesNs, d.Nanoseconds())
 			}
-			res.summarise()
-			res.PeakRSS = PeakRSS()
-			out = append(out, res)
+			valid = d
+			for _, t := range p.tests() {
+				res := Result{ModelFilename: s.name, ModelType: s.typ, ModelSize: s.size, ModelNParams: s.params,
+					NBatch: nb, NUBatch: nub, NThreads: th, TypeK: s.cache.Type().String(), TypeV: s.cache.Type().String(),
+					NPrompt: t.np, NGen: t.ng, NDepth: d, TestTime: time.Now().UTC().Format(time.RFC3339),
+					Kernels: string(kernels.Selected()), Sandbox: s.Sandbox, KVCacheBytes: s.cache.Bytes()}
+				if p.Progress != nil {
+					p.Progress(fmt.Sprintf("%s, %d threads: warm-up", res.Test(), th))
+				}
+				if _, err := r.once(d, t); err != nil {
+					return nil, err
+				}
+				for k := range p.Reps {
+					if p.Progress != nil {
+						p.Progress(fmt.Sprintf("%s, %d threads: repetition %d/%d", res.Test(), th, k+1, p.Reps))
+					}
+					el, err := r.once(d, t)
+					if err != nil {
+						return nil, err
+					}
+					res.SamplesNs = append(res.SamplesNs, el.Nanoseconds())
+				}
+				res.summarise()
+				res.PeakRSS = PeakRSS()
+				out = append(out, res)
+			}
 		}
 	}
 	return out, nil
@@ -287,46 +428,99 @@ type runner struct {
 	cache  *model.Cache
 	run    *model.Runner
 	rng    *rand.Rand
+	nb     int // logical batch
+	nub    int // physical batch: the runner's scratch, at most nb
 	tokens []int32
 	pos    []int32
 	seq    []int32
+	logits []bool
 }
 
-// batch fills the scratch batch with n random tokens from position start.
-func (r *runner) batch(n, start int) model.Batch {
-	if cap(r.tokens) < n {
-		r.tokens, r.pos, r.seq = make([]int32, n), make([]int32, n), make([]int32, n)
+// newRunner makes a runner for p's tests over cache c: its forward passes
+// carry at most n_ubatch tokens (at most n_batch, as llama.cpp clamps
+// them), and no more than the longest prompt or fill needs.
+func newRunner(m *model.Model, c *model.Cache, pool *kernels.Pool, p Params) *runner {
+	nb, nub := p.batches()
+	nub = min(nub, nb)
+	longest := slices.Max(p.depths())
+	for _, t := range p.tests() {
+		longest = max(longest, t.np)
 	}
-	b := model.Batch{Tokens: r.tokens[:n], Pos: r.pos[:n], Seq: r.seq[:n]}
+	nub = max(min(nub, longest), 1)
+	return &runner{m: m, cache: c, run: model.NewRunner(m, c, pool, nub), rng: newRand(), nb: nb, nub: nub}
+}
+
+// batch fills the scratch batch with n random tokens from position
+// start; logits marks the last one as wanted, else none is.
+func (r *runner) batch(n, start int, logits bool) model.Batch {
+	if cap(r.tokens) < n {
+		r.tokens, r.pos, r.seq, r.logits = make([]int32, n), make([]int32, n), make([]int32, n), make([]bool, n)
+	}
+	b := model.Batch{Tokens: r.tokens[:n], Pos: r.pos[:n], Seq: r.seq[:n], Logits: r.logits[:n]}
 	for i := range n {
 		b.Tokens[i] = int32(r.rng.IntN(r.m.Config.NVocab))
 		b.Pos[i] = int32(start + i)
+		b.Logits[i] = false
 	}
+	b.Logits[n-1] = logits
 	return b
 }
 
-// once runs one test from an empty cache and returns its duration: pp
-// times one batch of np tokens; tg times ng single-token steps after one
-// prompt token (not timed), as llama-bench does.
-func (r *runner) once(np, ng int) (time.Duration, error) {
-	if err := r.cache.Clear(0); err != nil {
+// prompt decodes n random tokens from position start as llama-bench's
+// prompt does: in logical batches of nb tokens, each one decode call
+// that wants the logits of its last token, split into forward passes of
+// at most nub tokens. It returns the last logits row.
+func (r *runner) prompt(start, n int) ([]float32, error) {
+	var last []float32
+	for done := 0; done < n; {
+		lb := min(n-done, r.nb)
+		for k := 0; k < lb; {
+			ub := min(lb-k, r.nub)
+			rows, err := r.run.Decode(r.batch(ub, start+done+k, k+ub == lb))
+			if err != nil {
+				return nil, fmt.Errorf("position %d: %w", start+done+k, err)
+			}
+			if k+ub == lb {
+				last = rows[0]
+			}
+			k += ub
+		}
+		done += lb
+	}
+	return last, nil
+}
+
+// fill decodes the depth tokens from position from (the cache holds the
+// ones before it) to depth, untimed.
+func (r *runner) fill(from, depth int) error {
+	if err := r.cache.Truncate(0, from); err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	if _, err := r.prompt(from, depth-from); err != nil {
+		return fmt.Errorf("bench: depth %d: %w", depth, err)
+	}
+	return nil
+}
+
+// once runs test t on a cache cut back to depth (which must hold that
+// many tokens) and returns its duration: the prompt, then the
+// single-token steps, as llama-bench times them.
+func (r *runner) once(depth int, t test) (time.Duration, error) {
+	if err := r.cache.Truncate(0, depth); err != nil {
 		return 0, fmt.Errorf("bench: %w", err)
 	}
-	if np > 0 {
-		b := r.batch(np, 0)
-		t0 := time.Now()
-		if _, err := r.run.Decode(b); err != nil {
-			return 0, fmt.Errorf("bench: pp%d: %w", np, err)
-		}
-		return time.Since(t0), nil
-	}
-	if _, err := r.run.Decode(r.batch(1, 0)); err != nil {
-		return 0, fmt.Errorf("bench: tg%d prompt: %w", ng, err)
+	if r.cache.Len(0) != depth {
+		return 0, fmt.Errorf("bench: the cache holds %d positions, want the depth %d", r.cache.Len(0), depth)
 	}
 	t0 := time.Now()
-	for i := range ng {
-		if _, err := r.run.Decode(r.batch(1, 1+i)); err != nil {
-			return 0, fmt.Errorf("bench: tg%d step %d: %w", ng, i, err)
+	if t.np > 0 {
+		if _, err := r.prompt(depth, t.np); err != nil {
+			return 0, fmt.Errorf("bench: pp%d: %w", t.np, err)
+		}
+	}
+	for i := range t.ng {
+		if _, err := r.run.Decode(r.batch(1, depth+t.np+i, true)); err != nil {
+			return 0, fmt.Errorf("bench: tg%d step %d: %w", t.ng, i, err)
 		}
 	}
 	return time.Since(t0), nil

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -27,35 +28,44 @@ import (
 
 // miniModel writes (once per test binary) a mini-shape Q4_K_M synthetic
 // model and returns its path.
-var miniOnce struct {
-	sync.Once
-	path string
-	err  error
+func miniModel(tb testing.TB) string { return miniModelOf(tb, synth.Q4_K_M) }
+
+// minis are the synthetic mini models written so far, by file type.
+var minis struct {
+	sync.Mutex
+	paths map[synth.FileType]string
+	dir   string
 }
 
-func miniModel(tb testing.TB) string {
+// miniModelOf writes (once per test binary and type) a mini-shape
+// synthetic model of file type ft and returns its path.
+func miniModelOf(tb testing.TB, ft synth.FileType) string {
 	tb.Helper()
 	vocabPath := shared.Path(tb, "ref/vocab/ggml-vocab-llama-spm.gguf")
-	miniOnce.Do(func() {
-		v, err := gguf.Open(vocabPath, gguf.DefaultLimits())
-		if err != nil {
-			miniOnce.err = err
-			return
-		}
-		defer v.Close()
+	minis.Lock()
+	defer minis.Unlock()
+	if p, ok := minis.paths[ft]; ok {
+		return p
+	}
+	if minis.dir == "" {
 		dir, err := os.MkdirTemp("", "lisa-bench-test-")
 		if err != nil {
-			miniOnce.err = err
-			return
+			tb.Fatal(err)
 		}
-		s, _ := synth.Lookup("mini")
-		miniOnce.path = filepath.Join(dir, "mini-q4_k_m.gguf")
-		_, miniOnce.err = synth.WriteFile(miniOnce.path, synth.Options{Shape: s, Type: synth.Q4_K_M, Seed: 5, Vocab: v})
-	})
-	if miniOnce.err != nil {
-		tb.Fatal(miniOnce.err)
+		minis.dir, minis.paths = dir, map[synth.FileType]string{}
 	}
-	return miniOnce.path
+	v, err := gguf.Open(vocabPath, gguf.DefaultLimits())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer v.Close()
+	s, _ := synth.Lookup("mini")
+	p := filepath.Join(minis.dir, "mini-"+ft.String()+".gguf")
+	if _, err := synth.WriteFile(p, synth.Options{Shape: s, Type: ft, Seed: 5, Vocab: v}); err != nil {
+		tb.Fatal(err)
+	}
+	minis.paths[ft] = p
+	return p
 }
 
 // TestMain lets the test binary serve as its own benchmark worker (the
@@ -64,17 +74,24 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == WorkerArg {
 		os.Exit(WorkerMain(os.Args[2:]))
 	}
+	if len(os.Args) > 1 && os.Args[1] == fakeServeArg {
+		fmt.Fprintln(os.Stderr, "fake server starting")
+		os.Exit(fakeServe(os.Args[2:]))
+	}
 	code := m.Run()
-	if miniOnce.path != "" {
-		os.RemoveAll(filepath.Dir(miniOnce.path))
+	if minis.dir != "" {
+		os.RemoveAll(minis.dir)
 	}
 	os.Exit(code)
 }
 
-// openMini opens the mini model.
-func openMini(t *testing.T) *gguf.File {
+// openMini opens the mini Q4_K_M model.
+func openMini(t *testing.T) *gguf.File { return openMiniOf(t, synth.Q4_K_M) }
+
+// openMiniOf opens the mini model of file type ft.
+func openMiniOf(t *testing.T, ft synth.FileType) *gguf.File {
 	t.Helper()
-	f, err := gguf.Open(miniModel(t), gguf.DefaultLimits())
+	f, err := gguf.Open(miniModelOf(t, ft), gguf.DefaultLimits())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,18 +102,11 @@ func openMini(t *testing.T) *gguf.File {
 // checkResults checks the shape and arithmetic of results for p.
 func checkResults(t *testing.T, rs []Result, p Params, sandboxed bool) {
 	t.Helper()
-	want := 0
-	for range p.Threads {
-		if p.NPrompt > 0 {
-			want++
-		}
-		if p.NGen > 0 {
-			want++
-		}
-	}
+	want := len(p.Threads) * len(p.depths()) * len(p.tests())
 	if len(rs) != want {
 		t.Fatalf("%d results, want %d", len(rs), want)
 	}
+	nb, nub := p.batches()
 	for _, r := range rs {
 		if len(r.SamplesNs) != p.Reps || len(r.SamplesTs) != p.Reps {
 			t.Errorf("%s: %d samples, want %d", r.Test(), len(r.SamplesNs), p.Reps)
@@ -116,7 +126,8 @@ func checkResults(t *testing.T, rs []Result, p Params, sandboxed bool) {
 			t.Errorf("%s: avg_ts %g, want %g", r.Test(), r.AvgTs, mean)
 		}
 		if r.Sandbox != sandboxed || r.Kernels == "" || r.ModelNParams != 17958144 ||
-			!strings.HasPrefix(r.ModelType, "llama 17M Q4_K - Medium") {
+			!strings.HasPrefix(r.ModelType, "llama 17M Q4_K - Medium") || r.NBatch != nb || r.NUBatch != nub ||
+			r.TypeK != "f16" || r.TypeV != "f16" || r.KVCacheBytes <= 0 {
 			t.Errorf("%s: %+v", r.Test(), r)
 		}
 		if r.PeakRSS <= 0 && os.Getenv("CI") != "" {
@@ -135,6 +146,170 @@ func TestRunInProcess(t *testing.T) {
 	checkResults(t, rs, p, false)
 	if rs[0].Test() != "pp16" || rs[1].Test() != "tg4" || rs[2].NThreads != 2 {
 		t.Errorf("order: %s %s t%d", rs[0].Test(), rs[1].Test(), rs[2].NThreads)
+	}
+}
+
+// TestRunDepths measures pp, tg and a pg test at two depths and two
+// thread counts, with logical and physical batches smaller than the
+// prompt: the results come in llama-bench's order and name.
+func TestRunDepths(t *testing.T) {
+	p := Params{NPrompt: 12, NGen: 3, PG: []PG{{5, 2}}, Depths: []int{0, 20}, NBatch: 8, NUBatch: 3, Reps: 1, Threads: []int{1, 2}}
+	rs, err := Run(openMini(t), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkResults(t, rs, p, false)
+	var got []string
+	for _, r := range rs {
+		got = append(got, fmt.Sprintf("t%d %s", r.NThreads, r.Test()))
+	}
+	want := []string{"t1 pp12", "t1 tg3", "t1 pp5+tg2", "t1 pp12 @ d20", "t1 tg3 @ d20", "t1 pp5+tg2 @ d20",
+		"t2 pp12", "t2 tg3", "t2 pp5+tg2", "t2 pp12 @ d20", "t2 tg3 @ d20", "t2 pp5+tg2 @ d20"}
+	if !slices.Equal(got, want) {
+		t.Errorf("tests:\n got %q\nwant %q", got, want)
+	}
+}
+
+// TestDepthFillsOnce checks that a depth's tokens are decoded only when
+// the cache does not hold them: descending depths reuse the deepest fill
+// (a shallower depth is its prefix), a depth after a shallower test is
+// filled again, and every thread count after the first starts from the
+// cache the previous one left.
+func TestDepthFillsOnce(t *testing.T) {
+	var fills []string
+	p := Params{NPrompt: 4, NGen: 2, Depths: []int{16, 4, 0, 8}, Reps: 1, Threads: []int{1, 2},
+		Progress: func(m string) {
+			if strings.Contains(m, "filling") {
+				fills = append(fills, m)
+			}
+		}}
+	rs, err := Run(openMini(t), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkResults(t, rs, p, false)
+	want := []string{"depth 16, 1 threads: filling the cache (not timed)", "depth 8, 1 threads: filling the cache (not timed)",
+		"depth 16, 2 threads: filling the cache (not timed)", "depth 8, 2 threads: filling the cache (not timed)"}
+	if !slices.Equal(fills, want) {
+		t.Errorf("fills:\n got %q\nwant %q", fills, want)
+	}
+}
+
+// TestDepthFilled checks the depth fill and the prompt at depth: after
+// the fill the cache holds exactly depth positions, and the prompt's
+// last logits row (decoded in logical batches split into forward passes,
+// as the benchmark does) is the row of an unbenchmarked run that decodes
+// the same tokens in one pass from an empty cache: bit for bit for Q8_0,
+// whose several-token dots equal the one-token dot on every kernel path,
+// and within 0.05 for Q4_K_M, whose eight-token dots on the avx512 path
+// sum in another order than its one-token dot (so a pass of eight tokens
+// or more rounds differently from shorter ones; the generic and avx2
+// paths match bit for bit there too).
+func TestDepthFilled(t *testing.T) {
+	for _, ft := range []synth.FileType{synth.Q8_0, synth.Q4_K_M} {
+		t.Run(ft.String(), func(t *testing.T) { testDepthFilled(t, openMiniOf(t, ft), ft == synth.Q8_0) })
+	}
+}
+
+func testDepthFilled(t *testing.T, f *gguf.File, exact bool) {
+	cases := []struct{ depth, np, nb, nub int }{
+		{0, 7, 2048, 512},
+		{1, 5, 2048, 512},
+		{37, 9, 16, 5},
+		{64, 16, 4, 8}, // n_ubatch above n_batch: passes of n_batch
+		{0, 16, 16, 5},
+		{0, 16, 16, 8},
+		{0, 16, 16, 4},
+		{0, 16, 4, 4},
+		{0, 16, 1, 1},
+		{15, 1, 16, 16},
+		{8, 8, 8, 8},
+	}
+	for _, c := range cases {
+		t.Run(fmt.Sprintf("d%d_pp%d_b%d_ub%d", c.depth, c.np, c.nb, c.nub), func(t *testing.T) {
+			p := Params{NPrompt: c.np, Depths: []int{c.depth}, NBatch: c.nb, NUBatch: c.nub, Reps: 1, Threads: []int{2}}
+			s, err := Prepare(f, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			r := newRunner(s.m, s.cache, s.pools[0], p)
+			if want := min(c.nb, c.nub, max(c.depth, c.np)); r.run.MaxBatch() != want {
+				t.Errorf("forward passes of %d tokens, want %d", r.run.MaxBatch(), want)
+			}
+			if err := r.fill(0, c.depth); err != nil {
+				t.Fatal(err)
+			}
+			if n := s.cache.Len(0); n != c.depth {
+				t.Fatalf("after the fill the cache holds %d positions, want %d", n, c.depth)
+			}
+			got, err := r.prompt(c.depth, c.np)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := s.cache.Len(0); n != c.depth+c.np {
+				t.Fatalf("after the prompt the cache holds %d positions, want %d", n, c.depth+c.np)
+			}
+			// The same token stream, in one batch, from an empty cache.
+			rng := newRand()
+			n := c.depth + c.np
+			b := model.Batch{Tokens: make([]int32, n), Pos: make([]int32, n), Seq: make([]int32, n)}
+			for i := range n {
+				b.Tokens[i], b.Pos[i] = int32(rng.IntN(s.m.Config.NVocab)), int32(i)
+			}
+			cache, err := model.NewCache(s.m.Config, model.KVF16, 1, n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows, err := model.NewRunner(s.m, cache, s.pools[0], n).Decode(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := rows[0]
+			if len(got) != len(want) {
+				t.Fatalf("%d logits, want %d", len(got), len(want))
+			}
+			for i := range want {
+				if exact && math.Float32bits(got[i]) != math.Float32bits(want[i]) || math.Abs(float64(got[i]-want[i])) > 0.05 {
+					t.Fatalf("logit %d at position %d: %g, unbenchmarked %g", i, n-1, got[i], want[i])
+				}
+			}
+		})
+	}
+}
+
+// TestDepthReuse checks that the fill is decoded once and reused: after
+// a test at a depth the cache is back at that depth for the next run, a
+// deeper depth extends it, and a run at a depth the cache does not hold
+// is refused rather than measured at the wrong position.
+func TestDepthReuse(t *testing.T) {
+	p := Params{NPrompt: 4, NGen: 2, Depths: []int{8, 16}, Reps: 1, Threads: []int{1}}
+	s, err := Prepare(openMini(t), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	r := newRunner(s.m, s.cache, s.pools[0], p)
+	if err := r.fill(0, 8); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range p.tests() {
+		if _, err := r.once(8, tt); err != nil {
+			t.Fatal(err)
+		}
+		if n := s.cache.Len(0); n != 8+tt.np+tt.ng {
+			t.Errorf("after %+v at depth 8 the cache holds %d", tt, n)
+		}
+	}
+	if err := r.fill(8, 16); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.cache.Len(0); n != 16 {
+		t.Errorf("extended fill: %d positions, want 16", n)
+	}
+	s.cache.Clear(0)
+	if _, err := r.once(8, test{4, 0}); err == nil || !strings.Contains(err.Error(), "want the depth 8") {
+		t.Errorf("a run over an unfilled cache: %v", err)
 	}
 }
 
@@ -247,6 +422,9 @@ func TestMeanStddev(t *testing.T) {
 // TestValidate checks out-of-range parameters are refused.
 func TestValidate(t *testing.T) {
 	good := Params{NPrompt: 8, NGen: 8, Reps: 1, Threads: []int{1}}
+	if err := (Params{PG: []PG{{512, 128}}, Depths: []int{0, 4096}, NBatch: 1, NUBatch: 1, Reps: 1, Threads: []int{1}}).Validate(); err != nil {
+		t.Errorf("a pg test alone at two depths: %v", err)
+	}
 	bad := map[string]func(*Params){
 		"negative prompt": func(p *Params) { p.NPrompt = -1 },
 		"nothing":         func(p *Params) { p.NPrompt, p.NGen = 0, 0 },
@@ -254,6 +432,12 @@ func TestValidate(t *testing.T) {
 		"no threads":      func(p *Params) { p.Threads = nil },
 		"zero threads":    func(p *Params) { p.Threads = []int{0} },
 		"huge prompt":     func(p *Params) { p.NPrompt = 1 << 30 },
+		"negative depth":  func(p *Params) { p.Depths = []int{0, -1} },
+		"deep":            func(p *Params) { p.Depths = []int{MaxContext} },
+		"many depths":     func(p *Params) { p.Depths = make([]int, maxListLen+1) },
+		"empty pg":        func(p *Params) { p.PG = []PG{{0, 128}} },
+		"zero batch":      func(p *Params) { p.NBatch = -1 },
+		"huge ubatch":     func(p *Params) { p.NUBatch = model.MaxBatch + 1 },
 	}
 	if err := good.Validate(); err != nil {
 		t.Fatal(err)
@@ -271,9 +455,13 @@ func TestValidate(t *testing.T) {
 // where the format allows.
 func TestWriteFormats(t *testing.T) {
 	rs := []Result{
-		{ModelType: "llama 1.1B Q4_K - Medium", ModelSize: 1 << 20, ModelNParams: 1100000000, NThreads: 2, NPrompt: 512,
-			AvgTs: 61.5, StddevTs: 0.5, SamplesTs: []float64{61, 62}, SamplesNs: []int64{1, 2}, Kernels: "avx512", Sandbox: true},
-		{ModelType: "llama <&>", NThreads: 1, NGen: 128, AvgTs: 20, Kernels: "generic"},
+		{ModelType: "llama 1.1B Q4_K - Medium", ModelSize: 1 << 20, ModelNParams: 1100000000, NBatch: 2048, NUBatch: 512, NThreads: 2,
+			TypeK: "f16", TypeV: "f16", NPrompt: 512, AvgTs: 61.5, StddevTs: 0.5, SamplesTs: []float64{61, 62}, SamplesNs: []int64{1, 2},
+			Kernels: "avx512", Sandbox: true},
+		{ModelType: "llama <&>", NBatch: 2048, NUBatch: 512, NThreads: 1, TypeK: "f16", TypeV: "f16", NGen: 128, NDepth: 4096,
+			AvgTs: 20, Kernels: "generic"},
+		{ModelType: "llama 1.1B Q8_0", NBatch: 2048, NUBatch: 512, NThreads: 1, TypeK: "f16", TypeV: "f16", NPrompt: 512, NGen: 128,
+			NDepth: 1024, AvgTs: 30, Kernels: "generic"},
 	}
 	tests := []struct {
 		format string
@@ -284,29 +472,41 @@ func TestWriteFormats(t *testing.T) {
 			if err := json.Unmarshal([]byte(out), &back); err != nil {
 				t.Fatal(err)
 			}
-			for _, k := range []string{"model_type", "model_size", "model_n_params", "n_threads", "n_prompt", "n_gen", "avg_ts", "stddev_ts", "samples_ts", "kernels", "sandbox"} {
-				if _, ok := back[0][k]; !ok {
-					t.Errorf("no field %s", k)
-				}
-			}
-			if back[0]["avg_ts"] != 61.5 || back[0]["sandbox"] != true {
-				t.Errorf("values: %v", back[0])
+			if back[0]["avg_ts"] != 61.5 || back[0]["sandbox"] != true || back[1]["n_depth"] != 4096.0 || back[2]["n_gen"] != 128.0 {
+				t.Errorf("values: %v", back)
 			}
 		}},
 		{"csv", func(t *testing.T, out string) {
 			recs, err := csv.NewReader(strings.NewReader(out)).ReadAll()
-			if err != nil || len(recs) != 3 || recs[1][12] != "61.500000" {
-				t.Errorf("csv: %v %v", recs, err)
+			if err != nil || len(recs) != 4 {
+				t.Fatalf("csv: %v %v", recs, err)
+			}
+			col := map[string]int{}
+			for i, name := range recs[0] {
+				col[name] = i
+			}
+			for _, c := range []struct {
+				row         int
+				field, want string
+			}{{1, "avg_ts", "61.500000"}, {2, "n_depth", "4096"}, {3, "n_prompt", "512"}, {3, "n_gen", "128"}, {1, "n_ubatch", "512"}} {
+				if i, ok := col[c.field]; !ok || recs[c.row][i] != c.want {
+					t.Errorf("csv row %d %s: %v, want %s", c.row, c.field, recs[c.row], c.want)
+				}
 			}
 		}},
 		{"md", func(t *testing.T, out string) {
-			if !strings.Contains(out, "| pp512 | 61.50 ± 0.50 |") || !strings.Contains(out, "| tg128 | 20.00 ± 0.00 |") {
-				t.Errorf("markdown:\n%s", out)
+			for _, want := range []string{"| pp512 | 61.50 ± 0.50 |", "| tg128 @ d4096 | 20.00 ± 0.00 |", "| pp512+tg128 @ d1024 | 30.00 ± 0.00 |"} {
+				if !strings.Contains(out, want) {
+					t.Errorf("markdown lacks %q:\n%s", want, out)
+				}
+			}
+			if strings.Contains(out, "n_batch") || strings.Contains(out, "type_k") {
+				t.Errorf("default batch sizes and cache types got columns:\n%s", out)
 			}
 		}},
 		{"svg", func(t *testing.T, out string) {
-			if !strings.HasPrefix(out, "<svg ") || strings.Count(out, "<rect ") != 2 || strings.Contains(out, "<&>") ||
-				!strings.Contains(out, "&lt;&amp;&gt;") {
+			if !strings.HasPrefix(out, "<svg ") || strings.Count(out, "<rect ") != 3 || strings.Contains(out, "<&>") ||
+				!strings.Contains(out, "&lt;&amp;&gt;") || !strings.Contains(out, "tg128 @ d4096") {
 				t.Errorf("svg:\n%s", out)
 			}
 		}},
@@ -322,6 +522,63 @@ func TestWriteFormats(t *testing.T) {
 	}
 	if err := Write(&bytes.Buffer{}, "xml", rs); err == nil || ValidFormat("xml") {
 		t.Error("xml accepted")
+	}
+	// Batch sizes other than llama-bench's defaults get columns, as
+	// llama-bench shows them.
+	var b bytes.Buffer
+	rs[0].NUBatch = 128
+	if err := Write(&b, "md", rs); err != nil || !strings.Contains(b.String(), "| n_batch | n_ubatch |") ||
+		!strings.Contains(b.String(), "| 2048 | 128 | pp512 |") {
+		t.Errorf("markdown with n_ubatch 128 (%v):\n%s", err, b.String())
+	}
+}
+
+// llamaBenchFields are the fields of one result in llama-bench's JSON
+// output (llama.cpp release v0.5.0, tools/llama-bench: test::get_fields
+// and the samples arrays its JSON printer adds).
+var llamaBenchFields = []string{"build_commit", "build_number", "cpu_info", "gpu_info", "backends",
+	"model_filename", "model_type", "model_size", "model_n_params", "n_batch",
+	"n_ubatch", "n_threads", "cpu_mask", "cpu_strict", "poll",
+	"type_k", "type_v", "n_gpu_layers", "n_cpu_moe", "split_mode",
+	"main_gpu", "no_kv_offload", "flash_attn", "devices", "tensor_split",
+	"tensor_buft_overrides", "load_mode", "lazy_mode", "embeddings",
+	"no_op_offload", "no_host", "fit_target", "fit_min_ctx",
+	"n_prompt", "n_gen", "n_depth",
+	"test_time", "avg_ns", "stddev_ns", "avg_ts", "stddev_ts", "samples_ns", "samples_ts"}
+
+// TestJSONFieldNames checks that every field of a result is named as
+// llama-bench names it, except this project's own, which llama-bench
+// does not have, and that the fields a comparison needs are all there.
+func TestJSONFieldNames(t *testing.T) {
+	ours := map[string]bool{"kernels": true, "sandbox": true, "kv_cache_bytes": true, "peak_rss_bytes": true}
+	theirs := map[string]bool{}
+	for _, f := range llamaBenchFields {
+		theirs[f] = true
+	}
+	data, err := json.Marshal(Result{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	for k := range m {
+		if theirs[k] == ours[k] {
+			t.Errorf("field %q: in llama-bench's output %v, one of this project's own %v", k, theirs[k], ours[k])
+		}
+	}
+	for _, k := range []string{"model_filename", "model_type", "model_size", "model_n_params", "n_batch", "n_ubatch", "n_threads",
+		"type_k", "type_v", "n_prompt", "n_gen", "n_depth", "test_time", "avg_ns", "stddev_ns", "avg_ts", "stddev_ts", "samples_ns", "samples_ts"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("no field %q", k)
+		}
+	}
+	// The CSV header names the same fields.
+	for _, k := range csvFields {
+		if theirs[k] == ours[k] {
+			t.Errorf("csv column %q is neither llama-bench's nor this project's", k)
+		}
 	}
 }
 
@@ -363,11 +620,11 @@ func benchStep(b *testing.B, np, ng int) {
 				b.Fatal(err)
 			}
 			defer s.Close()
-			r := &runner{m: s.m, cache: s.cache, run: model.NewRunner(s.m, s.cache, s.pools[0], max(np, 1)), rng: newRand()}
+			r := newRunner(s.m, s.cache, s.pools[0], s.p)
 			b.ReportAllocs()
 			if np > 0 {
 				for b.Loop() {
-					if _, err := r.once(np, 0); err != nil {
+					if _, err := r.once(0, test{np, 0}); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -375,7 +632,7 @@ func benchStep(b *testing.B, np, ng int) {
 				return
 			}
 			for b.Loop() {
-				if _, err := r.once(0, 16); err != nil {
+				if _, err := r.once(0, test{0, 16}); err != nil {
 					b.Fatal(err)
 				}
 			}

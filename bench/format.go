@@ -44,28 +44,60 @@ func ValidFormat(format string) bool {
 
 func mib(n int64) string { return fmt.Sprintf("%.2f MiB", float64(n)/(1<<20)) }
 
+// writeMarkdown writes llama-bench's table: the batch sizes and cache
+// types get columns only when a result's differ from llama-bench's
+// defaults, as llama-bench shows them, and the test column carries the
+// depth ("pp512 @ d4096").
 func writeMarkdown(w io.Writer, rs []Result) error {
-	var b strings.Builder
-	b.WriteString("| model | size | params | kernels | sandbox | threads | test | t/s | peak RSS |\n")
-	b.WriteString("| --- | ---: | ---: | --- | --- | ---: | ---: | ---: | ---: |\n")
+	var batches, types bool
 	for _, r := range rs {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %v | %d | %s | %.2f ± %.2f | %s |\n",
-			r.ModelType, mib(r.ModelSize), humanParams(r.ModelNParams), r.Kernels, r.Sandbox,
-			r.NThreads, r.Test(), r.AvgTs, r.StddevTs, mib(r.PeakRSS))
+		batches = batches || r.NBatch != DefaultNBatch || r.NUBatch != DefaultNUBatch
+		types = types || r.TypeK != "f16" || r.TypeV != "f16"
+	}
+	var b strings.Builder
+	b.WriteString("| model | size | params | kernels | sandbox | threads |")
+	align := "| --- | ---: | ---: | --- | --- | ---: |"
+	if batches {
+		b.WriteString(" n_batch | n_ubatch |")
+		align += " ---: | ---: |"
+	}
+	if types {
+		b.WriteString(" type_k | type_v |")
+		align += " ---: | ---: |"
+	}
+	b.WriteString(" test | t/s | peak RSS |\n")
+	b.WriteString(align + " ---: | ---: | ---: |\n")
+	for _, r := range rs {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %v | %d |",
+			r.ModelType, mib(r.ModelSize), humanParams(r.ModelNParams), r.Kernels, r.Sandbox, r.NThreads)
+		if batches {
+			fmt.Fprintf(&b, " %d | %d |", r.NBatch, r.NUBatch)
+		}
+		if types {
+			fmt.Fprintf(&b, " %s | %s |", r.TypeK, r.TypeV)
+		}
+		fmt.Fprintf(&b, " %s | %.2f ± %.2f | %s |\n", r.Test(), r.AvgTs, r.StddevTs, mib(r.PeakRSS))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
+// csvFields are writeCSV's columns: llama-bench's names and order for
+// what both measure, then this project's.
+var csvFields = []string{"model_filename", "model_type", "model_size", "model_n_params", "n_batch", "n_ubatch", "n_threads",
+	"type_k", "type_v", "n_prompt", "n_gen", "n_depth", "test_time", "avg_ns", "stddev_ns", "avg_ts", "stddev_ts",
+	"kernels", "sandbox", "kv_cache_bytes", "peak_rss_bytes"}
+
 func writeCSV(w io.Writer, rs []Result) error {
 	cw := csv.NewWriter(w)
-	cw.Write([]string{"model_filename", "model_type", "model_size", "model_n_params", "kernels", "sandbox",
-		"n_threads", "n_prompt", "n_gen", "test_time", "avg_ns", "stddev_ns", "avg_ts", "stddev_ts", "peak_rss_bytes"})
+	cw.Write(csvFields)
+	itoa := strconv.Itoa
+	i64 := func(n int64) string { return strconv.FormatInt(n, 10) }
 	for _, r := range rs {
-		cw.Write([]string{r.ModelFilename, r.ModelType, strconv.FormatInt(r.ModelSize, 10), strconv.FormatInt(r.ModelNParams, 10),
-			r.Kernels, strconv.FormatBool(r.Sandbox), strconv.Itoa(r.NThreads), strconv.Itoa(r.NPrompt), strconv.Itoa(r.NGen),
-			r.TestTime, strconv.FormatInt(r.AvgNs, 10), strconv.FormatInt(r.StddevNs, 10),
-			strconv.FormatFloat(r.AvgTs, 'f', 6, 64), strconv.FormatFloat(r.StddevTs, 'f', 6, 64), strconv.FormatInt(r.PeakRSS, 10)})
+		cw.Write([]string{r.ModelFilename, r.ModelType, i64(r.ModelSize), i64(r.ModelNParams), itoa(r.NBatch), itoa(r.NUBatch),
+			itoa(r.NThreads), r.TypeK, r.TypeV, itoa(r.NPrompt), itoa(r.NGen), itoa(r.NDepth), r.TestTime,
+			i64(r.AvgNs), i64(r.StddevNs), strconv.FormatFloat(r.AvgTs, 'f', 6, 64), strconv.FormatFloat(r.StddevTs, 'f', 6, 64),
+			r.Kernels, strconv.FormatBool(r.Sandbox), i64(r.KVCacheBytes), i64(r.PeakRSS)})
 	}
 	cw.Flush()
 	return cw.Error()
@@ -90,6 +122,9 @@ func writeSVG(w io.Writer, rs []Result) error {
 		color := "#4e79a7"
 		if r.NGen > 0 {
 			color = "#f28e2b"
+		}
+		if r.NPrompt > 0 && r.NGen > 0 {
+			color = "#59a14f"
 		}
 		label := fmt.Sprintf("%s, %s, %d thr, %s", r.ModelType, r.Test(), r.NThreads, r.Kernels)
 		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="end">%s</text>`+"\n", left-8, y+15, html.EscapeString(label))

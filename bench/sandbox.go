@@ -29,6 +29,10 @@ const maxResultBytes = 1 << 20
 type workerParams struct {
 	NPrompt int   `json:"n_prompt"`
 	NGen    int   `json:"n_gen"`
+	PG      []PG  `json:"pg"`
+	Depths  []int `json:"depths"`
+	NBatch  int   `json:"n_batch"`
+	NUBatch int   `json:"n_ubatch"`
 	Reps    int   `json:"reps"`
 	Threads []int `json:"threads"`
 }
@@ -83,7 +87,7 @@ func runWorker(path string, p Params, sandboxed bool, execArgs []string, progres
 		return nil, fmt.Errorf("bench: %w", err)
 	}
 	defer broker.CloseShards(shards)
-	arg, _ := json.Marshal(workerParams{p.NPrompt, p.NGen, p.Reps, p.Threads})
+	arg, _ := json.Marshal(workerParams{p.NPrompt, p.NGen, p.PG, p.Depths, p.NBatch, p.NUBatch, p.Reps, p.Threads})
 	threads := 0
 	for _, t := range p.Threads {
 		threads = max(threads, t)
@@ -155,7 +159,8 @@ func WorkerMain(args []string) int {
 	if err := json.Unmarshal([]byte(wc.Args[0]), &wp); err != nil {
 		return reply(workerReply{Error: "parameters: " + err.Error()})
 	}
-	p := Params{NPrompt: wp.NPrompt, NGen: wp.NGen, Reps: wp.Reps, Threads: wp.Threads,
+	p := Params{NPrompt: wp.NPrompt, NGen: wp.NGen, PG: wp.PG, Depths: wp.Depths, NBatch: wp.NBatch, NUBatch: wp.NUBatch,
+		Reps: wp.Reps, Threads: wp.Threads,
 		Progress: func(msg string) { fmt.Fprintln(os.Stderr, msg) }}
 	// Under the serving stage close is not allowed: the model's files stay
 	// open (and referenced, so no finalizer closes it) until exit.

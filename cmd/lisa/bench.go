@@ -13,6 +13,7 @@ import (
 	"github.com/lisa-llm/lisa/bench"
 	"github.com/lisa-llm/lisa/gguf"
 	"github.com/lisa-llm/lisa/kernels"
+	"github.com/lisa-llm/lisa/model"
 	"github.com/lisa-llm/lisa/model/synth"
 )
 
@@ -23,17 +24,117 @@ type benchOptions struct {
 	noSandbox                                bool
 }
 
-// parseThreads parses a comma-separated list of thread counts.
-func parseThreads(s string) ([]int, error) {
+// maxBenchList bounds the values one list flag expands to: each is a
+// test at every other list's every value.
+const maxBenchList = 64
+
+// parseIntList parses a list flag as llama-bench does: comma-separated
+// items, each a number or a range FIRST-LAST, FIRST-LAST+STEP or
+// FIRST-LAST*FACTOR (0-4096+1024 is 0,1024,2048,3072,4096). Every value
+// must lie in [lo, hi] and the list expands to at most maxBenchList
+// values; what names the values in errors.
+func parseIntList(s, what string, lo, hi int) ([]int, error) {
 	var out []int
-	for _, part := range strings.Split(s, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(part))
-		if err != nil || n < 1 || n > 1024 {
-			return nil, fmt.Errorf("thread count %q is not in [1, 1024]", part)
+	add := func(v int) error {
+		if len(out) == maxBenchList {
+			return fmt.Errorf("%s list %q: more than %d values", what, s, maxBenchList)
 		}
-		out = append(out, n)
+		out = append(out, v)
+		return nil
+	}
+	num := func(item, t string) (int, error) {
+		n, err := strconv.Atoi(t)
+		if err != nil || strings.HasPrefix(t, "+") || strings.HasPrefix(t, "-") {
+			return 0, fmt.Errorf("%s %q: want a number or a range FIRST-LAST[+STEP|*FACTOR]", what, item)
+		}
+		if n < lo || n > hi {
+			return 0, fmt.Errorf("%s %d is not in [%d, %d]", what, n, lo, hi)
+		}
+		return n, nil
+	}
+	for _, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		first, rest, isRange := strings.Cut(item, "-")
+		a, err := num(item, first)
+		if err != nil {
+			return nil, err
+		}
+		if !isRange {
+			if err := add(a); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		op := "+"
+		last, stepText, stepped := strings.Cut(rest, "+")
+		if !stepped {
+			if last, stepText, stepped = strings.Cut(rest, "*"); stepped {
+				op = "*"
+			}
+		}
+		b, err := num(item, last)
+		if err != nil {
+			return nil, err
+		}
+		step := 1
+		if stepped {
+			if step, err = strconv.Atoi(stepText); err != nil || step < 1 || step > hi || strings.HasPrefix(stepText, "+") {
+				return nil, fmt.Errorf("%s %q: the step %q is not a number in [1, %d]", what, item, stepText, hi)
+			}
+		}
+		if b < a {
+			return nil, fmt.Errorf("%s %q: the range ends before it starts", what, item)
+		}
+		if op == "*" && (step < 2 || a == 0) {
+			return nil, fmt.Errorf("%s %q: a range by factor needs a factor of 2 or more and a first value above 0", what, item)
+		}
+		// v starts in [lo, hi] and grows by at least one a round, by at
+		// most a factor or step of hi (no overflow); add stops the list
+		// at its bound.
+		for v := a; v <= b; {
+			if err := add(v); err != nil {
+				return nil, err
+			}
+			if op == "+" {
+				v += step
+			} else {
+				v *= step
+			}
+		}
 	}
 	return out, nil
+}
+
+// parseThreads parses a list of thread counts.
+func parseThreads(s string) ([]int, error) { return parseIntList(s, "thread count", 1, 1024) }
+
+// pgFlag collects -pg PP,TG tests, one per use of the flag, as
+// llama-bench takes them.
+type pgFlag struct{ pg *[]bench.PG }
+
+func (f pgFlag) String() string {
+	if f.pg == nil {
+		return ""
+	}
+	var parts []string
+	for _, p := range *f.pg {
+		parts = append(parts, fmt.Sprintf("%d,%d", p.NPrompt, p.NGen))
+	}
+	return strings.Join(parts, " ")
+}
+
+func (f pgFlag) Set(s string) error {
+	pp, tg, ok := strings.Cut(s, ",")
+	a, err1 := strconv.Atoi(strings.TrimSpace(pp))
+	b, err2 := strconv.Atoi(strings.TrimSpace(tg))
+	if !ok || err1 != nil || err2 != nil || a < 1 || b < 1 || a > bench.MaxContext || b > bench.MaxContext {
+		return fmt.Errorf("%q: want PP,TG, two numbers in [1, %d] (e.g. 512,128)", s, bench.MaxContext)
+	}
+	if len(*f.pg) == maxBenchList {
+		return fmt.Errorf("more than %d pg tests", maxBenchList)
+	}
+	*f.pg = append(*f.pg, bench.PG{NPrompt: a, NGen: b})
+	return nil
 }
 
 func parseBenchFlags(args []string, stdout, stderr io.Writer) (benchOptions, int, bool) {
@@ -43,7 +144,14 @@ func parseBenchFlags(args []string, stdout, stderr io.Writer) (benchOptions, int
 	fs.IntVar(&o.p.NPrompt, "p", 512, "prompt tokens of the pp test (0: none)")
 	fs.IntVar(&o.p.NGen, "n", 128, "generated tokens of the tg test (0: none)")
 	fs.IntVar(&o.p.Reps, "r", 3, "repetitions after the warm-up")
-	threads := fs.String("t", "1,2", "comma-separated thread counts")
+	threads := fs.String("t", "1,2", "thread counts: comma-separated, or ranges FIRST-LAST[+STEP|*FACTOR]")
+	depths := fs.String("d", "0", "context depths: the KV cache holds this many tokens (decoded untimed) before each test; a list as -t's")
+	fs.StringVar(depths, "n-depth", "0", "the same as -d")
+	fs.Var(pgFlag{&o.p.PG}, "pg", "a prompt-then-generation test `PP,TG` timed as one (pp512+tg128: t/s over all tokens); repeatable")
+	fs.IntVar(&o.p.NBatch, "b", bench.DefaultNBatch, "logical batch: prompt tokens per decode call")
+	fs.IntVar(&o.p.NBatch, "batch-size", bench.DefaultNBatch, "the same as -b")
+	fs.IntVar(&o.p.NUBatch, "ub", bench.DefaultNUBatch, "physical batch: tokens per forward pass at most (at most -b)")
+	fs.IntVar(&o.p.NUBatch, "ubatch-size", bench.DefaultNUBatch, "the same as -ub")
 	fs.StringVar(&o.kernels, "kernels", "auto", "kernel path: auto|generic|avx2|avx512|neon|dotprod")
 	fs.StringVar(&o.format, "o", "md", "output format: md|csv|json|svg")
 	fs.StringVar(&o.synthetic, "synthetic", "", "benchmark a synthetic model `SHAPE:TYPE` (e.g. tinyllama-1.1b:q4_k_m) written to a temporary folder")
@@ -60,6 +168,15 @@ func parseBenchFlags(args []string, stdout, stderr io.Writer) (benchOptions, int
 	var err error
 	if o.p.Threads, err = parseThreads(*threads); err != nil {
 		return bad("-t: %v", err)
+	}
+	if o.p.Depths, err = parseIntList(*depths, "depth", 0, bench.MaxContext); err != nil {
+		return bad("-d: %v", err)
+	}
+	switch {
+	case o.p.NBatch < 1 || o.p.NBatch > bench.MaxContext:
+		return bad("-b %d: want a batch size in [1, %d]", o.p.NBatch, bench.MaxContext)
+	case o.p.NUBatch < 1 || o.p.NUBatch > model.MaxBatch:
+		return bad("-ub %d: want a batch size in [1, %d]", o.p.NUBatch, model.MaxBatch)
 	}
 	switch {
 	case len(pos) != 0:
@@ -87,6 +204,9 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	}
 	if len(args) > 0 && args[0] == "chart" {
 		return runBenchChart(args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "startup" {
+		return runBenchStartup(args[1:], stdout, stderr)
 	}
 	o, code, done := parseBenchFlags(args, stdout, stderr)
 	if done {

@@ -15,12 +15,17 @@ func runBenchChart(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("bench chart", flag.ContinueOnError)
 	title := fs.String("title", "tokens per second (mean ± stddev), higher is better", "chart title")
 	out := fs.String("o", "-", "output `file` (- for standard output)")
+	kind := fs.String("kind", "auto", "bars (one group per test), depth (tokens per second against the context depth, one line per\n"+
+		"file, test and thread count) or auto (depth when the results hold more than one depth)")
 	pos, status, done := parseCommand("bench chart", fs, args, false, stdout, stderr)
 	if done {
 		return status
 	}
 	if len(pos) == 0 {
 		return badUsage(stderr, "bench chart", "give at least one LABEL=RESULTS.json")
+	}
+	if *kind != "auto" && *kind != "bars" && *kind != "depth" {
+		return badUsage(stderr, "bench chart", fmt.Sprintf("--kind %q: want auto, bars or depth", *kind))
 	}
 	var ss []bench.Series
 	for _, a := range pos {
@@ -52,7 +57,11 @@ func runBenchChart(args []string, stdout, stderr io.Writer) int {
 		defer f.Close()
 		w = f
 	}
-	if err := bench.WriteComparisonSVG(w, *title, ss); err != nil {
+	draw := bench.WriteComparisonSVG
+	if *kind == "depth" || *kind == "auto" && bench.HasDepths(ss) {
+		draw = bench.WriteDepthSVG
+	}
+	if err := draw(w, *title, ss); err != nil {
 		fmt.Fprintln(stderr, "lisa bench chart:", err)
 		return 1
 	}

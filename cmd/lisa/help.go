@@ -73,14 +73,23 @@ func helpFor(name string) helpSpec {
 			about:    "Drives a running server with concurrent streaming clients and prints throughput and time to first token.",
 			examples: []string{"lisa loadgen --url http://127.0.0.1:8080 --clients 1,2,4"}}
 	case "bench":
-		return helpSpec{synopsis: "(-m MODEL | --synthetic SHAPE:TYPE [--vocab FILE]) [-p 512] [-n 128] [-r 3] [-t 1,2] [-o md|csv|json|svg] [flags]\n" +
-			"lisa bench chart [--title TEXT] [-o FILE] LABEL=RESULTS.json ...",
-			about:    "Measures prompt processing (pp) and generation (tg) speed like llama-bench, in sandboxed workers by default.",
-			examples: []string{"lisa bench -m model.gguf -p 512 -n 128 -t 2", "lisa bench --synthetic qwen3-0.6b:q4_k_m -o json > results.json"}}
+		return helpSpec{synopsis: "(-m MODEL | --synthetic SHAPE:TYPE [--vocab FILE]) [-p 512] [-n 128] [-pg PP,TG] [-d 0,4096] [-b 2048] [-ub 512]\n" +
+			"           [-r 3] [-t 1,2] [-o md|csv|json|svg] [flags]\n" +
+			"lisa bench chart [--title TEXT] [--kind auto|bars|depth] [-o FILE] LABEL=RESULTS.json ...\n" +
+			"lisa bench startup (-m MODEL | --synthetic SHAPE:TYPE [--vocab FILE]) [-r 3] [-o md|json] [-- SERVE FLAGS]",
+			about: "Measures prompt processing (pp) and generation (tg) speed like llama-bench, in sandboxed workers by default.",
+			examples: []string{"lisa bench -m model.gguf -p 512 -n 128 -t 2", "lisa bench -m model.gguf -d 0,4096 -pg 512,128 -o json > depth.json",
+				"lisa bench --synthetic qwen3-0.6b:q4_k_m -o json > results.json"}}
+	case "bench startup":
+		return helpSpec{synopsis: "(-m MODEL | --synthetic SHAPE:TYPE [--vocab FILE]) [-r 3] [--timeout 2m] [-o md|json] [-v] [-- SERVE FLAGS]",
+			about: "Measures the time from starting lisa serve to its first healthy /health answer, on a warm page cache\n" +
+				"(one warm-up run first), with serve's defaults and the flags after --.",
+			examples: []string{"lisa bench startup -m model.gguf", "lisa bench startup -m model.gguf -r 5 -- --threads 2 -c 4096"}}
 	case "bench chart":
-		return helpSpec{synopsis: "[--title TEXT] [-o FILE] LABEL=RESULTS.json [LABEL=RESULTS.json ...]",
+		return helpSpec{synopsis: "[--title TEXT] [--kind auto|bars|depth] [-o FILE] LABEL=RESULTS.json [LABEL=RESULTS.json ...]",
 			about: "Draws an SVG bar chart of lisa bench -o json results (and llama-bench's -o json), one group per result\n" +
-				"of the first file, one bar per file with the same weight type, test and thread count.",
+				"of the first file, one bar per file with the same weight type, test and thread count; results at more than\n" +
+				"one context depth are drawn as depth series instead (x = depth, one line per file, test and thread count).",
 			examples: []string{"lisa bench chart -o speed.svg lisa=lisa.json llama.cpp=llama.json"}}
 	case "run":
 		return helpSpec{synopsis: "-m MODEL -p PROMPT [-n N] [--temp T] [--seed S] [--threads K] [--stop TEXT] [--json] [flags]",
