@@ -395,18 +395,31 @@ DATA iq4xsIdx<>+240(SB)/8, $0x0000000700000007
 DATA iq4xsIdx<>+248(SB)/8, $0x0000000700000007
 GLOBL iq4xsIdx<>(SB), RODATA|NOPTR, $256
 
+// iq4PairShift holds word shifts 0 (lanes 0 and 2) and 4 (lanes 1 and 3)
+// for nibble codes duplicated per 128-bit lane: [a, a, b, b] shifted and
+// masked is [a low, a high, b low, b high], value order.
+DATA iq4PairShift<>+0(SB)/8, $0x0000000000000000
+DATA iq4PairShift<>+8(SB)/8, $0x0000000000000000
+DATA iq4PairShift<>+16(SB)/8, $0x0004000400040004
+DATA iq4PairShift<>+24(SB)/8, $0x0004000400040004
+DATA iq4PairShift<>+32(SB)/8, $0x0000000000000000
+DATA iq4PairShift<>+40(SB)/8, $0x0000000000000000
+DATA iq4PairShift<>+48(SB)/8, $0x0004000400040004
+DATA iq4PairShift<>+56(SB)/8, $0x0004000400040004
+GLOBL iq4PairShift<>(SB), RODATA|NOPTR, $64
+
 // IQ4XS_PAIR adds the exact Σ s·u·x lanes of sub-blocks 2p and 2p+1 (u =
 // codebook value + 128) to Z9: codes at qoff(SI), activations at
-// xoff(DI), scales spread in sc. The nibbles of the two sub-blocks are
-// put in value order ([2p low, 2p high, 2p+1 low, 2p+1 high] by
-// VSHUFI64X2) and looked up in Z11.
+// xoff(DI), scales spread in sc. The 32 code bytes [a, b] (16 per
+// sub-block) become [a, a, b, b] by one VSHUFI64X2 and the upper copy of
+// each is shifted by four (Z24), so that after the mask the nibbles are
+// in value order, then looked up in Z11: one shuffle fewer than
+// splitting low and high nibbles and interleaving them.
 #define IQ4XS_PAIR(qoff, xoff, sc) \
 	VMOVDQU      qoff(SI), Y2 \
-	VPSRLW       $4, Y2, Y3 \
-	VPAND        Y15, Y2, Y2 \
-	VPAND        Y15, Y3, Y3 \
-	VINSERTI64X4 $1, Y3, Z2, Z2 \
-	VSHUFI64X2   $0xd8, Z2, Z2, Z2 \
+	VSHUFI64X2   $0x50, Z2, Z2, Z2 \
+	VPSRLVW      Z24, Z2, Z2 \
+	VPANDD       Z15, Z2, Z2 \
 	VPSHUFB      Z2, Z11, Z2 \
 	VPXORD       Z5, Z5, Z5 \
 	VPDPBUSD     xoff(DI), Z2, Z5 \
@@ -415,17 +428,21 @@ GLOBL iq4xsIdx<>(SB), RODATA|NOPTR, $256
 
 // func dotIQ4XSRowsAVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32)
 //
-// Per block the eight 6-bit scales (minus 32) are decoded as words in X0
-// (low nibbles of scales_l interleaved, high bits of scales_h shifted per
-// word), widened to dwords and spread per pair of sub-blocks for
-// VPMULLD; the offset 128·Σx of each sub-block comes from the bsums, one
-// VPMADDWD with the scales doubled, subtracted once per block.
+// Per block the eight 6-bit scales are assembled in a general register by
+// two PDEPs (every AVX-512 processor has BMI2): the low nibbles of
+// scales_l into bits 0-3 of bytes 0-7, the bit pairs of scales_h into
+// bits 4-5; that keeps a dozen vector instructions per block off the
+// vector ports the codes need. Minus 32 as words in X0, they are widened
+// to dwords and spread per pair of sub-blocks for VPMULLD; the offset
+// 128·Σx of each sub-block comes from the bsums, one VPMADDWD with the
+// scales doubled, subtracted once per block.
 TEXT ·dotIQ4XSRowsAVX512(SB), NOSPLIT, $0-40
 	ROWS_PROLOGUE
+	VPBROADCASTD X15, Z15
 	VBROADCASTI32X4 iq4Shifted<>(SB), Z11
-	VMOVDQU iq4xsShift<>(SB), X12
-	MOVL $0x00030003, AX
-	VPBROADCASTD AX, X14
+	VMOVDQU64 iq4PairShift<>(SB), Z24
+	MOVQ $0x0f0f0f0f0f0f0f0f, R8
+	MOVQ $0x3030303030303030, R9
 	MOVL $0x00200020, AX
 	VPBROADCASTD AX, X13
 	VMOVDQU64 iq4xsIdx<>+0(SB), Z16
@@ -441,17 +458,13 @@ iq4xsrow:
 iq4xsloop:
 	PREFETCHT0 2176(SI)
 	PREFETCHT0 2240(SI)
-	VMOVD        4(SI), X0
-	VPSRLW       $4, X0, X1
-	VPAND        X15, X0, X0
-	VPAND        X15, X1, X1
-	VPUNPCKLBW   X1, X0, X0
+	MOVL         4(SI), AX
+	MOVWLZX      2(SI), BX
+	PDEPQ        R8, AX, AX
+	PDEPQ        R9, BX, BX
+	ORQ          BX, AX
+	VMOVQ        AX, X0
 	VPMOVZXBW    X0, X0
-	VPBROADCASTW 2(SI), X1
-	VPSRLVW      X12, X1, X1
-	VPAND        X14, X1, X1
-	VPSLLW       $4, X1, X1
-	VPOR         X1, X0, X0
 	VPSUBW       X13, X0, X0
 	VPMOVSXWD    X0, Y3
 	VPERMD       Z3, Z16, Z20
