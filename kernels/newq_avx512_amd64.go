@@ -11,14 +11,27 @@ import (
 // Q4_1, Q5_1, IQ4_XS, Q5_K, Q3_K and Q2_K (newq_avx512_amd64.s, quant_avx512_amd64.s) into t's
 // rows: the one-token dot is a run of one row.
 func setNewQAVX512(t *table) {
-	q80 := func(typ tensor.Type, bb int, f func(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32)) {
+	q80 := func(typ tensor.Type, bb int, f func(w *byte, x *quant.BlockQ8_0, nb, rows int, out, dx *float32), twin func(w []byte, x []quant.BlockQ8_0) float32) {
 		rows := func(w []byte, x []quant.BlockQ8_0, out []float32) {
 			w = w[:bb*len(x)*len(out)]
 			if len(x) == 0 || len(out) == 0 {
 				clear(out)
 				return
 			}
-			f(&w[0], &x[0], len(x), len(out), &out[0])
+			if len(x) > q80RowsMaxBlocks {
+				// Wider than any model's rows: the generic twin, row
+				// by row, so that the one-token dot (a run of one)
+				// still equals every row.
+				rb := bb * len(x)
+				for r := range out {
+					out[r] = twin(w[r*rb:(r+1)*rb], x)
+				}
+				return
+			}
+			// The activation scales as float32, converted by the kernel
+			// once per call: on the stack, no allocation.
+			var dx [q80RowsMaxBlocks]float32
+			f(&w[0], &x[0], len(x), len(out), &out[0], &dx[0])
 		}
 		t.weights[typ].q80 = dots[quant.BlockQ8_0]{one: oneOfRows(rows), rows: rows}
 	}
@@ -46,9 +59,9 @@ func setNewQAVX512(t *table) {
 	}
 	q81(tensor.Q4_1, quant.BlockQ4_1Bytes, dotQ4_1RowsAVX512)
 	q81(tensor.Q5_1, quant.BlockQ5_1Bytes, dotQ5_1RowsAVX512)
-	q80(tensor.Q4_0, quant.BlockQ4_0Bytes, dotQ4_0RowsAVX512)
-	q80(tensor.Q5_0, quant.BlockQ5_0Bytes, dotQ5_0RowsAVX512)
-	q80(tensor.IQ4_NL, quant.BlockIQ4_NLBytes, dotIQ4NLRowsAVX512)
+	q80(tensor.Q4_0, quant.BlockQ4_0Bytes, dotQ4_0RowsAVX512, quant.DotQ4_0Q8_0)
+	q80(tensor.Q5_0, quant.BlockQ5_0Bytes, dotQ5_0RowsAVX512, quant.DotQ5_0Q8_0)
+	q80(tensor.IQ4_NL, quant.BlockIQ4_NLBytes, dotIQ4NLRowsAVX512, quant.DotIQ4NLQ8_0)
 	q80x8 := func(typ tensor.Type, bb int, f func(w *byte, x *quant.BlockQ8_0, dx *float32, nb int, out *[8]float32)) {
 		t.weights[typ].q80.x8 = func(w []byte, x []quant.BlockQ8_0, dx []float32, nb int, out *[8]float32) {
 			x, dx = x[:8*nb], dx[:8*nb]
@@ -105,14 +118,21 @@ func oneOfRows[X any](rows func(w []byte, x []X, out []float32)) func(w []byte, 
 	}
 }
 
+// q80RowsMaxBlocks bounds the blocks of a row (65536 columns) that the
+// Q8_0-partner row-run dots take: their caller keeps the activation
+// scales as float32 in an array of this many on its stack.
+const q80RowsMaxBlocks = 2048
+
 // The row-run dots: for each of rows weight rows of nb blocks at w,
-// out[r] is its dot with the nb blocks at x (nb, rows >= 1).
+// out[r] is its dot with the nb blocks at x (nb, rows >= 1). The
+// Q8_0-partner ones write the nb activation scales as float32 to dx
+// first (nb <= q80RowsMaxBlocks).
 
 //go:noescape
-func dotQ4_0RowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32)
+func dotQ4_0RowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out, dx *float32)
 
 //go:noescape
-func dotQ5_0RowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32)
+func dotQ5_0RowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out, dx *float32)
 
 //go:noescape
 func dotQ4_1RowsAVX512(w *byte, x *quant.BlockQ8_1, nb, rows int, out *float32)
@@ -121,7 +141,7 @@ func dotQ4_1RowsAVX512(w *byte, x *quant.BlockQ8_1, nb, rows int, out *float32)
 func dotQ5_1RowsAVX512(w *byte, x *quant.BlockQ8_1, nb, rows int, out *float32)
 
 //go:noescape
-func dotIQ4NLRowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32)
+func dotIQ4NLRowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out, dx *float32)
 
 //go:noescape
 func dotIQ4XSRowsAVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32)

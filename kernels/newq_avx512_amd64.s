@@ -105,49 +105,72 @@ GLOBL iq4Shifted<>(SB), RODATA|NOPTR, $32
 // The Q8_0-partner row-run dots (Q4_0, Q5_0, IQ4_NL) take two rows at a
 // time and eight blocks per iteration, two blocks per 512-bit VPDPBUSD.
 // What depends on the activations alone is done once for both rows: the
-// activation loads, the offset lanes o·Σx (a VPDPBUSD of its own) and the
-// activation scales. Each row's own steps are the one-row loop's, in the
-// same order (exact integer lanes, then one fused multiply-add per pair of
-// blocks into the row's float lanes), so a row's result is the same
-// whether it ran beside another or alone (an odd last row, or a run of
-// one: the one-token dot). The last nb%8 blocks go one at a time.
+// activation loads and the offset lanes o·Σx (a VPDPBUSD of its own). Each
+// row's own steps are the one-row loop's, in the same order (exact integer
+// lanes, then one fused multiply-add per pair of blocks into the row's
+// float lanes), so a row's result is the same whether it ran beside
+// another or alone (an odd last row, or a run of one: the one-token dot).
+// The last nb%8 blocks go one at a time.
 //
-// The eight f16 scales of a row (at a stride of the block size) or of the
-// activations are joined into two general registers and moved by VMOVQ
-// and VPINSRQ: eight VPINSRWs from memory kept the vector shuffle ports,
-// which unpack the codes, busy.
+// Scales, which were a third of the time when gathered word by word
+// (VPINSRW, or scalar loads joined in general registers): the activation
+// scales are converted to float32 once per call into dx (nb floats the
+// caller provides), and a row's eight f16 weight scales, at a stride of
+// the block size, are picked out of the eight blocks' bytes by one
+// two-table word permute (VPERMT2W) of two 64-byte loads (Q5_0's 176
+// bytes take a third load and a masked VPERMW; no load passes the eight
+// blocks).
 
-// RA and RB address row A (SI) and row B (SI + R9, the row size); XA the
-// activations.
+// q80W18Idx picks the scale words of eight 18-byte blocks (Q4_0, IQ4_NL)
+// out of their first 128 bytes.
+DATA q80W18Idx<>+0(SB)/8, $0x001b001200090000
+DATA q80W18Idx<>+8(SB)/8, $0x003f0036002d0024
+DATA q80W18Idx<>+16(SB)/8, $0x0000000000000000
+DATA q80W18Idx<>+24(SB)/8, $0x0000000000000000
+DATA q80W18Idx<>+32(SB)/8, $0x0000000000000000
+DATA q80W18Idx<>+40(SB)/8, $0x0000000000000000
+DATA q80W18Idx<>+48(SB)/8, $0x0000000000000000
+DATA q80W18Idx<>+56(SB)/8, $0x0000000000000000
+GLOBL q80W18Idx<>(SB), RODATA|NOPTR, $64
+
+// q80W22Idx picks the first six scale words of eight 22-byte blocks
+// (Q5_0) out of their first 128 bytes, q80W22Idx2 the last two (words 6
+// and 7, under K3) out of bytes 112-175.
+DATA q80W22Idx<>+0(SB)/8, $0x00210016000b0000
+DATA q80W22Idx<>+8(SB)/8, $0x000000000037002c
+DATA q80W22Idx<>+16(SB)/8, $0x0000000000000000
+DATA q80W22Idx<>+24(SB)/8, $0x0000000000000000
+DATA q80W22Idx<>+32(SB)/8, $0x0000000000000000
+DATA q80W22Idx<>+40(SB)/8, $0x0000000000000000
+DATA q80W22Idx<>+48(SB)/8, $0x0000000000000000
+DATA q80W22Idx<>+56(SB)/8, $0x0000000000000000
+GLOBL q80W22Idx<>(SB), RODATA|NOPTR, $64
+
+DATA q80W22Idx2<>+0(SB)/8, $0x0000000000000000
+DATA q80W22Idx2<>+8(SB)/8, $0x0015000a00000000
+DATA q80W22Idx2<>+16(SB)/8, $0x0000000000000000
+DATA q80W22Idx2<>+24(SB)/8, $0x0000000000000000
+DATA q80W22Idx2<>+32(SB)/8, $0x0000000000000000
+DATA q80W22Idx2<>+40(SB)/8, $0x0000000000000000
+DATA q80W22Idx2<>+48(SB)/8, $0x0000000000000000
+DATA q80W22Idx2<>+56(SB)/8, $0x0000000000000000
+GLOBL q80W22Idx2<>(SB), RODATA|NOPTR, $64
+
+// RA and RB address row A (SI) and row B (SI + R9, the row size).
 #define RA(off) off(SI)
 #define RB(off) off(SI)(R9*1)
-#define XA(off) off(DI)
 
-// F16X8 converts the eight f16 at row(0), row(bs), ..., row(7*bs) into
-// the float32 lanes of dst. Clobbers AX, BX, DX, X10.
-#define F16X8(row, bs, dst) \
-	MOVWLZX row(0), AX \
-	MOVWLZX row(bs), BX \
-	SHLL    $16, BX \
-	ORL     BX, AX \
-	MOVWLZX row(2*bs), BX \
-	SHLQ    $32, BX \
-	ORQ     BX, AX \
-	MOVWLZX row(3*bs), BX \
-	SHLQ    $48, BX \
-	ORQ     BX, AX \
-	MOVWLZX row(4*bs), DX \
-	MOVWLZX row(5*bs), BX \
-	SHLL    $16, BX \
-	ORL     BX, DX \
-	MOVWLZX row(6*bs), BX \
-	SHLQ    $32, BX \
-	ORQ     BX, DX \
-	MOVWLZX row(7*bs), BX \
-	SHLQ    $48, BX \
-	ORQ     BX, DX \
-	VMOVQ   AX, X10 \
-	VPINSRQ $1, DX, X10, X10 \
+// W8_18 and W8_22 convert the f16 scales of the eight blocks at row(0)
+// (of 18 and 22 bytes) into the float32 lanes of dst. Clobber Z10.
+#define W8_18(row, dst) \
+	VMOVDQU64 row(0), Z10 \
+	VPERMT2W  row(64), Z21, Z10 \
+	VCVTPH2PS X10, dst
+
+#define W8_22(row, dst) \
+	VMOVDQU64 row(0), Z10 \
+	VPERMT2W  row(64), Z21, Z10 \
+	VPERMW    row(112), Z22, K3, Z10 \
 	VCVTPH2PS X10, dst
 
 // XPAIR loads the activations of two blocks (at x0(DI) and x1(DI)) into
@@ -199,9 +222,11 @@ GLOBL iq4Shifted<>(SB), RODATA|NOPTR, $32
 	VPADDB Z12, Z2, K1, Z2
 
 // Q80ROWS_SETUP loads what every Q8_0-partner row-run dot keeps in
-// registers: 0x0f bytes in Z15, the scale permutes in Z16-Z19, the nibble
-// shifts in Z24, the merge mask of NIBPAIR's second load (the upper two
-// 128-bit lanes) in K2, and the row size bs*nb in R9.
+// registers (0x0f bytes in Z15, the scale permutes in Z16-Z19, the nibble
+// shifts in Z24, the merge mask of NIBPAIR's second load, the upper two
+// 128-bit lanes, in K2, the row size bs*nb in R9) and converts the nb
+// activation scales into dx, eight at a time (VPINSRW, VCVTPH2PS) and
+// then one by one.
 #define Q80ROWS_SETUP(bs) \
 	VPBROADCASTD X15, Z15 \
 	VMOVDQU64 iq4xsIdx<>+0(SB), Z16 \
@@ -211,18 +236,54 @@ GLOBL iq4Shifted<>(SB), RODATA|NOPTR, $32
 	VMOVDQU64 iq4PairShift<>(SB), Z24 \
 	MOVL      $0xff00, AX \
 	KMOVW     AX, K2 \
-	IMUL3Q    $bs, R12, R9
+	IMUL3Q    $bs, R12, R9 \
+	MOVQ      R11, DI \
+	MOVQ      dx+40(FP), R10 \
+	MOVQ      R12, CX \
+	CMPQ      CX, $8 \
+	JLT       dxone \
+dxloop8: \
+	VPBROADCASTW 0(DI), X2 \
+	VPINSRW   $1, 34(DI), X2, X2 \
+	VPINSRW   $2, 68(DI), X2, X2 \
+	VPINSRW   $3, 102(DI), X2, X2 \
+	VPINSRW   $4, 136(DI), X2, X2 \
+	VPINSRW   $5, 170(DI), X2, X2 \
+	VPINSRW   $6, 204(DI), X2, X2 \
+	VPINSRW   $7, 238(DI), X2, X2 \
+	VCVTPH2PS X2, Y2 \
+	VMOVUPS   Y2, (R10) \
+	ADDQ      $272, DI \
+	ADDQ      $32, R10 \
+	SUBQ      $8, CX \
+	CMPQ      CX, $8 \
+	JGE       dxloop8 \
+dxone: \
+	TESTQ     CX, CX \
+	JZ        dxdone \
+dxloop1: \
+	MOVWLZX   0(DI), AX \
+	VMOVD     AX, X2 \
+	VCVTPH2PS X2, X2 \
+	VMOVSS    X2, (R10) \
+	ADDQ      $34, DI \
+	ADDQ      $4, R10 \
+	DECQ      CX \
+	JNZ       dxloop1 \
+dxdone:
 
-// func dotQ4_0RowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32)
-TEXT ·dotQ4_0RowsAVX512(SB), NOSPLIT, $0-40
+// func dotQ4_0RowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32, dx *float32)
+TEXT ·dotQ4_0RowsAVX512(SB), NOSPLIT, $0-48
 	ROWS_PROLOGUE
 	MOVL $0x08080808, AX
 	VPBROADCASTD AX, Z13
+	VMOVDQU64 q80W18Idx<>(SB), Z21
 	Q80ROWS_SETUP(18)
 q40two:
 	CMPQ R13, $2
 	JLT  q40row
 	MOVQ R11, DI
+	MOVQ dx+40(FP), R10
 	MOVQ R12, CX
 	VPXORD Z0, Z0, Z0
 	VPXORD Z8, Z8, Z8
@@ -235,10 +296,10 @@ q40loop82:
 	PREFETCHT0 2304(SI)(R9*1)
 	PREFETCHT0 (2304+64)(SI)(R9*1)
 	PREFETCHT0 (2304+128)(SI)(R9*1)
-	F16X8(XA, 34, Y3)
-	F16X8(RA, 18, Y1)
+	VMOVUPS (R10), Y3
+	W8_18(RA, Y1)
 	VMULPS Y3, Y1, Y1
-	F16X8(RB, 18, Y9)
+	W8_18(RB, Y9)
 	VMULPS Y3, Y9, Y9
 	XPAIR(2, 36)
 	Q4_0_CODES(RA, 2, 20, 0, 0)
@@ -262,6 +323,7 @@ q40loop82:
 	ROWDOT(Z9, Z19, Z8)
 	ADDQ $144, SI
 	ADDQ $272, DI
+	ADDQ $32, R10
 	SUBQ $8, CX
 	CMPQ CX, $8
 	JGE  q40loop82
@@ -271,7 +333,7 @@ q40loop82:
 	VADDPS Y1, Y8, Y8
 q40tail2:
 	// Row A's last blocks and sum, then row B's from the same blocks of
-	// the activations (DX, R10) and its own weights (R8).
+	// the activations (R10, DX) and its own weights (R8).
 	LEAQ (SI)(R9*1), R8
 	MOVQ DI, R10
 	MOVQ CX, DX
@@ -309,6 +371,7 @@ q40row:
 	TESTQ R13, R13
 	JZ   q40end
 	MOVQ R11, DI
+	MOVQ dx+40(FP), R10
 	MOVQ R12, CX
 	VPXORD Z0, Z0, Z0
 	CMPQ CX, $8
@@ -317,8 +380,8 @@ q40loop8:
 	PREFETCHT0 2304(SI)
 	PREFETCHT0 (2304+64)(SI)
 	PREFETCHT0 (2304+128)(SI)
-	F16X8(XA, 34, Y3)
-	F16X8(RA, 18, Y1)
+	VMOVUPS (R10), Y3
+	W8_18(RA, Y1)
 	VMULPS Y3, Y1, Y1
 	XPAIR(2, 36)
 	Q4_0_CODES(RA, 2, 20, 0, 0)
@@ -334,6 +397,7 @@ q40loop8:
 	ROWDOT(Z1, Z19, Z0)
 	ADDQ $144, SI
 	ADDQ $272, DI
+	ADDQ $32, R10
 	SUBQ $8, CX
 	CMPQ CX, $8
 	JGE  q40loop8
@@ -356,17 +420,22 @@ q40end:
 	VZEROUPPER
 	RET
 
-// func dotQ5_0RowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32)
-TEXT ·dotQ5_0RowsAVX512(SB), NOSPLIT, $0-40
+// func dotQ5_0RowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32, dx *float32)
+TEXT ·dotQ5_0RowsAVX512(SB), NOSPLIT, $0-48
 	ROWS_PROLOGUE
 	MOVL $0x10101010, AX
 	VPBROADCASTD AX, Z13
 	VPBROADCASTD AX, Z12
+	VMOVDQU64 q80W22Idx<>(SB), Z21
+	VMOVDQU64 q80W22Idx2<>(SB), Z22
+	MOVL $0xc0, AX
+	KMOVD AX, K3
 	Q80ROWS_SETUP(22)
 q50two:
 	CMPQ R13, $2
 	JLT  q50row
 	MOVQ R11, DI
+	MOVQ dx+40(FP), R10
 	MOVQ R12, CX
 	VPXORD Z0, Z0, Z0
 	VPXORD Z8, Z8, Z8
@@ -379,10 +448,10 @@ q50loop82:
 	PREFETCHT0 2816(SI)(R9*1)
 	PREFETCHT0 (2816+64)(SI)(R9*1)
 	PREFETCHT0 (2816+128)(SI)(R9*1)
-	F16X8(XA, 34, Y3)
-	F16X8(RA, 22, Y1)
+	VMOVUPS (R10), Y3
+	W8_22(RA, Y1)
 	VMULPS Y3, Y1, Y1
-	F16X8(RB, 22, Y9)
+	W8_22(RB, Y9)
 	VMULPS Y3, Y9, Y9
 	XPAIR(2, 36)
 	Q5_0_CODES(RA, 6, 28, 2, 24)
@@ -406,6 +475,7 @@ q50loop82:
 	ROWDOT(Z9, Z19, Z8)
 	ADDQ $176, SI
 	ADDQ $272, DI
+	ADDQ $32, R10
 	SUBQ $8, CX
 	CMPQ CX, $8
 	JGE  q50loop82
@@ -415,7 +485,7 @@ q50loop82:
 	VADDPS Y1, Y8, Y8
 q50tail2:
 	// Row A's last blocks and sum, then row B's from the same blocks of
-	// the activations (DX, R10) and its own weights (R8).
+	// the activations (R10, DX) and its own weights (R8).
 	LEAQ (SI)(R9*1), R8
 	MOVQ DI, R10
 	MOVQ CX, DX
@@ -459,6 +529,7 @@ q50row:
 	TESTQ R13, R13
 	JZ   q50end
 	MOVQ R11, DI
+	MOVQ dx+40(FP), R10
 	MOVQ R12, CX
 	VPXORD Z0, Z0, Z0
 	CMPQ CX, $8
@@ -467,8 +538,8 @@ q50loop8:
 	PREFETCHT0 2816(SI)
 	PREFETCHT0 (2816+64)(SI)
 	PREFETCHT0 (2816+128)(SI)
-	F16X8(XA, 34, Y3)
-	F16X8(RA, 22, Y1)
+	VMOVUPS (R10), Y3
+	W8_22(RA, Y1)
 	VMULPS Y3, Y1, Y1
 	XPAIR(2, 36)
 	Q5_0_CODES(RA, 6, 28, 2, 24)
@@ -484,6 +555,7 @@ q50loop8:
 	ROWDOT(Z1, Z19, Z0)
 	ADDQ $176, SI
 	ADDQ $272, DI
+	ADDQ $32, R10
 	SUBQ $8, CX
 	CMPQ CX, $8
 	JGE  q50loop8
@@ -509,17 +581,19 @@ q50end:
 	VZEROUPPER
 	RET
 
-// func dotIQ4NLRowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32)
-TEXT ·dotIQ4NLRowsAVX512(SB), NOSPLIT, $0-40
+// func dotIQ4NLRowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32, dx *float32)
+TEXT ·dotIQ4NLRowsAVX512(SB), NOSPLIT, $0-48
 	ROWS_PROLOGUE
 	MOVL $0x80808080, AX
 	VPBROADCASTD AX, Z13
 	VBROADCASTI32X4 iq4Shifted<>(SB), Z11
+	VMOVDQU64 q80W18Idx<>(SB), Z21
 	Q80ROWS_SETUP(18)
 iq4nltwo:
 	CMPQ R13, $2
 	JLT  iq4nlrow
 	MOVQ R11, DI
+	MOVQ dx+40(FP), R10
 	MOVQ R12, CX
 	VPXORD Z0, Z0, Z0
 	VPXORD Z8, Z8, Z8
@@ -532,10 +606,10 @@ iq4nlloop82:
 	PREFETCHT0 2304(SI)(R9*1)
 	PREFETCHT0 (2304+64)(SI)(R9*1)
 	PREFETCHT0 (2304+128)(SI)(R9*1)
-	F16X8(XA, 34, Y3)
-	F16X8(RA, 18, Y1)
+	VMOVUPS (R10), Y3
+	W8_18(RA, Y1)
 	VMULPS Y3, Y1, Y1
-	F16X8(RB, 18, Y9)
+	W8_18(RB, Y9)
 	VMULPS Y3, Y9, Y9
 	XPAIR(2, 36)
 	IQ4NL_CODES(RA, 2, 20, 0, 0)
@@ -559,6 +633,7 @@ iq4nlloop82:
 	ROWDOT(Z9, Z19, Z8)
 	ADDQ $144, SI
 	ADDQ $272, DI
+	ADDQ $32, R10
 	SUBQ $8, CX
 	CMPQ CX, $8
 	JGE  iq4nlloop82
@@ -568,7 +643,7 @@ iq4nlloop82:
 	VADDPS Y1, Y8, Y8
 iq4nltail2:
 	// Row A's last blocks and sum, then row B's from the same blocks of
-	// the activations (DX, R10) and its own weights (R8).
+	// the activations (R10, DX) and its own weights (R8).
 	LEAQ (SI)(R9*1), R8
 	MOVQ DI, R10
 	MOVQ CX, DX
@@ -608,6 +683,7 @@ iq4nlrow:
 	TESTQ R13, R13
 	JZ   iq4nlend
 	MOVQ R11, DI
+	MOVQ dx+40(FP), R10
 	MOVQ R12, CX
 	VPXORD Z0, Z0, Z0
 	CMPQ CX, $8
@@ -616,8 +692,8 @@ iq4nlloop8:
 	PREFETCHT0 2304(SI)
 	PREFETCHT0 (2304+64)(SI)
 	PREFETCHT0 (2304+128)(SI)
-	F16X8(XA, 34, Y3)
-	F16X8(RA, 18, Y1)
+	VMOVUPS (R10), Y3
+	W8_18(RA, Y1)
 	VMULPS Y3, Y1, Y1
 	XPAIR(2, 36)
 	IQ4NL_CODES(RA, 2, 20, 0, 0)
@@ -633,6 +709,7 @@ iq4nlloop8:
 	ROWDOT(Z1, Z19, Z0)
 	ADDQ $144, SI
 	ADDQ $272, DI
+	ADDQ $32, R10
 	SUBQ $8, CX
 	CMPQ CX, $8
 	JGE  iq4nlloop8
