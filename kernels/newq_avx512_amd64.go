@@ -29,7 +29,14 @@ func setNewQAVX512(t *table) {
 				return
 			}
 			// The activation scales as float32, converted by the kernel
-			// once per call: on the stack, no allocation.
+			// once per call: on the stack, no allocation. The common
+			// widths (up to 8192 columns) take a small array: Go zeroes
+			// the array at every call.
+			if len(x) <= q80RowsSmallBlocks {
+				var dx [q80RowsSmallBlocks]float32
+				f(&w[0], &x[0], len(x), len(out), &out[0], &dx[0])
+				return
+			}
 			var dx [q80RowsMaxBlocks]float32
 			f(&w[0], &x[0], len(x), len(out), &out[0], &dx[0])
 		}
@@ -122,6 +129,10 @@ func oneOfRows[X any](rows func(w []byte, x []X, out []float32)) func(w []byte, 
 // Q8_0-partner row-run dots take: their caller keeps the activation
 // scales as float32 in an array of this many on its stack.
 const q80RowsMaxBlocks = 2048
+
+// q80RowsSmallBlocks is the size of the smaller array the callers use for
+// rows of up to 8192 columns.
+const q80RowsSmallBlocks = 256
 
 // The row-run dots: for each of rows weight rows of nb blocks at w,
 // out[r] is its dot with the nb blocks at x (nb, rows >= 1). The
