@@ -210,3 +210,31 @@ func dotQ5_1x4AVX2(w *byte, x *uint16, nb int, out *[4]float32)
 //
 //go:noescape
 func dotQ2KAVX2(w *byte, x *float32, nb int) float32
+
+// dotQ5Kx4AVX2 works like dotQ5KAVX2 for each of the four tokens at x, bit for bit.
+// It reads exactly nb blocks of weights at w and of activations at x (the
+// address of the first block).
+//
+//go:noescape
+func dotQ5Kx4AVX2(w *byte, x *float32, nb int, out *[4]float32)
+
+// dotQ3Kx4AVX2 works like dotQ3KAVX2 for each of the four tokens at x, bit for bit.
+// It reads exactly nb blocks of weights at w and of activations at x (the
+// address of the first block).
+//
+//go:noescape
+func dotQ3Kx4AVX2(w *byte, x *float32, nb int, out *[4]float32)
+
+// dotQ2Kx4AVX2 works like dotQ2KAVX2 for each of the four tokens at x, bit for bit.
+// It reads exactly nb blocks of weights at w and of activations at x (the
+// address of the first block).
+//
+//go:noescape
+func dotQ2Kx4AVX2(w *byte, x *float32, nb int, out *[4]float32)
+
+// dotIQ4XSx4AVX2 works like dotIQ4XSAVX2 for each of the four tokens at x, bit for bit.
+// It reads exactly nb blocks of weights at w and of activations at x (the
+// address of the first block).
+//
+//go:noescape
+func dotIQ4XSx4AVX2(w *byte, x *float32, nb int, out *[4]float32)

@@ -320,3 +320,60 @@ func benchMatVecStream(b *testing.B, t tensor.Type, cols, rows, threads, total i
 	}
 	reportCPU(b, c0, float64(len(w.Data)), 0, false)
 }
+
+// BenchmarkQuantRows measures the row-run (one-token) dot of every
+// quantized type on every path from cache: 48 rows of 2048 values, about
+// 54-96 KiB of weights, in GB/s of weights and per CPU-second. It tells a
+// kernel's compute rate apart from the memory bandwidth that
+// BenchmarkMatVecStream adds, and the CPU-second rate holds better on a
+// loaded machine.
+func BenchmarkQuantRows(b *testing.B) {
+	const cols, rows = 2048, 48
+	types := append([]tensor.Type{tensor.Q4_K, tensor.Q6_K, tensor.Q8_0}, newTypes...)
+	for _, p := range Available() {
+		tab := tableFor(p)
+		for _, t := range types {
+			m := benchMatrix(b, t, cols, rows)
+			x := randF32(rand.New(rand.NewPCG(7, 7)), cols, 1)
+			out := make([]float32, rows)
+			wk := &tab.weights[t]
+			var run func()
+			switch wk.partner {
+			case partnerQ8_0:
+				q := make([]quant.BlockQ8_0, cols/quant.QK8_0)
+				quant.QuantizeRowQ8_0Act(x, q)
+				run = func() { rowsOf(wk.q80, m.Data, q, out) }
+			case partnerQ8_1:
+				q := make([]quant.BlockQ8_1, cols/quant.QK8_1)
+				quant.QuantizeRowQ8_1Act(x, q)
+				run = func() { rowsOf(wk.q81, m.Data, q, out) }
+			case partnerQ8K:
+				q := make([]quant.BlockQ8K, cols/quant.QK_K)
+				quant.QuantizeRowQ8K(x, q)
+				run = func() { rowsOf(wk.q8k, m.Data, q, out) }
+			}
+			b.Run(fmt.Sprintf("%s/%s", t, p), func(b *testing.B) {
+				b.SetBytes(int64(len(m.Data)))
+				b.ReportAllocs()
+				c0 := cpuTime()
+				for range b.N {
+					run()
+				}
+				reportCPU(b, c0, float64(len(m.Data)), 0, false)
+			})
+		}
+	}
+}
+
+// rowsOf sets out to the dots of the len(out) rows of w with x, by d's
+// row-run dot when it has one and its one-token dot otherwise.
+func rowsOf[X any](d dots[X], w []byte, x []X, out []float32) {
+	if d.rows != nil {
+		d.rows(w, x, out)
+		return
+	}
+	rb := len(w) / len(out)
+	for r := range out {
+		out[r] = d.one(w[r*rb:(r+1)*rb], x)
+	}
+}

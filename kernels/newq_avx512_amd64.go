@@ -11,14 +11,34 @@ import (
 // Q4_1, Q5_1, IQ4_XS, Q5_K, Q3_K and Q2_K (newq_avx512_amd64.s, quant_avx512_amd64.s) into t's
 // rows: the one-token dot is a run of one row.
 func setNewQAVX512(t *table) {
-	q80 := func(typ tensor.Type, bb int, f func(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32)) {
+	q80 := func(typ tensor.Type, bb int, f func(w *byte, x *quant.BlockQ8_0, nb, rows int, out, dx *float32), twin func(w []byte, x []quant.BlockQ8_0) float32) {
 		rows := func(w []byte, x []quant.BlockQ8_0, out []float32) {
 			w = w[:bb*len(x)*len(out)]
 			if len(x) == 0 || len(out) == 0 {
 				clear(out)
 				return
 			}
-			f(&w[0], &x[0], len(x), len(out), &out[0])
+			if len(x) > q80RowsMaxBlocks {
+				// Wider than any model's rows: the generic twin, row
+				// by row, so that the one-token dot (a run of one)
+				// still equals every row.
+				rb := bb * len(x)
+				for r := range out {
+					out[r] = twin(w[r*rb:(r+1)*rb], x)
+				}
+				return
+			}
+			// The activation scales as float32, converted by the kernel
+			// once per call: on the stack, no allocation. The common
+			// widths (up to 8192 columns) take a small array: Go zeroes
+			// the array at every call.
+			if len(x) <= q80RowsSmallBlocks {
+				var dx [q80RowsSmallBlocks]float32
+				f(&w[0], &x[0], len(x), len(out), &out[0], &dx[0])
+				return
+			}
+			var dx [q80RowsMaxBlocks]float32
+			f(&w[0], &x[0], len(x), len(out), &out[0], &dx[0])
 		}
 		t.weights[typ].q80 = dots[quant.BlockQ8_0]{one: oneOfRows(rows), rows: rows}
 	}
@@ -46,9 +66,9 @@ func setNewQAVX512(t *table) {
 	}
 	q81(tensor.Q4_1, quant.BlockQ4_1Bytes, dotQ4_1RowsAVX512)
 	q81(tensor.Q5_1, quant.BlockQ5_1Bytes, dotQ5_1RowsAVX512)
-	q80(tensor.Q4_0, quant.BlockQ4_0Bytes, dotQ4_0RowsAVX512)
-	q80(tensor.Q5_0, quant.BlockQ5_0Bytes, dotQ5_0RowsAVX512)
-	q80(tensor.IQ4_NL, quant.BlockIQ4_NLBytes, dotIQ4NLRowsAVX512)
+	q80(tensor.Q4_0, quant.BlockQ4_0Bytes, dotQ4_0RowsAVX512, quant.DotQ4_0Q8_0)
+	q80(tensor.Q5_0, quant.BlockQ5_0Bytes, dotQ5_0RowsAVX512, quant.DotQ5_0Q8_0)
+	q80(tensor.IQ4_NL, quant.BlockIQ4_NLBytes, dotIQ4NLRowsAVX512, quant.DotIQ4NLQ8_0)
 	q80x8 := func(typ tensor.Type, bb int, f func(w *byte, x *quant.BlockQ8_0, dx *float32, nb int, out *[8]float32)) {
 		t.weights[typ].q80.x8 = func(w []byte, x []quant.BlockQ8_0, dx []float32, nb int, out *[8]float32) {
 			x, dx = x[:8*nb], dx[:8*nb]
@@ -105,14 +125,25 @@ func oneOfRows[X any](rows func(w []byte, x []X, out []float32)) func(w []byte, 
 	}
 }
 
+// q80RowsMaxBlocks bounds the blocks of a row (65536 columns) that the
+// Q8_0-partner row-run dots take: their caller keeps the activation
+// scales as float32 in an array of this many on its stack.
+const q80RowsMaxBlocks = 2048
+
+// q80RowsSmallBlocks is the size of the smaller array the callers use for
+// rows of up to 8192 columns.
+const q80RowsSmallBlocks = 256
+
 // The row-run dots: for each of rows weight rows of nb blocks at w,
-// out[r] is its dot with the nb blocks at x (nb, rows >= 1).
+// out[r] is its dot with the nb blocks at x (nb, rows >= 1). The
+// Q8_0-partner ones write the nb activation scales as float32 to dx
+// first (nb <= q80RowsMaxBlocks).
 
 //go:noescape
-func dotQ4_0RowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32)
+func dotQ4_0RowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out, dx *float32)
 
 //go:noescape
-func dotQ5_0RowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32)
+func dotQ5_0RowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out, dx *float32)
 
 //go:noescape
 func dotQ4_1RowsAVX512(w *byte, x *quant.BlockQ8_1, nb, rows int, out *float32)
@@ -121,7 +152,7 @@ func dotQ4_1RowsAVX512(w *byte, x *quant.BlockQ8_1, nb, rows int, out *float32)
 func dotQ5_1RowsAVX512(w *byte, x *quant.BlockQ8_1, nb, rows int, out *float32)
 
 //go:noescape
-func dotIQ4NLRowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32)
+func dotIQ4NLRowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out, dx *float32)
 
 //go:noescape
 func dotIQ4XSRowsAVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32)
@@ -134,7 +165,8 @@ func dotQ3KRowsAVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32)
 
 // setNewQAVX2 puts the AVX2 dots of the types added after Q4_K, Q6_K and
 // Q8_0 (generated into avx2_amd64.s by _asm/legacy.go, iq4xs.go, q3k.go,
-// q5k.go and more.go) into t's rows. All but Q2_K's, Q3_K's and Q5_K's
+// q5k.go, more.go and kx4.go) into t's rows: one-token dots, and
+// four-token ones that equal them bit for bit. All but Q2_K's, Q3_K's and Q5_K's
 // equal package quant's dots, the generic rows, bit for bit.
 func setNewQAVX2(t *table) {
 	q80 := func(typ tensor.Type, bb int, f func(w *byte, x *uint16, nb int) float32) {
@@ -220,6 +252,24 @@ func setNewQAVX2(t *table) {
 		w = w[:quant.BlockQ5_KBytes*len(x)]
 		return dotQ5KAVX2(&w[0], &x[0].D, len(x))
 	}
+	// Their four-token dots decode a weight block once for four tokens
+	// and equal these one-token dots bit for bit (IQ4_XS's so the generic
+	// twin too).
+	q8kx4 := func(typ tensor.Type, bb int, f func(w *byte, x *float32, nb int, out *[4]float32)) {
+		t.weights[typ].q8k.x4 = func(w []byte, x []quant.BlockQ8K, nb int, out *[4]float32) {
+			x = x[:4*nb]
+			w = w[:bb*nb]
+			if nb == 0 {
+				*out = [4]float32{}
+				return
+			}
+			f(&w[0], &x[0].D, nb, out)
+		}
+	}
+	q8kx4(tensor.Q5_K, quant.BlockQ5_KBytes, dotQ5Kx4AVX2)
+	q8kx4(tensor.Q3_K, quant.BlockQ3_KBytes, dotQ3Kx4AVX2)
+	q8kx4(tensor.Q2_K, quant.BlockQ2_KBytes, dotQ2Kx4AVX2)
+	q8kx4(tensor.IQ4_XS, quant.BlockIQ4_XSBytes, dotIQ4XSx4AVX2)
 }
 
 // dotQ5Kx8AVX512 sets out[t] to the dot of the nb Q5_K blocks at w with

@@ -102,93 +102,302 @@ GLOBL iq4Shifted<>(SB), RODATA|NOPTR, $32
 	VSHUFI64X2   $0xd8, Z2, Z2, Z2 \
 	VPANDD       Z15, Z2, Z2
 
-// PAIRDOT multiplies the codes u in Z2 with the activations of two
-// blocks (at x0(DI) and x1(DI)), subtracts the offset (Z13) times their
-// sums, and accumulates the lanes into Z0 with the blocks' scale
-// products, taken from Y1 by the permute idx.
-#define PAIRDOT(x0, x1, idx) \
+// The Q8_0-partner row-run dots (Q4_0, Q5_0, IQ4_NL) take two rows at a
+// time and eight blocks per iteration, two blocks per 512-bit VPDPBUSD.
+// What depends on the activations alone is done once for both rows: the
+// activation loads and the offset lanes o·Σx (a VPDPBUSD of its own). Each
+// row's own steps are the one-row loop's, in the same order (exact integer
+// lanes, then one fused multiply-add per pair of blocks into the row's
+// float lanes), so a row's result is the same whether it ran beside
+// another or alone (an odd last row, or a run of one: the one-token dot).
+// The last nb%8 blocks go one at a time.
+//
+// Scales, which were a third of the time when gathered word by word
+// (VPINSRW, or scalar loads joined in general registers): the activation
+// scales are converted to float32 once per call into dx (nb floats the
+// caller provides), and a row's eight f16 weight scales, at a stride of
+// the block size, are picked out of the eight blocks' bytes by one
+// two-table word permute (VPERMT2W) of two 64-byte loads (Q5_0's 176
+// bytes take a third load and a masked VPERMW; no load passes the eight
+// blocks).
+
+// q80W18Idx picks the scale words of eight 18-byte blocks (Q4_0, IQ4_NL)
+// out of their first 128 bytes.
+DATA q80W18Idx<>+0(SB)/8, $0x001b001200090000
+DATA q80W18Idx<>+8(SB)/8, $0x003f0036002d0024
+DATA q80W18Idx<>+16(SB)/8, $0x0000000000000000
+DATA q80W18Idx<>+24(SB)/8, $0x0000000000000000
+DATA q80W18Idx<>+32(SB)/8, $0x0000000000000000
+DATA q80W18Idx<>+40(SB)/8, $0x0000000000000000
+DATA q80W18Idx<>+48(SB)/8, $0x0000000000000000
+DATA q80W18Idx<>+56(SB)/8, $0x0000000000000000
+GLOBL q80W18Idx<>(SB), RODATA|NOPTR, $64
+
+// q80W22Idx picks the first six scale words of eight 22-byte blocks
+// (Q5_0) out of their first 128 bytes, q80W22Idx2 the last two (words 6
+// and 7, under K3) out of bytes 112-175.
+DATA q80W22Idx<>+0(SB)/8, $0x00210016000b0000
+DATA q80W22Idx<>+8(SB)/8, $0x000000000037002c
+DATA q80W22Idx<>+16(SB)/8, $0x0000000000000000
+DATA q80W22Idx<>+24(SB)/8, $0x0000000000000000
+DATA q80W22Idx<>+32(SB)/8, $0x0000000000000000
+DATA q80W22Idx<>+40(SB)/8, $0x0000000000000000
+DATA q80W22Idx<>+48(SB)/8, $0x0000000000000000
+DATA q80W22Idx<>+56(SB)/8, $0x0000000000000000
+GLOBL q80W22Idx<>(SB), RODATA|NOPTR, $64
+
+DATA q80W22Idx2<>+0(SB)/8, $0x0000000000000000
+DATA q80W22Idx2<>+8(SB)/8, $0x0015000a00000000
+DATA q80W22Idx2<>+16(SB)/8, $0x0000000000000000
+DATA q80W22Idx2<>+24(SB)/8, $0x0000000000000000
+DATA q80W22Idx2<>+32(SB)/8, $0x0000000000000000
+DATA q80W22Idx2<>+40(SB)/8, $0x0000000000000000
+DATA q80W22Idx2<>+48(SB)/8, $0x0000000000000000
+DATA q80W22Idx2<>+56(SB)/8, $0x0000000000000000
+GLOBL q80W22Idx2<>(SB), RODATA|NOPTR, $64
+
+// RA and RB address row A (SI) and row B (SI + R9, the row size).
+#define RA(off) off(SI)
+#define RB(off) off(SI)(R9*1)
+
+// W8_18 and W8_22 convert the f16 scales of the eight blocks at row(0)
+// (of 18 and 22 bytes) into the float32 lanes of dst. Clobber Z10.
+#define W8_18(row, dst) \
+	VMOVDQU64 row(0), Z10 \
+	VPERMT2W  row(64), Z21, Z10 \
+	VCVTPH2PS X10, dst
+
+#define W8_22(row, dst) \
+	VMOVDQU64 row(0), Z10 \
+	VPERMT2W  row(64), Z21, Z10 \
+	VPERMW    row(112), Z22, K3, Z10 \
+	VCVTPH2PS X10, dst
+
+// XPAIR loads the activations of two blocks (at x0(DI) and x1(DI)) into
+// Z4 and leaves the offset lanes o·Σx (o in the bytes of Z13) in Z6.
+#define XPAIR(x0, x1) \
 	VMOVDQU      x0(DI), Y4 \
 	VINSERTI64X4 $1, x1(DI), Z4, Z4 \
+	VPXORD       Z6, Z6, Z6 \
+	VPDPBUSD     Z4, Z13, Z6
+
+// ROWDOT multiplies the codes u in Z2 with the activations in Z4,
+// subtracts the offset lanes Z6 and accumulates the exact lanes into acc
+// with the blocks' scale products, taken from sc by the permute idx.
+#define ROWDOT(sc, idx, acc) \
 	VPXORD       Z5, Z5, Z5 \
 	VPDPBUSD     Z4, Z2, Z5 \
-	VPXORD       Z6, Z6, Z6 \
-	VPDPBUSD     Z4, Z13, Z6 \
 	VPSUBD       Z6, Z5, Z5 \
 	VCVTDQ2PS    Z5, Z5 \
-	VPERMPS      Z1, idx, Z7 \
-	VFMADD231PS  Z7, Z5, Z0
+	VPERMPS      sc, idx, Z7 \
+	VFMADD231PS  Z7, Z5, acc
 
-#define Q4_0_PAIR(q0, q1, x0, x1, idx) \
-	PAIR2(q0, q1) \
-	PAIRDOT(x0, x1, idx)
+// NIBPAIR leaves the 64 nibbles of two blocks' 16 qs bytes (at row(q0)
+// and row(q1)) in Z2 in value order: each block's bytes fill two 128-bit
+// lanes ([b0, b0, b1, b1], the second load merged under K2), the second
+// copy of each is shifted down by four bits (Z24), and the mask keeps the
+// nibbles: [b0 low, b0 high, b1 low, b1 high] without a shuffle.
+#define NIBPAIR(row, q0, q1) \
+	VBROADCASTI32X4 row(q0), Z2 \
+	VBROADCASTI32X4 row(q1), K2, Z2 \
+	VPSRLVW         Z24, Z2, Z2 \
+	VPANDD          Z15, Z2, Z2
 
-#define IQ4NL_PAIR(q0, q1, x0, x1, idx) \
-	PAIR2(q0, q1) \
-	VPSHUFB Z2, Z11, Z2 \
-	PAIRDOT(x0, x1, idx)
+#define Q4_0_CODES(row, q0, q1, h0, h1) \
+	NIBPAIR(row, q0, q1)
 
-// Q5_0_PAIR adds the fifth bits (qh at h0(SI) and h1(SI), one bit per
-// value) as 16 under a mask.
-#define Q5_0_PAIR(q0, q1, h0, h1, x0, x1, idx) \
-	PAIR2(q0, q1) \
-	MOVL     h0(SI), AX \
-	MOVL     h1(SI), BX \
-	SHLQ     $32, BX \
-	ORQ      BX, AX \
-	KMOVQ    AX, K1 \
-	VPADDB   Z12, Z2, K1, Z2 \
-	PAIRDOT(x0, x1, idx)
+#define IQ4NL_CODES(row, q0, q1, h0, h1) \
+	NIBPAIR(row, q0, q1) \
+	VPSHUFB Z2, Z11, Z2
 
-// The Q8_0-partner row-run dots take eight blocks per iteration, two per
-// 512-bit VPDPBUSD, with the eight blocks' scale products converted
-// together (VPINSRW, VCVTPH2PS) and spread per pair by VPERMPS; the last
-// nb%8 blocks go one at a time.
+// Q5_0_CODES adds the fifth bits (qh at row(h0) and row(h1), one bit per
+// value) as 16 (Z12) under a mask.
+#define Q5_0_CODES(row, q0, q1, h0, h1) \
+	NIBPAIR(row, q0, q1) \
+	MOVL   row(h0), AX \
+	MOVL   row(h1), BX \
+	SHLQ   $32, BX \
+	ORQ    BX, AX \
+	KMOVQ  AX, K1 \
+	VPADDB Z12, Z2, K1, Z2
 
-// func dotQ4_0RowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32)
-TEXT ·dotQ4_0RowsAVX512(SB), NOSPLIT, $0-40
+// Q80ROWS_SETUP loads what every Q8_0-partner row-run dot keeps in
+// registers (0x0f bytes in Z15, the scale permutes in Z16-Z19, the nibble
+// shifts in Z24, the merge mask of NIBPAIR's second load, the upper two
+// 128-bit lanes, in K2, the row size bs*nb in R9) and converts the nb
+// activation scales into dx, eight at a time (VPINSRW, VCVTPH2PS) and
+// then one by one.
+#define Q80ROWS_SETUP(bs) \
+	VPBROADCASTD X15, Z15 \
+	VMOVDQU64 iq4xsIdx<>+0(SB), Z16 \
+	VMOVDQU64 iq4xsIdx<>+64(SB), Z17 \
+	VMOVDQU64 iq4xsIdx<>+128(SB), Z18 \
+	VMOVDQU64 iq4xsIdx<>+192(SB), Z19 \
+	VMOVDQU64 iq4PairShift<>(SB), Z24 \
+	MOVL      $0xff00, AX \
+	KMOVW     AX, K2 \
+	IMUL3Q    $bs, R12, R9 \
+	MOVQ      R11, DI \
+	MOVQ      dx+40(FP), R10 \
+	MOVQ      R12, CX \
+	CMPQ      CX, $8 \
+	JLT       dxone \
+dxloop8: \
+	VPBROADCASTW 0(DI), X2 \
+	VPINSRW   $1, 34(DI), X2, X2 \
+	VPINSRW   $2, 68(DI), X2, X2 \
+	VPINSRW   $3, 102(DI), X2, X2 \
+	VPINSRW   $4, 136(DI), X2, X2 \
+	VPINSRW   $5, 170(DI), X2, X2 \
+	VPINSRW   $6, 204(DI), X2, X2 \
+	VPINSRW   $7, 238(DI), X2, X2 \
+	VCVTPH2PS X2, Y2 \
+	VMOVUPS   Y2, (R10) \
+	ADDQ      $272, DI \
+	ADDQ      $32, R10 \
+	SUBQ      $8, CX \
+	CMPQ      CX, $8 \
+	JGE       dxloop8 \
+dxone: \
+	TESTQ     CX, CX \
+	JZ        dxdone \
+dxloop1: \
+	MOVWLZX   0(DI), AX \
+	VMOVD     AX, X2 \
+	VCVTPH2PS X2, X2 \
+	VMOVSS    X2, (R10) \
+	ADDQ      $34, DI \
+	ADDQ      $4, R10 \
+	DECQ      CX \
+	JNZ       dxloop1 \
+dxdone:
+
+// func dotQ4_0RowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32, dx *float32)
+TEXT ·dotQ4_0RowsAVX512(SB), NOSPLIT, $0-48
 	ROWS_PROLOGUE
 	MOVL $0x08080808, AX
 	VPBROADCASTD AX, Z13
-	VPBROADCASTD X15, Z15
-	VMOVDQU64 iq4xsIdx<>+0(SB), Z16
-	VMOVDQU64 iq4xsIdx<>+64(SB), Z17
-	VMOVDQU64 iq4xsIdx<>+128(SB), Z18
-	VMOVDQU64 iq4xsIdx<>+192(SB), Z19
-q40row:
+	VMOVDQU64 q80W18Idx<>(SB), Z21
+	Q80ROWS_SETUP(18)
+q40two:
+	CMPQ R13, $2
+	JLT  q40row
 	MOVQ R11, DI
+	MOVQ dx+40(FP), R10
+	MOVQ R12, CX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z8, Z8, Z8
+	CMPQ CX, $8
+	JLT  q40tail2
+q40loop82:
+	PREFETCHT0 2304(SI)
+	PREFETCHT0 (2304+64)(SI)
+	PREFETCHT0 (2304+128)(SI)
+	PREFETCHT0 2304(SI)(R9*1)
+	PREFETCHT0 (2304+64)(SI)(R9*1)
+	PREFETCHT0 (2304+128)(SI)(R9*1)
+	VMOVUPS (R10), Y3
+	W8_18(RA, Y1)
+	VMULPS Y3, Y1, Y1
+	W8_18(RB, Y9)
+	VMULPS Y3, Y9, Y9
+	XPAIR(2, 36)
+	Q4_0_CODES(RA, 2, 20, 0, 0)
+	ROWDOT(Z1, Z16, Z0)
+	Q4_0_CODES(RB, 2, 20, 0, 0)
+	ROWDOT(Z9, Z16, Z8)
+	XPAIR(70, 104)
+	Q4_0_CODES(RA, 38, 56, 0, 0)
+	ROWDOT(Z1, Z17, Z0)
+	Q4_0_CODES(RB, 38, 56, 0, 0)
+	ROWDOT(Z9, Z17, Z8)
+	XPAIR(138, 172)
+	Q4_0_CODES(RA, 74, 92, 0, 0)
+	ROWDOT(Z1, Z18, Z0)
+	Q4_0_CODES(RB, 74, 92, 0, 0)
+	ROWDOT(Z9, Z18, Z8)
+	XPAIR(206, 240)
+	Q4_0_CODES(RA, 110, 128, 0, 0)
+	ROWDOT(Z1, Z19, Z0)
+	Q4_0_CODES(RB, 110, 128, 0, 0)
+	ROWDOT(Z9, Z19, Z8)
+	ADDQ $144, SI
+	ADDQ $272, DI
+	ADDQ $32, R10
+	SUBQ $8, CX
+	CMPQ CX, $8
+	JGE  q40loop82
+	VEXTRACTF64X4 $1, Z0, Y1
+	VADDPS Y1, Y0, Y0
+	VEXTRACTF64X4 $1, Z8, Y1
+	VADDPS Y1, Y8, Y8
+q40tail2:
+	// Row A's last blocks and sum, then row B's from the same blocks of
+	// the activations (R10, DX) and its own weights (R8).
+	LEAQ (SI)(R9*1), R8
+	MOVQ DI, R10
+	MOVQ CX, DX
+	TESTQ CX, CX
+	JZ   q40doneA
+q40loopA:
+	NIB32(2)
+	OFFDOT(2(DI))
+	Q80FIN
+	ADDQ $18, SI
+	ADDQ $34, DI
+	DECQ CX
+	JNZ  q40loopA
+q40doneA:
+	HSUM0
+	MOVQ R8, SI
+	MOVQ R10, DI
+	MOVQ DX, CX
+	VMOVAPS Y8, Y0
+	TESTQ CX, CX
+	JZ   q40doneB
+q40loopB:
+	NIB32(2)
+	OFFDOT(2(DI))
+	Q80FIN
+	ADDQ $18, SI
+	ADDQ $34, DI
+	DECQ CX
+	JNZ  q40loopB
+q40doneB:
+	HSUM0
+	SUBQ $2, R13
+	JMP  q40two
+q40row:
+	TESTQ R13, R13
+	JZ   q40end
+	MOVQ R11, DI
+	MOVQ dx+40(FP), R10
 	MOVQ R12, CX
 	VPXORD Z0, Z0, Z0
 	CMPQ CX, $8
 	JLT  q40tail
 q40loop8:
 	PREFETCHT0 2304(SI)
-	PREFETCHT0 2368(SI)
-	PREFETCHT0 2432(SI)
-	VPBROADCASTW 0(SI), X2
-	VPINSRW $1, 18(SI), X2, X2
-	VPINSRW $2, 36(SI), X2, X2
-	VPINSRW $3, 54(SI), X2, X2
-	VPINSRW $4, 72(SI), X2, X2
-	VPINSRW $5, 90(SI), X2, X2
-	VPINSRW $6, 108(SI), X2, X2
-	VPINSRW $7, 126(SI), X2, X2
-	VPBROADCASTW 0(DI), X3
-	VPINSRW $1, 34(DI), X3, X3
-	VPINSRW $2, 68(DI), X3, X3
-	VPINSRW $3, 102(DI), X3, X3
-	VPINSRW $4, 136(DI), X3, X3
-	VPINSRW $5, 170(DI), X3, X3
-	VPINSRW $6, 204(DI), X3, X3
-	VPINSRW $7, 238(DI), X3, X3
-	VCVTPH2PS X2, Y2
-	VCVTPH2PS X3, Y3
-	VMULPS Y3, Y2, Y1
-	Q4_0_PAIR(2, 20, 2, 36, Z16)
-	Q4_0_PAIR(38, 56, 70, 104, Z17)
-	Q4_0_PAIR(74, 92, 138, 172, Z18)
-	Q4_0_PAIR(110, 128, 206, 240, Z19)
+	PREFETCHT0 (2304+64)(SI)
+	PREFETCHT0 (2304+128)(SI)
+	VMOVUPS (R10), Y3
+	W8_18(RA, Y1)
+	VMULPS Y3, Y1, Y1
+	XPAIR(2, 36)
+	Q4_0_CODES(RA, 2, 20, 0, 0)
+	ROWDOT(Z1, Z16, Z0)
+	XPAIR(70, 104)
+	Q4_0_CODES(RA, 38, 56, 0, 0)
+	ROWDOT(Z1, Z17, Z0)
+	XPAIR(138, 172)
+	Q4_0_CODES(RA, 74, 92, 0, 0)
+	ROWDOT(Z1, Z18, Z0)
+	XPAIR(206, 240)
+	Q4_0_CODES(RA, 110, 128, 0, 0)
+	ROWDOT(Z1, Z19, Z0)
 	ADDQ $144, SI
 	ADDQ $272, DI
+	ADDQ $32, R10
 	SUBQ $8, CX
 	CMPQ CX, $8
 	JGE  q40loop8
@@ -207,57 +416,146 @@ q40loop:
 	JNZ  q40loop
 q40done:
 	HSUM0
-	DECQ R13
-	JNZ  q40row
+q40end:
 	VZEROUPPER
 	RET
 
-// func dotQ5_0RowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32)
-TEXT ·dotQ5_0RowsAVX512(SB), NOSPLIT, $0-40
+// func dotQ5_0RowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32, dx *float32)
+TEXT ·dotQ5_0RowsAVX512(SB), NOSPLIT, $0-48
 	ROWS_PROLOGUE
 	MOVL $0x10101010, AX
 	VPBROADCASTD AX, Z13
 	VPBROADCASTD AX, Z12
-	VPBROADCASTD X15, Z15
-	VMOVDQU64 iq4xsIdx<>+0(SB), Z16
-	VMOVDQU64 iq4xsIdx<>+64(SB), Z17
-	VMOVDQU64 iq4xsIdx<>+128(SB), Z18
-	VMOVDQU64 iq4xsIdx<>+192(SB), Z19
-q50row:
+	VMOVDQU64 q80W22Idx<>(SB), Z21
+	VMOVDQU64 q80W22Idx2<>(SB), Z22
+	MOVL $0xc0, AX
+	KMOVD AX, K3
+	Q80ROWS_SETUP(22)
+q50two:
+	CMPQ R13, $2
+	JLT  q50row
 	MOVQ R11, DI
+	MOVQ dx+40(FP), R10
+	MOVQ R12, CX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z8, Z8, Z8
+	CMPQ CX, $8
+	JLT  q50tail2
+q50loop82:
+	PREFETCHT0 2816(SI)
+	PREFETCHT0 (2816+64)(SI)
+	PREFETCHT0 (2816+128)(SI)
+	PREFETCHT0 2816(SI)(R9*1)
+	PREFETCHT0 (2816+64)(SI)(R9*1)
+	PREFETCHT0 (2816+128)(SI)(R9*1)
+	VMOVUPS (R10), Y3
+	W8_22(RA, Y1)
+	VMULPS Y3, Y1, Y1
+	W8_22(RB, Y9)
+	VMULPS Y3, Y9, Y9
+	XPAIR(2, 36)
+	Q5_0_CODES(RA, 6, 28, 2, 24)
+	ROWDOT(Z1, Z16, Z0)
+	Q5_0_CODES(RB, 6, 28, 2, 24)
+	ROWDOT(Z9, Z16, Z8)
+	XPAIR(70, 104)
+	Q5_0_CODES(RA, 50, 72, 46, 68)
+	ROWDOT(Z1, Z17, Z0)
+	Q5_0_CODES(RB, 50, 72, 46, 68)
+	ROWDOT(Z9, Z17, Z8)
+	XPAIR(138, 172)
+	Q5_0_CODES(RA, 94, 116, 90, 112)
+	ROWDOT(Z1, Z18, Z0)
+	Q5_0_CODES(RB, 94, 116, 90, 112)
+	ROWDOT(Z9, Z18, Z8)
+	XPAIR(206, 240)
+	Q5_0_CODES(RA, 138, 160, 134, 156)
+	ROWDOT(Z1, Z19, Z0)
+	Q5_0_CODES(RB, 138, 160, 134, 156)
+	ROWDOT(Z9, Z19, Z8)
+	ADDQ $176, SI
+	ADDQ $272, DI
+	ADDQ $32, R10
+	SUBQ $8, CX
+	CMPQ CX, $8
+	JGE  q50loop82
+	VEXTRACTF64X4 $1, Z0, Y1
+	VADDPS Y1, Y0, Y0
+	VEXTRACTF64X4 $1, Z8, Y1
+	VADDPS Y1, Y8, Y8
+q50tail2:
+	// Row A's last blocks and sum, then row B's from the same blocks of
+	// the activations (R10, DX) and its own weights (R8).
+	LEAQ (SI)(R9*1), R8
+	MOVQ DI, R10
+	MOVQ CX, DX
+	TESTQ CX, CX
+	JZ   q50doneA
+q50loopA:
+	NIB32(6)
+	MOVL      2(SI), AX
+	KMOVD     AX, K1
+	VPADDB    Y12, Y2, K1, Y2
+	OFFDOT(2(DI))
+	Q80FIN
+	ADDQ $22, SI
+	ADDQ $34, DI
+	DECQ CX
+	JNZ  q50loopA
+q50doneA:
+	HSUM0
+	MOVQ R8, SI
+	MOVQ R10, DI
+	MOVQ DX, CX
+	VMOVAPS Y8, Y0
+	TESTQ CX, CX
+	JZ   q50doneB
+q50loopB:
+	NIB32(6)
+	MOVL      2(SI), AX
+	KMOVD     AX, K1
+	VPADDB    Y12, Y2, K1, Y2
+	OFFDOT(2(DI))
+	Q80FIN
+	ADDQ $22, SI
+	ADDQ $34, DI
+	DECQ CX
+	JNZ  q50loopB
+q50doneB:
+	HSUM0
+	SUBQ $2, R13
+	JMP  q50two
+q50row:
+	TESTQ R13, R13
+	JZ   q50end
+	MOVQ R11, DI
+	MOVQ dx+40(FP), R10
 	MOVQ R12, CX
 	VPXORD Z0, Z0, Z0
 	CMPQ CX, $8
 	JLT  q50tail
 q50loop8:
 	PREFETCHT0 2816(SI)
-	PREFETCHT0 2880(SI)
-	PREFETCHT0 2944(SI)
-	VPBROADCASTW 0(SI), X2
-	VPINSRW $1, 22(SI), X2, X2
-	VPINSRW $2, 44(SI), X2, X2
-	VPINSRW $3, 66(SI), X2, X2
-	VPINSRW $4, 88(SI), X2, X2
-	VPINSRW $5, 110(SI), X2, X2
-	VPINSRW $6, 132(SI), X2, X2
-	VPINSRW $7, 154(SI), X2, X2
-	VPBROADCASTW 0(DI), X3
-	VPINSRW $1, 34(DI), X3, X3
-	VPINSRW $2, 68(DI), X3, X3
-	VPINSRW $3, 102(DI), X3, X3
-	VPINSRW $4, 136(DI), X3, X3
-	VPINSRW $5, 170(DI), X3, X3
-	VPINSRW $6, 204(DI), X3, X3
-	VPINSRW $7, 238(DI), X3, X3
-	VCVTPH2PS X2, Y2
-	VCVTPH2PS X3, Y3
-	VMULPS Y3, Y2, Y1
-	Q5_0_PAIR(6, 28, 2, 24, 2, 36, Z16)
-	Q5_0_PAIR(50, 72, 46, 68, 70, 104, Z17)
-	Q5_0_PAIR(94, 116, 90, 112, 138, 172, Z18)
-	Q5_0_PAIR(138, 160, 134, 156, 206, 240, Z19)
+	PREFETCHT0 (2816+64)(SI)
+	PREFETCHT0 (2816+128)(SI)
+	VMOVUPS (R10), Y3
+	W8_22(RA, Y1)
+	VMULPS Y3, Y1, Y1
+	XPAIR(2, 36)
+	Q5_0_CODES(RA, 6, 28, 2, 24)
+	ROWDOT(Z1, Z16, Z0)
+	XPAIR(70, 104)
+	Q5_0_CODES(RA, 50, 72, 46, 68)
+	ROWDOT(Z1, Z17, Z0)
+	XPAIR(138, 172)
+	Q5_0_CODES(RA, 94, 116, 90, 112)
+	ROWDOT(Z1, Z18, Z0)
+	XPAIR(206, 240)
+	Q5_0_CODES(RA, 138, 160, 134, 156)
+	ROWDOT(Z1, Z19, Z0)
 	ADDQ $176, SI
 	ADDQ $272, DI
+	ADDQ $32, R10
 	SUBQ $8, CX
 	CMPQ CX, $8
 	JGE  q50loop8
@@ -279,57 +577,139 @@ q50loop:
 	JNZ  q50loop
 q50done:
 	HSUM0
-	DECQ R13
-	JNZ  q50row
+q50end:
 	VZEROUPPER
 	RET
 
-// func dotIQ4NLRowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32)
-TEXT ·dotIQ4NLRowsAVX512(SB), NOSPLIT, $0-40
+// func dotIQ4NLRowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32, dx *float32)
+TEXT ·dotIQ4NLRowsAVX512(SB), NOSPLIT, $0-48
 	ROWS_PROLOGUE
 	MOVL $0x80808080, AX
 	VPBROADCASTD AX, Z13
-	VPBROADCASTD X15, Z15
 	VBROADCASTI32X4 iq4Shifted<>(SB), Z11
-	VMOVDQU64 iq4xsIdx<>+0(SB), Z16
-	VMOVDQU64 iq4xsIdx<>+64(SB), Z17
-	VMOVDQU64 iq4xsIdx<>+128(SB), Z18
-	VMOVDQU64 iq4xsIdx<>+192(SB), Z19
-iq4nlrow:
+	VMOVDQU64 q80W18Idx<>(SB), Z21
+	Q80ROWS_SETUP(18)
+iq4nltwo:
+	CMPQ R13, $2
+	JLT  iq4nlrow
 	MOVQ R11, DI
+	MOVQ dx+40(FP), R10
+	MOVQ R12, CX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z8, Z8, Z8
+	CMPQ CX, $8
+	JLT  iq4nltail2
+iq4nlloop82:
+	PREFETCHT0 2304(SI)
+	PREFETCHT0 (2304+64)(SI)
+	PREFETCHT0 (2304+128)(SI)
+	PREFETCHT0 2304(SI)(R9*1)
+	PREFETCHT0 (2304+64)(SI)(R9*1)
+	PREFETCHT0 (2304+128)(SI)(R9*1)
+	VMOVUPS (R10), Y3
+	W8_18(RA, Y1)
+	VMULPS Y3, Y1, Y1
+	W8_18(RB, Y9)
+	VMULPS Y3, Y9, Y9
+	XPAIR(2, 36)
+	IQ4NL_CODES(RA, 2, 20, 0, 0)
+	ROWDOT(Z1, Z16, Z0)
+	IQ4NL_CODES(RB, 2, 20, 0, 0)
+	ROWDOT(Z9, Z16, Z8)
+	XPAIR(70, 104)
+	IQ4NL_CODES(RA, 38, 56, 0, 0)
+	ROWDOT(Z1, Z17, Z0)
+	IQ4NL_CODES(RB, 38, 56, 0, 0)
+	ROWDOT(Z9, Z17, Z8)
+	XPAIR(138, 172)
+	IQ4NL_CODES(RA, 74, 92, 0, 0)
+	ROWDOT(Z1, Z18, Z0)
+	IQ4NL_CODES(RB, 74, 92, 0, 0)
+	ROWDOT(Z9, Z18, Z8)
+	XPAIR(206, 240)
+	IQ4NL_CODES(RA, 110, 128, 0, 0)
+	ROWDOT(Z1, Z19, Z0)
+	IQ4NL_CODES(RB, 110, 128, 0, 0)
+	ROWDOT(Z9, Z19, Z8)
+	ADDQ $144, SI
+	ADDQ $272, DI
+	ADDQ $32, R10
+	SUBQ $8, CX
+	CMPQ CX, $8
+	JGE  iq4nlloop82
+	VEXTRACTF64X4 $1, Z0, Y1
+	VADDPS Y1, Y0, Y0
+	VEXTRACTF64X4 $1, Z8, Y1
+	VADDPS Y1, Y8, Y8
+iq4nltail2:
+	// Row A's last blocks and sum, then row B's from the same blocks of
+	// the activations (R10, DX) and its own weights (R8).
+	LEAQ (SI)(R9*1), R8
+	MOVQ DI, R10
+	MOVQ CX, DX
+	TESTQ CX, CX
+	JZ   iq4nldoneA
+iq4nlloopA:
+	NIB32(2)
+	VPSHUFB Y2, Y11, Y2
+	OFFDOT(2(DI))
+	Q80FIN
+	ADDQ $18, SI
+	ADDQ $34, DI
+	DECQ CX
+	JNZ  iq4nlloopA
+iq4nldoneA:
+	HSUM0
+	MOVQ R8, SI
+	MOVQ R10, DI
+	MOVQ DX, CX
+	VMOVAPS Y8, Y0
+	TESTQ CX, CX
+	JZ   iq4nldoneB
+iq4nlloopB:
+	NIB32(2)
+	VPSHUFB Y2, Y11, Y2
+	OFFDOT(2(DI))
+	Q80FIN
+	ADDQ $18, SI
+	ADDQ $34, DI
+	DECQ CX
+	JNZ  iq4nlloopB
+iq4nldoneB:
+	HSUM0
+	SUBQ $2, R13
+	JMP  iq4nltwo
+iq4nlrow:
+	TESTQ R13, R13
+	JZ   iq4nlend
+	MOVQ R11, DI
+	MOVQ dx+40(FP), R10
 	MOVQ R12, CX
 	VPXORD Z0, Z0, Z0
 	CMPQ CX, $8
 	JLT  iq4nltail
 iq4nlloop8:
 	PREFETCHT0 2304(SI)
-	PREFETCHT0 2368(SI)
-	PREFETCHT0 2432(SI)
-	VPBROADCASTW 0(SI), X2
-	VPINSRW $1, 18(SI), X2, X2
-	VPINSRW $2, 36(SI), X2, X2
-	VPINSRW $3, 54(SI), X2, X2
-	VPINSRW $4, 72(SI), X2, X2
-	VPINSRW $5, 90(SI), X2, X2
-	VPINSRW $6, 108(SI), X2, X2
-	VPINSRW $7, 126(SI), X2, X2
-	VPBROADCASTW 0(DI), X3
-	VPINSRW $1, 34(DI), X3, X3
-	VPINSRW $2, 68(DI), X3, X3
-	VPINSRW $3, 102(DI), X3, X3
-	VPINSRW $4, 136(DI), X3, X3
-	VPINSRW $5, 170(DI), X3, X3
-	VPINSRW $6, 204(DI), X3, X3
-	VPINSRW $7, 238(DI), X3, X3
-	VCVTPH2PS X2, Y2
-	VCVTPH2PS X3, Y3
-	VMULPS Y3, Y2, Y1
-	IQ4NL_PAIR(2, 20, 2, 36, Z16)
-	IQ4NL_PAIR(38, 56, 70, 104, Z17)
-	IQ4NL_PAIR(74, 92, 138, 172, Z18)
-	IQ4NL_PAIR(110, 128, 206, 240, Z19)
+	PREFETCHT0 (2304+64)(SI)
+	PREFETCHT0 (2304+128)(SI)
+	VMOVUPS (R10), Y3
+	W8_18(RA, Y1)
+	VMULPS Y3, Y1, Y1
+	XPAIR(2, 36)
+	IQ4NL_CODES(RA, 2, 20, 0, 0)
+	ROWDOT(Z1, Z16, Z0)
+	XPAIR(70, 104)
+	IQ4NL_CODES(RA, 38, 56, 0, 0)
+	ROWDOT(Z1, Z17, Z0)
+	XPAIR(138, 172)
+	IQ4NL_CODES(RA, 74, 92, 0, 0)
+	ROWDOT(Z1, Z18, Z0)
+	XPAIR(206, 240)
+	IQ4NL_CODES(RA, 110, 128, 0, 0)
+	ROWDOT(Z1, Z19, Z0)
 	ADDQ $144, SI
 	ADDQ $272, DI
+	ADDQ $32, R10
 	SUBQ $8, CX
 	CMPQ CX, $8
 	JGE  iq4nlloop8
@@ -349,8 +729,7 @@ iq4nlloop:
 	JNZ  iq4nlloop
 iq4nldone:
 	HSUM0
-	DECQ R13
-	JNZ  iq4nlrow
+iq4nlend:
 	VZEROUPPER
 	RET
 
@@ -395,18 +774,31 @@ DATA iq4xsIdx<>+240(SB)/8, $0x0000000700000007
 DATA iq4xsIdx<>+248(SB)/8, $0x0000000700000007
 GLOBL iq4xsIdx<>(SB), RODATA|NOPTR, $256
 
+// iq4PairShift holds word shifts 0 (lanes 0 and 2) and 4 (lanes 1 and 3)
+// for nibble codes duplicated per 128-bit lane: [a, a, b, b] shifted and
+// masked is [a low, a high, b low, b high], value order.
+DATA iq4PairShift<>+0(SB)/8, $0x0000000000000000
+DATA iq4PairShift<>+8(SB)/8, $0x0000000000000000
+DATA iq4PairShift<>+16(SB)/8, $0x0004000400040004
+DATA iq4PairShift<>+24(SB)/8, $0x0004000400040004
+DATA iq4PairShift<>+32(SB)/8, $0x0000000000000000
+DATA iq4PairShift<>+40(SB)/8, $0x0000000000000000
+DATA iq4PairShift<>+48(SB)/8, $0x0004000400040004
+DATA iq4PairShift<>+56(SB)/8, $0x0004000400040004
+GLOBL iq4PairShift<>(SB), RODATA|NOPTR, $64
+
 // IQ4XS_PAIR adds the exact Σ s·u·x lanes of sub-blocks 2p and 2p+1 (u =
 // codebook value + 128) to Z9: codes at qoff(SI), activations at
-// xoff(DI), scales spread in sc. The nibbles of the two sub-blocks are
-// put in value order ([2p low, 2p high, 2p+1 low, 2p+1 high] by
-// VSHUFI64X2) and looked up in Z11.
+// xoff(DI), scales spread in sc. The 32 code bytes [a, b] (16 per
+// sub-block) become [a, a, b, b] by one VSHUFI64X2 and the upper copy of
+// each is shifted by four (Z24), so that after the mask the nibbles are
+// in value order, then looked up in Z11: one shuffle fewer than
+// splitting low and high nibbles and interleaving them.
 #define IQ4XS_PAIR(qoff, xoff, sc) \
 	VMOVDQU      qoff(SI), Y2 \
-	VPSRLW       $4, Y2, Y3 \
-	VPAND        Y15, Y2, Y2 \
-	VPAND        Y15, Y3, Y3 \
-	VINSERTI64X4 $1, Y3, Z2, Z2 \
-	VSHUFI64X2   $0xd8, Z2, Z2, Z2 \
+	VSHUFI64X2   $0x50, Z2, Z2, Z2 \
+	VPSRLVW      Z24, Z2, Z2 \
+	VPANDD       Z15, Z2, Z2 \
 	VPSHUFB      Z2, Z11, Z2 \
 	VPXORD       Z5, Z5, Z5 \
 	VPDPBUSD     xoff(DI), Z2, Z5 \
@@ -415,17 +807,21 @@ GLOBL iq4xsIdx<>(SB), RODATA|NOPTR, $256
 
 // func dotIQ4XSRowsAVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32)
 //
-// Per block the eight 6-bit scales (minus 32) are decoded as words in X0
-// (low nibbles of scales_l interleaved, high bits of scales_h shifted per
-// word), widened to dwords and spread per pair of sub-blocks for
-// VPMULLD; the offset 128·Σx of each sub-block comes from the bsums, one
-// VPMADDWD with the scales doubled, subtracted once per block.
+// Per block the eight 6-bit scales are assembled in a general register by
+// two PDEPs (every AVX-512 processor has BMI2): the low nibbles of
+// scales_l into bits 0-3 of bytes 0-7, the bit pairs of scales_h into
+// bits 4-5; that keeps a dozen vector instructions per block off the
+// vector ports the codes need. Minus 32 as words in X0, they are widened
+// to dwords and spread per pair of sub-blocks for VPMULLD; the offset
+// 128·Σx of each sub-block comes from the bsums, one VPMADDWD with the
+// scales doubled, subtracted once per block.
 TEXT ·dotIQ4XSRowsAVX512(SB), NOSPLIT, $0-40
 	ROWS_PROLOGUE
+	VPBROADCASTD X15, Z15
 	VBROADCASTI32X4 iq4Shifted<>(SB), Z11
-	VMOVDQU iq4xsShift<>(SB), X12
-	MOVL $0x00030003, AX
-	VPBROADCASTD AX, X14
+	VMOVDQU64 iq4PairShift<>(SB), Z24
+	MOVQ $0x0f0f0f0f0f0f0f0f, R8
+	MOVQ $0x3030303030303030, R9
 	MOVL $0x00200020, AX
 	VPBROADCASTD AX, X13
 	VMOVDQU64 iq4xsIdx<>+0(SB), Z16
@@ -436,22 +832,18 @@ TEXT ·dotIQ4XSRowsAVX512(SB), NOSPLIT, $0-40
 iq4xsrow:
 	MOVQ R11, DI
 	MOVQ R12, CX
-	VXORPS Y8, Y8, Y8
+	VPXORD Z8, Z8, Z8
 
 iq4xsloop:
 	PREFETCHT0 2176(SI)
 	PREFETCHT0 2240(SI)
-	VMOVD        4(SI), X0
-	VPSRLW       $4, X0, X1
-	VPAND        X15, X0, X0
-	VPAND        X15, X1, X1
-	VPUNPCKLBW   X1, X0, X0
+	MOVL         4(SI), AX
+	MOVWLZX      2(SI), BX
+	PDEPQ        R8, AX, AX
+	PDEPQ        R9, BX, BX
+	ORQ          BX, AX
+	VMOVQ        AX, X0
 	VPMOVZXBW    X0, X0
-	VPBROADCASTW 2(SI), X1
-	VPSRLVW      X12, X1, X1
-	VPAND        X14, X1, X1
-	VPSLLW       $4, X1, X1
-	VPOR         X1, X0, X0
 	VPSUBW       X13, X0, X0
 	VPMOVSXWD    X0, Y3
 	VPERMD       Z3, Z16, Z20
@@ -468,21 +860,18 @@ iq4xsloop:
 	IQ4XS_PAIR(40, 68, Z21)
 	IQ4XS_PAIR(72, 132, Z22)
 	IQ4XS_PAIR(104, 196, Z23)
-	VEXTRACTI64X4 $1, Z9, Y1
-	VPADDD       Y1, Y9, Y9
-	VPSUBD       Y10, Y9, Y9
-	VCVTDQ2PS    Y9, Y9
-	MOVWLZX      0(SI), AX
-	VMOVD        AX, X6
-	VCVTPH2PS    X6, X6
-	VMULSS       0(DI), X6, X6
-	VBROADCASTSS X6, Y6
-	VFMADD231PS  Y6, Y9, Y8
+	VPSUBD       Z10, Z9, Z9
+	VCVTDQ2PS    Z9, Z9
+	VPBROADCASTW 0(SI), Y6
+	VCVTPH2PS    Y6, Z6
+	VMULPS.BCST  0(DI), Z6, Z6
+	VFMADD231PS  Z6, Z9, Z8
 	ADDQ $136, SI
 	ADDQ $292, DI
 	DECQ CX
 	JNZ  iq4xsloop
-	VMOVAPS Y8, Y0
+	VEXTRACTF64X4 $1, Z8, Y0
+	VADDPS Y8, Y0, Y0
 	HSUM0
 	DECQ R13
 	JNZ  iq4xsrow

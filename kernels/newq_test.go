@@ -319,15 +319,17 @@ func TestNewTypeDotsX8(t *testing.T) {
 	})
 }
 
-// TestNewTypeDotsX4 checks the four-token dots of the Q8_0- and
-// Q8_1-partner types added after Q4_K, where a path has them, against the
-// path's one-token dot for each token, bit for bit (the x4 contract for
-// these types).
+// TestNewTypeDotsX4 checks the four-token dots of the types added after
+// Q4_K, where a path has them, against the path's one-token dot for each
+// token, bit for bit (the x4 contract for these types).
 func TestNewTypeDotsX4(t *testing.T) {
 	forEachPath(t, func(t *testing.T, tab *table) {
 		r := rand.New(rand.NewPCG(19, 4))
 		for _, c := range newqTypes() {
 			wk := tab.weights[c.typ]
+			if wk.q8k.x4 != nil {
+				checkX4Q8K(t, r, tab, c)
+			}
 			if wk.q80.x4 == nil && wk.q81.x4 == nil {
 				continue
 			}
@@ -408,6 +410,50 @@ func checkX8Q80(t *testing.T, r *rand.Rand, tab *table, c newqType) {
 				want := gen(in.w, b)
 				one := newqInput{w: in.w, q80: b}
 				if tol := float64(nb+16)*quantDotEps*newqAbs(c, one) + 1e-37; !near(out[tok], want, tol) {
+					t.Errorf("%s nb=%d input %d token %d: %v, generic %v", c.typ, nb, k, tok, out[tok], want)
+				}
+			}
+		}
+	}
+}
+
+// checkX4Q8K is TestNewTypeDotsX4 for a type with Q8_K activations: four
+// tokens made from each random and edge-case input (other codes, scales
+// times 1-4, the bsums to match), every token's result bit for bit the
+// path's one-token dot and within the summation-order tolerance of the
+// generic twin.
+func checkX4Q8K(t *testing.T, r *rand.Rand, tab *table, c newqType) {
+	t.Helper()
+	wk := tab.weights[c.typ]
+	gen := genericWeights()[c.typ].q8k.one
+	for _, nb := range []int{0, 1, 2, 3, 5, 8} {
+		for k, in := range newqInputs(r, c, max(nb, 1)) {
+			in.w, in.q8k = in.w[:nb*c.typ.BlockBytes()], in.q8k[:nb]
+			xs := make([]quant.BlockQ8K, 0, 4*nb)
+			for tok := range 4 {
+				for i := range nb {
+					b := in.q8k[i]
+					b.D *= float32(tok + 1)
+					if tok > 0 {
+						b.Bsums = [16]int16{}
+						for j := range b.Qs {
+							b.Qs[j] = int8(r.Uint32())
+							b.Bsums[j/16] += int16(b.Qs[j])
+						}
+					}
+					xs = append(xs, b)
+				}
+			}
+			out := [4]float32{1, 1, 1, 1}
+			wk.q8k.x4(in.w, xs, nb, &out)
+			for tok := range 4 {
+				b := xs[tok*nb : (tok+1)*nb]
+				if one := wk.q8k.one(in.w, b); !sameFloat(out[tok], one) {
+					t.Errorf("%s nb=%d input %d token %d: %v, one-token %v", c.typ, nb, k, tok, out[tok], one)
+				}
+				want := gen(in.w, b)
+				tol := float64(nb+16)*quantDotEps*newqAbs(c, newqInput{w: in.w, q8k: b}) + 1e-37
+				if !near(out[tok], want, tol) {
 					t.Errorf("%s nb=%d input %d token %d: %v, generic %v", c.typ, nb, k, tok, out[tok], want)
 				}
 			}

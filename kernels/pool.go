@@ -501,8 +501,9 @@ func (j *job) rows(tab *table, part, r0, r1 int) {
 // tiledQ works like tiled for the quantized types, taking eight tokens
 // at a time with d.x8 (when the path has one), then four with d.x4 (when
 // it has one; its results equal four one-token dots, see dots) and the
-// rest with d.one. A one-token product on a path with a row-run dot
-// (d.rows, equal to d.one row by row) takes all its rows in one call. res is the calling
+// rest with d.one, or d.rows over a tile's rows when the path has a
+// row-run dot (equal to d.one row by row). A one-token product on such a
+// path takes all its rows in one call. res is the calling
 // goroutine's own result buffer; blockBytes is the size of one X; dx is
 // the eight-token groups' block scales for dot8 (job.q80dx), or nil.
 //
@@ -551,6 +552,14 @@ func tiledQ[X any](j *job, r0, r1 int, res *[8]float32, xs []X, dx []float32, nb
 			for ; t < t1; t++ {
 				xa := xs[t*nb : (t+1)*nb]
 				o := out[t*rows : (t+1)*rows]
+				if dotRows != nil {
+					// The tile's rows in one call (each equal to dot's):
+					// a row-run kernel's per-call work (the Q8_0-partner
+					// ones convert the activation scales) is not paid per
+					// row.
+					dotRows(data[r*rb:re*rb], xa, o[r:re])
+					continue
+				}
 				for rr := r; rr < re; rr++ {
 					o[rr] = dot(data[rr*rb:(rr+1)*rb], xa)
 				}

@@ -29,9 +29,11 @@ type dots[X any] struct {
 	// len(x) blocks of w) with x, for len(out) rows in one call.
 	rows func(w []byte, x []X, out []float32)
 	// x4 sets out[t] to a one-token dot of w with token t's nb blocks
-	// x[t*nb:(t+1)*nb], for four tokens: exactly the path's one (Q8_0)
-	// or the generic twin's (Q4_K, Q6_K: the avx512 one-token K-quant
-	// dots sum in vector lanes and round differently).
+	// x[t*nb:(t+1)*nb], for four tokens: exactly the path's one (Q8_0,
+	// and the types added after Q4_K: the avx512 path, whose one-token
+	// dots of those sum in vector lanes, has no x4 for them) or the
+	// generic twin's (Q4_K, Q6_K: the avx512 one-token K-quant dots sum
+	// in vector lanes and round differently).
 	x4 func(w []byte, x []X, nb int, out *[4]float32)
 	// x8 does so for eight tokens, up to float32 rounding when the
 	// kernel sums in vector lanes. dx holds the tokens' block scales as

@@ -35,6 +35,7 @@ func main() {
 	dotIQ4XS()
 	dotQ3K()
 	moreKernels()
+	kx4Kernels()
 	Generate()
 }
 
