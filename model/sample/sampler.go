@@ -31,10 +31,11 @@ type Sampler struct {
 	con    Constraint
 	mask   []uint64
 	fast   fastState
-	hist   []int32 // ring of the last PenaltyLastN accepted tokens
-	head   int     // next slot of hist to write
-	filled int     // how many slots of hist hold tokens
-	counts []int32 // occurrences of each token in hist (nil without penalties)
+	sums   []float64 // the plain path's block sums
+	hist   []int32   // ring of the last PenaltyLastN accepted tokens
+	head   int       // next slot of hist to write
+	filled int       // how many slots of hist hold tokens
+	counts []int32   // occurrences of each token in hist (nil without penalties)
 	rng    *rand.Rand
 }
 
@@ -50,8 +51,14 @@ func New(p Params, nVocab int) (*Sampler, error) {
 		p.MinKeep = 1
 	}
 	s := &Sampler{p: p, nVocab: nVocab, cand: make([]Candidate, nVocab), fast: newFastState(nVocab)}
-	if p.penalised() {
+	if s.plainPath() {
 		s.row = make([]float32, nVocab)
+		s.sums = make([]float64, (nVocab+plainBlock-1)/plainBlock)
+	}
+	if p.penalised() {
+		if s.row == nil {
+			s.row = make([]float32, nVocab)
+		}
 		s.hist = make([]int32, p.PenaltyLastN)
 		s.counts = make([]int32, nVocab)
 	}
@@ -328,6 +335,12 @@ func (s *Sampler) Sample(logits []float32) (int32, error) {
 
 // sampleFree is Sample without the constraint.
 func (s *Sampler) sampleFree(logits []float32) (int32, error) {
+	if s.plainPath() {
+		if tok, ok := s.samplePlain(logits, false); ok {
+			return tok, nil
+		}
+		return s.sampleFast(s.row), nil // s.row holds the penalised logits
+	}
 	row := logits
 	if s.counts != nil && s.fastPath() {
 		row = s.row
@@ -343,8 +356,14 @@ func (s *Sampler) fastPath() bool {
 	return s.p.Temperature > 0 && (s.p.TopK <= 0 || s.p.TopK >= s.nVocab)
 }
 
-// sampleRow samples from row, whose penalties are applied when penalised.
+// sampleRow samples from row, whose penalties are applied when penalised;
+// a penalised row is s.row, which the plain path may overwrite.
 func (s *Sampler) sampleRow(row []float32, penalised bool) (int32, error) {
+	if s.plainPath() && penalised { // row is s.row, the Sampler's scratch
+		if tok, ok := s.samplePlain(row, true); ok {
+			return tok, nil
+		}
+	}
 	if s.fastPath() {
 		return s.sampleFast(row), nil
 	}
