@@ -158,6 +158,16 @@ func TestSampleChiSquare(t *testing.T) {
 	for i := range allow {
 		allow[i] = i%3 != 0
 	}
+	// Rows whose allowed tokens (i%3 != 0) lie far below the others: the
+	// weights relative to the unconstrained top are small (below) or
+	// underflow (far below, the exact masked path).
+	below, farBelow := normal(40, 1.5), normal(40, 1.5)
+	for i := range below {
+		if allow[i] {
+			below[i] -= 12
+			farBelow[i] -= 80
+		}
+	}
 	tests := []struct {
 		name    string
 		p       Params
@@ -186,6 +196,11 @@ func TestSampleChiSquare(t *testing.T) {
 		{"mask top-p", Params{Temperature: 1, TopP: 0.7}, normal(40, 1.5), nil, 1},
 		{"mask penalties", Params{Temperature: 1, RepeatPenalty: 1.4, PenaltyLastN: 64}, normal(40, 1.5), history, 1},
 		{"checker plain", Params{Temperature: 1.2}, normal(40, 1.5), nil, 2},
+		{"mask below", Params{Temperature: 1}, below, nil, 1},
+		{"checker below", Params{Temperature: 1}, below, nil, 2},
+		{"mask far below", Params{Temperature: 1}, farBelow, nil, 1},
+		{"checker far below hot", Params{Temperature: 1.3}, farBelow, nil, 2},
+		{"mask top-k far below", Params{Temperature: 1, TopK: 20}, farBelow, nil, 1},
 		{"checker penalties", Params{Temperature: 1, PresencePenalty: 1, PenaltyLastN: 64}, normal(40, 1.5), history, 2},
 	}
 	const draws = 60000

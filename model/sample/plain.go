@@ -1,6 +1,7 @@
 package sample
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/lisa-llm/lisa/kernels"
@@ -31,12 +32,32 @@ func (s *Sampler) plainPath() bool {
 	return s.fastPath() && (s.p.TopP <= 0 || s.p.TopP >= 1) && s.p.MinP <= 0
 }
 
-// samplePlain draws a token from the softmax of row at the temperature.
-// When scratch is set row is s.row with the penalties applied, and is
-// overwritten; otherwise row is copied into s.row and penalised there.
-// It returns ok false for a row the path does not handle (an infinite top
-// logit or scaled top), which the caller hands to the bucket path.
+// What weigh found in a row.
+const (
+	plainWeighed = iota // s.row holds the weights, s.sums their block sums
+	plainNone           // no finite logit: the lowest id wins, as in the sorted chain
+	plainOther          // an infinite top or scaled top: s.row holds the penalised logits for the bucket path
+)
+
+// samplePlain draws a token from the softmax of row at the temperature
+// (see weigh for row and scratch). It returns ok false for a row the path
+// does not handle (an infinite top logit or scaled top), which the caller
+// hands to the bucket path with s.row.
 func (s *Sampler) samplePlain(row []float32, scratch bool) (int32, bool) {
+	switch total, kind := s.weigh(row, scratch); kind {
+	case plainWeighed:
+		return s.drawPlain(total), true
+	case plainNone:
+		return 0, true
+	}
+	return 0, false
+}
+
+// weigh sets s.row to the weights e^((l-top)/T) of the (penalised) logits
+// of row and s.sums to their block sums, and returns their total. When
+// scratch is set row is s.row with the penalties applied, and is
+// overwritten; otherwise row is copied into s.row and penalised there.
+func (s *Sampler) weigh(row []float32, scratch bool) (float64, int) {
 	w := s.row
 	if !scratch {
 		copy(w, row)
@@ -45,21 +66,21 @@ func (s *Sampler) samplePlain(row []float32, scratch bool) (int32, bool) {
 		}
 	}
 	top := float32(math.Inf(-1))
-	best, nan := 0, false
-	for i, l := range w {
+	nan := false
+	for _, l := range w {
 		if !(l <= top) { // a new top, or NaN
 			if l != l {
 				nan = true
 				continue
 			}
-			top, best = l, i
+			top = l
 		}
 	}
 	switch {
 	case math.IsInf(float64(top), -1):
-		return 0, true // nothing to weigh: the lowest id, as the sorted chain does
+		return 0, plainNone
 	case math.IsInf(float64(top), 1):
-		return 0, false
+		return 0, plainOther
 	}
 	if nan {
 		for i, l := range w {
@@ -72,20 +93,26 @@ func (s *Sampler) samplePlain(row []float32, scratch bool) (int32, bool) {
 		inv := 1 / t
 		top *= inv
 		if math.IsInf(float64(inv), 0) || math.IsInf(float64(top), 0) {
-			return 0, false
+			return 0, plainOther
 		}
 		kernels.Scale(w, inv)
 	}
 	kernels.ExpSub(w, top)
-	sums := s.sums
 	var total float64
-	for b := range sums {
-		sums[b] = blockSum(w[b*plainBlock : min((b+1)*plainBlock, len(w))])
-		total += sums[b]
+	for b := range s.sums {
+		s.sums[b] = blockSum(w[b*plainBlock : min((b+1)*plainBlock, len(w))])
+		total += s.sums[b]
 	}
+	return total, plainWeighed
+}
+
+// drawPlain draws a token from the weights of weigh (and maskWeights),
+// whose block sums add up to total (above zero).
+func (s *Sampler) drawPlain(total float64) int32 {
+	w := s.row
 	target := s.rng.Float64() * total
 	var cum float64
-	for b, bs := range sums {
+	for b, bs := range s.sums {
 		if cum+bs <= target {
 			cum += bs
 			continue
@@ -104,16 +131,81 @@ func (s *Sampler) samplePlain(row []float32, scratch bool) (int32, bool) {
 		}
 		if last >= 0 {
 			// Past the block's end only by the rounding of its sum.
-			return int32(b*plainBlock + last), true
+			return int32(b*plainBlock + last)
 		}
 	}
 	// target reached the total by rounding: the last token that weighs.
 	for i := len(w) - 1; i >= 0; i-- {
 		if w[i] != 0 {
-			return int32(i), true
+			return int32(i)
 		}
 	}
-	return int32(best), true // cannot happen: the top token weighs 1
+	return 0 // cannot happen: total is above zero
+}
+
+// minMaskedTotal is the least total weight maskWeights leaves for the
+// draw to use the weights relative to the unconstrained top: the most
+// likely allowed token then weighs at least 2^-30/2^18 (vocabularies up
+// to 2^18 tokens), so an allowed token that underflows to zero is below
+// 1e-23 of its probability. A smaller total goes to the exact path.
+const minMaskedTotal = 0x1p-30
+
+// maskWeights zeroes the weights of weigh that mask (one bit per token)
+// does not allow, updates the block sums (a block is one mask word) and
+// returns the new total.
+func (s *Sampler) maskWeights(mask []uint64) float64 {
+	w := s.row
+	var total float64
+	for b := range s.sums {
+		blk := w[b*plainBlock : min((b+1)*plainBlock, len(w))]
+		switch m := mask[b]; m {
+		case ^uint64(0):
+		case 0:
+			clear(blk)
+			s.sums[b] = 0
+		default:
+			for i := range blk {
+				if m&(1<<i) == 0 {
+					blk[i] = 0
+				}
+			}
+			s.sums[b] = blockSum(blk)
+		}
+		total += s.sums[b]
+	}
+	return total
+}
+
+// samplePlainConstrained is Sample under a constraint on the plain path:
+// the weights of the whole row once, a draw checked by a TokenChecker,
+// and when it refuses (or there is no checker) the same weights masked,
+// without a second exponential pass. Rows the plain path does not weigh,
+// and masks that leave too little weight, take sampleMasked.
+func (s *Sampler) samplePlainConstrained(logits []float32) (int32, error) {
+	total, kind := s.weigh(logits, false)
+	if ch, ok := s.con.(TokenChecker); ok {
+		var tok int32
+		switch kind {
+		case plainWeighed:
+			tok = s.drawPlain(total)
+		case plainOther:
+			tok = s.sampleFast(s.row)
+		}
+		if ok, err := ch.AllowsToken(tok); err != nil {
+			return 0, fmt.Errorf("sample: constraint: %w", err)
+		} else if ok {
+			return tok, nil
+		}
+	}
+	if err := s.con.Allowed(s.mask); err != nil {
+		return 0, fmt.Errorf("sample: constraint: %w", err)
+	}
+	if kind == plainWeighed {
+		if total := s.maskWeights(s.mask); total >= minMaskedTotal {
+			return s.drawPlain(total), nil
+		}
+	}
+	return s.sampleMasked(logits)
 }
 
 // blockSum adds the weights of one block (at most plainBlock) in a fixed

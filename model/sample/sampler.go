@@ -293,6 +293,9 @@ func (s *Sampler) Sample(logits []float32) (int32, error) {
 		return 0, fmt.Errorf("sample: logits row of %d values for %d tokens: %w", len(logits), s.nVocab, ErrVocab)
 	}
 	if s.con != nil {
+		if s.plainPath() {
+			return s.samplePlainConstrained(logits)
+		}
 		if ch, ok := s.con.(TokenChecker); ok {
 			tok, err := s.sampleFree(logits)
 			if err != nil {
@@ -307,30 +310,36 @@ func (s *Sampler) Sample(logits []float32) (int32, error) {
 		if err := s.con.Allowed(s.mask); err != nil {
 			return 0, fmt.Errorf("sample: constraint: %w", err)
 		}
-		row, some := s.row, false
-		for i, l := range logits {
-			switch {
-			case s.mask[i/64]&(1<<(i%64)) == 0:
-				l = float32(math.Inf(-1))
-			case l != l || l < -math.MaxFloat32:
-				// Allowed with no weight (NaN, -Inf): ranked after every
-				// other allowed token but before the disallowed ones, so
-				// a row of such tokens still yields an allowed one.
-				l, some = -math.MaxFloat32, true
-			default:
-				some = true
-			}
-			row[i] = l
-		}
-		if !some {
-			return 0, fmt.Errorf("sample: %w", ErrNoAllowedToken)
-		}
-		if s.counts != nil {
-			s.penaliseRow(row)
-		}
-		return s.sampleRow(row, true)
+		return s.sampleMasked(logits)
 	}
 	return s.sampleFree(logits)
+}
+
+// sampleMasked samples from logits with the tokens s.mask does not allow
+// removed (the mask already set by the constraint).
+func (s *Sampler) sampleMasked(logits []float32) (int32, error) {
+	row, some := s.row, false
+	for i, l := range logits {
+		switch {
+		case s.mask[i/64]&(1<<(i%64)) == 0:
+			l = float32(math.Inf(-1))
+		case l != l || l < -math.MaxFloat32:
+			// Allowed with no weight (NaN, -Inf): ranked after every
+			// other allowed token but before the disallowed ones, so
+			// a row of such tokens still yields an allowed one.
+			l, some = -math.MaxFloat32, true
+		default:
+			some = true
+		}
+		row[i] = l
+	}
+	if !some {
+		return 0, fmt.Errorf("sample: %w", ErrNoAllowedToken)
+	}
+	if s.counts != nil {
+		s.penaliseRow(row)
+	}
+	return s.sampleRow(row, true)
 }
 
 // sampleFree is Sample without the constraint.
