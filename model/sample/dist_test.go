@@ -151,6 +151,10 @@ func TestSampleChiSquare(t *testing.T) {
 		}
 		return row
 	}
+	ties := make([]float32, 40) // four distinct logits: cuts fall among equal ones
+	for i := range ties {
+		ties[i] = float32(r.IntN(4))
+	}
 	wild := normal(40, 2)
 	wild[3], wild[17], wild[30] = float32(math.NaN()), float32(math.Inf(-1)), float32(math.NaN())
 	history := []int32{1, 2, 2, 5, 7, 7, 7, 9}
@@ -185,7 +189,13 @@ func TestSampleChiSquare(t *testing.T) {
 		{"top-k hot", Params{Temperature: 1.5, TopK: 12}, normal(40, 1), nil, 0},
 		{"top-p", Params{Temperature: 1, TopP: 0.8}, normal(40, 1.5), nil, 0},
 		{"top-p cold", Params{Temperature: 0.7, TopP: 0.9}, normal(40, 1.5), nil, 0},
+		{"top-p ties", Params{Temperature: 1, TopP: 0.5}, ties, nil, 0},
+		{"top-p ties hot", Params{Temperature: 1.4, TopP: 0.75}, ties, nil, 0},
+		{"top-p NaN and -Inf", Params{Temperature: 0.9, TopP: 0.85}, wild, nil, 0},
+		{"top-p over blocks", Params{Temperature: 1, TopP: 0.6}, normal(300, 0.7), nil, 0},
+		{"top-p and min-p", Params{Temperature: 1.2, TopP: 0.9, MinP: 0.2}, normal(40, 1.5), nil, 0},
 		{"min-p", Params{Temperature: 1, MinP: 0.1}, normal(40, 1.5), nil, 0},
+		{"min-p ties", Params{Temperature: 1, MinP: 0.3}, ties, nil, 0},
 		{"min-p hot", Params{Temperature: 1.8, MinP: 0.05}, normal(40, 1.5), nil, 0},
 		{"llama defaults", DefaultParams(), normal(40, 1), nil, 0},
 		{"repeat penalty", Params{Temperature: 1, RepeatPenalty: 1.5, PenaltyLastN: 64}, normal(40, 1.5), history, 0},

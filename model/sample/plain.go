@@ -124,10 +124,13 @@ func (s *Sampler) weigh(row []float32, scratch bool) (float64, int) {
 	return total, plainWeighed
 }
 
-// drawPlain draws a token from the weights of weigh (and maskWeights),
-// whose block sums add up to total (above zero).
-func (s *Sampler) drawPlain(total float64) int32 {
-	w := s.row
+// drawPlain draws a token from the weights of weigh (and maskWeights) in
+// s.row, whose block sums add up to total (above zero).
+func (s *Sampler) drawPlain(total float64) int32 { return s.drawFrom(s.row, total) }
+
+// drawFrom draws a token from the weights w, whose block sums in s.sums
+// add up to total (above zero).
+func (s *Sampler) drawFrom(w []float32, total float64) int32 {
 	target := s.rng.Float64() * total
 	var cum float64
 	for b, bs := range s.sums {

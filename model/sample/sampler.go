@@ -24,19 +24,21 @@ var ErrVocab = errors.New("does not fit the vocabulary")
 // serves one sequence; it is not safe for concurrent use. After New it does
 // not allocate.
 type Sampler struct {
-	p      Params
-	nVocab int
-	cand   []Candidate
-	row    []float32 // penalised (and masked) logits
-	con    Constraint
-	mask   []uint64
-	fast   fastState
-	sums   []float64 // the plain path's block sums
-	hist   []int32   // ring of the last PenaltyLastN accepted tokens
-	head   int       // next slot of hist to write
-	filled int       // how many slots of hist hold tokens
-	counts []int32   // occurrences of each token in hist (nil without penalties)
-	rng    *rand.Rand
+	p       Params
+	nVocab  int
+	cand    []Candidate
+	row     []float32 // penalised (and masked) logits
+	con     Constraint
+	mask    []uint64
+	fast    fastState
+	sums    []float64 // the plain and cut paths' block sums
+	cutW    []float32 // the cut path's weights
+	cutMass []float64 // the cut path's weight per bucket
+	hist    []int32   // ring of the last PenaltyLastN accepted tokens
+	head    int       // next slot of hist to write
+	filled  int       // how many slots of hist hold tokens
+	counts  []int32   // occurrences of each token in hist (nil without penalties)
+	rng     *rand.Rand
 }
 
 // New returns a Sampler for logits rows of nVocab values. It validates p.
@@ -51,9 +53,13 @@ func New(p Params, nVocab int) (*Sampler, error) {
 		p.MinKeep = 1
 	}
 	s := &Sampler{p: p, nVocab: nVocab, cand: make([]Candidate, nVocab), fast: newFastState(nVocab)}
-	if s.plainPath() {
+	if s.plainPath() || s.cutPath() {
 		s.row = make([]float32, nVocab)
 		s.sums = make([]float64, (nVocab+plainBlock-1)/plainBlock)
+	}
+	if s.cutPath() {
+		s.cutW = make([]float32, nVocab)
+		s.cutMass = make([]float64, nBuckets)
 	}
 	if p.penalised() {
 		if s.row == nil {
@@ -350,6 +356,12 @@ func (s *Sampler) sampleFree(logits []float32) (int32, error) {
 		}
 		return s.sampleFast(s.row), nil // s.row holds the penalised logits
 	}
+	if s.cutPath() {
+		if tok, ok := s.sampleCut(logits, false); ok {
+			return tok, nil
+		}
+		return s.sampleFast(s.row), nil // s.row holds the penalised logits
+	}
 	row := logits
 	if s.counts != nil && s.fastPath() {
 		row = s.row
@@ -370,6 +382,11 @@ func (s *Sampler) fastPath() bool {
 func (s *Sampler) sampleRow(row []float32, penalised bool) (int32, error) {
 	if s.plainPath() && penalised { // row is s.row, the Sampler's scratch
 		if tok, ok := s.samplePlain(row, true); ok {
+			return tok, nil
+		}
+	}
+	if s.cutPath() && penalised {
+		if tok, ok := s.sampleCut(row, true); ok {
 			return tok, nil
 		}
 	}

@@ -318,7 +318,7 @@ func TestSampleAllocs(t *testing.T) {
 	for i := range logits {
 		logits[i] = float32(r.NormFloat64())
 	}
-	for _, p := range []Params{DefaultParams(), {}, {Temperature: 1, RepeatPenalty: 1.3, PenaltyLastN: 8}} {
+	for _, p := range []Params{DefaultParams(), {}, {Temperature: 1, RepeatPenalty: 1.3, PenaltyLastN: 8}, {Temperature: 0.9, TopP: 0.9, MinP: 0.05}} {
 		s, err := New(p, len(logits))
 		if err != nil {
 			t.Fatal(err)
@@ -392,7 +392,7 @@ func TestSampleMatchesFullSort(t *testing.T) {
 			Temperature: temps[r.IntN(len(temps))],
 			TopP:        topPs[r.IntN(len(topPs))],
 			MinP:        minPs[r.IntN(len(minPs))],
-			MinKeep:     r.IntN(4),
+			MinKeep:     2 + r.IntN(3), // min-keep 0 or 1 takes the cut path (TestSampleChiSquare)
 			Seed:        r.Uint64(),
 		}
 		if r.IntN(3) == 0 {
@@ -403,8 +403,8 @@ func TestSampleMatchesFullSort(t *testing.T) {
 		}
 		if (p.TopP <= 0 || p.TopP >= 1) && p.MinP <= 0 {
 			// Without a cut Sample takes the plain path, whose draw walks
-			// the tokens in id order (TestPlainDistribution checks it):
-			// a top-p cut keeps this test on the bucket path.
+			// the tokens in id order (TestSampleChiSquare checks it): a
+			// top-p cut keeps this test on the bucket path.
 			p.TopP = 0.95
 		}
 		fast, err := New(p, n)
