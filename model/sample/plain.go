@@ -23,19 +23,22 @@ import (
 // never drawn.
 //
 // Measured (December 2026, a 2-core shared VM, "Turin-like" AMD with
-// AVX-512, load average 19 to 27 from other users' jobs, so CPU time
-// rather than wall time; the load inflates both sides alike):
+// AVX-512, other users' jobs running, so CPU time rather than wall time
+// and runs of each kind interleaved; the load inflates both sides alike):
 //
 //   - engine.BenchmarkSamplingCost, 64-token generations on mini-24m
 //     (Q4_K_M, 32k vocabulary, one thread), greedy and OpenAI's defaults
-//     run in turn, three runs of 20: OpenAI's defaults +5.0%, +1.3% and
-//     +0.3% CPU time per token over greedy (greedy 571 to 680 µs a token);
-//     the bucket path this replaces measured +81% twice the same way.
-//     llama.cpp's top_k 40 measured +4% to +20%.
-//   - BenchmarkSample, one token (CPU ns): 32k vocabulary, greedy 51k to
-//     71k, OpenAI's defaults 61k to 76k (the bucket path: 334k to 341k);
-//     152k vocabulary, greedy 239k to 396k, OpenAI's defaults 303k to
-//     411k (the bucket path: 1.8M). No allocation per token.
+//     in turn, runs of 20 generations each: at load average 8 to 9,
+//     +4.1%, +3.6% and +4.6% CPU time per token over greedy (greedy 445
+//     to 497 µs a token); at load average 24, +5.0%, +1.3% and +0.3%
+//     (greedy 571 to 680 µs). The bucket path this replaces measured
+//     +81% twice the same way. For comparison at load 8 to 9: top_k 40
+//     +15% to +22%, top_p 0.9 on the cut path +49% to +54%.
+//   - BenchmarkSample, one token (CPU ns, load average 25): 32k
+//     vocabulary, greedy 51k to 71k, OpenAI's defaults 61k to 76k (the
+//     bucket path: 334k to 341k); 152k vocabulary, greedy 239k to 396k,
+//     OpenAI's defaults 303k to 411k (the bucket path: 1.8M). No
+//     allocation per token.
 //
 // Under a constraint the plain path weighs the row once and reuses the
 // weights for the draw under the mask (see samplePlainConstrained).
