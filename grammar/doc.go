@@ -18,10 +18,14 @@
 // between the Constraints of one Grammar, so requests with the same
 // grammar pay each walk once. With model/sample's check of the freely
 // sampled token first, constrained decoding on mini-24m (32k vocabulary,
-// engine.BenchmarkConstrainedDecode, December 2026, load average about 25
-// on 2 shared cores, three runs) added +1% to +7% CPU time per token for
-// json_object and -3% to +2% for a json_schema over free decoding (the
-// goal: at most 15%).
+// engine.BenchmarkConstrainedDecode, December 2026, 2 shared cores, three
+// runs each) added -1% to +4% CPU time per token for json_object and -2%
+// to +4% for a json_schema over free decoding at load average 7 to 8, and
+// +1% to +7% and -3% to +2% at load average 25 (the goal: at most 15%).
+// Per step (BenchmarkConstrainedStep, load 7): a forward pass 344 µs,
+// free sampling 83 µs, constrained sampling at a JSON structural state
+// 122 µs with the state's mask cached and 508 µs on the state's first
+// visit (the walk), inside a string 90 µs.
 //
 // Grammars and schemas come from clients, so everything is bounded (see
 // Limits): source size, rule and element counts, nesting, repetition
