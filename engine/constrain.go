@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync"
 
 	"github.com/lisa-llm/lisa/chat"
 	"github.com/lisa-llm/lisa/gen"
@@ -106,51 +107,115 @@ func (e *Engine) prepare(req *gen.Request) (plan, error) {
 		return p, promptError(gen.CodeInvalidRequest, "response_format", "an output format cannot be combined with tools the model may call (tool_choice %q)", req.ToolChoice.Mode)
 	}
 	lim := grammar.DefaultLimits()
-	var g *grammar.Grammar
-	var err error
+	// The grammar's source keys the engine's grammars, so that requests
+	// with the same one share a compiled grammar and its masks.
+	var key string
+	var build func() (*grammar.Grammar, error)
+	param := "tools"
 	if toolsOn(req) {
-		if g, err = e.prepareTools(req, &p, lim); err != nil {
+		text, err := e.prepareTools(req, &p, lim)
+		if err != nil {
 			return p, err
 		}
+		if text != "" {
+			key = "gbnf:" + text
+			build = func() (*grammar.Grammar, error) { return grammar.ParseGBNF(text, lim) }
+		}
 	} else {
-		param := "response_format"
+		param = "response_format"
 		switch req.Format.Type {
 		case gen.FormatJSONObject:
-			g = grammar.JSONObject()
+			key, build = "json_object", func() (*grammar.Grammar, error) { return grammar.JSONObject(), nil }
 		case gen.FormatJSONSchema:
-			if req.Format.Schema == "" {
-				g = grammar.JSONObject() // OpenAI's json_schema without a schema: any object
+			if schema := req.Format.Schema; schema == "" {
+				// OpenAI's json_schema without a schema: any object.
+				key, build = "json_object", func() (*grammar.Grammar, error) { return grammar.JSONObject(), nil }
 			} else {
-				g, err = grammar.FromJSONSchema([]byte(req.Format.Schema), lim)
+				key = "schema:" + schema
+				build = func() (*grammar.Grammar, error) { return grammar.FromJSONSchema([]byte(schema), lim) }
 			}
 			param = "response_format.json_schema.schema"
 		case gen.FormatGrammar:
 			param = "grammar"
-			g, err = grammar.ParseGBNF(req.Format.Grammar, lim)
+			text := req.Format.Grammar
+			key, build = "gbnf:"+text, func() (*grammar.Grammar, error) { return grammar.ParseGBNF(text, lim) }
 		default:
 			return p, promptError(gen.CodeInvalidRequest, "response_format", "unknown response format %q", req.Format.Type)
 		}
-		if err != nil {
-			return p, grammarError(param, err)
-		}
 	}
 	p.markup = e.markup
-	if g == nil {
+	if build == nil {
 		return p, nil
 	}
 	v, err := e.grammarVocab()
 	if err != nil {
 		return p, promptError(gen.CodeUnsupported, "response_format", "the model's vocabulary cannot carry a grammar: %v", err)
 	}
+	g, masks, err := e.grammars.get(key, v, build)
+	if err != nil {
+		return p, grammarError(param, err)
+	}
 	if p.con, err = grammar.NewConstraint(g, v, e.outPiece, lim); err != nil {
 		return p, grammarError("response_format", err)
+	}
+	if err := p.con.ShareMasks(masks); err != nil {
+		return p, fmt.Errorf("engine: %w", err) // cannot happen: the cache is g's over v
 	}
 	return p, nil
 }
 
-// prepareTools fills p's tools and call parser and returns the grammar of
-// a forced call, or nil for tool_choice "auto".
-func (e *Engine) prepareTools(req *gen.Request, p *plan, lim grammar.Limits) (*grammar.Grammar, error) {
+// Bounds of the engine's grammar cache: grammars kept, and the bytes of
+// masks each shares (a mask is an eighth of a byte per token: 512 masks
+// of a 32k vocabulary).
+const (
+	maxCachedGrammars = 16
+	maskCacheBytes    = 2 << 20
+)
+
+// grammarCache keeps the grammars of recent requests by source, each with
+// the MaskCache its requests share: a server asked again and again for
+// json_object or for one schema compiles it once and walks the
+// vocabulary once per grammar state, not once per request. It is safe for
+// concurrent use; when full it starts afresh.
+type grammarCache struct {
+	mu sync.Mutex
+	m  map[string]cachedGrammar
+}
+
+type cachedGrammar struct {
+	g     *grammar.Grammar
+	masks *grammar.MaskCache
+}
+
+// get returns the grammar of key and its mask cache over v, building the
+// grammar on a miss (a build error is returned, and not kept).
+func (c *grammarCache) get(key string, v *grammar.Vocab, build func() (*grammar.Grammar, error)) (*grammar.Grammar, *grammar.MaskCache, error) {
+	c.mu.Lock()
+	if cg, ok := c.m[key]; ok {
+		c.mu.Unlock()
+		return cg.g, cg.masks, nil
+	}
+	c.mu.Unlock()
+	g, err := build() // outside the lock: a large schema takes a while
+	if err != nil {
+		return nil, nil, err
+	}
+	cg := cachedGrammar{g: g, masks: grammar.NewMaskCache(g, v, maskCacheBytes)}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.m[key]; ok {
+		return old.g, old.masks, nil // built meanwhile by another request
+	}
+	if c.m == nil || len(c.m) >= maxCachedGrammars {
+		c.m = map[string]cachedGrammar{}
+	}
+	c.m[key] = cg
+	return g, cg.masks, nil
+}
+
+// prepareTools fills p's tools and call parser and returns the GBNF text
+// of a forced call's grammar, or "" for tool_choice "auto".
+func (e *Engine) prepareTools(req *gen.Request, p *plan, lim grammar.Limits) (string, error) {
 	names := make([]string, len(req.Tools))
 	p.tools = make([]chat.Tool, len(req.Tools))
 	forced := -1 // the named function's index
@@ -167,7 +232,7 @@ func (e *Engine) prepareTools(req *gen.Request, p *plan, lim grammar.Limits) (*g
 	}
 	var err error
 	if p.calls, err = toolcall.NewStream(e.callFormat, toolcall.Options{Tools: names, MaxCalls: maxCalls, NewID: callID}); err != nil {
-		return nil, err
+		return "", err
 	}
 	var offered []int // the tools a forced call may name
 	switch req.ToolChoice.Mode {
@@ -177,11 +242,11 @@ func (e *Engine) prepareTools(req *gen.Request, p *plan, lim grammar.Limits) (*g
 		}
 	case gen.ChoiceFunction:
 		if forced < 0 {
-			return nil, promptError(gen.CodeInvalidRequest, "tool_choice", "tool_choice names the function %q, which is not among the tools", req.ToolChoice.Name)
+			return "", promptError(gen.CodeInvalidRequest, "tool_choice", "tool_choice names the function %q, which is not among the tools", req.ToolChoice.Name)
 		}
 		offered = []int{forced}
 	default:
-		return nil, nil
+		return "", nil
 	}
 	tools := make([]toolcall.Tool, len(offered))
 	for k, i := range offered {
@@ -190,24 +255,20 @@ func (e *Engine) prepareTools(req *gen.Request, p *plan, lim grammar.Limits) (*g
 		// the tool whose schema it is.
 		if t.Parameters != "" {
 			if _, _, err := grammar.SchemaRules([]byte(t.Parameters), lim); err != nil {
-				return nil, grammarError(fmt.Sprintf("tools[%d].function.parameters", i), err)
+				return "", grammarError(fmt.Sprintf("tools[%d].function.parameters", i), err)
 			}
 		}
 		tools[k] = toolcall.Tool{Name: t.Name, Parameters: json.RawMessage(t.Parameters)}
 	}
 	c, err := toolcall.Forced(e.callFormat, tools, req.ParallelToolCalls)
 	if err != nil {
-		return nil, grammarError("tools", err)
+		return "", grammarError("tools", err)
 	}
 	start, rules, err := grammar.SchemaRules(c.Schema, lim)
 	if err != nil {
-		return nil, grammarError("tools", err)
+		return "", grammarError("tools", err)
 	}
-	g, err := grammar.ParseGBNF(c.GBNF(start)+rules, lim)
-	if err != nil {
-		return nil, grammarError("tools", err)
-	}
-	return g, nil
+	return c.GBNF(start) + rules, nil
 }
 
 // checkToolStrings refuses client text that reaches the prompt untraced

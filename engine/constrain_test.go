@@ -99,7 +99,10 @@ func calls(t *testing.T, r result) []gen.CallDelta {
 // random-weight model returns calls that parse and fit the schema, and
 // the generation ends with finish reason tool_calls.
 func TestForcedToolCall(t *testing.T) {
-	e := newModelEngine(t, randomModel, Options{Threads: 2, Parallel: 1, CtxSize: 1024})
+	// Parallel calls: a random model goes on to another call about two
+	// times in three (about 75 tokens each), so the budget leaves room for
+	// a long run of calls whatever the sampler draws for a seed.
+	e := newModelEngine(t, randomModel, Options{Threads: 2, Parallel: 1, CtxSize: 2048})
 	tools := []gen.Tool{
 		{Name: "get_weather", Description: "Weather in a city", Parameters: weatherSchema},
 		{Name: "get_time", Parameters: `{"type":"object","properties":{"zone":{"enum":["UTC","CET"]}},"required":["zone"],"additionalProperties":false}`},
@@ -117,7 +120,7 @@ func TestForcedToolCall(t *testing.T) {
 	for _, tt := range tests {
 		for seed := range uint64(3) {
 			t.Run(fmt.Sprintf("%s/%d", tt.name, seed), func(t *testing.T) {
-				req := chatReq(300, seed)
+				req := chatReq(1500, seed)
 				req.Tools, req.ToolChoice, req.ParallelToolCalls = tools, tt.choice, tt.parallel
 				r := runGen(context.Background(), e, req)
 				if r.err != nil {

@@ -86,6 +86,7 @@ type Engine struct {
 	vocabOnce  sync.Once        // builds vocab on first use
 	vocab      *grammar.Vocab
 	vocabErr   error
+	grammars   grammarCache // recent requests' grammars and their shared masks
 }
 
 // Load is the worker's worker.EngineLoader: it reads the model from the

@@ -46,10 +46,18 @@ func TestMaskMatchesBruteForce(t *testing.T) {
 	}
 	r := rand.New(rand.NewPCG(1, 2))
 	mask := make([]uint64, (v.Len()+63)/64)
+	// Odd trials share a MaskCache, so their masks come from one another
+	// as much as from their own walks: they must be as right.
+	shared := NewMaskCache(g, v, 1<<20)
 	for trial := range 12 {
 		c, err := NewConstraint(g, v, text, DefaultLimits())
 		if err != nil {
 			t.Fatal(err)
+		}
+		if trial%2 == 1 {
+			if err := c.ShareMasks(shared); err != nil {
+				t.Fatal(err)
+			}
 		}
 		var prefix []byte
 		for step := range 40 {
@@ -82,6 +90,48 @@ func TestMaskMatchesBruteForce(t *testing.T) {
 			}
 			prefix = append(prefix, texts[tok]...)
 		}
+	}
+	if shared.hits == 0 {
+		t.Fatal("the shared cache served no mask")
+	}
+	t.Logf("%d masks from the shared cache", shared.hits)
+}
+
+// TestMaskCache checks the shared cache's refusals and bounds: a cache of
+// another grammar or vocabulary is refused, a full cache starts afresh,
+// and a mask larger than the budget is not kept.
+func TestMaskCache(t *testing.T) {
+	v, texts := testVocab(t)
+	text := func(id int32) []byte { return texts[id] }
+	v2, _ := testVocab(t)
+	g, g2 := JSONObject(), JSONObject()
+	c, err := NewConstraint(g, v, text, DefaultLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mc := range []*MaskCache{NewMaskCache(g2, v, 1<<20), NewMaskCache(g, v2, 1<<20)} {
+		if err := c.ShareMasks(mc); !errors.Is(err, ErrCacheMismatch) {
+			t.Fatalf("ShareMasks of another grammar or vocabulary: %v", err)
+		}
+	}
+	words := (v.Len() + 63) / 64
+	mc := NewMaskCache(g, v, 3*(8*words+4))
+	mask := make([]uint64, words)
+	for i := range 5 {
+		mask[0] = uint64(i)
+		mc.put([]byte{byte(i), 1, 2, 3}, mask)
+		if len(mc.masks) > 3 || mc.bytes > mc.maxBytes {
+			t.Fatalf("after %d masks: %d kept, %d bytes of %d", i+1, len(mc.masks), mc.bytes, mc.maxBytes)
+		}
+		got := make([]uint64, words)
+		if !mc.get([]byte{byte(i), 1, 2, 3}, got) || got[0] != uint64(i) {
+			t.Fatalf("mask %d not kept: %v", i, got)
+		}
+	}
+	small := NewMaskCache(g, v, 8*words)
+	small.put([]byte{1}, mask)
+	if len(small.masks) != 0 {
+		t.Fatal("a mask over the budget was kept")
 	}
 }
 

@@ -12,6 +12,21 @@
 // the mask of tokens whose bytes the grammar can take next (walking shared
 // token prefixes once) and advances over the token chosen.
 //
+// A token mask walks the trie from the state (about a millisecond on a
+// 32k vocabulary when most tokens fit, as inside a string); a Constraint
+// remembers the masks of the states it met, and a MaskCache shares them
+// between the Constraints of one Grammar, so requests with the same
+// grammar pay each walk once. With model/sample's check of the freely
+// sampled token first, constrained decoding on mini-24m (32k vocabulary,
+// engine.BenchmarkConstrainedDecode, December 2026, 2 shared cores, three
+// runs each) added -1% to +4% CPU time per token for json_object and -2%
+// to +4% for a json_schema over free decoding at load average 7 to 8, and
+// +1% to +7% and -3% to +2% at load average 25 (the goal: at most 15%).
+// Per step (BenchmarkConstrainedStep, load 7): a forward pass 344 µs,
+// free sampling 83 µs, constrained sampling at a JSON structural state
+// 122 µs with the state's mask cached and 508 µs on the state's first
+// visit (the walk), inside a string 90 µs.
+//
 // Grammars and schemas come from clients, so everything is bounded (see
 // Limits): source size, rule and element counts, nesting, repetition
 // counts, and the number and depth of the matcher's stacks. Left recursion
@@ -29,6 +44,7 @@
 //	g, err := grammar.FromJSONSchema(schema, grammar.DefaultLimits())   // or ParseGBNF, JSONObject
 //	// err is a client error (400): *SyntaxError, *LimitError, *UnsupportedError, *SchemaError, *LeftRecursionError
 //	c, err := grammar.NewConstraint(g, v, tok.Piece, grammar.DefaultLimits())
+//	c.ShareMasks(mc) // optional: mc := grammar.NewMaskCache(g, v, budget), kept with g for later requests
 //	smp.SetConstraint(c) // model/sample
 //	// per generated token: id := smp.Sample(row); c.Accept(id); smp.Accept(id)
 //	// stop at an EOS (allowed only once c.Matcher().Complete()) or when c.Matcher().Done().

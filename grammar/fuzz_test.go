@@ -2,6 +2,7 @@ package grammar
 
 import (
 	"errors"
+	"slices"
 	"testing"
 )
 
@@ -101,35 +102,56 @@ func FuzzSchema(f *testing.F) {
 
 // FuzzMask checks token masks against accepting token by token: any
 // token the mask allows is accepted, and no rejected token is allowed.
+// The choices run twice, with two Constraints sharing a MaskCache: the
+// second mostly gets its masks from the first's walks, and they must be
+// the same masks.
 func FuzzMask(f *testing.F) {
 	f.Add([]byte{3, 40, 7, 90, 12, 5})
 	f.Fuzz(func(t *testing.T, choices []byte) {
 		v, texts := testVocab(t)
 		g := JSONObject()
-		c, err := NewConstraint(g, v, func(id int32) []byte { return texts[id] }, fuzzLimits())
-		if err != nil {
-			t.Fatal(err)
-		}
-		mask := make([]uint64, (v.Len()+63)/64)
-		for _, ch := range choices {
-			if err := c.Allowed(mask); err != nil {
-				var lim *LimitError
-				if errors.As(err, &lim) {
-					return
-				}
+		shared := NewMaskCache(g, v, 1<<20)
+		run := func() [][]uint64 {
+			c, err := NewConstraint(g, v, func(id int32) []byte { return texts[id] }, fuzzLimits())
+			if err != nil {
 				t.Fatal(err)
 			}
-			tok := int32(int(ch) % v.Len())
-			allowed := mask[tok/64]&(1<<(tok%64)) != 0
-			err := c.Accept(tok)
-			if allowed && err != nil {
-				t.Fatalf("token %d %q allowed but rejected: %v", tok, texts[tok], err)
+			if err := c.ShareMasks(shared); err != nil {
+				t.Fatal(err)
 			}
-			if !allowed && err == nil && tok != 1 {
-				t.Fatalf("token %d %q not allowed but accepted", tok, texts[tok])
+			var masks [][]uint64
+			for _, ch := range choices {
+				mask := make([]uint64, (v.Len()+63)/64)
+				if err := c.Allowed(mask); err != nil {
+					var lim *LimitError
+					if errors.As(err, &lim) {
+						return masks
+					}
+					t.Fatal(err)
+				}
+				masks = append(masks, mask)
+				tok := int32(int(ch) % v.Len())
+				allowed := mask[tok/64]&(1<<(tok%64)) != 0
+				err := c.Accept(tok)
+				if allowed && err != nil {
+					t.Fatalf("token %d %q allowed but rejected: %v", tok, texts[tok], err)
+				}
+				if !allowed && err == nil && tok != 1 {
+					t.Fatalf("token %d %q not allowed but accepted", tok, texts[tok])
+				}
+				if err != nil {
+					return masks
+				}
 			}
-			if err != nil {
-				return
+			return masks
+		}
+		first, second := run(), run()
+		if len(first) != len(second) {
+			t.Fatalf("%d masks, then %d", len(first), len(second))
+		}
+		for i := range first {
+			if !slices.Equal(first[i], second[i]) {
+				t.Fatalf("step %d: mask %x, from the shared cache %x", i, first[i], second[i])
 			}
 		}
 	})

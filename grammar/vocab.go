@@ -112,10 +112,12 @@ func (v *Vocab) Len() int { return v.n }
 // mask of the tokens allowed next, and the advance over the token chosen.
 // It satisfies model/sample's Constraint. Not safe for concurrent use.
 type Constraint struct {
-	m     *Matcher
-	v     *Vocab
-	check [2][]int32 // scratch of AllowsToken
-	text  func(id int32) []byte
+	m      *Matcher
+	v      *Vocab
+	check  [2][]int32 // scratch of AllowsToken
+	text   func(id int32) []byte
+	shared *MaskCache // masks shared with other Constraints (ShareMasks), or nil
+	key    []byte     // scratch of the shared cache's key
 }
 
 // NewConstraint starts g over v; text returns a token's bytes (as given to
@@ -157,13 +159,21 @@ func (c *Constraint) Allowed(mask []uint64) error {
 		copy(mask, m.maskBuf[int(at)*words:(int(at)+1)*words])
 		return nil
 	}
-	c.walk(0, set, m.part, mask)
-	if m.err != nil {
-		return fmt.Errorf("grammar: token mask: %w", m.err)
+	if c.shared != nil {
+		c.key = m.stateKey(c.key[:0])
 	}
-	if m.Complete() {
-		for _, e := range c.v.eos {
-			mask[e/64] |= 1 << (e % 64)
+	if c.shared == nil || !c.shared.get(c.key, mask[:words]) {
+		c.walk(0, set, m.part, mask)
+		if m.err != nil {
+			return fmt.Errorf("grammar: token mask: %w", m.err)
+		}
+		if m.Complete() {
+			for _, e := range c.v.eos {
+				mask[e/64] |= 1 << (e % 64)
+			}
+		}
+		if c.shared != nil {
+			c.shared.put(c.key, mask[:words])
 		}
 	}
 	if (len(m.maskBuf)+words)*8 > maxMaskBytes {

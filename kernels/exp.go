@@ -45,3 +45,16 @@ func expf(x float32) float32 {
 	scale := math.Float32frombits(uint32(int32(n)+126) << 23) // 2^(n-1)
 	return float32(p*scale) * 2
 }
+
+// ExpSub sets x[i] = e^(x[i]-m), each value as expf gives it (within
+// about an ulp; -Inf and anything more than 86.9 below m give 0), and
+// returns their sum accumulated in float64. The values are bit-identical
+// on every path (assembly or Go); the sum's order is not (eight lanes on
+// the assembly paths), so a caller that needs the same total everywhere
+// adds the values itself. NaN inputs give NaN: the caller removes them.
+func ExpSub(x []float32, m float32) float64 {
+	if len(x) == 0 {
+		return 0
+	}
+	return dispatch.tab.expSubSum(x, m)
+}

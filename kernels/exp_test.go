@@ -82,3 +82,39 @@ func TestExpPaths(t *testing.T) {
 		}
 	})
 }
+
+// TestExpSub checks the exported exp-and-sum: expf's values on every
+// path, -Inf and far-below inputs giving 0, and the sum of the values.
+func TestExpSub(t *testing.T) {
+	r := rand.New(rand.NewPCG(44, 45))
+	for _, n := range []int{0, 1, 7, 8, 9, 64, 301} {
+		x := randF32(r, n, 60)
+		for i := 0; i < n; i += 5 {
+			x[i] = float32(math.Inf(-1))
+		}
+		if n > 2 {
+			x[1] = -200
+		}
+		want := make([]float32, n)
+		var sum float64
+		for i, v := range x {
+			want[i] = expf(v - 2)
+			sum += float64(want[i])
+		}
+		got := ExpSub(x, 2)
+		for i := range x {
+			if !sameFloat(x[i], want[i]) {
+				t.Fatalf("n=%d [%d]: got %v, want %v", n, i, x[i], want[i])
+			}
+			if i%5 == 0 && x[i] != 0 {
+				t.Fatalf("n=%d [%d]: e^-Inf = %v", n, i, x[i])
+			}
+		}
+		if n > 2 && x[1] != 0 {
+			t.Fatalf("n=%d: e^-202 = %v, want 0", n, x[1])
+		}
+		if math.Abs(got-sum) > 1e-12*sum {
+			t.Fatalf("n=%d: sum %v, want %v", n, got, sum)
+		}
+	}
+}

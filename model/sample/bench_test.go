@@ -10,8 +10,9 @@ import (
 // Llama 2 (32k) and Qwen 2.5 (152k) on logits shaped like a random-weight
 // model's (nearly flat, the draw lands deep in the tail) and a trained
 // model's (spread out): greedy, OpenAI's defaults (temperature 1, nothing
-// else) through the bucket path and the full sort it replaced, and
-// llama.cpp's defaults (top-k 40).
+// else) on the plain path and through the full sort, top-p with min-p on
+// the cut path and (min-keep 2) the bucket path, and llama.cpp's defaults
+// (top-k 40).
 func BenchmarkSample(b *testing.B) {
 	for _, n := range []int{32000, 152064} {
 		for _, shape := range []struct {
@@ -32,6 +33,7 @@ func BenchmarkSample(b *testing.B) {
 				{"openai", Params{Temperature: 1, TopP: 1}, false},
 				{"openai-fullsort", Params{Temperature: 1, TopP: 1}, true},
 				{"top-p-0.9", Params{Temperature: 1, TopP: 0.9, MinP: 0.05}, false},
+				{"top-p-0.9-buckets", Params{Temperature: 1, TopP: 0.9, MinP: 0.05, MinKeep: 2}, false},
 				{"llama-defaults", DefaultParams(), false},
 			} {
 				b.Run(fmt.Sprintf("vocab=%d/%s/%s", n, shape.name, c.name), func(b *testing.B) {

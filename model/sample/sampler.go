@@ -24,18 +24,21 @@ var ErrVocab = errors.New("does not fit the vocabulary")
 // serves one sequence; it is not safe for concurrent use. After New it does
 // not allocate.
 type Sampler struct {
-	p      Params
-	nVocab int
-	cand   []Candidate
-	row    []float32 // penalised (and masked) logits
-	con    Constraint
-	mask   []uint64
-	fast   fastState
-	hist   []int32 // ring of the last PenaltyLastN accepted tokens
-	head   int     // next slot of hist to write
-	filled int     // how many slots of hist hold tokens
-	counts []int32 // occurrences of each token in hist (nil without penalties)
-	rng    *rand.Rand
+	p       Params
+	nVocab  int
+	cand    []Candidate
+	row     []float32 // penalised (and masked) logits
+	con     Constraint
+	mask    []uint64
+	fast    fastState
+	sums    []float64 // the plain and cut paths' block sums
+	cutW    []float32 // the cut path's weights
+	cutMass []float64 // the cut path's weight per bucket
+	hist    []int32   // ring of the last PenaltyLastN accepted tokens
+	head    int       // next slot of hist to write
+	filled  int       // how many slots of hist hold tokens
+	counts  []int32   // occurrences of each token in hist (nil without penalties)
+	rng     *rand.Rand
 }
 
 // New returns a Sampler for logits rows of nVocab values. It validates p.
@@ -50,8 +53,18 @@ func New(p Params, nVocab int) (*Sampler, error) {
 		p.MinKeep = 1
 	}
 	s := &Sampler{p: p, nVocab: nVocab, cand: make([]Candidate, nVocab), fast: newFastState(nVocab)}
-	if p.penalised() {
+	if s.plainPath() || s.cutPath() {
 		s.row = make([]float32, nVocab)
+		s.sums = make([]float64, (nVocab+plainBlock-1)/plainBlock)
+	}
+	if s.cutPath() {
+		s.cutW = make([]float32, nVocab)
+		s.cutMass = make([]float64, nBuckets)
+	}
+	if p.penalised() {
+		if s.row == nil {
+			s.row = make([]float32, nVocab)
+		}
 		s.hist = make([]int32, p.PenaltyLastN)
 		s.counts = make([]int32, nVocab)
 	}
@@ -286,6 +299,9 @@ func (s *Sampler) Sample(logits []float32) (int32, error) {
 		return 0, fmt.Errorf("sample: logits row of %d values for %d tokens: %w", len(logits), s.nVocab, ErrVocab)
 	}
 	if s.con != nil {
+		if s.plainPath() {
+			return s.samplePlainConstrained(logits)
+		}
 		if ch, ok := s.con.(TokenChecker); ok {
 			tok, err := s.sampleFree(logits)
 			if err != nil {
@@ -300,34 +316,52 @@ func (s *Sampler) Sample(logits []float32) (int32, error) {
 		if err := s.con.Allowed(s.mask); err != nil {
 			return 0, fmt.Errorf("sample: constraint: %w", err)
 		}
-		row, some := s.row, false
-		for i, l := range logits {
-			switch {
-			case s.mask[i/64]&(1<<(i%64)) == 0:
-				l = float32(math.Inf(-1))
-			case l != l || l < -math.MaxFloat32:
-				// Allowed with no weight (NaN, -Inf): ranked after every
-				// other allowed token but before the disallowed ones, so
-				// a row of such tokens still yields an allowed one.
-				l, some = -math.MaxFloat32, true
-			default:
-				some = true
-			}
-			row[i] = l
-		}
-		if !some {
-			return 0, fmt.Errorf("sample: %w", ErrNoAllowedToken)
-		}
-		if s.counts != nil {
-			s.penaliseRow(row)
-		}
-		return s.sampleRow(row, true)
+		return s.sampleMasked(logits)
 	}
 	return s.sampleFree(logits)
 }
 
+// sampleMasked samples from logits with the tokens s.mask does not allow
+// removed (the mask already set by the constraint).
+func (s *Sampler) sampleMasked(logits []float32) (int32, error) {
+	row, some := s.row, false
+	for i, l := range logits {
+		switch {
+		case s.mask[i/64]&(1<<(i%64)) == 0:
+			l = float32(math.Inf(-1))
+		case l != l || l < -math.MaxFloat32:
+			// Allowed with no weight (NaN, -Inf): ranked after every
+			// other allowed token but before the disallowed ones, so
+			// a row of such tokens still yields an allowed one.
+			l, some = -math.MaxFloat32, true
+		default:
+			some = true
+		}
+		row[i] = l
+	}
+	if !some {
+		return 0, fmt.Errorf("sample: %w", ErrNoAllowedToken)
+	}
+	if s.counts != nil {
+		s.penaliseRow(row)
+	}
+	return s.sampleRow(row, true)
+}
+
 // sampleFree is Sample without the constraint.
 func (s *Sampler) sampleFree(logits []float32) (int32, error) {
+	if s.plainPath() {
+		if tok, ok := s.samplePlain(logits, false); ok {
+			return tok, nil
+		}
+		return s.sampleFast(s.row), nil // s.row holds the penalised logits
+	}
+	if s.cutPath() {
+		if tok, ok := s.sampleCut(logits, false); ok {
+			return tok, nil
+		}
+		return s.sampleFast(s.row), nil // s.row holds the penalised logits
+	}
 	row := logits
 	if s.counts != nil && s.fastPath() {
 		row = s.row
@@ -343,8 +377,19 @@ func (s *Sampler) fastPath() bool {
 	return s.p.Temperature > 0 && (s.p.TopK <= 0 || s.p.TopK >= s.nVocab)
 }
 
-// sampleRow samples from row, whose penalties are applied when penalised.
+// sampleRow samples from row, whose penalties are applied when penalised;
+// a penalised row is s.row, which the plain path may overwrite.
 func (s *Sampler) sampleRow(row []float32, penalised bool) (int32, error) {
+	if s.plainPath() && penalised { // row is s.row, the Sampler's scratch
+		if tok, ok := s.samplePlain(row, true); ok {
+			return tok, nil
+		}
+	}
+	if s.cutPath() && penalised {
+		if tok, ok := s.sampleCut(row, true); ok {
+			return tok, nil
+		}
+	}
 	if s.fastPath() {
 		return s.sampleFast(row), nil
 	}

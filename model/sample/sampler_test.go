@@ -166,10 +166,19 @@ func TestSeedDeterminism(t *testing.T) {
 	for i := range logits {
 		logits[i] = float32(r.NormFloat64())
 	}
+	for _, p := range []Params{
+		{Temperature: 0.8, TopK: 40, TopP: 0.95, MinP: 0.05, RepeatPenalty: 1.1, PenaltyLastN: 64}, // top-k
+		{Temperature: 0.8, TopP: 0.95, MinP: 0.05, RepeatPenalty: 1.1, PenaltyLastN: 64},           // buckets
+		{Temperature: 1, RepeatPenalty: 1.1, PenaltyLastN: 64},                                     // plain
+		{Temperature: 0.7},
+	} {
+		testSeedDeterminism(t, p, logits)
+	}
+}
+
+func testSeedDeterminism(t *testing.T, p Params, logits []float32) {
 	run := func(seed uint64) []int32 {
-		p := DefaultParams()
 		p.Seed = seed
-		p.RepeatPenalty = 1.1
 		s, err := New(p, len(logits))
 		if err != nil {
 			t.Fatal(err)
@@ -190,17 +199,17 @@ func TestSeedDeterminism(t *testing.T) {
 			id, _ := s.Sample(logits)
 			_ = s.Accept(id)
 			if id != out[i] {
-				t.Fatalf("after Reset step %d gave %d, first run %d", i, id, out[i])
+				t.Fatalf("%+v: after Reset step %d gave %d, first run %d", p, i, id, out[i])
 			}
 		}
 		return out
 	}
 	a, b, c := run(42), run(42), run(43)
 	if !slices.Equal(a, b) {
-		t.Fatalf("same seed, different tokens:\n%v\n%v", a, b)
+		t.Fatalf("%+v: same seed, different tokens:\n%v\n%v", p, a, b)
 	}
 	if slices.Equal(a, c) {
-		t.Fatalf("seeds 42 and 43 gave the same 50 tokens %v", a)
+		t.Fatalf("%+v: seeds 42 and 43 gave the same 50 tokens %v", p, a)
 	}
 }
 
@@ -309,7 +318,7 @@ func TestSampleAllocs(t *testing.T) {
 	for i := range logits {
 		logits[i] = float32(r.NormFloat64())
 	}
-	for _, p := range []Params{DefaultParams(), {}, {Temperature: 1, RepeatPenalty: 1.3, PenaltyLastN: 8}} {
+	for _, p := range []Params{DefaultParams(), {}, {Temperature: 1, RepeatPenalty: 1.3, PenaltyLastN: 8}, {Temperature: 0.9, TopP: 0.9, MinP: 0.05}} {
 		s, err := New(p, len(logits))
 		if err != nil {
 			t.Fatal(err)
@@ -383,7 +392,7 @@ func TestSampleMatchesFullSort(t *testing.T) {
 			Temperature: temps[r.IntN(len(temps))],
 			TopP:        topPs[r.IntN(len(topPs))],
 			MinP:        minPs[r.IntN(len(minPs))],
-			MinKeep:     r.IntN(4),
+			MinKeep:     2 + r.IntN(3), // min-keep 0 or 1 takes the cut path (TestSampleChiSquare)
 			Seed:        r.Uint64(),
 		}
 		if r.IntN(3) == 0 {
@@ -391,6 +400,12 @@ func TestSampleMatchesFullSort(t *testing.T) {
 		}
 		if r.IntN(5) == 0 {
 			p.TopK = n + r.IntN(3) // top-k that does not cut
+		}
+		if (p.TopP <= 0 || p.TopP >= 1) && p.MinP <= 0 {
+			// Without a cut Sample takes the plain path, whose draw walks
+			// the tokens in id order (TestSampleChiSquare checks it): a
+			// top-p cut keeps this test on the bucket path.
+			p.TopP = 0.95
 		}
 		fast, err := New(p, n)
 		if err != nil {
