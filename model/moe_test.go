@@ -466,3 +466,68 @@ func TestMoEThreadsInvariant(t *testing.T) {
 		})
 	}
 }
+
+// FuzzMoEConfig feeds arbitrary expert keys through the config reader:
+// it must return a typed error or a config whose expert fields are valid.
+func FuzzMoEConfig(f *testing.F) {
+	f.Add(uint32(8), uint32(2), uint32(0), uint32(0), uint32(1), float32(1), uint32(0), false)
+	f.Add(uint32(128), uint32(8), uint32(0), uint32(0), uint32(1), float32(1), uint32(768), true)
+	f.Add(uint32(1<<31), uint32(1<<31), uint32(2), uint32(1), uint32(2), float32(-1), uint32(1<<30), true)
+	f.Fuzz(func(t *testing.T, n, used, groups, shared, gating uint32, scale float32, ff uint32, qwen bool) {
+		m := moeMeta()
+		arch := "llama"
+		if qwen {
+			renameArch("qwen3moe")(m)
+			arch = "qwen3moe"
+			m[arch+".expert_feed_forward_length"] = ff
+		}
+		m[arch+".expert_count"], m[arch+".expert_used_count"] = n, used
+		m[arch+".expert_group_count"], m[arch+".expert_shared_count"] = groups, shared
+		m[arch+".expert_gating_func"], m[arch+".expert_weights_scale"] = gating, scale
+		c, err := configFrom(m, errFakeNotFound)
+		if err != nil {
+			var ke *KeyError
+			if !errors.As(err, &ke) {
+				t.Fatalf("untyped error %v", err)
+			}
+			return
+		}
+		c.NVocab = 32 // the loader fills it from the tokenizer or token_embd
+		if err := c.Validate(); err != nil {
+			t.Fatalf("accepted config fails Validate: %v (%+v)", err, c)
+		}
+		if qwen && c.NExpert == 0 {
+			t.Fatal("qwen3moe accepted without experts")
+		}
+	})
+}
+
+// FuzzRoute checks route on arbitrary probabilities (NaN and infinities
+// among them): the chosen experts are distinct and in range, and finite
+// probabilities come best first.
+func FuzzRoute(f *testing.F) {
+	f.Add([]byte{0, 0, 128, 63, 0, 0, 0, 63, 0, 0, 0, 0}, uint8(2))
+	f.Add([]byte{0, 0, 192, 127, 0, 0, 128, 127, 0, 0, 128, 255, 1, 0, 0, 0}, uint8(3))
+	f.Fuzz(func(t *testing.T, b []byte, k uint8) {
+		p := make([]float32, len(b)/4)
+		for i := range p {
+			p[i] = math.Float32frombits(uint32(b[4*i]) | uint32(b[4*i+1])<<8 | uint32(b[4*i+2])<<16 | uint32(b[4*i+3])<<24)
+		}
+		n := int(k)%max(len(p), 1) + 1
+		if len(p) == 0 {
+			return
+		}
+		sel, w := make([]int32, n), make([]float32, n)
+		route(p, sel, w)
+		seen := map[int32]bool{}
+		for j, e := range sel {
+			if e < 0 || int(e) >= len(p) || seen[e] {
+				t.Fatalf("chose %v of %d", sel, len(p))
+			}
+			seen[e] = true
+			if j > 0 && !math.IsNaN(float64(p[e])) && !math.IsNaN(float64(p[sel[j-1]])) && p[e] > p[sel[j-1]] {
+				t.Fatalf("chose %v: %g before %g", sel, p[sel[j-1]], p[e])
+			}
+		}
+	})
+}
