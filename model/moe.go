@@ -63,6 +63,21 @@ type MoE struct {
 	Down   []kernels.Matrix // blk.N.ffn_down_exps.weight, per expert NEmbd rows of NFFExp
 }
 
+// allF32 reports whether every matrix of the experts is F32 (true for
+// no experts).
+func (m *MoE) allF32() bool {
+	if m == nil {
+		return true
+	}
+	all := m.Router.Type == tensor.F32
+	for _, ms := range [][]kernels.Matrix{m.Gate, m.Up, m.Down} {
+		for _, w := range ms {
+			all = all && w.Type == tensor.F32
+		}
+	}
+	return all
+}
+
 // readExperts reads the expert counts of a file into c. A family that
 // does not take experts refuses a file that declares some; one that needs
 // them (Family.Experts == ExpertsRequired) refuses a file without. The

@@ -220,6 +220,16 @@ func TestMoELoad(t *testing.T) {
 	if m.Layers[0].Gate.Rows != 0 || m.Config.NExpert != 4 {
 		t.Errorf("dense FFN bound beside the experts")
 	}
+	// F32 attention with Q8_0 experts is not an all-F32 model (ggml's exact
+	// orders are for those); with F32 experts it is.
+	if m.allF32() {
+		t.Error("Q8_0 experts count as F32")
+	}
+	sp32 := sp
+	sp32.xtype = tensor.F32
+	if m32, err := newMoESynth(t, sp32).load(t); err != nil || !m32.allF32() {
+		t.Errorf("F32 experts: %v, all F32 %v", err, err == nil && m32.allF32())
+	}
 	// Expert e's view is the e-th quarter of the tensor's bytes, and no
 	// more (its capacity ends there).
 	data := ms.tensor("blk.1.ffn_up_exps.weight").data
