@@ -253,6 +253,20 @@ type moeScratch struct {
 	nExpert int
 }
 
+// ExpertScratchBytes returns the bytes a Runner of batches of up to
+// maxBatch tokens allocates for c's experts beyond the dense scratch (0
+// without experts), for memory budgets.
+func (c Config) ExpertScratchBytes(maxBatch int) float64 {
+	if c.NExpert == 0 {
+		return 0
+	}
+	b, k := float64(maxBatch), float64(c.NExpertUsed)
+	return 4 * (b*float64(c.NExpert) + // router probabilities
+		3*b*k + b + // choices, weights, pairs; the unit groups
+		2*b*float64(c.NEmbd) + 2*b*float64(c.NFFExp) + // gathered rows, products
+		b*k*float64(c.NEmbd)) // weighted slots
+}
+
 // newMoEScratch returns the scratch for m's experts and batches of up to
 // maxBatch tokens, or nil when m has none.
 func newMoEScratch(m *Model, maxBatch int) *moeScratch {

@@ -541,3 +541,20 @@ func FuzzRoute(f *testing.F) {
 		}
 	})
 }
+
+// TestExpertScratchBytes checks the budget covers what a Runner's expert
+// scratch holds, and is 0 without experts.
+func TestExpertScratchBytes(t *testing.T) {
+	for _, c := range []Config{{NEmbd: 2048, NExpert: 128, NExpertUsed: 8, NFFExp: 768}, {NEmbd: 64, NExpert: 8, NExpertUsed: 2, NFFExp: 96}} {
+		for _, batch := range []int{1, 512} {
+			s := newMoEScratch(&Model{Config: c}, batch)
+			held := 4 * (len(s.probs) + len(s.sel) + len(s.wts) + len(s.pairs) + len(s.ones) + len(s.xg) + len(s.gate) + len(s.up) + len(s.down) + len(s.slots))
+			if got := c.ExpertScratchBytes(batch); got < float64(held) || got > 1.01*float64(held) {
+				t.Errorf("%+v batch %d: budget %g, scratch %d", c, batch, got, held)
+			}
+		}
+	}
+	if got := (Config{NEmbd: 64}).ExpertScratchBytes(512); got != 0 {
+		t.Errorf("dense: %g", got)
+	}
+}
