@@ -1,7 +1,7 @@
 // Package synth writes random-weight models with the exact layouts of real
 // downloads (Llama 3.1/3.2, Mistral Nemo, Qwen2.5, Qwen3, Granite 3.1,
-// Gemma 2 and 3, Phi-3.5-mini, Phi-4-mini, TinyLlama and two small llama
-// models) and small test shapes of each
+// Gemma 2 and 3, Phi-3.5-mini, Phi-4-mini, Mixtral 8x7B, Qwen3-30B-A3B,
+// TinyLlama and two small llama models) and small test shapes of each
 // family, for benchmarks and for tests against llama.cpp: random weights
 // run at exactly the speed of trained ones, and a file has the metadata
 // keys, tensor names, shapes and type mix that llama.cpp's
