@@ -426,13 +426,17 @@ type tensorPos struct {
 // tensorType is llama.cpp's type for a tensor of a file of type ft: F32
 // for vectors; F16 (convert_hf_to_gguf.py --outtype f16) or Q8_0 for
 // every matrix; for the quantized mixes llama-quantize's
-// llama_tensor_get_type for a dense model (no experts, not Falcon, not
-// 70B), without an importance matrix:
+// llama_tensor_get_type (not Falcon, not 70B), without an importance
+// matrix:
 //   - output.weight, and token_embd.weight when the output is tied: Q6_K,
 //     or Q8_0 when a row is not whole blocks of the file's type;
 //   - attn_v, ffn_down, attn_output and phi3's fused attn_qkv by the file
 //     type's rules (mixRule);
-//   - everything else the file type's own;
+//   - in models of eight experts, attn_k and attn_v Q8_0 and attn_output
+//     Q5_K in the K mixes, as llama.cpp has it for Mixtral;
+//   - the router (ffn_gate_inp) F32 in every file type, never quantized;
+//   - everything else the file type's own (the stacked experts by the
+//     rules of their dense names);
 //   - then, when a row is not whole blocks, the K-quants and IQ4_XS fall
 //     back (Q2_K and Q3_K to Q4_0, IQ4_XS to IQ4_NL, Q4_K to Q5_0, Q5_K to Q5_1,
 //     Q6_K to Q8_0), and to F16 when not even 32-value blocks; the 32-value
