@@ -250,7 +250,8 @@ func (o *Options) memoryNeed(cfg model.Config) (cache, scratch float64) {
 	perToken := 3*cfg.NEmbd + 2*cfg.QDim() + 2*cfg.KVDim() + 2*cfg.NFF
 	scratch = 4*float64(o.BatchSize)*float64(perToken) + // activations
 		4*float64(o.Parallel)*float64(cfg.NVocab) + // logits rows
-		float64(o.BatchSize)*float64(max(cfg.NEmbd, cfg.NFF))*4 // quantized activations
+		float64(o.BatchSize)*float64(max(cfg.NEmbd, cfg.NFF))*4 + // quantized activations
+		cfg.ExpertScratchBytes(o.BatchSize) // a mixture of experts' routing and per-slot outputs
 	return cache, scratch
 }
 

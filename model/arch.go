@@ -30,6 +30,9 @@ type Family struct {
 	// the original context (the cache's positions per sequence exceed
 	// rope.scaling.original_context_length), as llama.cpp chooses them.
 	LongRope bool
+	// Experts says whether the FFN may or must be a mixture of experts
+	// (moe.go); with experts the dense FFN tensors of Block are not used.
+	Experts ExpertMode
 	// Block lists the tensors of one block, each required or optional.
 	Block []BlockWeight
 	// Hyper, when set, reads the family's own keys into c after the

@@ -103,6 +103,12 @@ type Config struct {
 	// base and position multiplier of the windowed layers (gemma3's local
 	// layers: 10000, 1), the global ones keeping RopeBase and RopeScale.
 	RopeBaseSWA, RopeScaleSWA float32
+
+	// NExpert, when not 0, makes every block's FFN a mixture of NExpert
+	// experts (<arch>.expert_count), NExpertUsed of them per token
+	// (<arch>.expert_used_count), each of NFFExp values (NFF, or qwen3moe's
+	// <arch>.expert_feed_forward_length).
+	NExpert, NExpertUsed, NFFExp int
 }
 
 // LayerSWA reports whether layer l attends through the sliding window.
@@ -227,10 +233,8 @@ func configFrom(md metadata, notFound error) (Config, error) {
 	if c.NVocab, err = r.count(k("vocab_size"), 1, MaxVocab, 0); err != nil {
 		return Config{}, err
 	}
-	if n, err := r.count(k("expert_count"), 0, math.MaxUint32, 0); err != nil {
+	if err := readExperts(r, &c, k, fam); err != nil {
 		return Config{}, err
-	} else if n > 0 {
-		return Config{}, &KeyError{Key: k("expert_count"), Reason: fmt.Sprintf("%d experts: mixture-of-experts models are not supported", n), Err: ErrUnsupported}
 	}
 	if c.RopeOrigCtx, err = r.count(k("rope.scaling.original_context_length"), 1, MaxCtx, c.NCtxTrain); err != nil {
 		return Config{}, err
@@ -383,6 +387,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("model: config soft caps %g/%g: %w", c.AttnSoftcap, c.FinalSoftcap, ErrInvalid)
 	case c.NSWA < 0 || c.NSWA > MaxCtx || c.SWAPattern < 0 || c.SWAPattern > MaxLayers:
 		return fmt.Errorf("model: config sliding window %d/%d: %w", c.NSWA, c.SWAPattern, ErrInvalid)
+	case c.validExperts() != nil:
+		return c.validExperts()
 	case c.RopeBaseSWA != 0 && (!(c.RopeBaseSWA > 0) || !finite(c.RopeBaseSWA) || !(c.RopeScaleSWA > 0) || !finite(c.RopeScaleSWA)):
 		return fmt.Errorf("model: config windowed RoPE %g/%g: %w", c.RopeBaseSWA, c.RopeScaleSWA, ErrInvalid)
 	}

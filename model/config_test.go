@@ -247,7 +247,8 @@ func TestConfigFrom(t *testing.T) {
 		{name: "granite scale type", edits: []edit{renameArch("granite"), set("granite.logit_scale", "8")}, wantKey: "granite.logit_scale", wantErr: ErrInvalid},
 		{name: "negative factor", edits: []edit{set("llama.rope.scaling.factor", float32(-2))}, wantKey: "llama.rope.scaling.factor", wantErr: ErrInvalid},
 		{name: "vocab zero", edits: []edit{set("llama.vocab_size", uint32(0))}, wantKey: "llama.vocab_size", wantErr: ErrInvalid},
-		{name: "experts", edits: []edit{set("llama.expert_count", uint32(8))}, wantKey: "llama.expert_count", wantErr: ErrUnsupported},
+		{name: "experts without a count used", edits: []edit{set("llama.expert_count", uint32(8))}, wantKey: "llama.expert_used_count", wantErr: ErrMissing},
+		{name: "experts in a dense family", edits: []edit{renameArch("qwen2"), set("qwen2.expert_count", uint32(8))}, wantKey: "qwen2.expert_count", wantErr: ErrUnsupported},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

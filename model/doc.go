@@ -2,8 +2,9 @@
 //
 // Each architecture is a Family (arch.go) registered by its
 // general.architecture name from a file of its own: llama.go (Llama 1-3.x,
-// Mistral, SmolLM, DeepSeek-R1-Distill-Llama), qwen2.go, qwen3.go,
-// granite.go, gemma2.go, gemma3.go, phi3.go. A family names its own
+// Mistral, SmolLM, DeepSeek-R1-Distill-Llama, Mixtral), qwen2.go,
+// qwen3.go, qwen3moe.go, granite.go, gemma2.go, gemma3.go, phi3.go. A
+// family names its own
 // metadata keys and lists the tensors of its blocks, required or
 // optional, from shared entries; the Runner runs the shared blocks, whose
 // optional parts (Q/K/V/O biases, fused QKV and gate/up projections,
@@ -11,8 +12,8 @@
 // RoPE with frequency factors and linear, YaRN or LongRoPE scaling, a
 // sliding window on a pattern of layers with its own RoPE base, attention
 // and final soft caps, attention, embedding, residual and logit scales,
-// a SiLU- or GELU-gated FFN) are on when the family's config or weights
-// have them.
+// a SiLU- or GELU-gated FFN, or a mixture of experts in its place, moe.go)
+// are on when the family's config or weights have them.
 //
 // ConfigFromGGUF reads the hyperparameters from the general.architecture
 // and <arch>.* metadata keys into a validated Config; Load binds every

@@ -41,6 +41,13 @@ func fuzzSeeds(tb testing.TB) map[string][]byte {
 		{Name: "phi3", Arch: msynth.ArchPhi3, NEmbd: 8, NLayer: 1, NHead: 2, NHeadKV: 1, NFF: 8, NVocab: 420, NCtx: 64,
 			RopeBase: 10000, RopeDim: 2, Rope: msynth.RopeScaling{Type: "longrope", OrigCtx: 16},
 			Vocab: vocab.Spec{Family: vocab.Phi3, NVocab: 420, SpecialAt: 356}},
+		// Mixtures of experts: Mixtral's llama with four experts, two
+		// per token, and qwen3moe with experts narrower than the FFN.
+		{Name: "mixtral", Arch: msynth.ArchLlama, NEmbd: 8, NLayer: 1, NHead: 2, NHeadKV: 1, NFF: 8, NVocab: 400, NCtx: 64,
+			RopeBase: 1e6, NExpert: 4, NExpertUsed: 2, Vocab: vocab.Spec{Family: vocab.Mistral, NVocab: 400}},
+		{Name: "qwen3moe", Arch: msynth.ArchQwen3MoE, NEmbd: 8, NLayer: 1, NHead: 2, NHeadKV: 1, HeadDim: 4, HeadDimKey: true, NFF: 8,
+			NVocab: 460, NCtx: 64, RopeBase: 1e6, NExpert: 4, NExpertUsed: 3, NFFExp: 4,
+			Vocab: vocab.Spec{Family: vocab.Qwen3, NVocab: 460, SpecialAt: 420}},
 	} {
 		var b bytes.Buffer
 		if _, err := msynth.Write(&b, msynth.Options{Shape: s, Type: msynth.F32, Seed: 4, Threads: 1}); err != nil {

@@ -309,6 +309,7 @@ func (m *Model) allF32() bool {
 		for _, w := range []kernels.Matrix{l.Q, l.K, l.V, l.O, l.Gate, l.Up, l.Down} {
 			all = all && w.Type == tensor.F32
 		}
+		all = all && l.MoE.allF32()
 	}
 	return all
 }

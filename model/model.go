@@ -34,6 +34,10 @@ type Layer struct {
 	GateUp       kernels.Matrix // blk.N.ffn_up.weight, 2·NFF rows of NEmbd, gate then up (phi3; in place of Gate, Up)
 	AttnPostNorm []float32      // blk.N.post_attention_norm.weight [NEmbd]: RMSNorm of the attention output
 	FFNPostNorm  []float32      // blk.N.post_ffw_norm.weight [NEmbd]: RMSNorm of the FFN output
+
+	// MoE is the block's mixture of experts (moe.go) in place of Gate, Up
+	// and Down, or nil.
+	MoE *MoE
 }
 
 // Embedding is the token embedding table: NVocab rows of NEmbd values of
@@ -279,8 +283,13 @@ func LoadWithProgress(f *gguf.File, progress func(LoadProgress)) (*Model, error)
 		}
 	}
 	for i := range m.Layers {
-		if err := b.layer(&m.Layers[i], i, c, fam.Block); err != nil {
+		if err := b.layer(&m.Layers[i], i, c, fam.blockFor(c)); err != nil {
 			return nil, err
+		}
+		if c.NExpert > 0 {
+			if m.Layers[i].MoE, err = b.experts(i, c); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if m.OutputNorm, err = b.norm("output_norm.weight", c.NEmbd); err != nil {

@@ -38,7 +38,8 @@ type Runner struct {
 	seqN     []int32 // per sequence: a counter for group
 
 	x, xn, q, k, v, att, proj, gate, up []float32
-	qkv, gateUp                         []float32 // fused projections' outputs (phi3), else nil
+	qkv, gateUp                         []float32   // fused projections' outputs (phi3), else nil
+	moe                                 *moeScratch // the experts' scratch (moe.go), else nil
 
 	pool    *kernels.Pool
 	heads   []headScratch // one per attention worker (the pool's threads)
@@ -92,6 +93,7 @@ func NewRunner(m *Model, c *Cache, pool *kernels.Pool, maxBatch int) *Runner {
 	if m.Layers[0].GateUp.Rows > 0 {
 		r.gateUp = f(2 * cfg.NFF)
 	}
+	r.moe = newMoEScratch(m, maxBatch)
 	r.attnFn = func(w int) {
 		if w < r.attnNW {
 			r.headsPart(w, r.attnNW)
@@ -517,7 +519,11 @@ func (r *Runner) feedForward(l, n int) error {
 	for i := range n {
 		kernels.RMSNorm(r.xn[i*e:(i+1)*e], r.x[i*e:(i+1)*e], ly.FFNNorm, cfg.RMSEps)
 	}
-	if ly.GateUp.Rows > 0 {
+	if ly.MoE != nil {
+		if err := r.moeFFN(l, n); err != nil {
+			return err
+		}
+	} else if ly.GateUp.Rows > 0 {
 		if err := r.matmul(r.gateUp, ly.GateUp, r.xn, n, "ffn_up", l); err != nil {
 			return err
 		}
@@ -541,8 +547,10 @@ func (r *Runner) feedForward(l, n int) error {
 			}
 		}
 	}
-	if err := r.matmul(r.proj, ly.Down, r.gate, n, "ffn_down", l); err != nil {
-		return err
+	if ly.MoE == nil {
+		if err := r.matmul(r.proj, ly.Down, r.gate, n, "ffn_down", l); err != nil {
+			return err
+		}
 	}
 	postNorm(r.proj[:n*e], e, ly.FFNPostNorm, cfg.RMSEps)
 	r.residual(n)

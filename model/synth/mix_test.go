@@ -27,15 +27,22 @@ const mixTables = "testdata/mixes.txt"
 
 // mixShapes exercise the rules of llama_tensor_get_type: 16 layers with
 // four query heads per KV head (use_more_bits, n_layer/16 and /8, the
-// n_gqa >= 4 rules), and a tied model whose rows are not whole 256-value
-// blocks (every K-quant fallback) with fewer than four heads per KV head.
+// n_gqa >= 4 rules), a tied model whose rows are not whole 256-value
+// blocks (every K-quant fallback) with fewer than four heads per KV head,
+// and two mixtures of experts.
 func mixShapes() []Shape {
 	base, _ := Lookup("llama2-quant")
 	gqa4 := base
 	gqa4.Name, gqa4.NLayer, gqa4.NHead, gqa4.NHeadKV, gqa4.NFF = "mix-gqa4", 16, 8, 2, 512
 	odd, _ := Lookup("qwen2-odd-quant")
 	odd.Name, odd.NLayer, odd.NFF = "mix-odd", 8, 640
-	return []Shape{gqa4, odd}
+	// Mixtures of experts: eight experts (llama.cpp's rules for them) and
+	// four (the dense rules on the stacked experts, by layer).
+	moe8, _ := Lookup("mixtral-tiny")
+	moe8.Name, moe8.NLayer, moe8.NFF = "mix-moe8", 8, 256
+	moe4, _ := Lookup("qwen3moe-tiny")
+	moe4.Name, moe4.NLayer, moe4.NExpert, moe4.NExpertUsed = "mix-moe4", 8, 4, 2
+	return []Shape{gqa4, odd, moe8, moe4}
 }
 
 // quantizedTypes are the file types llama-quantize writes from an F16

@@ -62,6 +62,20 @@ var hfShapes = []hfShape{
 	{"gemma3-tiny", "gemma3", 256, 6, 4, 1, 128, 768, 4096, true, false, true, false},
 	{"phi3-tiny", "phi3", 256, 2, 4, 2, 64, 768, 4096, false, false, false, false},
 	{"phi4mini-tiny", "phi3", 256, 2, 4, 2, 64, 768, 4096, true, false, false, false},
+	{"mixtral-8x7b", "llama", 4096, 32, 32, 8, 128, 14336, 32000, false, false, false, false},
+	{"qwen3moe-30b-a3b", "qwen3moe", 2048, 48, 32, 4, 128, 6144, 151936, false, false, true, false},
+	{"mixtral-tiny", "llama", 256, 2, 4, 2, 64, 512, 4096, false, false, false, false},
+	{"qwen3moe-tiny", "qwen3moe", 256, 2, 4, 2, 128, 768, 4096, false, false, true, false},
+}
+
+// hfExperts are the mixtures of experts among hfShapes: num_local_experts
+// (num_experts), num_experts_per_tok and the experts' width
+// (moe_intermediate_size, Mixtral's intermediate_size).
+var hfExperts = map[string][3]int{
+	"mixtral-8x7b":     {8, 2, 14336},
+	"qwen3moe-30b-a3b": {128, 8, 768},
+	"mixtral-tiny":     {8, 2, 512},
+	"qwen3moe-tiny":    {32, 8, 256},
 }
 
 // longRopeDims is the rotated width of the phi3 shapes with LongRoPE
@@ -107,9 +121,18 @@ func wantTensors(h hfShape) map[string][]uint64 {
 		m[b+"attn_v.weight"] = []uint64{e, kv}
 		m[b+"attn_output.weight"] = []uint64{q, e}
 		m[b+"ffn_norm.weight"] = []uint64{e}
-		m[b+"ffn_gate.weight"] = []uint64{e, f}
-		m[b+"ffn_up.weight"] = []uint64{e, f}
-		m[b+"ffn_down.weight"] = []uint64{f, e}
+		if x, ok := hfExperts[h.name]; ok {
+			// llama.cpp's tables: the router and the stacked experts.
+			ne, fe := uint64(x[0]), uint64(x[2])
+			m[b+"ffn_gate_inp.weight"] = []uint64{e, ne}
+			m[b+"ffn_gate_exps.weight"] = []uint64{e, fe, ne}
+			m[b+"ffn_up_exps.weight"] = []uint64{e, fe, ne}
+			m[b+"ffn_down_exps.weight"] = []uint64{fe, e, ne}
+		} else {
+			m[b+"ffn_gate.weight"] = []uint64{e, f}
+			m[b+"ffn_up.weight"] = []uint64{e, f}
+			m[b+"ffn_down.weight"] = []uint64{f, e}
+		}
 		if h.bias {
 			m[b+"attn_q.bias"] = []uint64{q}
 			m[b+"attn_k.bias"] = []uint64{kv}
@@ -156,6 +179,9 @@ func TestPlanShapes(t *testing.T) {
 			}
 			if s.Arch != h.arch || s.NVocab != h.nVoc || s.NLayer != h.layers {
 				t.Errorf("arch %s vocab %d layers %d; want %s %d %d", s.Arch, s.NVocab, s.NLayer, h.arch, h.nVoc, h.layers)
+			}
+			if x := hfExperts[h.name]; s.NExpert != x[0] || s.NExpertUsed != x[1] {
+				t.Errorf("%d experts, %d per token; want %d, %d", s.NExpert, s.NExpertUsed, x[0], x[1])
 			}
 			for _, ft := range []FileType{F32, F16, Q8_0, Q4_K_M} {
 				plan, err := Plan(s, ft)
@@ -221,6 +247,14 @@ func TestTensorType(t *testing.T) {
 		// ...and to F16 when not even 32-value blocks.
 		{Q4_K_M, "blk.0.attn_q.weight", []uint64{48, 48}, 0, 2, false, tensor.F16, false},
 		{Q4_K_M, "blk.1.attn_v.weight", []uint64{48, 48}, 1, 2, false, tensor.F16, false},
+		// The router is never quantized; the stacked experts' rows follow
+		// the dense rules (ffn_down's use_more_bits by layer).
+		{Q4_K_M, "blk.0.ffn_gate_inp.weight", []uint64{4096, 8}, 0, 32, false, tensor.F32, false},
+		{F16, "blk.0.ffn_gate_inp.weight", []uint64{4096, 8}, 0, 32, false, tensor.F32, false},
+		{Q8_0, "blk.0.ffn_gate_inp.weight", []uint64{4096, 8}, 0, 32, false, tensor.F32, false},
+		{Q4_K_M, "blk.5.ffn_down_exps.weight", []uint64{768, 2048, 128}, 5, 48, false, tensor.Q6_K, false},
+		{Q4_K_M, "blk.7.ffn_down_exps.weight", []uint64{768, 2048, 128}, 7, 48, false, tensor.Q4_K, false},
+		{Q4_K_M, "blk.7.ffn_gate_exps.weight", []uint64{2048, 768, 128}, 7, 48, false, tensor.Q4_K, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.ft.String()+" "+tc.name, func(t *testing.T) {
@@ -235,6 +269,27 @@ func TestTensorType(t *testing.T) {
 				t.Errorf("got %v, %v; want %v", got, err, tc.want)
 			}
 		})
+	}
+	// llama.cpp's rules for eight-expert models (Mixtral): attn_k and
+	// attn_v Q8_0, attn_output Q5_K in the K mixes.
+	for _, tc := range []struct {
+		ft   FileType
+		name string
+		want tensor.Type
+	}{
+		{Q4_K_M, "blk.4.attn_v.weight", tensor.Q8_0},
+		{Q4_K_M, "blk.4.attn_k.weight", tensor.Q8_0},
+		{Q4_0, "blk.4.attn_k.weight", tensor.Q8_0},
+		{Q4_K_M, "blk.4.attn_output.weight", tensor.Q5_K},
+		{Q2_K, "blk.4.attn_output.weight", tensor.Q5_K},
+		{Q5_K_M, "blk.4.attn_output.weight", tensor.Q5_K},
+		{Q6_K, "blk.4.attn_output.weight", tensor.Q6_K},
+		{Q4_K_M, "blk.4.attn_q.weight", tensor.Q4_K},
+	} {
+		got, err := tensorType(tc.ft, tc.name, []uint64{4096, 1024}, tensorPos{layer: 4, nLayer: 32, gqa: 4, nExpert: 8})
+		if err != nil || got != tc.want {
+			t.Errorf("8 experts, %s %s: got %v, %v; want %v", tc.ft, tc.name, got, err, tc.want)
+		}
 	}
 	odd := Shape{Name: "odd", Arch: ArchLlama, NEmbd: 48, NLayer: 1, NHead: 1, NHeadKV: 1, NFF: 64, NVocab: 300, NCtx: 64, RopeBase: 1e4}
 	if _, err := Plan(odd, Q8_0); !errors.Is(err, ErrUnsupported) {
@@ -310,6 +365,11 @@ func TestMetadata(t *testing.T) {
 			map[string]float32{"A.attention.scale": 0.015625, "A.embedding_scale": 12, "A.residual_scale": 0.22,
 				"A.logit_scale": 8, "A.rope.freq_base": 5e6},
 			map[string]string{"tokenizer.ggml.pre": "refact"}},
+		{"qwen3moe-30b-a3b", [][]string{headDim, {"tokenizer.ggml.padding_token_id", "tokenizer.ggml.add_bos_token",
+			"A.expert_count", "A.expert_used_count", "A.expert_feed_forward_length"}},
+			map[string]uint32{"A.expert_count": 128, "A.expert_used_count": 8, "A.expert_feed_forward_length": 768,
+				"A.feed_forward_length": 6144, "A.block_count": 48},
+			nil, map[string]string{"general.architecture": "qwen3moe"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.shape, func(t *testing.T) {
@@ -424,7 +484,7 @@ func TestRopeFreqs(t *testing.T) {
 // vocabulary and round-trips text (except Tekken, not supported yet).
 func TestWriteTinyShapes(t *testing.T) {
 	for _, name := range []string{"llama3-tiny", "mistral-tiny", "qwen2-tiny", "qwen2-tiny-yarn", "qwen2-tiny-odd", "qwen3-tiny", "granite-tiny",
-		"gemma2-tiny", "gemma3-tiny", "phi3-tiny", "phi4mini-tiny"} {
+		"gemma2-tiny", "gemma3-tiny", "phi3-tiny", "phi4mini-tiny", "mixtral-tiny", "qwen3moe-tiny"} {
 		for _, ft := range []FileType{F32, Q4_K_M} {
 			t.Run(name+" "+ft.String(), func(t *testing.T) {
 				s, _ := Lookup(name)

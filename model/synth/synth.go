@@ -1,7 +1,7 @@
 // Package synth writes random-weight models with the exact layouts of real
 // downloads (Llama 3.1/3.2, Mistral Nemo, Qwen2.5, Qwen3, Granite 3.1,
-// Gemma 2 and 3, Phi-3.5-mini, Phi-4-mini, TinyLlama and two small llama
-// models) and small test shapes of each
+// Gemma 2 and 3, Phi-3.5-mini, Phi-4-mini, Mixtral 8x7B, Qwen3-30B-A3B,
+// TinyLlama and two small llama models) and small test shapes of each
 // family, for benchmarks and for tests against llama.cpp: random weights
 // run at exactly the speed of trained ones, and a file has the metadata
 // keys, tensor names, shapes and type mix that llama.cpp's
@@ -57,6 +57,9 @@ const (
 	ArchGemma2  = "gemma2"
 	ArchGemma3  = "gemma3"
 	ArchPhi3    = "phi3"
+	// ArchQwen3MoE is Qwen3-30B-A3B's architecture; Mixtral is ArchLlama
+	// with experts.
+	ArchQwen3MoE = "qwen3moe"
 )
 
 // RopeScaling is a model's RoPE scaling as its config.json states it.
@@ -108,6 +111,18 @@ type Shape struct {
 	// RopeDim is the rotated width of a head when only part of it turns
 	// (Phi-4-mini's partial_rotary_factor); 0 means the whole head.
 	RopeDim int
+	// NExpert and NExpertUsed make the FFN a mixture of experts
+	// (num_local_experts or num_experts, num_experts_per_tok), each of
+	// NFFExp values (moe_intermediate_size; 0 means NFF, as Mixtral's).
+	NExpert, NExpertUsed, NFFExp int
+}
+
+// nffExp returns the width of one expert's FFN.
+func (s Shape) nffExp() int {
+	if s.NFFExp > 0 {
+		return s.NFFExp
+	}
+	return s.NFF
 }
 
 // ropeDim returns the rotated values per head.
@@ -170,6 +185,7 @@ func Shapes() []Shape {
 		return vocab.Spec{Family: vocab.Phi4Mini, NVocab: n, SpecialAt: at, Template: "phi-4-mini"}
 	}
 	longrope := RopeScaling{Type: "longrope", OrigCtx: 4096}
+	mistral := func(n int) vocab.Spec { return vocab.Spec{Family: vocab.Mistral, NVocab: n, Template: "mixtral"} }
 	return []Shape{
 		// Llama-2-style shapes; their tokenizer comes from a vocabulary
 		// file (e.g. ggml-vocab-llama-spm.gguf).
@@ -208,6 +224,14 @@ func Shapes() []Shape {
 			RopeBase: 10000, SlidingWindow: 262144, Rope: longrope, Vocab: phi3(32064)},
 		{Name: "phi-4-mini", Arch: ArchPhi3, NEmbd: 3072, NLayer: 32, NHead: 24, NHeadKV: 8, NFF: 8192, NVocab: 200064, NCtx: 131072,
 			RopeBase: 10000, SlidingWindow: 262144, Tied: true, RopeDim: 96, Rope: longrope, Vocab: phi4mini(200064, 199999)},
+		// Mixtures of experts: Mixtral-8x7B-Instruct-v0.1 (the llama
+		// architecture with eight experts of feed_forward_length, two per
+		// token) and Qwen3-30B-A3B (128 experts of 768, eight per token).
+		{Name: "mixtral-8x7b", Arch: ArchLlama, NEmbd: 4096, NLayer: 32, NHead: 32, NHeadKV: 8, NFF: 14336, NVocab: 32000, NCtx: 32768,
+			RopeBase: 1e6, NExpert: 8, NExpertUsed: 2, Vocab: mistral(32000)},
+		{Name: "qwen3moe-30b-a3b", Arch: ArchQwen3MoE, NEmbd: 2048, NLayer: 48, NHead: 32, NHeadKV: 4, NFF: 6144, NVocab: 151936, NCtx: 40960,
+			HeadDim: 128, HeadDimKey: true, RopeBase: 1e6, NormEps: 1e-6, NExpert: 128, NExpertUsed: 8, NFFExp: 768,
+			Vocab: qwen(vocab.Qwen3, 151936, 151643)},
 
 		// Small test shapes: every distinguishing feature of the family
 		// at widths that are whole 256-value blocks (except qwen2-tiny-odd,
@@ -242,6 +266,14 @@ func Shapes() []Shape {
 			RopeBase: 10000, SlidingWindow: 16, Rope: longrope, Vocab: phi3(4096)},
 		{Name: "phi4mini-tiny", Arch: ArchPhi3, NEmbd: 256, NLayer: 2, NHead: 4, NHeadKV: 2, NFF: 768, NVocab: 4096, NCtx: 131072,
 			RopeBase: 10000, SlidingWindow: 262144, Tied: true, RopeDim: 48, Rope: longrope, Vocab: phi4mini(4096, 4032)},
+		// The mixtures of experts: Mixtral's eight experts, two per token
+		// (and llama-quantize's rules for eight-expert models), and
+		// Qwen3-30B-A3B's layout with 32 experts of 256, eight per token.
+		{Name: "mixtral-tiny", Arch: ArchLlama, NEmbd: 256, NLayer: 2, NHead: 4, NHeadKV: 2, NFF: 512, NVocab: 4096, NCtx: 32768,
+			RopeBase: 1e6, NExpert: 8, NExpertUsed: 2, Vocab: mistral(4096)},
+		{Name: "qwen3moe-tiny", Arch: ArchQwen3MoE, NEmbd: 256, NLayer: 2, NHead: 4, NHeadKV: 2, NFF: 768, NVocab: 4096, NCtx: 40960,
+			HeadDim: 128, HeadDimKey: true, RopeBase: 1e6, NormEps: 1e-6, NExpert: 32, NExpertUsed: 8, NFFExp: 256,
+			Vocab: qwen(vocab.Qwen3, 4096, 3840)},
 
 		// Smaller still, for files llama.cpp's llama-quantize wrote that are
 		// committed as test data (model/quantref): one layer, 512 tokens.
@@ -388,18 +420,23 @@ type tensorPos struct {
 	layer, nLayer int  // block index (-1 outside the blocks) and count
 	gqa           int  // query heads per key/value head (n_gqa)
 	tied          bool // no output.weight: token_embd.weight is the output
+	nExpert       int  // experts (hparams.n_expert; 0 for a dense model)
 }
 
 // tensorType is llama.cpp's type for a tensor of a file of type ft: F32
 // for vectors; F16 (convert_hf_to_gguf.py --outtype f16) or Q8_0 for
 // every matrix; for the quantized mixes llama-quantize's
-// llama_tensor_get_type for a dense model (no experts, not Falcon, not
-// 70B), without an importance matrix:
+// llama_tensor_get_type (not Falcon, not 70B), without an importance
+// matrix:
 //   - output.weight, and token_embd.weight when the output is tied: Q6_K,
 //     or Q8_0 when a row is not whole blocks of the file's type;
 //   - attn_v, ffn_down, attn_output and phi3's fused attn_qkv by the file
 //     type's rules (mixRule);
-//   - everything else the file type's own;
+//   - in models of eight experts, attn_k and attn_v Q8_0 and attn_output
+//     Q5_K in the K mixes, as llama.cpp has it for Mixtral;
+//   - the router (ffn_gate_inp) F32 in every file type, never quantized;
+//   - everything else the file type's own (the stacked experts by the
+//     rules of their dense names);
 //   - then, when a row is not whole blocks, the K-quants and IQ4_XS fall
 //     back (Q2_K and Q3_K to Q4_0, IQ4_XS to IQ4_NL, Q4_K to Q5_0, Q5_K to Q5_1,
 //     Q6_K to Q8_0), and to F16 when not even 32-value blocks; the 32-value
@@ -409,7 +446,9 @@ type tensorPos struct {
 // ffn_down tensors: a dense model has one of each per block, quantized in
 // block order.
 func tensorType(ft FileType, name string, dims []uint64, pos tensorPos) (tensor.Type, error) {
-	if len(dims) == 1 {
+	// The router stays F32: convert_hf_to_gguf.py writes it so and
+	// llama-quantize never quantizes it.
+	if len(dims) == 1 || strings.HasSuffix(name, ".ffn_gate_inp.weight") {
 		return tensor.F32, nil
 	}
 	nx := dims[0]
@@ -461,6 +500,20 @@ func tensorType(ft FileType, name string, dims []uint64, pos tensorPos) (tensor.
 // fallback for rows that are not whole blocks.
 func mixRule(ft FileType, base string, t tensor.Type, pos tensorPos) tensor.Type {
 	i, n := pos.layer, pos.nLayer
+	if pos.nExpert == 8 {
+		// llama.cpp's rules for eight-expert models (Mixtral) replace the
+		// dense ones for these three.
+		switch base {
+		case "attn_v.weight", "attn_k.weight":
+			return tensor.Q8_0
+		case "attn_output.weight":
+			switch ft {
+			case Q2_K, Q3_K_S, Q3_K_M, IQ4_NL, Q4_K_S, Q4_K_M, IQ4_XS:
+				return tensor.Q5_K
+			}
+			return t
+		}
+	}
 	switch base {
 	case "attn_v.weight":
 		switch {
@@ -483,7 +536,7 @@ func mixRule(ft FileType, base string, t tensor.Type, pos tensorPos) tensor.Type
 		case ft == Q4_K_S && i < 4:
 			return tensor.Q5_K
 		}
-	case "ffn_down.weight":
+	case "ffn_down.weight", "ffn_down_exps.weight":
 		switch {
 		case ft == Q2_K:
 			return tensor.Q3_K
@@ -546,7 +599,7 @@ func Plan(s Shape, ft FileType) ([]TensorPlan, error) {
 			full = fmt.Sprintf("blk.%d.%s", layer, name)
 		}
 		var t tensor.Type
-		if t, err = tensorType(ft, full, dims, tensorPos{layer: layer, nLayer: s.NLayer, gqa: s.NHead / s.NHeadKV, tied: s.Tied}); err != nil {
+		if t, err = tensorType(ft, full, dims, tensorPos{layer: layer, nLayer: s.NLayer, gqa: s.NHead / s.NHeadKV, tied: s.Tied, nExpert: s.NExpert}); err != nil {
 			return
 		}
 		if !quant.Supported(t) {
@@ -593,7 +646,7 @@ func Plan(s Shape, ft FileType) ([]TensorPlan, error) {
 		return p, nil
 	}
 	bias := s.Arch == ArchQwen2
-	qkNorm := s.Arch == ArchQwen3 || s.Arch == ArchGemma3
+	qkNorm := s.Arch == ArchQwen3 || s.Arch == ArchGemma3 || s.Arch == ArchQwen3MoE
 	postNorm := s.Arch == ArchGemma2 || s.Arch == ArchGemma3
 	for l := range s.NLayer {
 		if bias {
@@ -616,10 +669,20 @@ func Plan(s Shape, ft FileType) ([]TensorPlan, error) {
 			add(l, "attn_v.bias", initBias, kvDim)
 		}
 		add(l, "attn_v.weight", initWeight, e, kvDim)
-		add(l, "ffn_down.weight", initWeight, f, e)
-		add(l, "ffn_gate.weight", initWeight, e, f)
-		add(l, "ffn_norm.weight", initOnes, e)
-		add(l, "ffn_up.weight", initWeight, e, f)
+		if s.NExpert > 0 {
+			// The experts stacked in 3-D tensors, and the router.
+			fe, ne := uint64(s.nffExp()), uint64(s.NExpert)
+			add(l, "ffn_down_exps.weight", initWeight, fe, e, ne)
+			add(l, "ffn_gate_exps.weight", initWeight, e, fe, ne)
+			add(l, "ffn_gate_inp.weight", initWeight, e, ne)
+			add(l, "ffn_norm.weight", initOnes, e)
+			add(l, "ffn_up_exps.weight", initWeight, e, fe, ne)
+		} else {
+			add(l, "ffn_down.weight", initWeight, f, e)
+			add(l, "ffn_gate.weight", initWeight, e, f)
+			add(l, "ffn_norm.weight", initOnes, e)
+			add(l, "ffn_up.weight", initWeight, e, f)
+		}
 		if postNorm {
 			// Gemma's files hold 1+w (the converter adds the 1): values
 			// around 1, not all 1, so that a loader that drops them shows.
@@ -702,9 +765,18 @@ func (s Shape) validate() error {
 		s.NLayer <= 0 || s.NFF <= 0 || s.NVocab <= 0 || s.NCtx <= 0 || s.headDim() <= 0 || s.headDim()%2 != 0 ||
 		s.HeadDim == 0 && s.NEmbd%s.NHead != 0
 	switch s.Arch {
-	case ArchLlama, ArchQwen2, ArchQwen3, ArchGranite, ArchGemma2, ArchGemma3, ArchPhi3:
+	case ArchLlama, ArchQwen2, ArchQwen3, ArchGranite, ArchGemma2, ArchGemma3, ArchPhi3, ArchQwen3MoE:
 	default:
 		bad = true
+	}
+	switch {
+	case s.NExpert < 0 || s.NExpertUsed < 0 || s.NFFExp < 0:
+		bad = true
+	case s.NExpert > 0:
+		// Experts: Mixtral's llama or qwen3moe.
+		bad = bad || s.NExpertUsed < 1 || s.NExpertUsed > s.NExpert || s.Arch != ArchLlama && s.Arch != ArchQwen3MoE
+	default:
+		bad = bad || s.NExpertUsed != 0 || s.NFFExp != 0 || s.Arch == ArchQwen3MoE
 	}
 	bad = bad || s.RopeDim < 0 || s.RopeDim > s.headDim() || s.RopeDim%2 != 0 || s.SlidingWindow < 0
 	switch s.Rope.Type {
@@ -862,10 +934,17 @@ func addMetadata(gw *gguf.Writer, o Options) error {
 		f("rope.freq_base", s.RopeBase),
 		f("attention.layer_norm_rms_epsilon", s.normEps()),
 	}
+	if s.NExpert > 0 {
+		kvs = append(kvs, u("expert_count", s.NExpert), u("expert_used_count", s.NExpertUsed))
+	}
 	if s.HeadDimKey {
 		kvs = append(kvs, u("attention.key_length", s.headDim()), u("attention.value_length", s.headDim()))
 	}
 	kvs = append(kvs, gguf.KV{Key: "general.file_type", Value: gguf.Uint32Value(fileTypes[o.Type].ftype)})
+	if a == ArchQwen3MoE {
+		// Qwen2MoeModel adds moe_intermediate_size after the common keys.
+		kvs = append(kvs, u("expert_feed_forward_length", s.nffExp()))
+	}
 	if a == ArchLlama || a == ArchGranite {
 		// LlamaModel (and GraniteModel, its subclass) add these two.
 		kvs = append(kvs, u("vocab_size", s.NVocab), u("rope.dimension_count", s.headDim()))

@@ -17,7 +17,7 @@ entry() { # shape type reference
 	echo "$1 $2 1 $(sha256sum "$tmp/$1-$2.gguf" | cut -d' ' -f1) $3" >> "$manifest"
 }
 for shape in llama3-tiny qwen2-tiny qwen2-tiny-yarn qwen2-tiny-odd qwen3-tiny granite-tiny mistral-tiny \
-	gemma2-tiny gemma3-tiny phi3-tiny phi4mini-tiny; do
+	gemma2-tiny gemma3-tiny phi3-tiny phi4mini-tiny mixtral-tiny qwen3moe-tiny; do
 	for type in f16 q8_0 q4_k_m; do
 		"$tmp/lisa" gguf synth --shape "$shape" --type "$type" --seed 1 -o "$tmp/$shape-$type.gguf" > /dev/null
 		printf 'n_gen 16\nprompt Once upon a time, there was a little\nprompt The capital of France is\n' |
@@ -49,7 +49,8 @@ done
 # Chat prompts as llama-server renders them by default (the template's
 # Jinja, a fixed clock), for each family's real template (Gemma 2's has no
 # system role: llama-server merges the system text into the user turn).
-for shape in llama3-tiny qwen2-tiny qwen3-tiny granite-tiny mistral-tiny gemma2-tiny gemma3-tiny phi3-tiny phi4mini-tiny; do
+for shape in llama3-tiny qwen2-tiny qwen3-tiny granite-tiny mistral-tiny gemma2-tiny gemma3-tiny phi3-tiny phi4mini-tiny \
+	mixtral-tiny qwen3moe-tiny; do
 	printf 'chat\nmsg system Be brief.\nmsg user Hi!\nmsg assistant Hello. How can I help?\nmsg user What is 2+2?\nchat\nmsg user Tell me a story about <s> tags and </s> tags.\n' |
 		"$root/bench/llamacpp/ref.sh" chat-jinja "$tmp/$shape-f16.gguf" - > "$here/$shape.chat.json"
 done

@@ -13,7 +13,7 @@ const (
 )
 
 // spmFamily reports whether f is a SentencePiece layout (spm.go).
-func spmFamily(f Family) bool { return f == Gemma2 || f == Gemma3 || f == Phi3 }
+func spmFamily(f Family) bool { return f == Gemma2 || f == Gemma3 || f == Phi3 || f == Mistral }
 
 // spmLayout is what differs between the SentencePiece families.
 type spmLayout struct {
@@ -52,6 +52,11 @@ func spmLayoutOf(f Family) spmLayout {
 		// <|endoftext|>, no BOS or EOS added.
 		return spmLayout{lead: []special{{"<unk>", TypeUnknown}, {"<s>", TypeControl}, {"</s>", TypeControl}},
 			trail: trail, bos: 1, eos: 0, unk: 0, pad: 0, trailedEOS: true, addBOS: ptr(false), addEOS: ptr(false)}
+	case Mistral:
+		// Mixtral-8x7B-Instruct-v0.1's tokenizer_config.json: BOS added, no
+		// EOS, no padding token (convert_hf_to_gguf.py writes no pad id).
+		return spmLayout{lead: []special{{"<unk>", TypeUnknown}, {"<s>", TypeControl}, {"</s>", TypeControl}},
+			bos: 1, eos: 2, unk: 0, pad: -1, addBOS: ptr(true), addEOS: ptr(false)}
 	}
 	return spmLayout{}
 }

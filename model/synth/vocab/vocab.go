@@ -65,6 +65,10 @@ const (
 	// <|endofprompt|> 200018 … <|tag|> 200028, then [PADn] up to the
 	// model's vocabulary size; pre-tokenizer gpt-4o.
 	Phi4Mini
+	// Mistral is Llama 2's SentencePiece layout as Mistral 7B v0.1 and
+	// Mixtral 8x7B have it (spm.go): <unk> <s> </s>, the bytes from 3,
+	// then the pieces; BOS added, no padding token.
+	Mistral
 )
 
 // String returns the family's name.
@@ -88,6 +92,8 @@ func (f Family) String() string {
 		return "phi3"
 	case Phi4Mini:
 		return "phi4mini"
+	case Mistral:
+		return "mistral"
 	}
 	return fmt.Sprintf("Family(%d)", int(f))
 }
@@ -377,7 +383,8 @@ func Templates() []string {
 // (Llama 3.1 Instruct), llama-3.2 (Llama 3.2 Instruct), qwen2.5 (Qwen2.5
 // Instruct), qwen3, granite-3.1 (Granite 3.1 Instruct), mistral-nemo
 // (Mistral Nemo Instruct 2407), gemma-2 (Gemma 2 it), gemma-3 (Gemma 3 it)
-// phi-3.5 (Phi-3.5-mini-instruct) or phi-4-mini (Phi-4-mini-instruct).
+// phi-3.5 (Phi-3.5-mini-instruct), phi-4-mini (Phi-4-mini-instruct) or
+// mixtral (Mixtral-8x7B-Instruct-v0.1).
 func Template(name string) (string, error) {
 	b, err := templates.ReadFile("templates/" + name + ".jinja")
 	if err != nil {

@@ -77,6 +77,10 @@ var realSpecs = []struct {
 			200029: "[PAD200029]", 200063: "[PAD200063]"},
 		map[int]int32{199999: TypeControl, 200000: TypeUnused, 200020: TypeControl, 200028: TypeControl, 200063: TypeUnused},
 		199999, 199999, -1, 199999, false, true, 0, "!"},
+	{"mixtral", Spec{Mistral, 32000, 0, "mixtral"}, "default",
+		map[int]string{0: "<unk>", 1: "<s>", 2: "</s>", 259: "▁"},
+		map[int]int32{0: TypeUnknown, 1: TypeControl, 2: TypeControl, 3: TypeByte, 258: TypeByte, 259: TypeNormal},
+		1, 2, 0, -1, true, true, 3, "<0x00>"},
 }
 
 // vocabFile writes v's metadata into a GGUF file with no tensors.
@@ -281,7 +285,7 @@ func TestTemplates(t *testing.T) {
 		"llama-3.1": "<|start_header_id|>", "llama-3.2": "<|eot_id|>", "qwen2.5": "<|im_start|>",
 		"qwen3": "enable_thinking", "granite-3.1": "<|start_of_role|>", "mistral-nemo": "[INST]",
 		"gemma-2": "System role not supported", "gemma-3": "first_user_prefix", "phi-3.5": "<|assistant|>",
-		"phi-4-mini": "<|tool|>",
+		"phi-4-mini": "<|tool|>", "mixtral": "' [INST] '",
 	}
 	if len(Templates()) != len(want) {
 		t.Errorf("templates %v", Templates())
