@@ -81,17 +81,15 @@ type tiledAttn struct {
 	tok    []int32 // the batch's indices grouped by sequence, batch order within one
 	count  []int32 // per sequence: tokens in the batch (counting sort)
 	jobs   []tileJob
-	next   atomic.Int64 // the next job (or row, when reducing) to claim
+	next   atomic.Int64 // the next job to claim
 	split  bool         // jobs hold one tile each and store partials
 	nChunk int          // tiles per row in part (split mode)
 	part   []float32    // split mode: per (token, head, tile): max, sum, output[hd]
 	scr    []tileScratch
 	runFn  func(w int) // claims jobs (made once: no allocation per layer)
-	redFn  func(w int) // claims rows to reduce
 	l      int
 	b      Batch
 	p      attnParams
-	nRow   int // rows to reduce: tokens × heads
 }
 
 // newTiledAttn sizes the tiled attention's state for r.
@@ -134,18 +132,6 @@ func (r *Runner) newTiledAttn() {
 				return
 			}
 			r.tileJob(&at.scr[w], at.jobs[k])
-		}
-	}
-	at.redFn = func(int) {
-		const rowsPerClaim = 8
-		for {
-			k := int(at.next.Add(rowsPerClaim) - rowsPerClaim)
-			if k >= at.nRow {
-				return
-			}
-			for row := k; row < min(k+rowsPerClaim, at.nRow); row++ {
-				r.reduceRow(row)
-			}
 		}
 	}
 }
@@ -260,13 +246,12 @@ func (r *Runner) tiledAttention(l int, b Batch, n int, ap attnParams) error {
 	if !at.split {
 		return nil
 	}
-	at.nRow = n * cfg.NHead
-	at.next.Store(0)
-	if threads == 1 {
-		at.redFn(0)
-		return nil
+	// The fold is a few multiply-adds per tile and output: on the caller,
+	// without a second start of the pool.
+	for row := range n * cfg.NHead {
+		r.reduceRow(row)
 	}
-	return r.pool.Run(at.redFn)
+	return nil
 }
 
 // expf32 is e^x for the fold's rescaling factors.

@@ -24,8 +24,14 @@ type attnRig struct {
 // newAttnRig fills positions 0..nCtx-1 of nSeq sequences of layer 0
 // with random keys and values and makes a runner over threads threads.
 func newAttnRig(t testing.TB, cfg Config, tk, tv KVType, nSeq, nCtx, threads, maxBatch int, seed uint64) *attnRig {
+	return newAttnRigRef(t, cfg, tk, tv, nSeq, nCtx, threads, maxBatch, seed, true)
+}
+
+// newAttnRigRef is newAttnRig keeping the reference's copies of the keys
+// and values only when ref is set (benchmarks go deep).
+func newAttnRigRef(t testing.TB, cfg Config, tk, tv KVType, nSeq, nCtx, threads, maxBatch int, seed uint64, ref bool) *attnRig {
 	t.Helper()
-	cfg.NLayer = 1
+	cfg.NLayer = max(cfg.NLayer, 1)
 	c, err := NewCacheTypes(cfg, tk, tv, nSeq, nCtx)
 	if err != nil {
 		t.Fatal(err)
@@ -58,8 +64,12 @@ func newAttnRig(t testing.TB, cfg Config, tk, tv KVType, nSeq, nCtx, threads, ma
 			for d := range kd {
 				k[d], v[d] = float32(rng.NormFloat64()), float32(rng.NormFloat64())
 			}
-			c.store(0, s, p, k, v)
-			rig.k[s][p], rig.v[s][p] = keep(k, tk), keep(v, tv)
+			for l := range cfg.NLayer {
+				c.store(l, s, p, k, v)
+			}
+			if ref {
+				rig.k[s][p], rig.v[s][p] = keep(k, tk), keep(v, tv)
+			}
 		}
 	}
 	rig.r = rig.runner(t, threads, maxBatch)

@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/lisa-llm/lisa/kernels"
 	"github.com/lisa-llm/lisa/quant"
@@ -213,7 +214,17 @@ func CacheBytes(cfg Config, tk, tv KVType, nSeq, nCtx int) int64 {
 		}
 		return int64(t.rowBytes(cfg.KVDim()))
 	}
-	return (per(tk) + per(tv)) * int64(nCtx) * int64(nSeq) * int64(cfg.NLayer)
+	n, err := tensor.MulInt64(per(tk)+per(tv), int64(nCtx))
+	if err == nil {
+		n, err = tensor.MulInt64(n, int64(nSeq))
+	}
+	if err == nil {
+		n, err = tensor.MulInt64(n, int64(cfg.NLayer))
+	}
+	if err != nil {
+		return math.MaxInt64 // beyond any limit, as it should read
+	}
+	return n
 }
 
 // Len returns how many positions sequence seq holds (0 for a sequence

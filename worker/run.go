@@ -81,7 +81,7 @@ func readyFor(hello *ipc.Hello, info Info) (*ipc.Ready, error) {
 	}
 	return &ipc.Ready{ID: hello.ID, Protocol: ipc.Version, Name: name, Architecture: info.Architecture,
 		ContextSize: info.ContextSize, VocabSize: info.VocabSize, SpecialTokens: info.SpecialTokens, ControlIDs: info.ControlIDs,
-		BOS: bos, Kernels: info.Kernels}, nil
+		BOS: bos, Kernels: info.Kernels, KVCacheBytes: max(info.KVCacheBytes, 0), CacheTypeK: info.CacheTypeK, CacheTypeV: info.CacheTypeV}, nil
 }
 
 // loadReporter forwards a loader's progress to the broker as progress
