@@ -42,6 +42,26 @@ type Params struct {
 	// lisa serve applies it (RLIMIT_DATA and the Go memory limit); 0 means
 	// serve's default, config.Default().MemoryLimitBytes.
 	MemoryLimit int64
+	// TypeK and TypeV are the KV cache's key and value types ("f16",
+	// "q8_0", "f32"; "": f16), llama-bench's -ctk and -ctv.
+	TypeK, TypeV string
+}
+
+// cacheTypes returns p's KV cache types.
+func (p Params) cacheTypes() (k, v model.KVType, err error) {
+	parse := func(s string) (model.KVType, error) {
+		if s == "" {
+			return model.KVF16, nil
+		}
+		return model.ParseKVType(s)
+	}
+	if k, err = parse(p.TypeK); err != nil {
+		return 0, 0, fmt.Errorf("bench: type_k: %w", err)
+	}
+	if v, err = parse(p.TypeV); err != nil {
+		return 0, 0, fmt.Errorf("bench: type_v: %w", err)
+	}
+	return k, v, nil
 }
 
 // Validate checks the parameters' ranges.
@@ -59,6 +79,9 @@ func (p Params) Validate() error {
 		return errors.New("bench: no thread counts")
 	case p.MemoryLimit < 0:
 		return fmt.Errorf("bench: memory limit %d is negative", p.MemoryLimit)
+	}
+	if _, _, err := p.cacheTypes(); err != nil {
+		return err
 	}
 	for _, t := range p.Threads {
 		if t < 1 || t > 1024 {
@@ -86,6 +109,8 @@ type Result struct {
 	StddevTs      float64   `json:"stddev_ts"`
 	SamplesNs     []int64   `json:"samples_ns"`
 	SamplesTs     []float64 `json:"samples_ts"`
+	TypeK         string    `json:"type_k"`
+	TypeV         string    `json:"type_v"`
 	Kernels       string    `json:"kernels"`
 	Sandbox       bool      `json:"sandbox"`
 	PeakRSS       int64     `json:"peak_rss_bytes"`
@@ -173,7 +198,11 @@ func Prepare(f *gguf.File, p Params) (*Session, error) {
 	if v, ok := f.Lookup("general.name"); ok {
 		s.name, _ = v.Str()
 	}
-	if s.cache, err = model.NewCache(m.Config, model.KVF16, 1, max(p.NPrompt, 1+p.NGen)); err != nil {
+	tk, tv, err := p.cacheTypes()
+	if err != nil {
+		return nil, err
+	}
+	if s.cache, err = model.NewCacheTypes(m.Config, tk, tv, 1, max(p.NPrompt, 1+p.NGen)); err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
 	for _, th := range p.Threads {
@@ -208,7 +237,7 @@ func (s *Session) Measure() ([]Result, error) {
 			}
 			res := Result{ModelFilename: s.name, ModelType: s.typ, ModelSize: s.size, ModelNParams: s.params,
 				NThreads: th, NPrompt: t.np, NGen: t.ng, TestTime: time.Now().UTC().Format(time.RFC3339),
-				Kernels: string(kernels.Selected()), Sandbox: s.Sandbox}
+				Kernels: string(kernels.Selected()), Sandbox: s.Sandbox, TypeK: s.cache.TypeK().String(), TypeV: s.cache.TypeV().String()}
 			if p.Progress != nil {
 				p.Progress(fmt.Sprintf("%s, %d threads: warm-up", res.Test(), th))
 			}

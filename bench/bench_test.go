@@ -254,6 +254,15 @@ func TestValidate(t *testing.T) {
 		"no threads":      func(p *Params) { p.Threads = nil },
 		"zero threads":    func(p *Params) { p.Threads = []int{0} },
 		"huge prompt":     func(p *Params) { p.NPrompt = 1 << 30 },
+		"key type":        func(p *Params) { p.TypeK = "q4_0" },
+		"value type":      func(p *Params) { p.TypeV = "Q8_0" },
+	}
+	for _, typ := range []string{"", "f16", "q8_0", "f32"} {
+		p := good
+		p.TypeK, p.TypeV = typ, typ
+		if err := p.Validate(); err != nil {
+			t.Errorf("cache type %q: %v", typ, err)
+		}
 	}
 	if err := good.Validate(); err != nil {
 		t.Fatal(err)
@@ -272,7 +281,7 @@ func TestValidate(t *testing.T) {
 func TestWriteFormats(t *testing.T) {
 	rs := []Result{
 		{ModelType: "llama 1.1B Q4_K - Medium", ModelSize: 1 << 20, ModelNParams: 1100000000, NThreads: 2, NPrompt: 512,
-			AvgTs: 61.5, StddevTs: 0.5, SamplesTs: []float64{61, 62}, SamplesNs: []int64{1, 2}, Kernels: "avx512", Sandbox: true},
+			AvgTs: 61.5, StddevTs: 0.5, SamplesTs: []float64{61, 62}, SamplesNs: []int64{1, 2}, Kernels: "avx512", Sandbox: true, TypeK: "q8_0", TypeV: "f16"},
 		{ModelType: "llama <&>", NThreads: 1, NGen: 128, AvgTs: 20, Kernels: "generic"},
 	}
 	tests := []struct {
@@ -289,7 +298,7 @@ func TestWriteFormats(t *testing.T) {
 					t.Errorf("no field %s", k)
 				}
 			}
-			if back[0]["avg_ts"] != 61.5 || back[0]["sandbox"] != true {
+			if back[0]["avg_ts"] != 61.5 || back[0]["sandbox"] != true || back[0]["type_k"] != "q8_0" || back[0]["type_v"] != "f16" {
 				t.Errorf("values: %v", back[0])
 			}
 		}},
