@@ -47,6 +47,16 @@ import (
 // a block's rows use them.
 const attnChunk = 256
 
+// gemmGroup is the least number of query heads per KV head for which a
+// job runs as two small matrix products (tileJobGEMM: the keys and values
+// widened to float32 once per tile for all the rows, the products in the
+// blocked product's register tiles) instead of one F16 dot product per
+// row and key (tileJob). It is a property of the model, never of the
+// batch, so that a row's bits do not depend on the rows beside it; with
+// fewer heads per KV head a decoding step has too few rows to fill the
+// register tile.
+const gemmGroup = 4
+
 // tileRows is about how many query rows one job takes (rounded to whole
 // tokens of a KV head's query heads).
 const tileRows = 64
@@ -74,6 +84,11 @@ type tileScratch struct {
 	kt   []uint16  // Q8_0 keys of one tile dequantized, attnChunk×hd
 	vt   []uint16  // Q8_0 values of one tile dequantized and transposed, hd×attnChunk
 	f, t []float32 // dequantization scratch, attnChunk×hd each
+
+	// The matrix-product form (tiledAttn.gemm): queries, keys, transposed
+	// values and weights widened to float32, scores and outputs.
+	qf, kf, vf, s, of []float32
+	ms                []float32 // per row: the tile's maximum and sum
 }
 
 // tiledAttn is the Runner's state for the tiled attention of one layer.
@@ -83,6 +98,7 @@ type tiledAttn struct {
 	jobs   []tileJob
 	next   atomic.Int64 // the next job to claim
 	split  bool         // jobs hold one tile each and store partials
+	gemm   bool         // the matrix-product form of a job (tileJobGEMM)
 	nChunk int          // tiles per row in part (split mode)
 	part   []float32    // split mode: per (token, head, tile): max, sum, output[hd]
 	scr    []tileScratch
@@ -113,12 +129,22 @@ func (r *Runner) newTiledAttn() {
 	at.jobs = make([]tileJob, 0, max(r.maxBatch*cfg.NHeadKV, len(at.part)/(hd+2)))
 	at.scr = make([]tileScratch, max(r.pool.Threads(), 1))
 	q8 := c.tk == KVQ8_0 || c.tv == KVQ8_0
+	at.gemm = grp >= gemmGroup
 	for w := range at.scr {
 		s := &at.scr[w]
 		*s = tileScratch{q16: make([]uint16, rows*hd), m: make([]float32, rows), l: make([]float32, rows),
 			o: make([]float32, rows*hd), sc: make([]float32, attnChunk), p16: make([]uint16, attnChunk),
 			oc: make([]float32, hd)}
-		if q8 {
+		if at.gemm {
+			rp := kernels.RoundTile(rows, kernels.TileCols)
+			s.qf, s.of, s.ms = make([]float32, rp*hd), make([]float32, rp*hd), make([]float32, 2*rows)
+			s.s = make([]float32, rp*attnChunk)
+			s.kf = make([]float32, kernels.RoundTile(attnChunk, kernels.TileRows)*hd)
+			s.vf = make([]float32, kernels.RoundTile(hd, kernels.TileRows)*attnChunk)
+			if c.tv == KVQ8_0 {
+				s.f = make([]float32, attnChunk*hd)
+			}
+		} else if q8 {
 			s.kt = make([]uint16, attnChunk*hd)
 			s.vt = make([]uint16, attnChunk*hd)
 			s.f = make([]float32, attnChunk*hd)
@@ -131,7 +157,11 @@ func (r *Runner) newTiledAttn() {
 			if k >= len(at.jobs) {
 				return
 			}
-			r.tileJob(&at.scr[w], at.jobs[k])
+			if at.gemm {
+				r.tileJobGEMM(&at.scr[w], at.jobs[k])
+			} else {
+				r.tileJob(&at.scr[w], at.jobs[k])
+			}
 		}
 	}
 }
@@ -349,18 +379,7 @@ func (r *Runner) tileJob(ws *tileScratch, j tileJob) {
 				} else {
 					kernels.DotF16Rows(sc, c.k16[c.keyOff(l, s, g, a):], hd, q16)
 				}
-				if ap.softcap != 0 {
-					kernels.Softcap(sc, ap.softcap)
-				}
-				if ap.scale != 1 {
-					kernels.Scale(sc, ap.scale)
-				}
-				mx := sc[0]
-				for _, v := range sc[1:] {
-					mx = max(mx, v)
-				}
-				sum := kernels.ExpSubSum(sc, mx)
-				kernels.Scale(sc, float32(1/sum))
+				mx, sum := ap.softmax(sc)
 				p16 := ws.p16[:e-a]
 				kernels.F32ToF16Row(p16, sc)
 				if c.tv == KVQ8_0 {
@@ -371,10 +390,10 @@ func (r *Runner) tileJob(ws *tileScratch, j tileJob) {
 				if at.split {
 					h := g*grp + hh
 					pt := at.part[((int(i)*cfg.NHead+h)*at.nChunk+ch)*(hd+2):][:hd+2]
-					pt[0], pt[1] = mx, float32(sum)
+					pt[0], pt[1] = mx, sum
 					copy(pt[2:], oc)
 				} else {
-					foldTile(&ws.m[ri], &ws.l[ri], ws.o[ri*hd:(ri+1)*hd], mx, float32(sum), oc)
+					foldTile(&ws.m[ri], &ws.l[ri], ws.o[ri*hd:(ri+1)*hd], mx, sum, oc)
 				}
 			}
 		}
@@ -388,6 +407,191 @@ func (r *Runner) tileJob(ws *tileScratch, j tileJob) {
 			copy(r.att[int(i)*qd+h*hd:int(i)*qd+(h+1)*hd], ws.o[ri*hd:(ri+1)*hd])
 		}
 	}
+}
+
+// softmax soft-caps and scales one row's scores of one tile and turns
+// them into its softmax in place, as the per-head path (kernels.Softmax)
+// does; it returns the largest score and the exponentials' sum.
+func (ap attnParams) softmax(sc []float32) (mx, sum float32) {
+	if ap.softcap != 0 {
+		kernels.Softcap(sc, ap.softcap)
+	}
+	if ap.scale != 1 {
+		kernels.Scale(sc, ap.scale)
+	}
+	mx = maxOf(sc)
+	s := kernels.ExpSubSum(sc, mx)
+	kernels.Scale(sc, float32(1/s))
+	return mx, float32(s)
+}
+
+// tileJobGEMM runs one job as tileJob does, with the products as small
+// matrix products (kernels.DotTile): per tile the keys are widened (or
+// dequantized) to float32 once and multiplied by all the job's query rows
+// (rounded to F16, as ggml rounds them, then scaled), and the transposed
+// values by all the rows' weights. The weights stay in float32 and
+// unnormalised (the tile's output is divided by their sum instead): two
+// passes over a row's scores (maximum, exponentials) besides the
+// products. Scores, weights and values are indexed from the tile's first
+// position, with zero weights before a row's window and after its last
+// key, so that a row's summation lanes do not depend on the other rows.
+func (r *Runner) tileJobGEMM(ws *tileScratch, j tileJob) {
+	cfg := r.m.Config
+	c, at := r.c, &r.at
+	hd, qd, grp := cfg.HeadDim, cfg.QDim(), cfg.NHead/cfg.NHeadKV
+	const C = attnChunk
+	l, b, ap := at.l, at.b, at.p
+	s, g := int(j.seq), int(j.g)
+	toks := at.tok[j.t0:j.t1]
+	rows := len(toks) * grp
+	// Without a soft cap the scale goes into the queries, once per job.
+	preScale := ap.softcap == 0 && ap.scale != 1
+	for ti, i := range toks {
+		for hh := range grp {
+			ri, h := ti*grp+hh, g*grp+hh
+			q16 := ws.q16[ri*hd : (ri+1)*hd]
+			kernels.F32ToF16Row(q16, r.q[int(i)*qd+h*hd:int(i)*qd+(h+1)*hd])
+			qf := ws.qf[ri*hd : (ri+1)*hd]
+			kernels.F16ToF32Row(qf, q16)
+			if preScale {
+				kernels.Scale(qf, ap.scale)
+			}
+		}
+	}
+	rowAp := ap
+	if preScale {
+		rowAp.scale = 1
+	}
+	if !at.split {
+		for ri := range rows {
+			ws.m[ri], ws.l[ri] = float32(math.Inf(-1)), 0
+		}
+	}
+	uLo, uHi := math.MaxInt, 0
+	for _, i := range toks {
+		p := int(b.Pos[i])
+		uLo, uHi = min(uLo, ap.first(p)), max(uHi, p+1)
+	}
+	for ch := int(j.c0); ch < int(j.c1); ch++ {
+		cs, ce := ch*C, (ch+1)*C
+		ua, ub := max(cs, uLo), min(ce, uHi)
+		if ua >= ub {
+			continue
+		}
+		nk, kv := ub-ua, ub-cs
+		// Scores: s[row*C + key-cs].
+		kf := ws.kf[:nk*hd]
+		if o := c.keyOff(l, s, g, ua); c.tk == KVQ8_0 {
+			quant.DequantizeQ8_0(c.kq[o:o+nk*c.kRow], kf)
+		} else {
+			kernels.F16ToF32Row(kf, c.k16[o:o+nk*hd])
+		}
+		kernels.DotTile(ws.s[ua-cs:], C, ws.kf, hd, nk, ws.qf, hd, rows, hd)
+		// Values transposed: vf[d*C + pos-cs].
+		if c.tv == KVQ8_0 {
+			o := c.valRowOff(l, s, g, cs)
+			f := ws.f[:kv*hd]
+			quant.DequantizeQ8_0(c.vq[o:o+kv*c.vRow], f)
+			for jj := range kv {
+				for d, v := range f[jj*hd : (jj+1)*hd] {
+					ws.vf[d*C+jj] = v
+				}
+			}
+		} else {
+			for d := range hd {
+				o := c.valOff(l, s, g*hd+d) + cs
+				kernels.F16ToF32Row(ws.vf[d*C:d*C+kv], c.v16[o:o+kv])
+			}
+		}
+		// Weights, in place of the scores.
+		for ti, i := range toks {
+			p := int(b.Pos[i])
+			a, e := max(cs, ap.first(p)), min(ce, p+1)
+			if a >= e {
+				continue // the rows' outputs are computed and dropped
+			}
+			for hh := range grp {
+				ri := ti*grp + hh
+				row := ws.s[ri*C : ri*C+kv]
+				mx, sum := rowAp.weights(row[a-cs : e-cs])
+				clear(row[:a-cs])
+				clear(row[e-cs:])
+				ws.ms[2*ri], ws.ms[2*ri+1] = mx, sum
+			}
+		}
+		kernels.DotTile(ws.of, hd, ws.vf, C, hd, ws.s, C, rows, kv)
+		for ti, i := range toks {
+			p := int(b.Pos[i])
+			if max(cs, ap.first(p)) >= min(ce, p+1) {
+				continue
+			}
+			for hh := range grp {
+				ri := ti*grp + hh
+				mx, sum := ws.ms[2*ri], ws.ms[2*ri+1]
+				oc := ws.of[ri*hd : (ri+1)*hd]
+				kernels.Scale(oc, 1/sum)
+				if at.split {
+					h := g*grp + hh
+					pt := at.part[((int(i)*cfg.NHead+h)*at.nChunk+ch)*(hd+2):][:hd+2]
+					pt[0], pt[1] = mx, sum
+					copy(pt[2:], oc)
+				} else {
+					foldTile(&ws.m[ri], &ws.l[ri], ws.o[ri*hd:(ri+1)*hd], mx, sum, oc)
+				}
+			}
+		}
+	}
+	if at.split {
+		return
+	}
+	for ti, i := range toks {
+		for hh := range grp {
+			ri, h := ti*grp+hh, g*grp+hh
+			copy(r.att[int(i)*qd+h*hd:int(i)*qd+(h+1)*hd], ws.o[ri*hd:(ri+1)*hd])
+		}
+	}
+}
+
+// weights soft-caps and scales one row's scores of one tile and replaces
+// them by their exponentials against the largest, unnormalised; it
+// returns the largest score and the exponentials' sum.
+func (ap attnParams) weights(sc []float32) (mx, sum float32) {
+	if ap.softcap != 0 {
+		kernels.Softcap(sc, ap.softcap)
+	}
+	if ap.scale != 1 {
+		kernels.Scale(sc, ap.scale)
+	}
+	mx = maxOf(sc)
+	return mx, float32(kernels.ExpSubSum(sc, mx))
+}
+
+// maxOf returns the largest value of x (not empty), in four independent
+// chains: the comparisons of one chain need not wait for the others.
+func maxOf(x []float32) float32 {
+	m0 := x[0]
+	m1, m2, m3 := m0, m0, m0
+	i := 0
+	for ; i+4 <= len(x); i += 4 {
+		if v := x[i]; v > m0 {
+			m0 = v
+		}
+		if v := x[i+1]; v > m1 {
+			m1 = v
+		}
+		if v := x[i+2]; v > m2 {
+			m2 = v
+		}
+		if v := x[i+3]; v > m3 {
+			m3 = v
+		}
+	}
+	for ; i < len(x); i++ {
+		if x[i] > m0 {
+			m0 = x[i]
+		}
+	}
+	return max(m0, m1, m2, m3)
 }
 
 // reduceRow folds the split mode's partial results of row (token i, head
