@@ -352,16 +352,9 @@ func (r *Runner) tileJob(ws *tileScratch, j tileJob) {
 		}
 		if c.tv == KVQ8_0 {
 			o := c.valRowOff(l, s, g, ua)
-			f := ws.f[:(ub-ua)*hd]
-			quant.DequantizeQ8_0(c.vq[o:o+(ub-ua)*c.vRow], f)
 			// Transposed with a row stride of attnChunk, converted at once.
 			t := ws.t[:hd*attnChunk]
-			for jj := range ub - ua {
-				row := f[jj*hd : (jj+1)*hd]
-				for d, v := range row {
-					t[d*attnChunk+jj] = v
-				}
-			}
+			dequantQ8_0T(t, attnChunk, c.vq[o:o+(ub-ua)*c.vRow], ub-ua, hd, ws.f)
 			kernels.F32ToF16Row(ws.vt[:hd*attnChunk], t)
 		}
 		for ti, i := range toks {
@@ -490,13 +483,7 @@ func (r *Runner) tileJobGEMM(ws *tileScratch, j tileJob) {
 		// Values transposed: vf[d*C + pos-cs].
 		if c.tv == KVQ8_0 {
 			o := c.valRowOff(l, s, g, cs)
-			f := ws.f[:kv*hd]
-			quant.DequantizeQ8_0(c.vq[o:o+kv*c.vRow], f)
-			for jj := range kv {
-				for d, v := range f[jj*hd : (jj+1)*hd] {
-					ws.vf[d*C+jj] = v
-				}
-			}
+			dequantQ8_0T(ws.vf, C, c.vq[o:o+kv*c.vRow], kv, hd, ws.f)
 		} else {
 			for d := range hd {
 				o := c.valOff(l, s, g*hd+d) + cs
@@ -548,6 +535,33 @@ func (r *Runner) tileJobGEMM(ws *tileScratch, j tileJob) {
 		for hh := range grp {
 			ri, h := ti*grp+hh, g*grp+hh
 			copy(r.att[int(i)*qd+h*hd:int(i)*qd+(h+1)*hd], ws.o[ri*hd:(ri+1)*hd])
+		}
+	}
+}
+
+// dequantQ8_0T dequantizes n rows of Q8_0 blocks (hd values each, rows
+// of hd/32 blocks in src) into dst transposed: value d of row j at
+// dst[d*ld+j]. The writes run along dst's rows; the reads stride over
+// src's rows, which sit in the first-level cache. scales needs
+// n*hd/32 values.
+func dequantQ8_0T(dst []float32, ld int, src []byte, n, hd int, scales []float32) {
+	nb := hd / quant.QK8_0
+	rb := nb * quant.BlockQ8_0Bytes
+	src = src[:n*rb]
+	sc := scales[:nb*n]
+	for j := range n {
+		for b := range nb {
+			o := j*rb + b*quant.BlockQ8_0Bytes
+			sc[b*n+j] = quant.F16ToF32(uint16(src[o]) | uint16(src[o+1])<<8)
+		}
+	}
+	for d := range hd {
+		b := d / quant.QK8_0
+		off := b*quant.BlockQ8_0Bytes + 2 + d%quant.QK8_0
+		row := dst[d*ld : d*ld+n]
+		bs := sc[b*n : b*n+n]
+		for j := range row {
+			row[j] = float32(int8(src[j*rb+off])) * bs[j]
 		}
 	}
 }
