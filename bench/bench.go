@@ -73,6 +73,26 @@ type Params struct {
 	// lisa serve applies it (RLIMIT_DATA and the Go memory limit); 0 means
 	// serve's default, config.Default().MemoryLimitBytes.
 	MemoryLimit int64
+	// TypeK and TypeV are the KV cache's key and value types ("f16",
+	// "q8_0", "f32"; "": f16), llama-bench's -ctk and -ctv.
+	TypeK, TypeV string
+}
+
+// cacheTypes returns p's KV cache types.
+func (p Params) cacheTypes() (k, v model.KVType, err error) {
+	parse := func(s string) (model.KVType, error) {
+		if s == "" {
+			return model.KVF16, nil
+		}
+		return model.ParseKVType(s)
+	}
+	if k, err = parse(p.TypeK); err != nil {
+		return 0, 0, fmt.Errorf("bench: type_k: %w", err)
+	}
+	if v, err = parse(p.TypeV); err != nil {
+		return 0, 0, fmt.Errorf("bench: type_v: %w", err)
+	}
+	return k, v, nil
 }
 
 // batches returns the logical and physical batch sizes, defaults applied.
@@ -164,6 +184,9 @@ func (p Params) Validate() error {
 	}
 	if c := p.context(); c > MaxContext {
 		return fmt.Errorf("bench: the deepest depth plus the longest test is %d positions, at most %d", c, MaxContext)
+	}
+	if _, _, err := p.cacheTypes(); err != nil {
+		return err
 	}
 	for _, t := range p.Threads {
 		if t < 1 || t > 1024 {
@@ -297,9 +320,11 @@ func Prepare(f *gguf.File, p Params) (*Session, error) {
 	if v, ok := f.Lookup("general.name"); ok {
 		s.name, _ = v.Str()
 	}
-	// The cache's element types are llama-bench's -ctk/-ctv; only F16,
-	// its default, is measured so far.
-	if s.cache, err = model.NewCache(m.Config, model.KVF16, 1, p.context()); err != nil {
+	tk, tv, err := p.cacheTypes()
+	if err != nil {
+		return nil, err
+	}
+	if s.cache, err = model.NewCacheTypes(m.Config, tk, tv, 1, p.context()); err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
 	for _, th := range p.Threads {
@@ -346,7 +371,7 @@ func (s *Session) Measure() ([]Result, error) {
 			valid = d
 			for _, t := range p.tests() {
 				res := Result{ModelFilename: s.name, ModelType: s.typ, ModelSize: s.size, ModelNParams: s.params,
-					NBatch: nb, NUBatch: nub, NThreads: th, TypeK: s.cache.Type().String(), TypeV: s.cache.Type().String(),
+					NBatch: nb, NUBatch: nub, NThreads: th, TypeK: s.cache.TypeK().String(), TypeV: s.cache.TypeV().String(),
 					NPrompt: t.np, NGen: t.ng, NDepth: d, TestTime: time.Now().UTC().Format(time.RFC3339),
 					Kernels: string(kernels.Selected()), Sandbox: s.Sandbox, KVCacheBytes: s.cache.Bytes()}
 				if p.Progress != nil {

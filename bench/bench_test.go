@@ -438,6 +438,15 @@ func TestValidate(t *testing.T) {
 		"empty pg":        func(p *Params) { p.PG = []PG{{0, 128}} },
 		"zero batch":      func(p *Params) { p.NBatch = -1 },
 		"huge ubatch":     func(p *Params) { p.NUBatch = model.MaxBatch + 1 },
+		"key type":        func(p *Params) { p.TypeK = "q4_0" },
+		"value type":      func(p *Params) { p.TypeV = "Q8_0" },
+	}
+	for _, typ := range []string{"", "f16", "q8_0", "f32"} {
+		p := good
+		p.TypeK, p.TypeV = typ, typ
+		if err := p.Validate(); err != nil {
+			t.Errorf("cache type %q: %v", typ, err)
+		}
 	}
 	if err := good.Validate(); err != nil {
 		t.Fatal(err)
@@ -456,7 +465,7 @@ func TestValidate(t *testing.T) {
 func TestWriteFormats(t *testing.T) {
 	rs := []Result{
 		{ModelType: "llama 1.1B Q4_K - Medium", ModelSize: 1 << 20, ModelNParams: 1100000000, NBatch: 2048, NUBatch: 512, NThreads: 2,
-			TypeK: "f16", TypeV: "f16", NPrompt: 512, AvgTs: 61.5, StddevTs: 0.5, SamplesTs: []float64{61, 62}, SamplesNs: []int64{1, 2},
+			TypeK: "q8_0", TypeV: "f16", NPrompt: 512, AvgTs: 61.5, StddevTs: 0.5, SamplesTs: []float64{61, 62}, SamplesNs: []int64{1, 2},
 			Kernels: "avx512", Sandbox: true},
 		{ModelType: "llama <&>", NBatch: 2048, NUBatch: 512, NThreads: 1, TypeK: "f16", TypeV: "f16", NGen: 128, NDepth: 4096,
 			AvgTs: 20, Kernels: "generic"},
@@ -472,7 +481,8 @@ func TestWriteFormats(t *testing.T) {
 			if err := json.Unmarshal([]byte(out), &back); err != nil {
 				t.Fatal(err)
 			}
-			if back[0]["avg_ts"] != 61.5 || back[0]["sandbox"] != true || back[1]["n_depth"] != 4096.0 || back[2]["n_gen"] != 128.0 {
+			if back[0]["avg_ts"] != 61.5 || back[0]["sandbox"] != true || back[1]["n_depth"] != 4096.0 || back[2]["n_gen"] != 128.0 ||
+				back[0]["type_k"] != "q8_0" || back[0]["type_v"] != "f16" {
 				t.Errorf("values: %v", back)
 			}
 		}},

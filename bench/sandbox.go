@@ -27,14 +27,16 @@ const maxResultBytes = 1 << 20
 
 // workerParams is Params as sent to the worker on its command line.
 type workerParams struct {
-	NPrompt int   `json:"n_prompt"`
-	NGen    int   `json:"n_gen"`
-	PG      []PG  `json:"pg"`
-	Depths  []int `json:"depths"`
-	NBatch  int   `json:"n_batch"`
-	NUBatch int   `json:"n_ubatch"`
-	Reps    int   `json:"reps"`
-	Threads []int `json:"threads"`
+	NPrompt int    `json:"n_prompt"`
+	NGen    int    `json:"n_gen"`
+	PG      []PG   `json:"pg"`
+	Depths  []int  `json:"depths"`
+	NBatch  int    `json:"n_batch"`
+	NUBatch int    `json:"n_ubatch"`
+	Reps    int    `json:"reps"`
+	Threads []int  `json:"threads"`
+	TypeK   string `json:"type_k"`
+	TypeV   string `json:"type_v"`
 }
 
 // workerReply is what the worker writes on fd 3: results or an error.
@@ -87,7 +89,7 @@ func runWorker(path string, p Params, sandboxed bool, execArgs []string, progres
 		return nil, fmt.Errorf("bench: %w", err)
 	}
 	defer broker.CloseShards(shards)
-	arg, _ := json.Marshal(workerParams{p.NPrompt, p.NGen, p.PG, p.Depths, p.NBatch, p.NUBatch, p.Reps, p.Threads})
+	arg, _ := json.Marshal(workerParams{p.NPrompt, p.NGen, p.PG, p.Depths, p.NBatch, p.NUBatch, p.Reps, p.Threads, p.TypeK, p.TypeV})
 	threads := 0
 	for _, t := range p.Threads {
 		threads = max(threads, t)
@@ -160,7 +162,7 @@ func WorkerMain(args []string) int {
 		return reply(workerReply{Error: "parameters: " + err.Error()})
 	}
 	p := Params{NPrompt: wp.NPrompt, NGen: wp.NGen, PG: wp.PG, Depths: wp.Depths, NBatch: wp.NBatch, NUBatch: wp.NUBatch,
-		Reps: wp.Reps, Threads: wp.Threads,
+		Reps: wp.Reps, Threads: wp.Threads, TypeK: wp.TypeK, TypeV: wp.TypeV,
 		Progress: func(msg string) { fmt.Fprintln(os.Stderr, msg) }}
 	// Under the serving stage close is not allowed: the model's files stay
 	// open (and referenced, so no finalizer closes it) until exit.

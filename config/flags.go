@@ -104,6 +104,8 @@ func Bind(fs *flag.FlagSet, c *Config) {
 	i(&c.Threads, "threads", "compute threads of the worker (0: one per core)")
 	i(&c.CtxSize, "ctx-size", "context size in tokens per slot (0: the model's)")
 	i(&c.Parallel, "parallel", "generation slots in the worker")
+	s(&c.CacheTypeK, "cache-type-k", "KV cache `type` of the keys: f16, q8_0 or f32 (also -ctk)")
+	s(&c.CacheTypeV, "cache-type-v", "KV cache `type` of the values: f16, q8_0 or f32 (also -ctv)")
 	fs.Var(int64Value{&c.MemoryLimitBytes}, "memory-limit-bytes", "memory cap of the worker in `bytes` (key memory_limit_bytes)")
 	i(&c.QueueSize, "queue-size", "generations that may wait for a slot; more get 429")
 	i(&c.MaxRunning, "max-running", "generations running at once (0: parallel)")

@@ -68,7 +68,9 @@
 //
 // The KV cache is F16 by default, as in llama.cpp: half the memory of F32
 // for the same context, and the accuracy the model tests measure against
-// llama.cpp's own F16 cache. Its size and the runner's scratch are checked
+// llama.cpp's own F16 cache. Keys and values may each be Q8_0 instead
+// (hello's cache_type_k and cache_type_v, lisa serve's --cache-type-k and
+// --cache-type-v): 34 bytes per 32 values, 53% of F16. Its size and the runner's scratch are checked
 // against the memory limit in force before anything is allocated; a
 // configuration that cannot fit is a start-up error with the numbers.
 package engine

@@ -51,7 +51,8 @@ type Options struct {
 	Threads     int          // matrix-product threads (0: GOMAXPROCS)
 	CtxSize     int          // tokens per slot (0: the model's training context, at most DefaultCtxSize)
 	Parallel    int          // slots (0: 1)
-	KV          model.KVType // KV cache element type (the zero value is F16)
+	KV          model.KVType // key cache element type (the zero value is F16)
+	KVV         model.KVType // value cache element type (the zero value is F16)
 	BatchSize   int          // tokens per forward pass at most (0: DefaultBatchSize)
 	MemoryLimit int64        // bytes the cache and scratch must fit in with the rest (0: the Go memory limit in force)
 	// Progress, when set, is called as the model's tensors are validated
@@ -95,14 +96,11 @@ type Engine struct {
 // progress the end of the tensor validation and, for a slow load, a report
 // about once a second before it.
 func Load(fhs []*os.File, hello ipc.Hello, progress func(worker.LoadProgress)) (worker.Engine, error) {
-	kv := model.KVF16
-	if hello.KVType != "" {
-		var err error
-		if kv, err = model.ParseKVType(hello.KVType); err != nil {
-			return nil, err
-		}
+	kk, kv, err := cacheTypes(hello)
+	if err != nil {
+		return nil, err
 	}
-	o := Options{Threads: hello.Threads, CtxSize: hello.CtxSize, Parallel: hello.Parallel, KV: kv}
+	o := Options{Threads: hello.Threads, CtxSize: hello.CtxSize, Parallel: hello.Parallel, KV: kk, KVV: kv}
 	f, err := openModel(fhs, o)
 	if err != nil {
 		return nil, err
@@ -121,6 +119,29 @@ func Load(fhs []*os.File, hello ipc.Hello, progress func(worker.LoadProgress)) (
 	// call the worker's serving filter kills it for.
 	e.fhs = fhs
 	return e, nil
+}
+
+// cacheTypes returns the key and value cache types a hello asks for:
+// kv_type for both, each overridden by cache_type_k or cache_type_v, F16
+// where none is given.
+func cacheTypes(hello ipc.Hello) (k, v model.KVType, err error) {
+	parse := func(s string, def model.KVType) (model.KVType, error) {
+		if s == "" {
+			return def, nil
+		}
+		return model.ParseKVType(s)
+	}
+	both, err := parse(hello.KVType, model.KVF16)
+	if err != nil {
+		return 0, 0, fmt.Errorf("engine: kv_type: %w", err)
+	}
+	if k, err = parse(hello.CacheTypeK, both); err != nil {
+		return 0, 0, fmt.Errorf("engine: cache_type_k: %w", err)
+	}
+	if v, err = parse(hello.CacheTypeV, both); err != nil {
+		return 0, 0, fmt.Errorf("engine: cache_type_v: %w", err)
+	}
+	return k, v, nil
 }
 
 // openModel opens the model for o from its files (one, or a split
@@ -198,7 +219,7 @@ func New(f *gguf.File, o Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	cache, err := model.NewCache(cfg, o.KV, o.Parallel, o.CtxSize)
+	cache, err := model.NewCacheTypes(cfg, o.KV, o.KVV, o.Parallel, o.CtxSize)
 	if err != nil {
 		return nil, err
 	}
@@ -206,7 +227,8 @@ func New(f *gguf.File, o Options) (*Engine, error) {
 		pool: kernels.NewPool(o.Threads)}
 	e.info = worker.Info{Name: modelName(f), Architecture: cfg.Arch, ContextSize: o.CtxSize, Slots: o.Parallel,
 		VocabSize: cfg.NVocab, SpecialTokens: tok.SpecialTexts(), ControlIDs: tok.ControlIDs(), BOS: tok.BOS(),
-		Kernels: kernels.Describe() + "; arithmetic " + o.Arithmetic.String()}
+		Kernels:      kernels.Describe() + "; arithmetic " + o.Arithmetic.String(),
+		KVCacheBytes: cache.Bytes(), CacheTypeK: cache.TypeK().String(), CacheTypeV: cache.TypeV().String()}
 	e.initOutputs()
 	run := model.NewRunner(m, cache, e.pool, o.BatchSize)
 	run.SetArithmetic(o.Arithmetic)
@@ -242,11 +264,7 @@ func (o *Options) resolve(cfg model.Config) error {
 // memoryNeed returns the bytes of the KV cache and of the runner's
 // scratch for cfg (an upper bound of what New allocates).
 func (o *Options) memoryNeed(cfg model.Config) (cache, scratch float64) {
-	elem := 2.0
-	if o.KV == model.KVF32 {
-		elem = 4
-	}
-	cache = 2 * float64(cfg.NLayer) * float64(cfg.KVDim()) * float64(o.CtxSize) * float64(o.Parallel) * elem
+	cache = float64(model.CacheBytes(cfg, o.KV, o.KVV, o.Parallel, o.CtxSize))
 	perToken := 3*cfg.NEmbd + 2*cfg.QDim() + 2*cfg.KVDim() + 2*cfg.NFF
 	scratch = 4*float64(o.BatchSize)*float64(perToken) + // activations
 		4*float64(o.Parallel)*float64(cfg.NVocab) + // logits rows
@@ -270,8 +288,8 @@ func (o *Options) checkMemory(cfg model.Config) error {
 		return nil
 	}
 	if need := cache + scratch; need > memoryShare*float64(limit) {
-		return fmt.Errorf("engine: %d slots × %d tokens need a %s KV cache of %.0f MiB plus %.0f MiB of scratch, more than %.0f%% of the memory limit of %.0f MiB: lower parallel or ctx_size, or raise memory_limit_bytes",
-			o.Parallel, o.CtxSize, o.KV, cache/(1<<20), scratch/(1<<20), 100*memoryShare, float64(limit)/(1<<20))
+		return fmt.Errorf("engine: %d slots × %d tokens need a %s/%s KV cache of %.0f MiB plus %.0f MiB of scratch, more than %.0f%% of the memory limit of %.0f MiB: lower parallel or ctx_size, or raise memory_limit_bytes",
+			o.Parallel, o.CtxSize, o.KV, o.KVV, cache/(1<<20), scratch/(1<<20), 100*memoryShare, float64(limit)/(1<<20))
 	}
 	return nil
 }

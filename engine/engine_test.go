@@ -624,6 +624,37 @@ func TestMemoryLimit(t *testing.T) {
 	}
 }
 
+// TestCacheTypes: kv_type sets both halves, cache_type_k and cache_type_v
+// override one each, F16 by default; unknown names are refused.
+func TestCacheTypes(t *testing.T) {
+	tests := []struct {
+		h    ipc.Hello
+		k, v model.KVType
+		err  string
+	}{
+		{ipc.Hello{}, model.KVF16, model.KVF16, ""},
+		{ipc.Hello{KVType: "f32"}, model.KVF32, model.KVF32, ""},
+		{ipc.Hello{CacheTypeK: "q8_0"}, model.KVQ8_0, model.KVF16, ""},
+		{ipc.Hello{CacheTypeV: "q8_0"}, model.KVF16, model.KVQ8_0, ""},
+		{ipc.Hello{KVType: "q8_0", CacheTypeV: "f16"}, model.KVQ8_0, model.KVF16, ""},
+		{ipc.Hello{KVType: "q4"}, 0, 0, "kv_type"},
+		{ipc.Hello{CacheTypeK: "Q8_0"}, 0, 0, "cache_type_k"},
+		{ipc.Hello{CacheTypeV: "bf16"}, 0, 0, "cache_type_v"},
+	}
+	for _, tc := range tests {
+		k, v, err := cacheTypes(tc.h)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%+v: err %v, want one naming %s", tc.h, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || k != tc.k || v != tc.v {
+			t.Errorf("%+v: %v/%v, %v; want %v/%v", tc.h, k, v, err, tc.k, tc.v)
+		}
+	}
+}
+
 // TestLoad: the worker's loader reads the hello's settings.
 func TestLoad(t *testing.T) {
 	fh, err := os.Open(filepath.Join(shared.Dir(t), stories))
@@ -641,6 +672,12 @@ func TestLoad(t *testing.T) {
 	if info := eng.Info(); info.ContextSize != 64 || info.VocabSize != 512 || info.Architecture != "llama" || info.Kernels == "" {
 		t.Errorf("info %+v", info)
 	}
+	// The KV cache's bytes and types are reported (what the broker logs).
+	cfg := eng.(*Engine).model.Config
+	if info := eng.Info(); info.CacheTypeK != "f32" || info.CacheTypeV != "f32" ||
+		info.KVCacheBytes != model.CacheBytes(cfg, model.KVF32, model.KVF32, 2, 64) || info.KVCacheBytes == 0 {
+		t.Errorf("cache %d bytes of %s/%s", info.KVCacheBytes, info.CacheTypeK, info.CacheTypeV)
+	}
 	// A load well under a second reports only its end: every tensor.
 	f := eng.(*Engine).file
 	if n := len(reports); n == 0 || reports[n-1].Tensors != len(f.Tensors) || reports[n-1].TensorsTotal != len(f.Tensors) {
@@ -648,6 +685,11 @@ func TestLoad(t *testing.T) {
 	}
 	if _, err := Load([]*os.File{fh}, ipc.Hello{KVType: "q4"}, progress); err == nil {
 		t.Error("kv type q4 accepted")
+	}
+	for _, h := range []ipc.Hello{{CacheTypeK: "q4"}, {CacheTypeV: "bf16"}} {
+		if _, err := Load([]*os.File{fh}, h, progress); err == nil {
+			t.Errorf("hello %+v accepted", h)
+		}
 	}
 	if _, err := Load([]*os.File{fh}, ipc.Hello{Parallel: MaxParallel + 1}, nil); err == nil {
 		t.Error("parallel beyond the limit accepted")

@@ -258,7 +258,7 @@ func (s *scheduler) fork(sl *slot, row []float32) {
 			continue // ended already (cancelled), the slot maybe reused
 		}
 		n := len(r.prompt)
-		if err := s.cache.CopyPrefix(fs.seq, sl.seq, len(fs.cached), n); err != nil {
+		if err := s.cache.CopyPrefix(fs.seq, sl.seq, n); err != nil {
 			s.release(fs, gen.End{}, fmt.Errorf("engine: share the prompt: %w", err))
 			continue
 		}

@@ -17,6 +17,7 @@ func strp(s string) *string { return &s }
 func sampleRequests() []Message {
 	return []Message{
 		&Hello{ID: 1, Protocol: Version, ModelName: "tiny", Threads: 2, CtxSize: 512, Parallel: 2, KVType: "f16"},
+		&Hello{ID: 1, Protocol: Version, CacheTypeK: "q8_0", CacheTypeV: "f16"},
 		&Generate{ID: 2, Request: gen.Request{Prompt: strp("Once upon a time"), MaxTokens: 16, Stop: []string{"\n", "The end"},
 			Sampling: gen.Sampling{Temperature: 0.7, TopK: 40, TopP: 0.9, MinP: 0.05, RepeatPenalty: 1.1, RepeatLastN: 64, Seed: 1 << 60, HasSeed: true,
 				LogitBias: []gen.Bias{{Token: 5, Bias: -100}, {Token: 7, Bias: 2.5}}},
@@ -41,7 +42,7 @@ func sampleRequests() []Message {
 
 func sampleReplies() []Message {
 	return []Message{
-		&Ready{ID: 1, Protocol: Version, Name: "stories", Architecture: "llama", ContextSize: 512, VocabSize: 512,
+		&Ready{ID: 1, Protocol: Version, Name: "stories", Architecture: "llama", ContextSize: 512, VocabSize: 512, KVCacheBytes: 1 << 20, CacheTypeK: "q8_0", CacheTypeV: "f16",
 			SpecialTokens: []string{"<s>", "</s>"}, ControlIDs: []int32{0, 1, 2}, BOS: &sampleBOS, Kernels: "avx2", LandlockABI: 7,
 			Layers:  []Layer{{Name: "landlock", Requested: true, Applied: true, Detail: "ABI 7"}},
 			Tensors: 48, TensorBytes: 1 << 20, LoadUS: 12, Slots: 4},
@@ -169,6 +170,9 @@ func TestDecodeViolations(t *testing.T) {
 		{"progress missing", `{"type":"progress","id":1,"tensors":0,"tensors_total":1,"bytes":0,"bytes_total":0}`, KindMissingField, "elapsed_us"},
 		{"ready tensors", `{"type":"ready","id":1,"protocol":2,"n_ctx":1,"n_vocab":1,"tensors":-1}`, KindBadValue, "tensors"},
 		{"ready bytes", `{"type":"ready","id":1,"protocol":2,"n_ctx":1,"n_vocab":1,"tensor_bytes":-1}`, KindBadValue, "tensor_bytes"},
+		{"ready kv bytes", `{"type":"ready","id":1,"protocol":2,"n_ctx":1,"n_vocab":1,"kv_cache_bytes":-1}`, KindBadValue, "kv_cache_bytes"},
+		{"ready cache type k", `{"type":"ready","id":1,"protocol":2,"n_ctx":1,"n_vocab":1,"cache_type_k":"q4"}`, KindBadValue, "cache_type_k"},
+		{"ready cache type v", `{"type":"ready","id":1,"protocol":2,"n_ctx":1,"n_vocab":1,"cache_type_v":"x"}`, KindBadValue, "cache_type_v"},
 		{"ready control id past vocab", `{"type":"ready","id":1,"protocol":2,"n_ctx":1,"n_vocab":4,"control_ids":[1,4]}`, KindBadValue, "control_ids[1]"},
 		{"ready control ids unsorted", `{"type":"ready","id":1,"protocol":2,"n_ctx":1,"n_vocab":4,"control_ids":[2,1]}`, KindBadValue, "control_ids[1]"},
 		{"ready control ids repeated", `{"type":"ready","id":1,"protocol":2,"n_ctx":1,"n_vocab":4,"control_ids":[2,2]}`, KindBadValue, "control_ids[1]"},
@@ -286,6 +290,9 @@ func TestRequestViolations(t *testing.T) {
 		{"bias count", gr(`"prompt":"a","max_tokens":1`, `"logit_bias":[`+manyBiases(gen.MaxLogitBias+1)+`]`), "request.sampling.logit_bias"},
 		{"hello protocol", `{"type":"hello","id":1,"protocol":0}`, "protocol"},
 		{"hello threads", `{"type":"hello","id":1,"protocol":2,"threads":-1}`, "threads"},
+		{"hello kv type", `{"type":"hello","id":1,"protocol":2,"kv_type":"q4_0"}`, "kv_type"},
+		{"hello cache type k", `{"type":"hello","id":1,"protocol":2,"cache_type_k":"Q8_0"}`, "cache_type_k"},
+		{"hello cache type v", `{"type":"hello","id":1,"protocol":2,"cache_type_k":"q8_0","cache_type_v":"bf16"}`, "cache_type_v"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -2,6 +2,8 @@ package ipc
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/lisa-llm/lisa/gen"
 )
@@ -57,7 +59,23 @@ type Hello struct {
 	Threads   int    `json:"threads"`                 // compute threads (0: one per core)
 	CtxSize   int    `json:"ctx_size"`                // tokens per slot (0: the model's training context)
 	Parallel  int    `json:"parallel"`                // generation slots (0: 1)
-	KVType    string `json:"kv_type"`                 // KV cache element type ("f16", "f32"; empty: the engine's default)
+	KVType    string `json:"kv_type"`                 // KV cache element type of keys and values ("f16", "f32", "q8_0"; empty: the engine's default)
+	// CacheTypeK and CacheTypeV, when set, are the key and the value cache
+	// element types (llama.cpp's --cache-type-k/--cache-type-v), each
+	// overriding KVType for its half.
+	CacheTypeK string `json:"cache_type_k"`
+	CacheTypeV string `json:"cache_type_v"`
+}
+
+// CacheTypes are the KV cache element types a Hello may name.
+var CacheTypes = []string{"f16", "f32", "q8_0"}
+
+// checkCacheType validates an optional cache element type.
+func checkCacheType(typ, field, v string) error {
+	if v == "" || slices.Contains(CacheTypes, v) {
+		return nil
+	}
+	return bad(typ, field, "%q is not one of %s", v, strings.Join(CacheTypes, ", "))
 }
 
 // Generate starts one generation. The worker answers with zero or more
@@ -127,6 +145,9 @@ type Ready struct {
 	Tensors       int      `json:"tensors"`                  // tensors validated (0: not reported)
 	TensorBytes   int64    `json:"tensor_bytes"`             // their data bytes, used from the file's mapping
 	LoadUS        int64    `json:"load_us"`                  // from reading Hello to the engine being ready
+	KVCacheBytes  int64    `json:"kv_cache_bytes"`           // memory of the KV cache allocated (0: not reported)
+	CacheTypeK    string   `json:"cache_type_k"`             // key cache element type (empty: not reported)
+	CacheTypeV    string   `json:"cache_type_v"`             // value cache element type (empty: not reported)
 }
 
 // Tokens is a chunk of generated text, already cut at stop strings and
@@ -287,6 +308,11 @@ func (m *Hello) validate() error {
 	if err := checkCount(TypeHello, "ctx_size", m.CtxSize, 0); err != nil {
 		return err
 	}
+	for _, f := range []struct{ name, v string }{{"kv_type", m.KVType}, {"cache_type_k", m.CacheTypeK}, {"cache_type_v", m.CacheTypeV}} {
+		if err := checkCacheType(TypeHello, f.name, f.v); err != nil {
+			return err
+		}
+	}
 	return checkID(TypeHello, m.ID)
 }
 
@@ -333,6 +359,14 @@ func (m *Ready) validate() error {
 		return bad(TypeReady, "load_us", "%d outside 0..%d", m.LoadUS, int64(MaxLoadMicros))
 	case m.Slots < 0 || m.Slots > 1024:
 		return bad(TypeReady, "n_seq", "%d outside 0..1024", m.Slots)
+	case m.KVCacheBytes < 0:
+		return bad(TypeReady, "kv_cache_bytes", "%d is negative", m.KVCacheBytes)
+	}
+	if err := checkCacheType(TypeReady, "cache_type_k", m.CacheTypeK); err != nil {
+		return err
+	}
+	if err := checkCacheType(TypeReady, "cache_type_v", m.CacheTypeV); err != nil {
+		return err
 	}
 	if err := checkCount(TypeReady, "n_ctx", m.ContextSize, 1); err != nil {
 		return err

@@ -110,6 +110,18 @@ func Softmax(x []float32) {
 	Scale(x, float32(1/sum))
 }
 
+// ExpSubSum sets x[i] = e^(x[i]-m) (as Softmax takes it) and returns the
+// sum of the results accumulated in float64 as Softmax does: the
+// unnormalised half of a softmax, for attention that normalises once
+// over several tiles of scores (online softmax). Every path gives the same
+// exponentials; the sum's order is the path's.
+func ExpSubSum(x []float32, m float32) float64 {
+	if len(x) == 0 {
+		return 0
+	}
+	return dispatch.tab.expSubSum(x, m)
+}
+
 // expSubSumGeneric sets x[i] = expf(x[i]-m) and returns the sum of the
 // results accumulated in float64 in index order.
 func expSubSumGeneric(x []float32, m float32) float64 {

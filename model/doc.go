@@ -56,5 +56,14 @@
 // (Runner.SetArithmetic): ggml's, kernels', or auto (ggml's for all-F32
 // models).
 //
+// With kernels' orders the attention over an F16 or Q8_0 cache runs tiled
+// (attn.go): the query heads of one KV head share each tile of 256 keys
+// and values, the softmax is taken per tile and the tiles folded in order
+// (online softmax), the tiles of a deep decoding step spread over the
+// threads; a row of at most one tile is the per-head softmax above, and
+// no result depends on the thread count or on how a prompt is cut into
+// batches. The cache's types are chosen per half (NewCacheTypes: f16,
+// q8_0 in ggml's blocks of 32 along the head, f32).
+//
 // Subpackage sample turns logits into tokens.
 package model

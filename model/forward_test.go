@@ -445,13 +445,44 @@ func TestNewCacheErrors(t *testing.T) {
 	if c.Truncate(3, 1) == nil || c.Truncate(0, -1) == nil || c.Clear(-1) == nil || c.Len(5) != 0 {
 		t.Error("out-of-range sequence or length accepted")
 	}
-	for _, s := range []string{"f16", "f32"} {
+	for _, s := range []string{"f16", "f32", "q8_0"} {
 		if kv, err := ParseKVType(s); err != nil || kv.String() != s {
 			t.Errorf("ParseKVType(%q) = %v, %v", s, kv, err)
 		}
 	}
-	if _, err := ParseKVType("q8_0"); err == nil {
-		t.Error("ParseKVType accepted q8_0")
+	for _, s := range []string{"q4_0", "F16", "", "bf16"} {
+		if _, err := ParseKVType(s); err == nil {
+			t.Errorf("ParseKVType accepted %q", s)
+		}
+	}
+	// Q8_0 needs whole blocks along the head and does not mix with F32.
+	for _, tc := range []struct {
+		hd     int
+		tk, tv KVType
+	}{{8, KVQ8_0, KVF16}, {48, KVF16, KVQ8_0}, {64, KVF32, KVQ8_0}, {64, KVQ8_0, KVF32}} {
+		c := Config{NLayer: 2, NHeadKV: 2, HeadDim: tc.hd}
+		if _, err := NewCacheTypes(c, tc.tk, tc.tv, 1, 8); err == nil {
+			t.Errorf("NewCacheTypes(head dim %d, %v, %v) succeeded", tc.hd, tc.tk, tc.tv)
+		}
+	}
+	// The reported bytes follow the types: 34 bytes per 32 Q8_0 values.
+	c64 := Config{NLayer: 2, NHeadKV: 2, HeadDim: 64}
+	for _, tc := range []struct {
+		tk, tv KVType
+		want   int64
+	}{
+		{KVF16, KVF16, 2 * 2 * 8 * 128 * 2 * 3},
+		{KVQ8_0, KVQ8_0, 2 * 2 * 8 * 4 * 34 * 3},
+		{KVQ8_0, KVF16, 2 * 8 * (4*34 + 128*2) * 3},
+		{KVF16, KVQ8_0, 2 * 8 * (4*34 + 128*2) * 3},
+	} {
+		c, err := NewCacheTypes(c64, tc.tk, tc.tv, 3, 8)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Bytes() != tc.want || CacheBytes(c64, tc.tk, tc.tv, 3, 8) != tc.want || c.TypeK() != tc.tk || c.TypeV() != tc.tv {
+			t.Errorf("%v/%v: Bytes %d, CacheBytes %d, want %d", tc.tk, tc.tv, c.Bytes(), CacheBytes(c64, tc.tk, tc.tv, 3, 8), tc.want)
+		}
 	}
 }
 

@@ -477,12 +477,14 @@ func ggmlOrderPrompts(t *testing.T, m *Model, ref refFile, pool *kernels.Pool) f
 	for pi, p := range ref.Prompts {
 		s := newSession(t, m, 512)
 		s.r.ar = emuArith(pool)
+		s.r.perHead = true // the emulation is of the per-head path
 		rows := s.feed(t, p.PromptIDs, true)
 		for _, pp := range p.PromptPositions {
 			worst = math.Max(worst, compare(t, "prompt", rows[pp.Position], pp, tol, limit))
 		}
 		s = newSession(t, m, 512)
 		s.r.ar = emuArith(pool)
+		s.r.perHead = true // the emulation is of the per-head path
 		last := s.feed(t, p.PromptIDs, false)[0]
 		row("last prompt row", last, readF32s(t, "ref/reference/"+p.LastLogitsFile))
 		var gen []float32

@@ -49,10 +49,16 @@ type Runner struct {
 	attnP   attnParams    // the scores' scale, soft cap and window of layer attnL
 	attnNW  int           // how many workers share the heads
 	attnFn  func(w int)   // runs worker w's heads on the pool (made once: no allocation per layer)
+	at      tiledAttn     // the tiled attention's state (attn.go)
 	next    []int         // per sequence: the next position a batch may write
 	outIdx  []int         // batch indices whose logits are wanted
 	logits  []float32
 	rows    [][]float32
+
+	// exactAttn is set when the arithmetic reproduces ggml's attention
+	// orders (the per-head path); perHead forces the per-head path on
+	// F16 caches (tests and benchmarks compare the two).
+	exactAttn, perHead bool
 }
 
 // headScratch is what one attention worker computes a head with.
@@ -99,6 +105,8 @@ func NewRunner(m *Model, c *Cache, pool *kernels.Pool, maxBatch int) *Runner {
 			r.headsPart(w, r.attnNW)
 		}
 	}
+	r.exactAttn = ArithAuto.exact(m)
+	r.newTiledAttn()
 	for w := range r.heads {
 		r.heads[w] = headScratch{scores: make([]float32, c.nCtx), q16: make([]uint16, cfg.HeadDim), p16: make([]uint16, c.nCtx)}
 	}
@@ -124,6 +132,7 @@ func (r *Runner) SetArithmetic(a Arithmetic) {
 	cfg := r.m.Config
 	r.ar = ggmlArith(r.pool, max(cfg.NEmbd, cfg.QDim(), cfg.NFF), a.exact(r.m))
 	r.arith = a
+	r.exactAttn = a.exact(r.m)
 }
 
 // Arithmetic returns the summation orders in use.
@@ -316,6 +325,27 @@ func (r *Runner) attention(l int, b Batch, n int) error {
 		}
 		r.c.store(l, int(b.Seq[i]), pos, k, r.v[i*kd:(i+1)*kd])
 	}
+	if r.useTiled() {
+		if err := r.tiledAttention(l, b, n, p); err != nil {
+			return fmt.Errorf("model: layer %d attention: %w", l, err)
+		}
+	} else if err := r.headAttention(l, b, n, p); err != nil {
+		return err
+	}
+	if err := r.matmul(r.proj, ly.O, r.att, n, "attn_output", l); err != nil {
+		return err
+	}
+	addBias(r.proj[:n*e], ly.OBias)
+	postNorm(r.proj[:n*e], e, ly.AttnPostNorm, cfg.RMSEps)
+	r.residual(n)
+	return nil
+}
+
+// headAttention computes the attention of the n batch rows of layer l
+// one head at a time (Runner.head) into r.att.
+func (r *Runner) headAttention(l int, b Batch, n int, p attnParams) error {
+	cfg := r.m.Config
+	hd := cfg.HeadDim
 	r.attnL, r.attnB, r.attnP = l, b, p
 	work := 0
 	for i := range n {
@@ -336,12 +366,6 @@ func (r *Runner) attention(l int, b Batch, n int) error {
 		return fmt.Errorf("model: layer %d attention: %w", l, err)
 	}
 	r.attnB = Batch{}
-	if err := r.matmul(r.proj, ly.O, r.att, n, "attn_output", l); err != nil {
-		return err
-	}
-	addBias(r.proj[:n*e], ly.OBias)
-	postNorm(r.proj[:n*e], e, ly.AttnPostNorm, cfg.RMSEps)
-	r.residual(n)
 	return nil
 }
 
@@ -477,14 +501,14 @@ func (r *Runner) head(hs *headScratch, l, s, p, g int, q, out []float32, ap attn
 		lo = max(0, n-ap.window)
 	}
 	sc := hs.scores[:n]
-	if c.kv == KVF16 {
+	if c.tk == KVF16 {
 		q16 := hs.q16[:hd]
 		kernels.F32ToF16Row(q16, q)
-		ko := c.keyOff(l, s, lo) + g*hd
-		r.ar.dotKQ(sc[lo:], c.k16[ko:], c.width, q16)
+		ko := c.keyOff(l, s, g, lo)
+		r.ar.dotKQ(sc[lo:], c.k16[ko:], hd, q16)
 	} else {
 		for j := lo; j < n; j++ {
-			ko := c.keyOff(l, s, j) + g*hd
+			ko := c.keyOff(l, s, g, j)
 			sc[j] = kernels.DotF32(c.k32[ko:ko+hd], q)
 		}
 	}
@@ -498,7 +522,7 @@ func (r *Runner) head(hs *headScratch, l, s, p, g int, q, out []float32, ap attn
 		sc[j] = float32(math.Inf(-1))
 	}
 	r.ar.softmax(sc)
-	if c.kv == KVF16 {
+	if c.tv == KVF16 {
 		p16 := hs.p16[:n]
 		kernels.F32ToF16Row(p16, sc)
 		vo := c.valOff(l, s, g*hd)

@@ -11,12 +11,14 @@ import (
 type Config struct {
 	// ModelName is the served model name; empty: the model's own name.
 	ModelName string
-	// Threads, CtxSize, Parallel and KVType are passed to the worker in
-	// hello (0 or empty: the worker's defaults).
-	Threads  int
-	CtxSize  int
-	Parallel int
-	KVType   string
+	// Threads, CtxSize, Parallel, KVType, CacheTypeK and CacheTypeV are
+	// passed to the worker in hello (0 or empty: the worker's defaults).
+	Threads    int
+	CtxSize    int
+	Parallel   int
+	KVType     string
+	CacheTypeK string
+	CacheTypeV string
 
 	// ReadyTimeout bounds the time from launch to ready (default 2 min).
 	ReadyTimeout time.Duration

@@ -51,7 +51,8 @@ func newInstance(s *Supervisor, w Worker) *instance {
 	in.quiet.Store(in.started.UnixNano())
 	c := s.cfg
 	hello := &ipc.Hello{ID: in.tracker.Issue(ipc.ReqHello), Protocol: ipc.Version, ModelName: c.ModelName,
-		Threads: c.Threads, CtxSize: c.CtxSize, Parallel: c.Parallel, KVType: c.KVType}
+		Threads: c.Threads, CtxSize: c.CtxSize, Parallel: c.Parallel, KVType: c.KVType,
+		CacheTypeK: c.CacheTypeK, CacheTypeV: c.CacheTypeV}
 	f, err := ipc.Encode(nil, hello)
 	if err == nil {
 		err = ipc.Check(hello)

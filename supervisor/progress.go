@@ -66,7 +66,8 @@ func (l *loadLog) ready(log *slog.Logger, m *ipc.Ready) error {
 			return disorder(m, "tensor_bytes", m.TensorBytes, p.Bytes)
 		}
 	}
-	log.Info("model loaded", "tensors", m.Tensors, "bytes", m.TensorBytes, "duration", usDuration(m.LoadUS))
+	log.Info("model loaded", "tensors", m.Tensors, "bytes", m.TensorBytes, "duration", usDuration(m.LoadUS),
+		"kv_cache_bytes", m.KVCacheBytes, "cache_type_k", m.CacheTypeK, "cache_type_v", m.CacheTypeV)
 	return nil
 }
 

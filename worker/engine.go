@@ -19,6 +19,9 @@ type Info struct {
 	ControlIDs    []int32  // ids plain text never tokenizes to, increasing
 	BOS           int32    // the BOS id, -1 when the model has none
 	Kernels       string   // kernel path in use
+	KVCacheBytes  int64    // memory of the KV cache (0: not reported)
+	CacheTypeK    string   // key cache element type ("f16", "f32", "q8_0"; empty: not reported)
+	CacheTypeV    string   // value cache element type
 }
 
 // Engine is the loaded model as the worker loop uses it. Its methods may be

@@ -81,7 +81,8 @@ func readyFor(hello *ipc.Hello, info Info) (*ipc.Ready, error) {
 	}
 	return &ipc.Ready{ID: hello.ID, Protocol: ipc.Version, Name: name, Architecture: info.Architecture,
 		ContextSize: info.ContextSize, VocabSize: info.VocabSize, SpecialTokens: info.SpecialTokens, ControlIDs: info.ControlIDs,
-		BOS: bos, Kernels: info.Kernels, Slots: min(max(info.Slots, 0), 1024)}, nil
+		BOS: bos, Kernels: info.Kernels, Slots: min(max(info.Slots, 0), 1024),
+		KVCacheBytes: max(info.KVCacheBytes, 0), CacheTypeK: info.CacheTypeK, CacheTypeV: info.CacheTypeV}, nil
 }
 
 // loadReporter forwards a loader's progress to the broker as progress

@@ -157,6 +157,8 @@ func parseBenchFlags(args []string, stdout, stderr io.Writer) (benchOptions, int
 	fs.StringVar(&o.synthetic, "synthetic", "", "benchmark a synthetic model `SHAPE:TYPE` (e.g. tinyllama-1.1b:q4_k_m) written to a temporary folder")
 	fs.StringVar(&o.vocab, "vocab", "", "vocabulary GGUF `file` for --synthetic (needed by the Llama-2-style shapes; the others carry a synthetic one)")
 	fs.BoolVar(&o.noSandbox, "no-sandbox", false, "measure (and parse --vocab) in this process instead of sandboxed workers")
+	fs.StringVar(&o.p.TypeK, "ctk", "f16", "KV cache `type` of the keys: f16|q8_0|f32 (llama-bench's -ctk)")
+	fs.StringVar(&o.p.TypeV, "ctv", "f16", "KV cache `type` of the values: f16|q8_0|f32 (llama-bench's -ctv)")
 	fs.Int64Var(&o.p.MemoryLimit, "memory-limit-bytes", 0, "the sandboxed worker's memory cap in `bytes`, as lisa serve's memory_limit_bytes (0: serve's default)")
 	pos, status, done := parseCommand("bench", fs, args, false, stdout, stderr)
 	if done {

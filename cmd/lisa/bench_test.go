@@ -51,6 +51,8 @@ func TestBenchUsage(t *testing.T) {
 		{"bad format", []string{"bench", "-m", "x", "-o", "xml"}, "-o"},
 		{"bad kernels", []string{"bench", "-m", "x", "--kernels", "sse"}, "--kernels"},
 		{"no reps", []string{"bench", "-m", "x", "-r", "0"}, "repetitions"},
+		{"bad key cache type", []string{"bench", "-m", "x", "-ctk", "q4_0"}, "type_k"},
+		{"bad value cache type", []string{"bench", "-m", "x", "-ctv", "bf16"}, "type_v"},
 		{"stray", []string{"bench", "-m", "x", "y"}, "unexpected argument"},
 		{"bad depth", []string{"bench", "-m", "x", "-d", "0,-4"}, `-d: depth "-4"`},
 		{"depth range backwards", []string{"bench", "-m", "x", "-d", "4096-0"}, "ends before it starts"},

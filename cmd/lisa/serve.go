@@ -145,7 +145,7 @@ func serve(cfg *config.Config, opts serveOptions, logger *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	sup := supervisor.New(supervisor.Config{ModelName: cfg.ModelName, Threads: cfg.Threads, CtxSize: cfg.CtxSize,
-		Parallel: cfg.Parallel, Logger: logger, Stderr: stderrLog}, supervisor.SandboxLauncher{Config: sandbox.Config{
+		Parallel: cfg.Parallel, CacheTypeK: cfg.CacheTypeK, CacheTypeV: cfg.CacheTypeV, Logger: logger, Stderr: stderrLog}, supervisor.SandboxLauncher{Config: sandbox.Config{
 		Enabled: cfg.SandboxEnabled, ModelPath: modelPath, Model: model, ShardPaths: shardPaths, Shards: shards, MemoryLimit: cfg.MemoryLimitBytes,
 		Cgroup: cfg.SandboxCgroup.Required(), CgroupAuto: cfg.SandboxCgroup.Auto(), SeccompLog: cfg.SandboxSeccompLog, Threads: cfg.Threads, Stderr: stderrLog}})
 	defer sup.Close()

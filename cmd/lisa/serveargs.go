@@ -39,6 +39,8 @@ func serveFlagSet() *flag.FlagSet {
 	fs.String("c", "", "llama-server form of --ctx-size")
 	fs.String("np", "", "llama-server form of --parallel")
 	fs.String("t", "", "llama-server form of --threads")
+	fs.String("ctk", "", "llama-server form of --cache-type-k")
+	fs.String("ctv", "", "llama-server form of --cache-type-v")
 	fs.String("ngl", "", "llama-server form, accepted and ignored: lisa runs on the CPU and has no GPU offload (also --n-gpu-layers, --gpu-layers)")
 	return fs
 }
@@ -52,6 +54,10 @@ func renames(name string) (string, bool) {
 		return "parallel", true
 	case "t":
 		return "threads", true
+	case "ctk":
+		return "cache-type-k", true
+	case "ctv":
+		return "cache-type-v", true
 	}
 	return "", false
 }

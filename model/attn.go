@@ -1,0 +1,625 @@
+package model
+
+import (
+	"math"
+	"sync/atomic"
+
+	"github.com/lisa-llm/lisa/kernels"
+	"github.com/lisa-llm/lisa/quant"
+)
+
+// Tiled attention over the KV cache (flash-decoding style).
+//
+// The per-head path (Runner.head) reads a head's whole key and value
+// prefix once per query head: with grouped-query attention the query
+// heads of one KV head read the same keys and values again, and at a
+// depth of thousands of positions that is memory traffic, not
+// arithmetic. Here one job takes a block of query rows (the query heads
+// of one KV head for a few tokens of one sequence) and walks the keys in
+// tiles of attnChunk positions: each key tile and value tile is loaded
+// once and used by every row of the block while it sits in L1/L2.
+//
+// Per row and tile the scores are K·q with q rounded to F16 (as for the
+// per-head path and ggml), soft-capped and scaled, soft-maxed within the
+// tile (kernels.ExpSubSum against the tile's own maximum, normalised by
+// the tile's sum) and rounded to F16 for the weights×values dot products;
+// the tile's (max, sum, output) is then folded into the row's running
+// (max, sum, output) in tile order (online softmax, foldTile). A row of
+// at most attnChunk keys is thereby the per-head path's softmax exactly,
+// rounded where ggml rounds it.
+//
+// Determinism: tiles start at absolute multiples of attnChunk, and a
+// row's arithmetic depends only on its position, its window and the
+// cache, never on which rows share its job, how many jobs there are or
+// which thread runs them. Splitting a row's tiles over several jobs
+// (when a step has too few rows to keep the threads busy: one decoding
+// token) stores each tile's partial result and folds them afterwards in
+// the same tile order with the same fold, so the bits equal the unsplit
+// ones: no result changes with the thread count or with how a prompt is
+// cut into batches.
+//
+// Q8_0 keys and values are dequantized one tile at a time (into F16, the
+// keys row-major and the values transposed) by the job, once for all its
+// rows, and then go through the same F16 dot products.
+
+// attnChunk is how many key positions one tile covers. 256 keys of a
+// 128-wide head are 64 KiB of F16 keys and values: they stay in L2 while
+// a block's rows use them.
+const attnChunk = 256
+
+// gemmGroup is the least number of query heads per KV head for which a
+// job runs as two small matrix products (tileJobGEMM: the keys and values
+// widened to float32 once per tile for all the rows, the products in the
+// blocked product's register tiles) instead of one F16 dot product per
+// row and key (tileJob). It is a property of the model, never of the
+// batch, so that a row's bits do not depend on the rows beside it; with
+// fewer heads per KV head a decoding step has too few rows to fill the
+// register tile.
+const gemmGroup = 4
+
+// tileRows is about how many query rows one job takes (rounded to whole
+// tokens of a KV head's query heads).
+const tileRows = 64
+
+// partialBudget bounds the float32s the split mode's partial results may
+// take (4 MiB); a step that needs more runs unsplit.
+const partialBudget = 1 << 20
+
+// tileJob is one block of query rows against a range of key tiles.
+type tileJob struct {
+	seq    int32 // the sequence
+	g      int32 // the KV head
+	t0, t1 int32 // its tokens: tiledAttn.tok[t0:t1]
+	c0, c1 int32 // its key tiles [c0, c1)
+}
+
+// tileScratch is one worker's scratch (no allocation per step).
+type tileScratch struct {
+	q16  []uint16  // the job's query rows rounded to F16, rows×hd
+	m, l []float32 // per row: running maximum and sum
+	o    []float32 // per row: running output, rows×hd
+	sc   []float32 // one row's scores of one tile
+	p16  []uint16  // the same, exponentiated and rounded to F16
+	oc   []float32 // one row's output of one tile, hd
+	kt   []uint16  // Q8_0 keys of one tile dequantized, attnChunk×hd
+	vt   []uint16  // Q8_0 values of one tile dequantized and transposed, hd×attnChunk
+	f, t []float32 // dequantization scratch, attnChunk×hd each
+
+	// The matrix-product form (tiledAttn.gemm): queries, keys, transposed
+	// values and weights widened to float32, scores and outputs.
+	qf, kf, vf, s, of []float32
+	ms                []float32 // per row: the tile's maximum and sum
+}
+
+// tiledAttn is the Runner's state for the tiled attention of one layer.
+type tiledAttn struct {
+	tok    []int32 // the batch's indices grouped by sequence, batch order within one
+	count  []int32 // per sequence: tokens in the batch (counting sort)
+	jobs   []tileJob
+	next   atomic.Int64 // the next job to claim
+	split  bool         // jobs hold one tile each and store partials
+	gemm   bool         // the matrix-product form of a job (tileJobGEMM)
+	nChunk int          // tiles per row in part (split mode)
+	part   []float32    // split mode: per (token, head, tile): max, sum, output[hd]
+	scr    []tileScratch
+	runFn  func(w int) // claims jobs (made once: no allocation per layer)
+	l      int
+	b      Batch
+	p      attnParams
+}
+
+// newTiledAttn sizes the tiled attention's state for r.
+func (r *Runner) newTiledAttn() {
+	cfg := r.m.Config
+	c := r.c
+	hd, grp := cfg.HeadDim, cfg.NHead/cfg.NHeadKV
+	rows := max(1, tileRows/grp) * grp
+	at := &r.at
+	at.tok = make([]int32, r.maxBatch)
+	at.count = make([]int32, c.nSeq)
+	at.jobs = make([]tileJob, 0, r.maxBatch*cfg.NHeadKV)
+	nChunk := (c.nCtx + attnChunk - 1) / attnChunk
+	if need := int64(r.maxBatch) * int64(cfg.NHead) * int64(nChunk) * int64(hd+2); need <= partialBudget {
+		at.part = make([]float32, need)
+	} else {
+		at.part = make([]float32, partialBudget)
+	}
+	// Split jobs are one per (block, KV head, tile): bounded by the
+	// partials' rows times tiles.
+	at.jobs = make([]tileJob, 0, max(r.maxBatch*cfg.NHeadKV, len(at.part)/(hd+2)))
+	at.scr = make([]tileScratch, max(r.pool.Threads(), 1))
+	q8 := c.tk == KVQ8_0 || c.tv == KVQ8_0
+	at.gemm = grp >= gemmGroup
+	for w := range at.scr {
+		s := &at.scr[w]
+		*s = tileScratch{q16: make([]uint16, rows*hd), m: make([]float32, rows), l: make([]float32, rows),
+			o: make([]float32, rows*hd), sc: make([]float32, attnChunk), p16: make([]uint16, attnChunk),
+			oc: make([]float32, hd)}
+		if at.gemm {
+			rp := kernels.RoundTile(rows, kernels.TileCols)
+			s.qf, s.of, s.ms = make([]float32, rp*hd), make([]float32, rp*hd), make([]float32, 2*rows)
+			s.s = make([]float32, rp*attnChunk)
+			s.kf = make([]float32, kernels.RoundTile(attnChunk, kernels.TileRows)*hd)
+			s.vf = make([]float32, kernels.RoundTile(hd, kernels.TileRows)*attnChunk)
+			if c.tv == KVQ8_0 {
+				s.f = make([]float32, attnChunk*hd)
+			}
+		} else if q8 {
+			s.kt = make([]uint16, attnChunk*hd)
+			s.vt = make([]uint16, attnChunk*hd)
+			s.f = make([]float32, attnChunk*hd)
+			s.t = make([]float32, attnChunk*hd)
+		}
+	}
+	at.runFn = func(w int) {
+		for {
+			k := int(at.next.Add(1) - 1)
+			if k >= len(at.jobs) {
+				return
+			}
+			if at.gemm {
+				r.tileJobGEMM(&at.scr[w], at.jobs[k])
+			} else {
+				r.tileJob(&at.scr[w], at.jobs[k])
+			}
+		}
+	}
+}
+
+// useTiled reports whether the layers' attention runs tiled: always for
+// Q8_0 caches, never for F32 ones (whose keys and values the per-head
+// path reads unrounded), and for F16 caches unless the runner reproduces
+// ggml's attention orders (F32 models: the per-head path is ggml's) or a
+// test or benchmark asked for the per-head path.
+func (r *Runner) useTiled() bool {
+	c := r.c
+	switch {
+	case c.tk == KVQ8_0 || c.tv == KVQ8_0:
+		return true
+	case c.tk == KVF32 || c.tv == KVF32:
+		return false
+	}
+	return !r.exactAttn && !r.perHead
+}
+
+// first returns the first position a query at position p sees.
+func (ap attnParams) first(p int) int {
+	if ap.window > 0 {
+		return max(0, p+1-ap.window)
+	}
+	return 0
+}
+
+// tiledAttention computes the attention of the n batch rows of layer l
+// (queries in r.q, keys and values of this step already stored) into
+// r.att.
+func (r *Runner) tiledAttention(l int, b Batch, n int, ap attnParams) error {
+	cfg := r.m.Config
+	at := &r.at
+	hd, grp := cfg.HeadDim, cfg.NHead/cfg.NHeadKV
+	perJob := max(1, tileRows/grp)
+	// Group the batch's tokens by sequence (a counting sort, stable).
+	clear(at.count)
+	for i := range n {
+		at.count[b.Seq[i]]++
+	}
+	var sum int32
+	for s, k := range at.count {
+		at.count[s] = sum
+		sum += k
+	}
+	for i := range n {
+		s := b.Seq[i]
+		at.tok[at.count[s]] = int32(i)
+		at.count[s]++
+	}
+	// The blocks: runs of up to perJob tokens of one sequence.
+	maxN, work := 0, 0
+	at.jobs = at.jobs[:0]
+	blocks := 0
+	for t0 := 0; t0 < n; {
+		s := b.Seq[at.tok[t0]]
+		t1 := t0 + 1
+		for t1 < n && t1-t0 < perJob && b.Seq[at.tok[t1]] == s {
+			t1++
+		}
+		lo, hi := math.MaxInt, 0
+		for _, i := range at.tok[t0:t1] {
+			p := int(b.Pos[i])
+			lo, hi = min(lo, ap.first(p)), max(hi, p+1)
+			work += (p + 1 - ap.first(p)) * cfg.NHead * hd * 2
+		}
+		maxN = max(maxN, hi)
+		for g := range cfg.NHeadKV {
+			at.jobs = append(at.jobs, tileJob{seq: s, g: int32(g), t0: int32(t0), t1: int32(t1),
+				c0: int32(lo / attnChunk), c1: int32((hi + attnChunk - 1) / attnChunk)})
+		}
+		blocks++
+		t0 = t1
+	}
+	threads := len(at.scr)
+	if work < r.attnMin {
+		threads = 1
+	}
+	// Too few jobs for the threads: one job per tile instead, when the
+	// partials fit (the results are the same bits either way).
+	at.nChunk = (maxN + attnChunk - 1) / attnChunk
+	at.split = false
+	if threads > 1 && len(at.jobs) < 4*threads && at.nChunk > 1 {
+		need := n * cfg.NHead * at.nChunk * (hd + 2)
+		nj := 0
+		for _, j := range at.jobs {
+			nj += int(j.c1 - j.c0)
+		}
+		if need <= len(at.part) && nj <= cap(at.jobs) {
+			at.split = true
+			k := len(at.jobs)
+			at.jobs = at.jobs[:nj]
+			// Expand in place from the back (each job into its tiles).
+			for src, dst := k-1, nj; src >= 0; src-- {
+				j := at.jobs[src]
+				for c := j.c1 - 1; c >= j.c0; c-- {
+					dst--
+					at.jobs[dst] = tileJob{seq: j.seq, g: j.g, t0: j.t0, t1: j.t1, c0: c, c1: c + 1}
+				}
+			}
+		}
+	}
+	at.l, at.b, at.p = l, b, ap
+	defer func() { at.b = Batch{} }()
+	at.next.Store(0)
+	if threads == 1 {
+		at.runFn(0)
+	} else if err := r.pool.Run(at.runFn); err != nil {
+		return err
+	}
+	if !at.split {
+		return nil
+	}
+	// The fold is a few multiply-adds per tile and output: on the caller,
+	// without a second start of the pool.
+	for row := range n * cfg.NHead {
+		r.reduceRow(row)
+	}
+	return nil
+}
+
+// expf32 is e^x for the fold's rescaling factors.
+func expf32(x float32) float32 { return float32(math.Exp(float64(x))) }
+
+// foldTile folds one tile's (m, l, o) into a row's running (M, L, O):
+// m is the tile's largest score, l the sum of its exponentials against m
+// and o its output with the weights normalised by l (so that they are
+// rounded to F16 as ggml rounds a softmax's, and a row of one tile is
+// exactly the softmax of the per-head path); O stays a normalised
+// average. The products are rounded before they are added so that no
+// platform fuses them (Go does on arm64): the bits must not depend on the
+// CPU.
+func foldTile(M, L *float32, O []float32, m, l float32, o []float32) {
+	if math.IsInf(float64(*M), -1) {
+		*M, *L = m, l
+		copy(O, o)
+		return
+	}
+	nm := max(*M, m)
+	a, b := float32(*L*expf32(*M-nm)), float32(l*expf32(m-nm))
+	sum := a + b
+	a, b = a/sum, b/sum
+	O = O[:len(o)]
+	for d, v := range o {
+		O[d] = float32(O[d]*a) + float32(v*b)
+	}
+	*M, *L = nm, sum
+}
+
+// tileJob runs one job with worker scratch ws.
+func (r *Runner) tileJob(ws *tileScratch, j tileJob) {
+	cfg := r.m.Config
+	c, at := r.c, &r.at
+	hd, qd, grp := cfg.HeadDim, cfg.QDim(), cfg.NHead/cfg.NHeadKV
+	l, b, ap := at.l, at.b, at.p
+	s, g := int(j.seq), int(j.g)
+	toks := at.tok[j.t0:j.t1]
+	rows := len(toks) * grp
+	for ti, i := range toks {
+		for hh := range grp {
+			ri, h := ti*grp+hh, g*grp+hh
+			kernels.F32ToF16Row(ws.q16[ri*hd:(ri+1)*hd], r.q[int(i)*qd+h*hd:int(i)*qd+(h+1)*hd])
+		}
+	}
+	if !at.split {
+		for ri := range rows {
+			ws.m[ri], ws.l[ri] = float32(math.Inf(-1)), 0
+		}
+	}
+	uLo, uHi := math.MaxInt, 0
+	for _, i := range toks {
+		p := int(b.Pos[i])
+		uLo, uHi = min(uLo, ap.first(p)), max(uHi, p+1)
+	}
+	oc := ws.oc[:hd]
+	for ch := int(j.c0); ch < int(j.c1); ch++ {
+		cs, ce := ch*attnChunk, (ch+1)*attnChunk
+		ua, ub := max(cs, uLo), min(ce, uHi)
+		if ua >= ub {
+			continue
+		}
+		if c.tk == KVQ8_0 {
+			o := c.keyOff(l, s, g, ua)
+			f := ws.f[:(ub-ua)*hd]
+			quant.DequantizeQ8_0(c.kq[o:o+(ub-ua)*c.kRow], f)
+			kernels.F32ToF16Row(ws.kt[:len(f)], f)
+		}
+		if c.tv == KVQ8_0 {
+			o := c.valRowOff(l, s, g, ua)
+			// Transposed with a row stride of attnChunk, converted at once.
+			t := ws.t[:hd*attnChunk]
+			dequantQ8_0T(t, attnChunk, c.vq[o:o+(ub-ua)*c.vRow], ub-ua, hd, ws.f)
+			kernels.F32ToF16Row(ws.vt[:hd*attnChunk], t)
+		}
+		for ti, i := range toks {
+			p := int(b.Pos[i])
+			a, e := max(cs, ap.first(p)), min(ce, p+1)
+			if a >= e {
+				continue
+			}
+			for hh := range grp {
+				ri := ti*grp + hh
+				sc := ws.sc[:e-a]
+				q16 := ws.q16[ri*hd : (ri+1)*hd]
+				if c.tk == KVQ8_0 {
+					kernels.DotF16Rows(sc, ws.kt[(a-ua)*hd:], hd, q16)
+				} else {
+					kernels.DotF16Rows(sc, c.k16[c.keyOff(l, s, g, a):], hd, q16)
+				}
+				mx, sum := ap.softmax(sc)
+				p16 := ws.p16[:e-a]
+				kernels.F32ToF16Row(p16, sc)
+				if c.tv == KVQ8_0 {
+					kernels.DotF16Rows(oc, ws.vt[a-ua:], attnChunk, p16)
+				} else {
+					kernels.DotF16Rows(oc, c.v16[c.valOff(l, s, g*hd)+a:], c.nCtx, p16)
+				}
+				if at.split {
+					h := g*grp + hh
+					pt := at.part[((int(i)*cfg.NHead+h)*at.nChunk+ch)*(hd+2):][:hd+2]
+					pt[0], pt[1] = mx, sum
+					copy(pt[2:], oc)
+				} else {
+					foldTile(&ws.m[ri], &ws.l[ri], ws.o[ri*hd:(ri+1)*hd], mx, sum, oc)
+				}
+			}
+		}
+	}
+	if at.split {
+		return
+	}
+	for ti, i := range toks {
+		for hh := range grp {
+			ri, h := ti*grp+hh, g*grp+hh
+			copy(r.att[int(i)*qd+h*hd:int(i)*qd+(h+1)*hd], ws.o[ri*hd:(ri+1)*hd])
+		}
+	}
+}
+
+// softmax soft-caps and scales one row's scores of one tile and turns
+// them into its softmax in place, as the per-head path (kernels.Softmax)
+// does; it returns the largest score and the exponentials' sum.
+func (ap attnParams) softmax(sc []float32) (mx, sum float32) {
+	if ap.softcap != 0 {
+		kernels.Softcap(sc, ap.softcap)
+	}
+	if ap.scale != 1 {
+		kernels.Scale(sc, ap.scale)
+	}
+	mx = maxOf(sc)
+	s := kernels.ExpSubSum(sc, mx)
+	kernels.Scale(sc, float32(1/s))
+	return mx, float32(s)
+}
+
+// tileJobGEMM runs one job as tileJob does, with the products as small
+// matrix products (kernels.DotTile): per tile the keys are widened (or
+// dequantized) to float32 once and multiplied by all the job's query rows
+// (rounded to F16, as ggml rounds them, then scaled), and the transposed
+// values by all the rows' weights. The weights stay in float32 and
+// unnormalised (the tile's output is divided by their sum instead): two
+// passes over a row's scores (maximum, exponentials) besides the
+// products. Scores, weights and values are indexed from the tile's first
+// position, with zero weights before a row's window and after its last
+// key, so that a row's summation lanes do not depend on the other rows.
+func (r *Runner) tileJobGEMM(ws *tileScratch, j tileJob) {
+	cfg := r.m.Config
+	c, at := r.c, &r.at
+	hd, qd, grp := cfg.HeadDim, cfg.QDim(), cfg.NHead/cfg.NHeadKV
+	const C = attnChunk
+	l, b, ap := at.l, at.b, at.p
+	s, g := int(j.seq), int(j.g)
+	toks := at.tok[j.t0:j.t1]
+	rows := len(toks) * grp
+	// Without a soft cap the scale goes into the queries, once per job.
+	preScale := ap.softcap == 0 && ap.scale != 1
+	for ti, i := range toks {
+		for hh := range grp {
+			ri, h := ti*grp+hh, g*grp+hh
+			q16 := ws.q16[ri*hd : (ri+1)*hd]
+			kernels.F32ToF16Row(q16, r.q[int(i)*qd+h*hd:int(i)*qd+(h+1)*hd])
+			qf := ws.qf[ri*hd : (ri+1)*hd]
+			kernels.F16ToF32Row(qf, q16)
+			if preScale {
+				kernels.Scale(qf, ap.scale)
+			}
+		}
+	}
+	rowAp := ap
+	if preScale {
+		rowAp.scale = 1
+	}
+	if !at.split {
+		for ri := range rows {
+			ws.m[ri], ws.l[ri] = float32(math.Inf(-1)), 0
+		}
+	}
+	uLo, uHi := math.MaxInt, 0
+	for _, i := range toks {
+		p := int(b.Pos[i])
+		uLo, uHi = min(uLo, ap.first(p)), max(uHi, p+1)
+	}
+	for ch := int(j.c0); ch < int(j.c1); ch++ {
+		cs, ce := ch*C, (ch+1)*C
+		ua, ub := max(cs, uLo), min(ce, uHi)
+		if ua >= ub {
+			continue
+		}
+		nk, kv := ub-ua, ub-cs
+		// Scores: s[row*C + key-cs].
+		kf := ws.kf[:nk*hd]
+		if o := c.keyOff(l, s, g, ua); c.tk == KVQ8_0 {
+			quant.DequantizeQ8_0(c.kq[o:o+nk*c.kRow], kf)
+		} else {
+			kernels.F16ToF32Row(kf, c.k16[o:o+nk*hd])
+		}
+		kernels.DotTile(ws.s[ua-cs:], C, ws.kf, hd, nk, ws.qf, hd, rows, hd)
+		// Values transposed: vf[d*C + pos-cs].
+		if c.tv == KVQ8_0 {
+			o := c.valRowOff(l, s, g, cs)
+			dequantQ8_0T(ws.vf, C, c.vq[o:o+kv*c.vRow], kv, hd, ws.f)
+		} else {
+			for d := range hd {
+				o := c.valOff(l, s, g*hd+d) + cs
+				kernels.F16ToF32Row(ws.vf[d*C:d*C+kv], c.v16[o:o+kv])
+			}
+		}
+		// Weights, in place of the scores.
+		for ti, i := range toks {
+			p := int(b.Pos[i])
+			a, e := max(cs, ap.first(p)), min(ce, p+1)
+			if a >= e {
+				continue // the rows' outputs are computed and dropped
+			}
+			for hh := range grp {
+				ri := ti*grp + hh
+				row := ws.s[ri*C : ri*C+kv]
+				mx, sum := rowAp.weights(row[a-cs : e-cs])
+				clear(row[:a-cs])
+				clear(row[e-cs:])
+				ws.ms[2*ri], ws.ms[2*ri+1] = mx, sum
+			}
+		}
+		kernels.DotTile(ws.of, hd, ws.vf, C, hd, ws.s, C, rows, kv)
+		for ti, i := range toks {
+			p := int(b.Pos[i])
+			if max(cs, ap.first(p)) >= min(ce, p+1) {
+				continue
+			}
+			for hh := range grp {
+				ri := ti*grp + hh
+				mx, sum := ws.ms[2*ri], ws.ms[2*ri+1]
+				oc := ws.of[ri*hd : (ri+1)*hd]
+				kernels.Scale(oc, 1/sum)
+				if at.split {
+					h := g*grp + hh
+					pt := at.part[((int(i)*cfg.NHead+h)*at.nChunk+ch)*(hd+2):][:hd+2]
+					pt[0], pt[1] = mx, sum
+					copy(pt[2:], oc)
+				} else {
+					foldTile(&ws.m[ri], &ws.l[ri], ws.o[ri*hd:(ri+1)*hd], mx, sum, oc)
+				}
+			}
+		}
+	}
+	if at.split {
+		return
+	}
+	for ti, i := range toks {
+		for hh := range grp {
+			ri, h := ti*grp+hh, g*grp+hh
+			copy(r.att[int(i)*qd+h*hd:int(i)*qd+(h+1)*hd], ws.o[ri*hd:(ri+1)*hd])
+		}
+	}
+}
+
+// dequantQ8_0T dequantizes n rows of Q8_0 blocks (hd values each, rows
+// of hd/32 blocks in src) into dst transposed: value d of row j at
+// dst[d*ld+j]. The writes run along dst's rows; the reads stride over
+// src's rows, which sit in the first-level cache. scales needs
+// n*hd/32 values.
+func dequantQ8_0T(dst []float32, ld int, src []byte, n, hd int, scales []float32) {
+	nb := hd / quant.QK8_0
+	rb := nb * quant.BlockQ8_0Bytes
+	src = src[:n*rb]
+	sc := scales[:nb*n]
+	for j := range n {
+		for b := range nb {
+			o := j*rb + b*quant.BlockQ8_0Bytes
+			sc[b*n+j] = quant.F16ToF32(uint16(src[o]) | uint16(src[o+1])<<8)
+		}
+	}
+	for d := range hd {
+		b := d / quant.QK8_0
+		off := b*quant.BlockQ8_0Bytes + 2 + d%quant.QK8_0
+		row := dst[d*ld : d*ld+n]
+		bs := sc[b*n : b*n+n]
+		for j := range row {
+			row[j] = float32(int8(src[j*rb+off])) * bs[j]
+		}
+	}
+}
+
+// weights soft-caps and scales one row's scores of one tile and replaces
+// them by their exponentials against the largest, unnormalised; it
+// returns the largest score and the exponentials' sum.
+func (ap attnParams) weights(sc []float32) (mx, sum float32) {
+	if ap.softcap != 0 {
+		kernels.Softcap(sc, ap.softcap)
+	}
+	if ap.scale != 1 {
+		kernels.Scale(sc, ap.scale)
+	}
+	mx = maxOf(sc)
+	return mx, float32(kernels.ExpSubSum(sc, mx))
+}
+
+// maxOf returns the largest value of x (not empty), in four independent
+// chains: the comparisons of one chain need not wait for the others.
+func maxOf(x []float32) float32 {
+	m0 := x[0]
+	m1, m2, m3 := m0, m0, m0
+	i := 0
+	for ; i+4 <= len(x); i += 4 {
+		if v := x[i]; v > m0 {
+			m0 = v
+		}
+		if v := x[i+1]; v > m1 {
+			m1 = v
+		}
+		if v := x[i+2]; v > m2 {
+			m2 = v
+		}
+		if v := x[i+3]; v > m3 {
+			m3 = v
+		}
+	}
+	for ; i < len(x); i++ {
+		if x[i] > m0 {
+			m0 = x[i]
+		}
+	}
+	return max(m0, m1, m2, m3)
+}
+
+// reduceRow folds the split mode's partial results of row (token i, head
+// h) = (row/NHead, row%NHead) in tile order and writes its output.
+func (r *Runner) reduceRow(row int) {
+	cfg := r.m.Config
+	at := &r.at
+	hd, qd := cfg.HeadDim, cfg.QDim()
+	i, h := row/cfg.NHead, row%cfg.NHead
+	p := int(at.b.Pos[i])
+	M, L := float32(math.Inf(-1)), float32(0)
+	out := r.att[i*qd+h*hd : i*qd+(h+1)*hd]
+	for ch := at.p.first(p) / attnChunk; ch*attnChunk <= p; ch++ {
+		pt := at.part[(row*at.nChunk+ch)*(hd+2):][:hd+2]
+		foldTile(&M, &L, out, pt[0], pt[1], pt[2:])
+	}
+}
