@@ -465,7 +465,7 @@ func TestValidate(t *testing.T) {
 func TestWriteFormats(t *testing.T) {
 	rs := []Result{
 		{ModelType: "llama 1.1B Q4_K - Medium", ModelSize: 1 << 20, ModelNParams: 1100000000, NBatch: 2048, NUBatch: 512, NThreads: 2,
-			TypeK: "q8_0", TypeV: "f16", NPrompt: 512, AvgTs: 61.5, StddevTs: 0.5, SamplesTs: []float64{61, 62}, SamplesNs: []int64{1, 2},
+			TypeK: "f16", TypeV: "f16", NPrompt: 512, AvgTs: 61.5, StddevTs: 0.5, SamplesTs: []float64{61, 62}, SamplesNs: []int64{1, 2},
 			Kernels: "avx512", Sandbox: true},
 		{ModelType: "llama <&>", NBatch: 2048, NUBatch: 512, NThreads: 1, TypeK: "f16", TypeV: "f16", NGen: 128, NDepth: 4096,
 			AvgTs: 20, Kernels: "generic"},
@@ -482,7 +482,7 @@ func TestWriteFormats(t *testing.T) {
 				t.Fatal(err)
 			}
 			if back[0]["avg_ts"] != 61.5 || back[0]["sandbox"] != true || back[1]["n_depth"] != 4096.0 || back[2]["n_gen"] != 128.0 ||
-				back[0]["type_k"] != "q8_0" || back[0]["type_v"] != "f16" {
+				back[0]["type_k"] != "f16" || back[0]["type_v"] != "f16" {
 				t.Errorf("values: %v", back)
 			}
 		}},
@@ -540,6 +540,18 @@ func TestWriteFormats(t *testing.T) {
 	if err := Write(&b, "md", rs); err != nil || !strings.Contains(b.String(), "| n_batch | n_ubatch |") ||
 		!strings.Contains(b.String(), "| 2048 | 128 | pp512 |") {
 		t.Errorf("markdown with n_ubatch 128 (%v):\n%s", err, b.String())
+	}
+	// So do cache types other than f16, in every format.
+	rs[0].NUBatch, rs[0].TypeK = 512, "q8_0"
+	b.Reset()
+	if err := Write(&b, "md", rs); err != nil || !strings.Contains(b.String(), "| type_k | type_v |") ||
+		!strings.Contains(b.String(), "| q8_0 | f16 | pp512 |") {
+		t.Errorf("markdown with type_k q8_0 (%v):\n%s", err, b.String())
+	}
+	b.Reset()
+	var back []map[string]any
+	if err := Write(&b, "json", rs); err != nil || json.Unmarshal(b.Bytes(), &back) != nil || back[0]["type_k"] != "q8_0" || back[1]["type_k"] != "f16" {
+		t.Errorf("json with type_k q8_0 (%v):\n%s", err, b.String())
 	}
 }
 

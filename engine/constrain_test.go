@@ -327,7 +327,10 @@ func TestForcedToolCallFormats(t *testing.T) {
 					t.Fatalf("finish %q with %d calls (content %q)", r.done.Finish, len(cs), r.text)
 				}
 				// The arguments stream as the model writes them: the
-				// first call comes in more pieces than its first.
+				// first call comes in more pieces than its first. (Only
+				// when every token came as its own chunk: a reader that
+				// falls behind gets the pending tokens merged, pieces
+				// included, which a loaded machine does.)
 				pieces := 0
 				for _, c := range r.chunks {
 					for _, d := range c.ToolCalls {
@@ -336,8 +339,8 @@ func TestForcedToolCallFormats(t *testing.T) {
 						}
 					}
 				}
-				if pieces < 3 {
-					t.Errorf("the first call came in %d pieces", pieces)
+				if pieces < 3 && len(r.chunks) >= r.done.Usage.CompletionTokens {
+					t.Errorf("the first call came in %d pieces, one chunk per token", pieces)
 				}
 				if !parallel && len(cs) != 1 {
 					t.Fatalf("%d calls without parallel calls", len(cs))
