@@ -147,57 +147,10 @@ func TestChatPageInChromium(t *testing.T) {
 	ts := httptest.NewServer(srv.Handler())
 	defer ts.Close()
 
-	ws, err := dialWS(endpoint, 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ws.c.Close()
-	c := &cdp{ws: ws, timeout: 30 * time.Second}
-	var target struct {
-		TargetID string `json:"targetId"`
-	}
-	if err := c.call("Target.createTarget", map[string]any{"url": "about:blank"}, &target); err != nil {
-		t.Fatal(err)
-	}
-	var att struct {
-		SessionID string `json:"sessionId"`
-	}
-	if err := c.call("Target.attachToTarget", map[string]any{"targetId": target.TargetID, "flatten": true}, &att); err != nil {
-		t.Fatal(err)
-	}
-	c.session = att.SessionID
-	for _, m := range []string{"Runtime.enable", "Log.enable", "Page.enable"} {
-		if err := c.call(m, map[string]any{}, nil); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := c.call("Page.navigate", map[string]any{"url": ts.URL + "/"}, nil); err != nil {
-		t.Fatal(err)
-	}
-	text := func(expr string) string {
-		var s string
-		if err := c.eval(expr, &s); err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
-	waitFor := func(what, expr string, ok func(string) bool) string {
-		t.Helper()
-		var last string
-		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-			var s string
-			if err := c.eval(expr, &s); err == nil {
-				last = s
-				if ok(s) {
-					return s
-				}
-			}
-		}
-		t.Fatalf("%s: still %q after 20 s; problems: %q", what, last, c.problems())
-		return ""
-	}
+	c := openPage(t, endpoint, ts.URL+"/")
+	text, waitFor := c.text(t), c.waitFor(t)
 	const statusJS = `document.getElementById("status").textContent`
-	const modelJS = `document.getElementById("model").textContent`
+	const modelJS = `document.getElementById("model").value`
 
 	// Without a key the server answers 401 and the page says so.
 	waitFor("the page asks for a key", statusJS, func(s string) bool { return strings.Contains(s, "API key") })
@@ -278,10 +231,83 @@ func TestChatPageInChromium(t *testing.T) {
 	if ms := reqs[0].Messages; len(ms) != 1 || ms[0].Role != "user" || ms[0].Content != question {
 		t.Errorf("messages the server got %+v, want the question alone", ms)
 	}
-	if p := c.problems(); len(p) != 0 {
+	// (The 401 is the page's first call, made before the key is typed.)
+	if p := c.problems("status of 401"); len(p) != 0 {
 		t.Errorf("console errors or CSP violations: %q", p)
 	}
 
+	c.screenshot(t, "chat.png")
+}
+
+// openPage opens a new tab of the browser at endpoint on url, with the
+// runtime, log and page events on.
+func openPage(t *testing.T, endpoint, url string) *cdp {
+	t.Helper()
+	ws, err := dialWS(endpoint, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ws.c.Close() })
+	c := &cdp{ws: ws, timeout: 30 * time.Second}
+	var target struct {
+		TargetID string `json:"targetId"`
+	}
+	if err := c.call("Target.createTarget", map[string]any{"url": "about:blank"}, &target); err != nil {
+		t.Fatal(err)
+	}
+	var att struct {
+		SessionID string `json:"sessionId"`
+	}
+	if err := c.call("Target.attachToTarget", map[string]any{"targetId": target.TargetID, "flatten": true}, &att); err != nil {
+		t.Fatal(err)
+	}
+	c.session = att.SessionID
+	for _, m := range []string{"Runtime.enable", "Log.enable", "Page.enable"} {
+		if err := c.call(m, map[string]any{}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.call("Page.navigate", map[string]any{"url": url}, nil); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// text returns a function evaluating a string expression in the page.
+func (c *cdp) text(t *testing.T) func(expr string) string {
+	return func(expr string) string {
+		t.Helper()
+		var s string
+		if err := c.eval(expr, &s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+}
+
+// waitFor returns a function polling a string expression until ok
+// accepts its value (20 s at most), returning that value.
+func (c *cdp) waitFor(t *testing.T) func(what, expr string, ok func(string) bool) string {
+	return func(what, expr string, ok func(string) bool) string {
+		t.Helper()
+		var last string
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			var s string
+			if err := c.eval(expr, &s); err == nil {
+				last = s
+				if ok(s) {
+					return s
+				}
+			}
+		}
+		t.Fatalf("%s: still %q after 20 s; problems: %q", what, last, c.problems())
+		return ""
+	}
+}
+
+// screenshot keeps a PNG of the page in the test output directory.
+func (c *cdp) screenshot(t *testing.T, name string) {
+	t.Helper()
 	var shot struct {
 		Data string `json:"data"`
 	}
@@ -292,7 +318,7 @@ func TestChatPageInChromium(t *testing.T) {
 	if err != nil || len(png) < 8 || string(png[1:4]) != "PNG" {
 		t.Fatalf("screenshot: %v, %d bytes", err, len(png))
 	}
-	out := filepath.Join(testOutDir(t), "chat.png")
+	out := filepath.Join(testOutDir(t), name)
 	if err := os.WriteFile(out, png, 0o644); err != nil {
 		t.Fatal(err)
 	}
