@@ -116,7 +116,8 @@ func startChromium(t *testing.T) string {
 // TestChatPageInChromium loads the chat page in a real headless Chromium
 // against a real broker (a fake model behind it) that requires an API
 // key: the page must show that a key is needed, take the key typed in,
-// show the model's name, send the message typed in, stream the reply
+// show the model's name (its alias beside it, in a picker with nothing
+// else to pick), send the message typed in, stream the reply
 // (seen growing piece by piece), and show the tokens per second, with no
 // console error or CSP violation. A screenshot is kept in the test
 // output directory.
@@ -131,6 +132,7 @@ func TestChatPageInChromium(t *testing.T) {
 	cfg := config.Default()
 	cfg.Model = "webui-test-model.gguf" // never opened: the fake backend is the model; the name is served
 	cfg.APIKeys = []string{d.String()}
+	cfg.ModelAliases = []string{"gpt-4o-mini"} // listed after the name: the picker shows one model
 	if err := cfg.Resolve(); err != nil {
 		t.Fatal(err)
 	}
@@ -169,6 +171,12 @@ func TestChatPageInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor("the model's name", modelJS, func(s string) bool { return s == "webui-test-model" })
+	// One model: one option, the alias in its label, nothing to pick.
+	opts := text(`[...document.getElementById("model").options].map(o => o.value + "=" + o.textContent).join("|") +
+		"|disabled=" + document.getElementById("model").disabled`)
+	if opts != "webui-test-model=webui-test-model (alias gpt-4o-mini)|disabled=true" {
+		t.Errorf("picker %q, want the one model, its alias in the label, disabled", opts)
+	}
 	if got := text(`sessionStorage.getItem("lisa-api-key") || ""`); got != key {
 		t.Errorf("sessionStorage key %q, want the key typed", got)
 	}
