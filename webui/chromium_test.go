@@ -116,7 +116,8 @@ func startChromium(t *testing.T) string {
 // TestChatPageInChromium loads the chat page in a real headless Chromium
 // against a real broker (a fake model behind it) that requires an API
 // key: the page must show that a key is needed, take the key typed in,
-// show the model's name, send the message typed in, stream the reply
+// show the model's name (its alias beside it, in a picker with nothing
+// else to pick), send the message typed in, stream the reply
 // (seen growing piece by piece), and show the tokens per second, with no
 // console error or CSP violation. A screenshot is kept in the test
 // output directory.
@@ -131,6 +132,7 @@ func TestChatPageInChromium(t *testing.T) {
 	cfg := config.Default()
 	cfg.Model = "webui-test-model.gguf" // never opened: the fake backend is the model; the name is served
 	cfg.APIKeys = []string{d.String()}
+	cfg.ModelAliases = []string{"gpt-4o-mini"} // listed after the name: the picker shows one model
 	if err := cfg.Resolve(); err != nil {
 		t.Fatal(err)
 	}
@@ -147,57 +149,10 @@ func TestChatPageInChromium(t *testing.T) {
 	ts := httptest.NewServer(srv.Handler())
 	defer ts.Close()
 
-	ws, err := dialWS(endpoint, 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ws.c.Close()
-	c := &cdp{ws: ws, timeout: 30 * time.Second}
-	var target struct {
-		TargetID string `json:"targetId"`
-	}
-	if err := c.call("Target.createTarget", map[string]any{"url": "about:blank"}, &target); err != nil {
-		t.Fatal(err)
-	}
-	var att struct {
-		SessionID string `json:"sessionId"`
-	}
-	if err := c.call("Target.attachToTarget", map[string]any{"targetId": target.TargetID, "flatten": true}, &att); err != nil {
-		t.Fatal(err)
-	}
-	c.session = att.SessionID
-	for _, m := range []string{"Runtime.enable", "Log.enable", "Page.enable"} {
-		if err := c.call(m, map[string]any{}, nil); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := c.call("Page.navigate", map[string]any{"url": ts.URL + "/"}, nil); err != nil {
-		t.Fatal(err)
-	}
-	text := func(expr string) string {
-		var s string
-		if err := c.eval(expr, &s); err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
-	waitFor := func(what, expr string, ok func(string) bool) string {
-		t.Helper()
-		var last string
-		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-			var s string
-			if err := c.eval(expr, &s); err == nil {
-				last = s
-				if ok(s) {
-					return s
-				}
-			}
-		}
-		t.Fatalf("%s: still %q after 20 s; problems: %q", what, last, c.problems())
-		return ""
-	}
+	c := openPage(t, endpoint, ts.URL+"/")
+	text, waitFor := c.text(t), c.waitFor(t)
 	const statusJS = `document.getElementById("status").textContent`
-	const modelJS = `document.getElementById("model").textContent`
+	const modelJS = `document.getElementById("model").value`
 
 	// Without a key the server answers 401 and the page says so.
 	waitFor("the page asks for a key", statusJS, func(s string) bool { return strings.Contains(s, "API key") })
@@ -216,6 +171,12 @@ func TestChatPageInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor("the model's name", modelJS, func(s string) bool { return s == "webui-test-model" })
+	// One model: one option, the alias in its label, nothing to pick.
+	opts := text(`[...document.getElementById("model").options].map(o => o.value + "=" + o.textContent).join("|") +
+		"|disabled=" + document.getElementById("model").disabled`)
+	if opts != "webui-test-model=webui-test-model (alias gpt-4o-mini)|disabled=true" {
+		t.Errorf("picker %q, want the one model, its alias in the label, disabled", opts)
+	}
 	if got := text(`sessionStorage.getItem("lisa-api-key") || ""`); got != key {
 		t.Errorf("sessionStorage key %q, want the key typed", got)
 	}
@@ -278,10 +239,83 @@ func TestChatPageInChromium(t *testing.T) {
 	if ms := reqs[0].Messages; len(ms) != 1 || ms[0].Role != "user" || ms[0].Content != question {
 		t.Errorf("messages the server got %+v, want the question alone", ms)
 	}
-	if p := c.problems(); len(p) != 0 {
+	// (The 401 is the page's first call, made before the key is typed.)
+	if p := c.problems("status of 401"); len(p) != 0 {
 		t.Errorf("console errors or CSP violations: %q", p)
 	}
 
+	c.screenshot(t, "chat.png")
+}
+
+// openPage opens a new tab of the browser at endpoint on url, with the
+// runtime, log and page events on.
+func openPage(t *testing.T, endpoint, url string) *cdp {
+	t.Helper()
+	ws, err := dialWS(endpoint, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ws.c.Close() })
+	c := &cdp{ws: ws, timeout: 30 * time.Second}
+	var target struct {
+		TargetID string `json:"targetId"`
+	}
+	if err := c.call("Target.createTarget", map[string]any{"url": "about:blank"}, &target); err != nil {
+		t.Fatal(err)
+	}
+	var att struct {
+		SessionID string `json:"sessionId"`
+	}
+	if err := c.call("Target.attachToTarget", map[string]any{"targetId": target.TargetID, "flatten": true}, &att); err != nil {
+		t.Fatal(err)
+	}
+	c.session = att.SessionID
+	for _, m := range []string{"Runtime.enable", "Log.enable", "Page.enable"} {
+		if err := c.call(m, map[string]any{}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.call("Page.navigate", map[string]any{"url": url}, nil); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// text returns a function evaluating a string expression in the page.
+func (c *cdp) text(t *testing.T) func(expr string) string {
+	return func(expr string) string {
+		t.Helper()
+		var s string
+		if err := c.eval(expr, &s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+}
+
+// waitFor returns a function polling a string expression until ok
+// accepts its value (20 s at most), returning that value.
+func (c *cdp) waitFor(t *testing.T) func(what, expr string, ok func(string) bool) string {
+	return func(what, expr string, ok func(string) bool) string {
+		t.Helper()
+		var last string
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			var s string
+			if err := c.eval(expr, &s); err == nil {
+				last = s
+				if ok(s) {
+					return s
+				}
+			}
+		}
+		t.Fatalf("%s: still %q after 20 s; problems: %q", what, last, c.problems())
+		return ""
+	}
+}
+
+// screenshot keeps a PNG of the page in the test output directory.
+func (c *cdp) screenshot(t *testing.T, name string) {
+	t.Helper()
 	var shot struct {
 		Data string `json:"data"`
 	}
@@ -292,7 +326,7 @@ func TestChatPageInChromium(t *testing.T) {
 	if err != nil || len(png) < 8 || string(png[1:4]) != "PNG" {
 		t.Fatalf("screenshot: %v, %d bytes", err, len(png))
 	}
-	out := filepath.Join(testOutDir(t), "chat.png")
+	out := filepath.Join(testOutDir(t), name)
 	if err := os.WriteFile(out, png, 0o644); err != nil {
 		t.Fatal(err)
 	}

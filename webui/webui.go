@@ -3,9 +3,12 @@
 // asset), served under a Content-Security-Policy that allows nothing but
 // this origin's own script, style and API calls (no inline script or
 // style, no frames, no forms posting elsewhere). The page streams answers
-// from /v1/chat/completions, shows the model's name and the tokens per
-// second, and sends the API key typed into it (kept in sessionStorage)
-// to this server's API only.
+// from /v1/chat/completions and shows the tokens per second. Its model
+// picker lists /v1/models, one entry per model (aliases in the label,
+// each model's state from a server with several models, a failed
+// model's error), defaults to a loaded model, else one that did not
+// fail, and keeps the choice in sessionStorage. It sends the API key
+// typed into it (kept in sessionStorage too) to this server's API only.
 package webui
 
 import (
