@@ -45,7 +45,7 @@ if [ "$1" = chat-jinja ]; then
 	fi
 	exec "$dir/llref-jinja" "$2" "$3"
 fi
-if [ ! -x "$dir/llref" ] || [ "$here/llref.c" -nt "$dir/llref" ]; then
+if [ ! -x "$dir/llref" ] || [ "$here/llref.c" -nt "$dir/llref" ] || [ "$here/llama_abi.h" -nt "$dir/llref" ]; then
 	cc -std=gnu11 -O2 -Wall -Wextra -o "$dir/llref.tmp" "$here/llref.c" -L"$lib" \
 		-l:libllama.v0.5.0.so -l:libggml.v0.5.0.so -l:libggml-base.so -lm -Wl,-rpath,"$lib"
 	mv "$dir/llref.tmp" "$dir/llref"
