@@ -7,6 +7,7 @@ import (
 
 	"github.com/lisa-llm/lisa/gen"
 	"github.com/lisa-llm/lisa/grammar"
+	"github.com/lisa-llm/lisa/internal/cputime"
 	"github.com/lisa-llm/lisa/model"
 	"github.com/lisa-llm/lisa/model/sample"
 )
@@ -60,9 +61,9 @@ func BenchmarkConstrainedDecode(b *testing.B) {
 		for k, c := range cases {
 			req := chatReq(64, uint64(i))
 			c.set(&req)
-			c0 := cpuTime()
+			c0 := cputime.Process()
 			r := runGen(context.Background(), e, req)
-			cpu[k] += cpuTime() - c0
+			cpu[k] += cputime.Process() - c0
 			if r.err != nil {
 				b.Fatal(r.err)
 			}
@@ -117,7 +118,7 @@ func BenchmarkConstrainedStep(b *testing.B) {
 	}
 	b.Run("forward", func(b *testing.B) {
 		one := model.Batch{Tokens: []int32{prompt[len(prompt)-1]}, Pos: []int32{int32(len(prompt))}, Seq: []int32{0}, Logits: []bool{true}}
-		c0 := cpuTime()
+		c0 := cputime.Process()
 		for b.Loop() {
 			if err := cache.Truncate(0, len(prompt)); err != nil {
 				b.Fatal(err)
@@ -126,7 +127,7 @@ func BenchmarkConstrainedStep(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		cpuPerOp(b, cpuTime()-c0)
+		cpuPerOp(b, cputime.Process()-c0)
 	})
 	params := sample.Params{Temperature: 1, TopP: 1, MinKeep: 1, RepeatPenalty: 1, Seed: 1}
 	newSampler := func(b *testing.B) *sample.Sampler {
@@ -138,13 +139,13 @@ func BenchmarkConstrainedStep(b *testing.B) {
 	}
 	b.Run("sample_free", func(b *testing.B) {
 		smp := newSampler(b)
-		c0 := cpuTime()
+		c0 := cputime.Process()
 		for b.Loop() {
 			if _, err := smp.Sample(row); err != nil {
 				b.Fatal(err)
 			}
 		}
-		cpuPerOp(b, cpuTime()-c0)
+		cpuPerOp(b, cputime.Process()-c0)
 	})
 	newConstraint := func(b *testing.B, prefix string) *grammar.Constraint {
 		c, err := grammar.NewConstraint(grammar.JSONObject(), v, e.outPiece, grammar.DefaultLimits())
@@ -163,13 +164,13 @@ func BenchmarkConstrainedStep(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			c0 := cpuTime()
+			c0 := cputime.Process()
 			for b.Loop() {
 				if _, err := c.AllowsToken(tok); err != nil {
 					b.Fatal(err)
 				}
 			}
-			cpuPerOp(b, cpuTime()-c0)
+			cpuPerOp(b, cputime.Process()-c0)
 		})
 		b.Run("sample_cached_"+st.name, func(b *testing.B) {
 			smp := newSampler(b)
@@ -177,13 +178,13 @@ func BenchmarkConstrainedStep(b *testing.B) {
 			if _, err := smp.Sample(row); err != nil { // computes the state's mask if needed
 				b.Fatal(err)
 			}
-			c0 := cpuTime()
+			c0 := cputime.Process()
 			for b.Loop() {
 				if _, err := smp.Sample(row); err != nil {
 					b.Fatal(err)
 				}
 			}
-			cpuPerOp(b, cpuTime()-c0)
+			cpuPerOp(b, cputime.Process()-c0)
 		})
 		b.Run("sample_cold_"+st.name, func(b *testing.B) {
 			smp := newSampler(b)
@@ -192,11 +193,11 @@ func BenchmarkConstrainedStep(b *testing.B) {
 				b.StopTimer()
 				smp.SetConstraint(newConstraint(b, st.prefix))
 				b.StartTimer()
-				c0 := cpuTime()
+				c0 := cputime.Process()
 				if _, err := smp.Sample(row); err != nil {
 					b.Fatal(err)
 				}
-				cpu += cpuTime() - c0
+				cpu += cputime.Process() - c0
 			}
 			cpuPerOp(b, cpu)
 		})
@@ -237,9 +238,9 @@ func BenchmarkSamplingCost(b *testing.B) {
 	tokens := make([]int, len(kinds))
 	for i := 0; b.Loop(); i++ {
 		for k := range kinds {
-			c0 := cpuTime()
+			c0 := cputime.Process()
 			r := runGen(context.Background(), e, req(k, 64, uint64(i)))
-			cpu[k] += cpuTime() - c0
+			cpu[k] += cputime.Process() - c0
 			if r.err != nil {
 				b.Fatal(r.err)
 			}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lisa-llm/lisa/internal/cputime"
 	"github.com/lisa-llm/lisa/quant"
 	"github.com/lisa-llm/lisa/tensor"
 )
@@ -119,7 +120,7 @@ func benchMatMul(b *testing.B, t tensor.Type, cols, rows, n, threads int) {
 	b.SetBytes(int64(len(w.Data)))
 	b.ReportAllocs()
 	b.ResetTimer()
-	c0 := cpuTime()
+	c0 := cputime.Process()
 	for range b.N {
 		if err := p.MatMul(out, w, x, n); err != nil {
 			b.Fatal(err)
@@ -133,7 +134,7 @@ func benchMatMul(b *testing.B, t tensor.Type, cols, rows, n, threads int) {
 // wall time and per CPU-second. On a machine shared with other work the
 // CPU-time figures are the steadier ones.
 func reportCPU(b *testing.B, c0 time.Duration, bytes, flops float64, mm bool) {
-	cpu := (cpuTime() - c0).Seconds()
+	cpu := (cputime.Process() - c0).Seconds()
 	n := float64(b.N)
 	if cpu > 0 {
 		b.ReportMetric(bytes*n/cpu/1e9, "GB/cpu-s")
@@ -178,7 +179,7 @@ func BenchmarkQuantDot(b *testing.B) {
 			b.Run(c.name+"/"+string(p), func(b *testing.B) {
 				b.SetBytes(int64(c.n))
 				var s float32
-				c0 := cpuTime()
+				c0 := cputime.Process()
 				for range b.N {
 					s += c.f()
 				}
@@ -312,7 +313,7 @@ func benchMatVecStream(b *testing.B, t tensor.Type, cols, rows, threads, total i
 	b.SetBytes(int64(len(w.Data)))
 	b.ReportAllocs()
 	b.ResetTimer()
-	c0 := cpuTime()
+	c0 := cputime.Process()
 	for i := range b.N {
 		if err := p.MatMul(out, ms[i%len(ms)], x, 1); err != nil {
 			b.Fatal(err)
@@ -355,7 +356,7 @@ func BenchmarkQuantRows(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/%s", t, p), func(b *testing.B) {
 				b.SetBytes(int64(len(m.Data)))
 				b.ReportAllocs()
-				c0 := cpuTime()
+				c0 := cputime.Process()
 				for range b.N {
 					run()
 				}

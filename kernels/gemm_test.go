@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/lisa-llm/lisa/internal/cputime"
 	"github.com/lisa-llm/lisa/quant"
 	"github.com/lisa-llm/lisa/tensor"
 )
@@ -388,7 +389,7 @@ func BenchmarkMatMulTokens(b *testing.B) {
 					p.job.gemmMin = 1
 				}
 				b.ReportAllocs()
-				c0 := cpuTime()
+				c0 := cputime.Process()
 				for range b.N {
 					if err := p.MatMul(out, w, x, n); err != nil {
 						b.Fatal(err)
@@ -412,7 +413,7 @@ func BenchmarkGEMMKernel(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/k%d", p, k), func(b *testing.B) {
 				w, x := gemmOperands(rand.New(rand.NewPCG(1, 2)), k, k, 0)
 				var out [gemmR * gemmT]float32
-				c0 := cpuTime()
+				c0 := cputime.Process()
 				for range b.N {
 					tab.gemm(w, k, x, k, k, &out, nil)
 				}

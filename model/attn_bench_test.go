@@ -5,6 +5,8 @@ import (
 	"math"
 	"runtime"
 	"testing"
+
+	"github.com/lisa-llm/lisa/internal/cputime"
 )
 
 // BenchmarkAttention times one layer's attention of one decoding token
@@ -68,11 +70,11 @@ func BenchmarkAttention(b *testing.B) {
 						// The set-up's garbage is not collected on the clock.
 						runtime.GC()
 						b.ResetTimer()
-						c0 := cpuTime()
+						c0 := cputime.Process()
 						for b.Loop() {
 							run()
 						}
-						if cpu := (cpuTime() - c0).Seconds(); cpu > 0 {
+						if cpu := (cputime.Process() - c0).Seconds(); cpu > 0 {
 							b.ReportMetric(cpu*1e6/float64(b.N), "cpu-us/op")
 						}
 						kvBytes := float64((depth + 1) * (kd.k.rowBytes(sh.cfg.KVDim()) + kd.v.rowBytes(sh.cfg.KVDim())))

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/lisa-llm/lisa/internal/cputime"
 )
 
 // BenchmarkSample times one token's sampling at the vocabulary sizes of
@@ -42,7 +44,7 @@ func BenchmarkSample(b *testing.B) {
 						b.Fatal(err)
 					}
 					b.ReportAllocs()
-					cpu0 := cpuTime()
+					cpu0 := cputime.Process()
 					i := 0
 					for b.Loop() {
 						row := rows[i%len(rows)]
@@ -53,7 +55,7 @@ func BenchmarkSample(b *testing.B) {
 							b.Fatal(err)
 						}
 					}
-					b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+					b.ReportMetric(float64(cputime.Process()-cpu0)/float64(b.N), "cpu-ns/op")
 				})
 			}
 		}

@@ -1,8 +1,0 @@
-//go:build !unix
-
-package sample
-
-import "time"
-
-// cpuTime is unavailable here: benchmarks report zero CPU time.
-func cpuTime() time.Duration { return 0 }
