@@ -112,6 +112,11 @@ func (s *Sampler) sampleCut(row []float32, scratch bool) (int32, bool) {
 // when the temperature's inverse or the scaled top overflows float32.
 func (s *Sampler) expWeights(w, lg []float32, top, temp float32) (float64, bool) {
 	copy(w, lg)
+	return s.expInPlace(w, top, temp)
+}
+
+// expInPlace is expWeights on logits already in w.
+func (s *Sampler) expInPlace(w []float32, top, temp float32) (float64, bool) {
 	if temp != 1 {
 		inv := 1 / temp
 		top *= inv

@@ -3,8 +3,6 @@ package sample
 import (
 	"fmt"
 	"math"
-
-	"github.com/lisa-llm/lisa/kernels"
 )
 
 // The plain path samples when nothing cuts the distribution (temperature
@@ -110,19 +108,9 @@ func (s *Sampler) weigh(row []float32, scratch bool) (float64, int) {
 			}
 		}
 	}
-	if t := s.p.Temperature; t != 1 {
-		inv := 1 / t
-		top *= inv
-		if math.IsInf(float64(inv), 0) || math.IsInf(float64(top), 0) {
-			return 0, plainOther
-		}
-		kernels.Scale(w, inv)
-	}
-	kernels.ExpSub(w, top)
-	var total float64
-	for b := range s.sums {
-		s.sums[b] = blockSum(w[b*plainBlock : min((b+1)*plainBlock, len(w))])
-		total += s.sums[b]
+	total, ok := s.expInPlace(w, top, s.p.Temperature)
+	if !ok {
+		return 0, plainOther
 	}
 	return total, plainWeighed
 }
