@@ -164,6 +164,9 @@ async function toolChecks(model) {
   check("required stream", pieces.length === 1 && pieces[0] > 2, `deltas per call ${JSON.stringify(pieces)}`);
 
   // The SDK's stream helper assembles the deltas into the final message.
+  // (How many deltas it gets depends on timing: the server merges the
+  // tokens of a reader that falls behind. "required stream" above checks
+  // the pieces; this checks the assembly.)
   const helper = client.beta.chat.completions.stream({ ...base, messages: ask, tools, tool_choice: "required", parallel_tool_calls: false });
   let helperDeltas = 0;
   helper.on("chunk", (chunk) => {
@@ -171,7 +174,7 @@ async function toolChecks(model) {
   });
   const assembled = await helper.finalChatCompletion();
   const am = assembled.choices[0];
-  check("stream helper", am.finish_reason === "tool_calls" && am.message.tool_calls?.length === 1 && helperDeltas > 2,
+  check("stream helper", am.finish_reason === "tool_calls" && am.message.tool_calls?.length === 1 && helperDeltas >= 1,
     `finish ${am.finish_reason}, message ${JSON.stringify(am.message)}, ${helperDeltas} call deltas`);
   for (const c of am.message.tool_calls ?? []) checkCall("stream helper", c);
 
