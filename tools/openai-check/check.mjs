@@ -160,13 +160,14 @@ async function toolChecks(model) {
   }
   check("required stream", finish === "tool_calls" && calls.length === 1, `finish ${finish}, ${calls.length} calls`);
   for (const c of calls) checkCall("required stream", c);
-  // The arguments stream as the model writes them, not in one piece.
-  check("required stream", pieces.length === 1 && pieces[0] > 2, `deltas per call ${JSON.stringify(pieces)}`);
+  // One call, in one or more deltas: the arguments stream as the model
+  // writes them, but how many deltas arrive depends on timing (the server
+  // merges the tokens of a reader that falls behind), so their count is
+  // checked where it is deterministic, in package toolcall and the broker.
+  check("required stream", pieces.length === 1 && pieces[0] >= 1, `deltas per call ${JSON.stringify(pieces)}`);
 
   // The SDK's stream helper assembles the deltas into the final message.
-  // (How many deltas it gets depends on timing: the server merges the
-  // tokens of a reader that falls behind. "required stream" above checks
-  // the pieces; this checks the assembly.)
+  // (How many deltas it gets depends on timing, as above.)
   const helper = client.beta.chat.completions.stream({ ...base, messages: ask, tools, tool_choice: "required", parallel_tool_calls: false });
   let helperDeltas = 0;
   helper.on("chunk", (chunk) => {
