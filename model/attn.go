@@ -394,12 +394,47 @@ func (r *Runner) tileJob(ws *tileScratch, j tileJob) {
 	if at.split {
 		return
 	}
+	r.tileOut(ws, toks, g)
+}
+
+// tileOut copies the finished rows of a job (tokens toks, KV head g) to
+// r.att, folding in the sink logit of each query head when the layer has
+// them.
+func (r *Runner) tileOut(ws *tileScratch, toks []int32, g int) {
+	cfg := r.m.Config
+	hd, qd, grp := cfg.HeadDim, cfg.QDim(), cfg.NHead/cfg.NHeadKV
+	sinks := r.at.p.sinks
 	for ti, i := range toks {
 		for hh := range grp {
 			ri, h := ti*grp+hh, g*grp+hh
-			copy(r.att[int(i)*qd+h*hd:int(i)*qd+(h+1)*hd], ws.o[ri*hd:(ri+1)*hd])
+			dst := r.att[int(i)*qd+h*hd : int(i)*qd+(h+1)*hd]
+			copy(dst, ws.o[ri*hd:(ri+1)*hd])
+			if sinks != nil {
+				kernels.Scale(dst, sinkScale(ws.m[ri], ws.l[ri], sinks[h]))
+			}
 		}
 	}
+}
+
+// sinkScale is the factor that folds a sink logit into an attention row
+// whose scores have largest value M and exponential sum L (against M):
+// the row's weights divided by the sum with e^sink added, as ggml's
+// soft_max with sinks normalises them. The product is rounded before the
+// addition so that no platform fuses the two.
+func sinkScale(M, L, sink float32) float32 {
+	nm := max(M, sink)
+	a := float32(L * expf32(M-nm))
+	return a / (a + expf32(sink-nm))
+}
+
+// softmaxSink is the softmax of one row of scores with a sink logit that
+// joins the denominator, as ggml's soft_max with sinks: the exponentials
+// against the larger of the row's maximum and the sink, divided by their
+// sum plus e^(sink-max).
+func softmaxSink(x []float32, sink float32) {
+	mx := max(maxOf(x), sink)
+	s := kernels.ExpSubSum(x, mx) + float64(expf32(sink-mx))
+	kernels.Scale(x, float32(1/s))
 }
 
 // softmax soft-caps and scales one row's scores of one tile and turns
@@ -531,12 +566,7 @@ func (r *Runner) tileJobGEMM(ws *tileScratch, j tileJob) {
 	if at.split {
 		return
 	}
-	for ti, i := range toks {
-		for hh := range grp {
-			ri, h := ti*grp+hh, g*grp+hh
-			copy(r.att[int(i)*qd+h*hd:int(i)*qd+(h+1)*hd], ws.o[ri*hd:(ri+1)*hd])
-		}
-	}
+	r.tileOut(ws, toks, g)
 }
 
 // dequantQ8_0T dequantizes n rows of Q8_0 blocks (hd values each, rows
@@ -621,5 +651,8 @@ func (r *Runner) reduceRow(row int) {
 	for ch := at.p.first(p) / attnChunk; ch*attnChunk <= p; ch++ {
 		pt := at.part[(row*at.nChunk+ch)*(hd+2):][:hd+2]
 		foldTile(&M, &L, out, pt[0], pt[1], pt[2:])
+	}
+	if at.p.sinks != nil {
+		kernels.Scale(out, sinkScale(M, L, at.p.sinks[h]))
 	}
 }

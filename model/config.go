@@ -109,6 +109,21 @@ type Config struct {
 	// (<arch>.expert_used_count), each of NFFExp values (NFF, or qwen3moe's
 	// <arch>.expert_feed_forward_length).
 	NExpert, NExpertUsed, NFFExp int
+	// MoEBias says the router and the experts' gate, up and down
+	// projections have biases (gpt-oss: blk.N.ffn_gate_inp.bias and
+	// blk.N.ffn_*_exps.bias).
+	MoEBias bool
+	// MoEWeightsSoftmax chooses the experts by their router logits and
+	// weights them by the softmax of the chosen ones' logits, without
+	// renormalisation (gpt-oss: llama.cpp's
+	// LLAMA_EXPERT_GATING_FUNC_TYPE_SOFTMAX_WEIGHT); otherwise the softmax
+	// of all logits is taken and the chosen probabilities renormalised.
+	MoEWeightsSoftmax bool
+	// MoESwiGLULimit, when not 0, makes the experts' activation gpt-oss's
+	// clamped SwiGLU (llama.cpp's swiglu_oai): the gate clamped above at
+	// the limit, the up projection to ±limit, and
+	// gate·σ(MoESwiGLUAlpha·gate)·(up+1).
+	MoESwiGLULimit, MoESwiGLUAlpha float32
 }
 
 // LayerSWA reports whether layer l attends through the sliding window.
@@ -387,6 +402,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("model: config soft caps %g/%g: %w", c.AttnSoftcap, c.FinalSoftcap, ErrInvalid)
 	case c.NSWA < 0 || c.NSWA > MaxCtx || c.SWAPattern < 0 || c.SWAPattern > MaxLayers:
 		return fmt.Errorf("model: config sliding window %d/%d: %w", c.NSWA, c.SWAPattern, ErrInvalid)
+	case !(c.MoESwiGLULimit >= 0) || !finite(c.MoESwiGLULimit) || !finite(c.MoESwiGLUAlpha):
+		return fmt.Errorf("model: config expert SwiGLU limit %g, alpha %g: %w", c.MoESwiGLULimit, c.MoESwiGLUAlpha, ErrInvalid)
 	case c.validExperts() != nil:
 		return c.validExperts()
 	case c.RopeBaseSWA != 0 && (!(c.RopeBaseSWA > 0) || !finite(c.RopeBaseSWA) || !(c.RopeScaleSWA > 0) || !finite(c.RopeScaleSWA)):

@@ -34,6 +34,9 @@ type Layer struct {
 	GateUp       kernels.Matrix // blk.N.ffn_up.weight, 2·NFF rows of NEmbd, gate then up (phi3; in place of Gate, Up)
 	AttnPostNorm []float32      // blk.N.post_attention_norm.weight [NEmbd]: RMSNorm of the attention output
 	FFNPostNorm  []float32      // blk.N.post_ffw_norm.weight [NEmbd]: RMSNorm of the FFN output
+	// Sinks is blk.N.attn_sinks.weight [NHead] (gpt-oss): one logit per
+	// query head that joins the denominator of each of its softmaxes.
+	Sinks []float32
 
 	// MoE is the block's mixture of experts (moe.go) in place of Gate, Up
 	// and Down, or nil.
@@ -186,7 +189,13 @@ func (b *binder) matrix(name string, cols, rows int) (kernels.Matrix, error) {
 // norm binds and decodes a vector of n values (norm weights, biases,
 // frequency factors).
 func (b *binder) norm(name string, n int) ([]float32, error) {
-	ti, data, err := b.lookup(name, []int{n})
+	return b.floats(name, []int{n}, n)
+}
+
+// floats binds and decodes a tensor of the GGUF dims want (n values in
+// all) of finite F32, F16 or BF16 values.
+func (b *binder) floats(name string, want []int, n int) ([]float32, error) {
+	ti, data, err := b.lookup(name, want)
 	if err != nil {
 		return nil, err
 	}

@@ -61,6 +61,14 @@ type MoE struct {
 	Gate   []kernels.Matrix // blk.N.ffn_gate_exps.weight, per expert NFFExp rows of NEmbd
 	Up     []kernels.Matrix // blk.N.ffn_up_exps.weight, per expert NFFExp rows of NEmbd
 	Down   []kernels.Matrix // blk.N.ffn_down_exps.weight, per expert NEmbd rows of NFFExp
+
+	// The biases, nil unless Config.MoEBias (gpt-oss): the router's
+	// (blk.N.ffn_gate_inp.bias [NExpert]) and per expert those of its
+	// gate, up and down products (blk.N.ffn_gate_exps.bias and
+	// ffn_up_exps.bias [NFFExp, NExpert], ffn_down_exps.bias [NEmbd,
+	// NExpert]).
+	RouterBias                 []float32
+	GateBias, UpBias, DownBias [][]float32
 }
 
 // allF32 reports whether every matrix of the experts is F32 (true for
@@ -188,6 +196,24 @@ func (b *binder) experts(i int, c Config) (*MoE, error) {
 	if m.Router, err = b.matrix(name("ffn_gate_inp.weight"), c.NEmbd, c.NExpert); err != nil {
 		return nil, err
 	}
+	if c.MoEBias {
+		if m.RouterBias, err = b.norm(name("ffn_gate_inp.bias"), c.NExpert); err != nil {
+			return nil, err
+		}
+		for _, x := range []struct {
+			name string
+			n    int
+			dst  *[][]float32
+		}{
+			{"ffn_gate_exps.bias", c.NFFExp, &m.GateBias},
+			{"ffn_up_exps.bias", c.NFFExp, &m.UpBias},
+			{"ffn_down_exps.bias", c.NEmbd, &m.DownBias},
+		} {
+			if *x.dst, err = b.biasRows(name(x.name), x.n, c.NExpert); err != nil {
+				return nil, err
+			}
+		}
+	}
 	for _, x := range []struct {
 		name       string
 		cols, rows int
@@ -202,6 +228,20 @@ func (b *binder) experts(i int, c Config) (*MoE, error) {
 		}
 	}
 	return m, nil
+}
+
+// biasRows binds a 2-D tensor of rows vectors of n values (one bias per
+// expert), decoded.
+func (b *binder) biasRows(name string, n, rows int) ([][]float32, error) {
+	v, err := b.floats(name, []int{n, rows}, n*rows)
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]float32, rows)
+	for e := range out {
+		out[e] = v[e*n : (e+1)*n : (e+1)*n]
+	}
+	return out, nil
 }
 
 // stacked binds a 3-D tensor of n matrices of rows rows of cols values as
@@ -295,6 +335,22 @@ func newMoEScratch(m *Model, maxBatch int) *moeScratch {
 // (the sum taken in float64 and clamped below, as ggml's sum_rows and
 // llama.cpp's clamp).
 func route(p []float32, sel []int32, w []float32) {
+	topK(p, sel)
+	var sum float64
+	for j, e := range sel {
+		w[j] = p[e]
+		sum += float64(w[j])
+	}
+	s := max(float32(sum), moeMinNormSum)
+	for j := range w {
+		w[j] /= s
+	}
+}
+
+// topK sets sel to the indices of the len(sel) largest values of p, best
+// first (the lower index first among equal values), as ggml's
+// descending argsort.
+func topK(p []float32, sel []int32) {
 	k := len(sel)
 	// Insertion into a sorted top k: k is small and a pass reads p once.
 	n := 0
@@ -310,15 +366,6 @@ func route(p []float32, sel []int32, w []float32) {
 		sel[j] = int32(e)
 		n = min(n+1, k)
 	}
-	var sum float64
-	for j, e := range sel {
-		w[j] = p[e]
-		sum += float64(w[j])
-	}
-	s := max(float32(sum), moeMinNormSum)
-	for j := range w {
-		w[j] /= s
-	}
 }
 
 // moeFFN runs the mixture-of-experts FFN of block l on the n normed rows
@@ -331,12 +378,23 @@ func (r *Runner) moeFFN(l, n int) error {
 	if err := r.matmul(probs, mo.Router, r.xn, n, "ffn_gate_inp", l); err != nil {
 		return err
 	}
+	addBias(probs, mo.RouterBias)
 	clear(s.count)
 	for t := range n {
 		p := probs[t*cfg.NExpert : (t+1)*cfg.NExpert]
-		r.ar.softmax(p)
-		sel := s.sel[t*k : (t+1)*k]
-		route(p, sel, s.wts[t*k:(t+1)*k])
+		sel, w := s.sel[t*k:(t+1)*k], s.wts[t*k:(t+1)*k]
+		if cfg.MoEWeightsSoftmax {
+			// The softmax of the chosen logits: the same weights as the
+			// renormalised probabilities, in llama.cpp's order.
+			topK(p, sel)
+			for j, x := range sel {
+				w[j] = p[x]
+			}
+			r.ar.softmax(w)
+		} else {
+			r.ar.softmax(p)
+			route(p, sel, w)
+		}
 		for _, x := range sel {
 			s.count[x]++
 		}
@@ -368,12 +426,23 @@ func (r *Runner) moeFFN(l, n int) error {
 		if err := r.expertMatmul(s.up, mo.Up[x], s.xg, m, "ffn_up_exps", l); err != nil {
 			return err
 		}
+		if mo.GateBias != nil {
+			addBias(s.gate[:m*ff], mo.GateBias[x])
+			addBias(s.up[:m*ff], mo.UpBias[x])
+		}
 		for j := range m {
 			g := s.gate[j*ff : (j+1)*ff]
-			r.ar.siluMul(g, g, s.up[j*ff:(j+1)*ff])
+			if cfg.MoESwiGLULimit != 0 {
+				swigluOAI(g, g, s.up[j*ff:(j+1)*ff], cfg.MoESwiGLUAlpha, cfg.MoESwiGLULimit)
+			} else {
+				r.ar.siluMul(g, g, s.up[j*ff:(j+1)*ff])
+			}
 		}
 		if err := r.expertMatmul(s.down, mo.Down[x], s.gate, m, "ffn_down_exps", l); err != nil {
 			return err
+		}
+		if mo.DownBias != nil {
+			addBias(s.down[:m*e], mo.DownBias[x])
 		}
 		for j, pi := range ps {
 			dst := s.slots[int(pi)*e : (int(pi)+1)*e]

@@ -405,12 +405,16 @@ type attnParams struct {
 	scale   float32
 	softcap float32
 	window  int
+	// sinks are the layer's per-head sink logits (gpt-oss), or nil; sink
+	// is the one of the head being computed (Runner.head).
+	sinks []float32
+	sink  float32
 }
 
 // layerAttn returns the score parameters of layer l.
 func (r *Runner) layerAttn(l int) attnParams {
 	cfg := r.m.Config
-	p := attnParams{scale: cfg.AttnScale, softcap: cfg.AttnSoftcap}
+	p := attnParams{scale: cfg.AttnScale, softcap: cfg.AttnSoftcap, sinks: r.m.Layers[l].Sinks}
 	if cfg.QueryPreScale {
 		p.scale = 1
 	}
@@ -474,7 +478,11 @@ func (r *Runner) headsPart(w, nw int) {
 		i, h := k/cfg.NHead, k%cfg.NHead
 		q := r.q[i*qd+h*hd : i*qd+(h+1)*hd]
 		out := r.att[i*qd+h*hd : i*qd+(h+1)*hd]
-		r.head(hs, r.attnL, int(b.Seq[i]), int(b.Pos[i]), h/group, q, out, r.attnP, int(r.group[i]))
+		ap := r.attnP
+		if ap.sinks != nil {
+			ap.sink = ap.sinks[h]
+		}
+		r.head(hs, r.attnL, int(b.Seq[i]), int(b.Pos[i]), h/group, q, out, ap, int(r.group[i]))
 	}
 }
 
@@ -518,10 +526,15 @@ func (r *Runner) head(hs *headScratch, l, s, p, g int, q, out []float32, ap attn
 	if ap.scale != 1 {
 		kernels.Scale(sc[lo:], ap.scale)
 	}
-	for j := range lo {
-		sc[j] = float32(math.Inf(-1))
+	if ap.sinks != nil {
+		clear(sc[:lo])
+		softmaxSink(sc[lo:], ap.sink)
+	} else {
+		for j := range lo {
+			sc[j] = float32(math.Inf(-1))
+		}
+		r.ar.softmax(sc)
 	}
-	r.ar.softmax(sc)
 	if c.tv == KVF16 {
 		p16 := hs.p16[:n]
 		kernels.F32ToF16Row(p16, sc)

@@ -66,6 +66,10 @@ var hfShapes = []hfShape{
 	{"qwen3moe-30b-a3b", "qwen3moe", 2048, 48, 32, 4, 128, 6144, 151936, false, false, true, false},
 	{"mixtral-tiny", "llama", 256, 2, 4, 2, 64, 512, 4096, false, false, false, false},
 	{"qwen3moe-tiny", "qwen3moe", 256, 2, 4, 2, 128, 768, 4096, false, false, true, false},
+	// gpt-oss-20b's config.json (attention_bias true: biases on q, k, v
+	// and o, hence bias false here and gpt-oss's own table below).
+	{"gpt-oss-20b", "gpt-oss", 2880, 24, 64, 8, 64, 2880, 201088, false, false, false, false},
+	{"gpt-oss-tiny", "gpt-oss", 256, 4, 8, 1, 64, 256, 4096, false, false, false, false},
 }
 
 // hfExperts are the mixtures of experts among hfShapes: num_local_experts
@@ -76,6 +80,8 @@ var hfExperts = map[string][3]int{
 	"qwen3moe-30b-a3b": {128, 8, 768},
 	"mixtral-tiny":     {8, 2, 512},
 	"qwen3moe-tiny":    {32, 8, 256},
+	"gpt-oss-20b":      {32, 4, 2880},
+	"gpt-oss-tiny":     {16, 4, 256},
 }
 
 // longRopeDims is the rotated width of the phi3 shapes with LongRoPE
@@ -109,6 +115,24 @@ func wantTensors(h hfShape) map[string][]uint64 {
 			m[b+"ffn_norm.weight"] = []uint64{e}
 			m[b+"ffn_up.weight"] = []uint64{e, 2 * f}
 			m[b+"ffn_down.weight"] = []uint64{f, e}
+			continue
+		}
+		if h.arch == "gpt-oss" {
+			// llama.cpp's OPENAI_MOE table: biases on every projection
+			// and the experts, one sink per head, the FFN's input norm
+			// named post_attention_norm.
+			x := hfExperts[h.name]
+			ne, fe := uint64(x[0]), uint64(x[2])
+			for name, d := range map[string][]uint64{
+				"attn_norm.weight": {e}, "post_attention_norm.weight": {e}, "attn_sinks.weight": {uint64(h.heads)},
+				"attn_q.weight": {e, q}, "attn_k.weight": {e, kv}, "attn_v.weight": {e, kv}, "attn_output.weight": {q, e},
+				"attn_q.bias": {q}, "attn_k.bias": {kv}, "attn_v.bias": {kv}, "attn_output.bias": {e},
+				"ffn_gate_inp.weight": {e, ne}, "ffn_gate_inp.bias": {ne},
+				"ffn_gate_exps.weight": {e, fe, ne}, "ffn_up_exps.weight": {e, fe, ne}, "ffn_down_exps.weight": {fe, e, ne},
+				"ffn_gate_exps.bias": {fe, ne}, "ffn_up_exps.bias": {fe, ne}, "ffn_down_exps.bias": {e, ne},
+			} {
+				m[b+name] = d
+			}
 			continue
 		}
 		if h.arch == "gemma2" || h.arch == "gemma3" {
@@ -255,6 +279,11 @@ func TestTensorType(t *testing.T) {
 		{Q4_K_M, "blk.5.ffn_down_exps.weight", []uint64{768, 2048, 128}, 5, 48, false, tensor.Q6_K, false},
 		{Q4_K_M, "blk.7.ffn_down_exps.weight", []uint64{768, 2048, 128}, 7, 48, false, tensor.Q4_K, false},
 		{Q4_K_M, "blk.7.ffn_gate_exps.weight", []uint64{2048, 768, 128}, 7, 48, false, tensor.Q4_K, false},
+		// Biases of any rank stay F32 (gpt-oss's per-expert ones are 2-D;
+		// llama-quantize quantizes only names ending in "weight").
+		{Q4_K_M, "blk.0.ffn_gate_exps.bias", []uint64{2880, 32}, 0, 24, false, tensor.F32, false},
+		{Q8_0, "blk.0.ffn_down_exps.bias", []uint64{2880, 32}, 0, 24, false, tensor.F32, false},
+		{F16, "blk.0.ffn_up_exps.bias", []uint64{2880, 32}, 0, 24, false, tensor.F32, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.ft.String()+" "+tc.name, func(t *testing.T) {

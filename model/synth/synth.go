@@ -1,7 +1,7 @@
 // Package synth writes random-weight models with the exact layouts of real
 // downloads (Llama 3.1/3.2, Mistral Nemo, Qwen2.5, Qwen3, Granite 3.1,
 // Gemma 2 and 3, Phi-3.5-mini, Phi-4-mini, Mixtral 8x7B, Qwen3-30B-A3B,
-// TinyLlama and two small llama models) and small test shapes of each
+// gpt-oss-20b, TinyLlama and two small llama models) and small test shapes of each
 // family, for benchmarks and for tests against llama.cpp: random weights
 // run at exactly the speed of trained ones, and a file has the metadata
 // keys, tensor names, shapes and type mix that llama.cpp's
@@ -10,7 +10,13 @@
 // Weights are N(0, 0.02); RMS norm weights are 1.0, except the per-head
 // Q/K norms of Qwen3 and Gemma 3 and Gemma's post-attention and post-FFN
 // norms (1 + N(0, 0.1)) and the Q/K/V biases of Qwen2 (N(0, 0.1)), which
-// get non-trivial values so that a loader that drops them shows. phi3's
+// get non-trivial values so that a loader that drops them shows; gpt-oss's
+// biases are N(0, 0.1) too, except its router's, N(0, 1) (logits spread
+// wider than their rounding errors, so that fewer near ties between the
+// fourth and fifth expert flip), and its experts' gate and up biases,
+// N(0, 4), so that the clamps of its SwiGLU (±7) bind for some values;
+// its attention sinks are N(0, 1) (a weight comparable to one
+// position's). phi3's
 // LongRoPE factors are fixed curves shaped like Phi-3.5's. rope_freqs.weight holds the factors convert_hf_to_gguf.py
 // computes from the llama3 rope_scaling of the real config. Values are
 // quantized with package quant's reference quantizers, so the bytes are
@@ -60,6 +66,8 @@ const (
 	// ArchQwen3MoE is Qwen3-30B-A3B's architecture; Mixtral is ArchLlama
 	// with experts.
 	ArchQwen3MoE = "qwen3moe"
+	// ArchGptOss is gpt-oss's (llama.cpp's LLM_ARCH_OPENAI_MOE).
+	ArchGptOss = "gpt-oss"
 )
 
 // RopeScaling is a model's RoPE scaling as its config.json states it.
@@ -186,6 +194,11 @@ func Shapes() []Shape {
 	}
 	longrope := RopeScaling{Type: "longrope", OrigCtx: 4096}
 	mistral := func(n int) vocab.Spec { return vocab.Spec{Family: vocab.Mistral, NVocab: n, Template: "mixtral"} }
+	gptoss := func(n, at int) vocab.Spec {
+		return vocab.Spec{Family: vocab.GptOss, NVocab: n, SpecialAt: at, Template: "gpt-oss"}
+	}
+	// gpt-oss's YaRN: factor 32 over an original context of 4096.
+	gptossYarn := RopeScaling{Type: "yarn", Factor: 32, OrigCtx: 4096}
 	return []Shape{
 		// Llama-2-style shapes; their tokenizer comes from a vocabulary
 		// file (e.g. ggml-vocab-llama-spm.gguf).
@@ -232,6 +245,12 @@ func Shapes() []Shape {
 		{Name: "qwen3moe-30b-a3b", Arch: ArchQwen3MoE, NEmbd: 2048, NLayer: 48, NHead: 32, NHeadKV: 4, NFF: 6144, NVocab: 151936, NCtx: 40960,
 			HeadDim: 128, HeadDimKey: true, RopeBase: 1e6, NormEps: 1e-6, NExpert: 128, NExpertUsed: 8, NFFExp: 768,
 			Vocab: qwen(vocab.Qwen3, 151936, 151643)},
+		// gpt-oss-20b (config.json: 24 layers of 2880, 64 query heads and
+		// 8 KV heads of 64, 32 experts of 2880, four per token, a
+		// 128-position window on the even layers, YaRN 32 over 4096).
+		{Name: "gpt-oss-20b", Arch: ArchGptOss, NEmbd: 2880, NLayer: 24, NHead: 64, NHeadKV: 8, NFF: 2880, NVocab: 201088,
+			NCtx: 131072, HeadDim: 64, HeadDimKey: true, RopeBase: 150000, SlidingWindow: 128, Rope: gptossYarn,
+			NExpert: 32, NExpertUsed: 4, NFFExp: 2880, Vocab: gptoss(201088, 199998)},
 
 		// Small test shapes: every distinguishing feature of the family
 		// at widths that are whole 256-value blocks (except qwen2-tiny-odd,
@@ -274,6 +293,13 @@ func Shapes() []Shape {
 		{Name: "qwen3moe-tiny", Arch: ArchQwen3MoE, NEmbd: 256, NLayer: 2, NHead: 4, NHeadKV: 2, NFF: 768, NVocab: 4096, NCtx: 40960,
 			HeadDim: 128, HeadDimKey: true, RopeBase: 1e6, NormEps: 1e-6, NExpert: 32, NExpertUsed: 8, NFFExp: 256,
 			Vocab: qwen(vocab.Qwen3, 4096, 3840)},
+		// gpt-oss's layout: heads of 64 whose queries are wider than the
+		// residual stream, eight query heads per KV head, 16 experts four
+		// per token, sinks, biases, YaRN 32 over 4096, and a window of 32
+		// positions on the even layers of four.
+		{Name: "gpt-oss-tiny", Arch: ArchGptOss, NEmbd: 256, NLayer: 4, NHead: 8, NHeadKV: 1, NFF: 256, NVocab: 4096,
+			NCtx: 131072, HeadDim: 64, HeadDimKey: true, RopeBase: 150000, SlidingWindow: 32, Rope: gptossYarn,
+			NExpert: 16, NExpertUsed: 4, NFFExp: 256, Vocab: gptoss(4096, 3840)},
 
 		// Smaller still, for files llama.cpp's llama-quantize wrote that are
 		// committed as test data (model/quantref): one layer, 512 tokens.
@@ -388,11 +414,13 @@ func (t FileType) String() string {
 type initKind int
 
 const (
-	initWeight initKind = iota // N(0, 0.02)
-	initOnes                   // 1.0 (RMS norms)
-	initQKNorm                 // 1 + N(0, 0.1)
-	initBias                   // N(0, 0.1)
-	initFixed                  // TensorPlan.fixed
+	initWeight   initKind = iota // N(0, 0.02)
+	initOnes                     // 1.0 (RMS norms)
+	initQKNorm                   // 1 + N(0, 0.1)
+	initBias                     // N(0, 0.1)
+	initFixed                    // TensorPlan.fixed
+	initUnit                     // N(0, 1) (gpt-oss's attention sinks and router bias)
+	initWideBias                 // N(0, 4) (gpt-oss's expert gate and up biases)
 )
 
 // TensorPlan is one tensor of a synthetic model, in file order.
@@ -447,8 +475,10 @@ type tensorPos struct {
 // block order.
 func tensorType(ft FileType, name string, dims []uint64, pos tensorPos) (tensor.Type, error) {
 	// The router stays F32: convert_hf_to_gguf.py writes it so and
-	// llama-quantize never quantizes it.
-	if len(dims) == 1 || strings.HasSuffix(name, ".ffn_gate_inp.weight") {
+	// llama-quantize never quantizes it; so do biases of any rank
+	// (gpt-oss's per-expert ones are 2-D), whose names do not end in
+	// "weight".
+	if len(dims) == 1 || strings.HasSuffix(name, ".ffn_gate_inp.weight") || strings.HasSuffix(name, ".bias") {
 		return tensor.F32, nil
 	}
 	nx := dims[0]
@@ -645,6 +675,37 @@ func Plan(s Shape, ft FileType) ([]TensorPlan, error) {
 		}
 		return p, nil
 	}
+	if s.Arch == ArchGptOss {
+		// gpt-oss's block: biases on every projection, the sinks, the
+		// experts and their router with biases, and the FFN input norm
+		// named post_attention_norm.
+		fe, ne := uint64(s.nffExp()), uint64(s.NExpert)
+		for l := range s.NLayer {
+			add(l, "attn_k.bias", initBias, kvDim)
+			add(l, "attn_k.weight", initWeight, e, kvDim)
+			add(l, "attn_norm.weight", initOnes, e)
+			add(l, "attn_output.bias", initBias, e)
+			add(l, "attn_output.weight", initWeight, qDim, e)
+			add(l, "attn_q.bias", initBias, qDim)
+			add(l, "attn_q.weight", initWeight, e, qDim)
+			add(l, "attn_sinks.weight", initUnit, uint64(s.NHead))
+			add(l, "attn_v.bias", initBias, kvDim)
+			add(l, "attn_v.weight", initWeight, e, kvDim)
+			add(l, "ffn_down_exps.bias", initBias, e, ne)
+			add(l, "ffn_down_exps.weight", initWeight, fe, e, ne)
+			add(l, "ffn_gate_exps.bias", initWideBias, fe, ne)
+			add(l, "ffn_gate_exps.weight", initWeight, e, fe, ne)
+			add(l, "ffn_gate_inp.bias", initUnit, ne)
+			add(l, "ffn_gate_inp.weight", initWeight, e, ne)
+			add(l, "ffn_up_exps.bias", initWideBias, fe, ne)
+			add(l, "ffn_up_exps.weight", initWeight, e, fe, ne)
+			add(l, "post_attention_norm.weight", initOnes, e)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("synth: shape %s, %s: %w", s.Name, ft, err)
+		}
+		return p, nil
+	}
 	bias := s.Arch == ArchQwen2
 	qkNorm := s.Arch == ArchQwen3 || s.Arch == ArchGemma3 || s.Arch == ArchQwen3MoE
 	postNorm := s.Arch == ArchGemma2 || s.Arch == ArchGemma3
@@ -765,7 +826,7 @@ func (s Shape) validate() error {
 		s.NLayer <= 0 || s.NFF <= 0 || s.NVocab <= 0 || s.NCtx <= 0 || s.headDim() <= 0 || s.headDim()%2 != 0 ||
 		s.HeadDim == 0 && s.NEmbd%s.NHead != 0
 	switch s.Arch {
-	case ArchLlama, ArchQwen2, ArchQwen3, ArchGranite, ArchGemma2, ArchGemma3, ArchPhi3, ArchQwen3MoE:
+	case ArchLlama, ArchQwen2, ArchQwen3, ArchGranite, ArchGemma2, ArchGemma3, ArchPhi3, ArchQwen3MoE, ArchGptOss:
 	default:
 		bad = true
 	}
@@ -773,11 +834,13 @@ func (s Shape) validate() error {
 	case s.NExpert < 0 || s.NExpertUsed < 0 || s.NFFExp < 0:
 		bad = true
 	case s.NExpert > 0:
-		// Experts: Mixtral's llama or qwen3moe.
-		bad = bad || s.NExpertUsed < 1 || s.NExpertUsed > s.NExpert || s.Arch != ArchLlama && s.Arch != ArchQwen3MoE
+		// Experts: Mixtral's llama, qwen3moe or gpt-oss.
+		bad = bad || s.NExpertUsed < 1 || s.NExpertUsed > s.NExpert || s.Arch != ArchLlama && s.Arch != ArchQwen3MoE && s.Arch != ArchGptOss
 	default:
-		bad = bad || s.NExpertUsed != 0 || s.NFFExp != 0 || s.Arch == ArchQwen3MoE
+		bad = bad || s.NExpertUsed != 0 || s.NFFExp != 0 || s.Arch == ArchQwen3MoE || s.Arch == ArchGptOss
 	}
+	// gpt-oss files always state a window.
+	bad = bad || s.Arch == ArchGptOss && s.SlidingWindow < 1
 	bad = bad || s.RopeDim < 0 || s.RopeDim > s.headDim() || s.RopeDim%2 != 0 || s.SlidingWindow < 0
 	switch s.Rope.Type {
 	case "":
@@ -945,6 +1008,10 @@ func addMetadata(gw *gguf.Writer, o Options) error {
 		// Qwen2MoeModel adds moe_intermediate_size after the common keys.
 		kvs = append(kvs, u("expert_feed_forward_length", s.nffExp()))
 	}
+	if a == ArchGptOss {
+		// GptOssModel adds these two after the common keys.
+		kvs = append(kvs, u("attention.sliding_window", s.SlidingWindow), u("expert_feed_forward_length", s.nffExp()))
+	}
 	if a == ArchLlama || a == ArchGranite {
 		// LlamaModel (and GraniteModel, its subclass) add these two.
 		kvs = append(kvs, u("vocab_size", s.NVocab), u("rope.dimension_count", s.headDim()))
@@ -1017,6 +1084,10 @@ func (g *tensorGen) fill(vals []float32, c int) {
 		scale, offset = 0.1, 1
 	case initBias:
 		scale = 0.1
+	case initUnit:
+		scale = 1
+	case initWideBias:
+		scale = 4
 	}
 	for i := range vals {
 		vals[i] = float32(offset + r.NormFloat64()*scale)

@@ -17,7 +17,7 @@ entry() { # shape type reference
 	echo "$1 $2 1 $(sha256sum "$tmp/$1-$2.gguf" | cut -d' ' -f1) $3" >> "$manifest"
 }
 for shape in llama3-tiny qwen2-tiny qwen2-tiny-yarn qwen2-tiny-odd qwen3-tiny granite-tiny mistral-tiny \
-	gemma2-tiny gemma3-tiny phi3-tiny phi4mini-tiny mixtral-tiny qwen3moe-tiny; do
+	gemma2-tiny gemma3-tiny phi3-tiny phi4mini-tiny mixtral-tiny qwen3moe-tiny gpt-oss-tiny; do
 	for type in f16 q8_0 q4_k_m; do
 		"$tmp/lisa" gguf synth --shape "$shape" --type "$type" --seed 1 -o "$tmp/$shape-$type.gguf" > /dev/null
 		printf 'n_gen 16\nprompt Once upon a time, there was a little\nprompt The capital of France is\n' |
@@ -36,10 +36,11 @@ for shape in llama3-tiny qwen2-tiny-yarn phi3-tiny phi4mini-tiny; do
 		entry "$shape" "$type" "$shape-$type-long.json"
 	done
 done
-# Sliding windows (16 positions in the tiny Gemma shapes): 600 ids
-# prefilled in batches of 512, rows 500-520 far past every window.
+# Sliding windows (16 positions in the tiny Gemma shapes, 32 in
+# gpt-oss-tiny's): 600 ids prefilled in batches of 512, rows 500-520 far
+# past every window (and past the tiled attention's first 256-key tile).
 ids=$(awk 'BEGIN { for (i = 0; i < 600; i++) printf "%s%d", (i ? "," : ""), (i * 7919) % 4000 + 10 }')
-for shape in gemma2-tiny gemma3-tiny; do
+for shape in gemma2-tiny gemma3-tiny gpt-oss-tiny; do
 	for type in f16 q8_0; do
 		printf 'n_ctx 1024\ngen_batch 512\nprompt_ids 2\nteacher %s\nreport 500-520\n' "$ids" |
 			"$root/bench/llamacpp/ref.sh" logits "$tmp/$shape-$type.gguf" - > "$here/$shape-$type-long.json"

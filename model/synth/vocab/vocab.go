@@ -69,6 +69,16 @@ const (
 	// Mixtral 8x7B have it (spm.go): <unk> <s> </s>, the bytes from 3,
 	// then the pieces; BOS added, no padding token.
 	Mistral
+	// GptOss is gpt-oss's o200k_harmony byte-level BPE: BPE tokens up to
+	// <|startoftext|> 199998, the 21 added tokens of its
+	// tokenizer_config.json (<|endoftext|> 199999, <|return|> 200002,
+	// <|constrain|> 200003, <|channel|> 200005, <|start|> 200006,
+	// <|end|> 200007, <|message|> 200008, <|call|> 200012, reserved ones
+	// between, <|endofprompt|> 200018), all control tokens, then [PADn]
+	// up to the model's vocabulary size; pre-tokenizer gpt-4o, BOS
+	// <|startoftext|>, EOS <|return|>, padding <|endoftext|>, no
+	// add_bos_token key (llama.cpp's default for gpt-4o: no BOS added).
+	GptOss
 )
 
 // String returns the family's name.
@@ -94,6 +104,8 @@ func (f Family) String() string {
 		return "phi4mini"
 	case Mistral:
 		return "mistral"
+	case GptOss:
+		return "gpt-oss"
 	}
 	return fmt.Sprintf("Family(%d)", int(f))
 }
@@ -244,8 +256,29 @@ func layoutOf(f Family) (layout, bool) {
 			"<|/tool|>", "<|tool_call|>", "<|/tool_call|>", "<|tool_response|>", "<|tag|>")...)
 		return layout{pre: "gpt-4o", trail: trail, padUnused: true, bos: 0, eos: 0, unk: -1, pad: 0,
 			addBOS: ptr(false), addEOS: ptr(false), trailedIDs: true}, true
+	case GptOss:
+		return layout{pre: "gpt-4o", trail: harmonySpecials(), padUnused: true, bos: 0, eos: 4, unk: -1, pad: 1,
+			trailedIDs: true}, true
 	}
 	return layout{}, false
+}
+
+// harmonySpecials are gpt-oss's 21 added tokens from <|startoftext|>
+// (199998) to <|endofprompt|> (200018), with the reserved ones between
+// named by their real ids.
+func harmonySpecials() []special {
+	named := map[int]string{199998: "<|startoftext|>", 199999: "<|endoftext|>", 200002: "<|return|>",
+		200003: "<|constrain|>", 200005: "<|channel|>", 200006: "<|start|>", 200007: "<|end|>",
+		200008: "<|message|>", 200012: "<|call|>", 200018: "<|endofprompt|>"}
+	var names []string
+	for id := 199998; id <= 200018; id++ {
+		n, ok := named[id]
+		if !ok {
+			n = fmt.Sprintf("<|reserved_%d|>", id)
+		}
+		names = append(names, n)
+	}
+	return ctl(names...)
 }
 
 // Build makes the vocabulary s describes.
@@ -383,8 +416,9 @@ func Templates() []string {
 // (Llama 3.1 Instruct), llama-3.2 (Llama 3.2 Instruct), qwen2.5 (Qwen2.5
 // Instruct), qwen3, granite-3.1 (Granite 3.1 Instruct), mistral-nemo
 // (Mistral Nemo Instruct 2407), gemma-2 (Gemma 2 it), gemma-3 (Gemma 3 it)
-// phi-3.5 (Phi-3.5-mini-instruct), phi-4-mini (Phi-4-mini-instruct) or
-// mixtral (Mixtral-8x7B-Instruct-v0.1).
+// phi-3.5 (Phi-3.5-mini-instruct), phi-4-mini (Phi-4-mini-instruct),
+// mixtral (Mixtral-8x7B-Instruct-v0.1) or gpt-oss (gpt-oss-20b and
+// -120b, as llama.cpp's models/templates/openai-gpt-oss-120b.jinja).
 func Template(name string) (string, error) {
 	b, err := templates.ReadFile("templates/" + name + ".jinja")
 	if err != nil {

@@ -2,6 +2,8 @@ package vocab
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"strings"
 	"testing"
@@ -77,6 +79,17 @@ var realSpecs = []struct {
 			200029: "[PAD200029]", 200063: "[PAD200063]"},
 		map[int]int32{199999: TypeControl, 200000: TypeUnused, 200020: TypeControl, 200028: TypeControl, 200063: TypeUnused},
 		199999, 199999, -1, 199999, false, true, 0, "!"},
+	// gpt-oss's tokenizer_config.json: 21 added tokens, all special;
+	// bos <|startoftext|>, eos <|return|>, pad <|endoftext|>, no
+	// add_bos_token (gpt-4o's default: no BOS).
+	{"gpt-oss", Spec{GptOss, 201088, 199998, "gpt-oss"}, "gpt-4o",
+		map[int]string{199998: "<|startoftext|>", 199999: "<|endoftext|>", 200000: "<|reserved_200000|>", 200002: "<|return|>",
+			200003: "<|constrain|>", 200004: "<|reserved_200004|>", 200005: "<|channel|>", 200006: "<|start|>", 200007: "<|end|>",
+			200008: "<|message|>", 200011: "<|reserved_200011|>", 200012: "<|call|>", 200017: "<|reserved_200017|>",
+			200018: "<|endofprompt|>", 200019: "[PAD200019]", 201087: "[PAD201087]"},
+		map[int]int32{199997: TypeNormal, 199998: TypeControl, 200000: TypeControl, 200012: TypeControl, 200018: TypeControl,
+			200019: TypeUnused, 201087: TypeUnused},
+		199998, 200002, -1, 199999, false, false, 0, "!"},
 	{"mixtral", Spec{Mistral, 32000, 0, "mixtral"}, "default",
 		map[int]string{0: "<unk>", 1: "<s>", 2: "</s>", 259: "▁"},
 		map[int]int32{0: TypeUnknown, 1: TypeControl, 2: TypeControl, 3: TypeByte, 258: TypeByte, 259: TypeNormal},
@@ -285,7 +298,7 @@ func TestTemplates(t *testing.T) {
 		"llama-3.1": "<|start_header_id|>", "llama-3.2": "<|eot_id|>", "qwen2.5": "<|im_start|>",
 		"qwen3": "enable_thinking", "granite-3.1": "<|start_of_role|>", "mistral-nemo": "[INST]",
 		"gemma-2": "System role not supported", "gemma-3": "first_user_prefix", "phi-3.5": "<|assistant|>",
-		"phi-4-mini": "<|tool|>", "mixtral": "' [INST] '",
+		"phi-4-mini": "<|tool|>", "mixtral": "' [INST] '", "gpt-oss": "<|channel|>analysis<|message|>",
 	}
 	if len(Templates()) != len(want) {
 		t.Errorf("templates %v", Templates())
@@ -295,5 +308,20 @@ func TestTemplates(t *testing.T) {
 		if err != nil || !strings.Contains(s, marker) {
 			t.Errorf("%s: %v, marker %q missing", name, err, marker)
 		}
+	}
+}
+
+// TestGptOssTemplateBytes pins gpt-oss's template to the published bytes
+// (llama.cpp's models/templates/openai-gpt-oss-120b.jinja, the same text
+// as the 20b model's): another package embeds the identical file, and an
+// edit here would make the two renderings differ.
+func TestGptOssTemplateBytes(t *testing.T) {
+	s, err := Template("gpt-oss")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = "a4c9919cbbd4acdd51ccffe22da049264b1b73e59055fa58811a99efbd7c8146"
+	if sum := sha256.Sum256([]byte(s)); hex.EncodeToString(sum[:]) != want || len(s) != 16738 {
+		t.Errorf("gpt-oss.jinja: %d bytes, SHA-256 %x; want 16738 bytes, %s", len(s), sum, want)
 	}
 }
