@@ -48,6 +48,9 @@ func fuzzSeeds(tb testing.TB) map[string][]byte {
 		{Name: "qwen3moe", Arch: msynth.ArchQwen3MoE, NEmbd: 8, NLayer: 1, NHead: 2, NHeadKV: 1, HeadDim: 4, HeadDimKey: true, NFF: 8,
 			NVocab: 460, NCtx: 64, RopeBase: 1e6, NExpert: 4, NExpertUsed: 3, NFFExp: 4,
 			Vocab: vocab.Spec{Family: vocab.Qwen3, NVocab: 460, SpecialAt: 420}},
+		// gpt-oss: sinks, biases on every projection and expert, a window
+		// on the even layer, YaRN.
+		gptossSmall,
 	} {
 		var b bytes.Buffer
 		if _, err := msynth.Write(&b, msynth.Options{Shape: s, Type: msynth.F32, Seed: 4, Threads: 1}); err != nil {
