@@ -51,7 +51,7 @@ done
 # Jinja, a fixed clock), for each family's real template (Gemma 2's has no
 # system role: llama-server merges the system text into the user turn).
 for shape in llama3-tiny qwen2-tiny qwen3-tiny granite-tiny mistral-tiny gemma2-tiny gemma3-tiny phi3-tiny phi4mini-tiny \
-	mixtral-tiny qwen3moe-tiny; do
+	mixtral-tiny qwen3moe-tiny gpt-oss-tiny; do
 	printf 'chat\nmsg system Be brief.\nmsg user Hi!\nmsg assistant Hello. How can I help?\nmsg user What is 2+2?\nchat\nmsg user Tell me a story about <s> tags and </s> tags.\n' |
 		"$root/bench/llamacpp/ref.sh" chat-jinja "$tmp/$shape-f16.gguf" - > "$here/$shape.chat.json"
 done
