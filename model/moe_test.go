@@ -315,9 +315,19 @@ func moeByToken(t *testing.T, r *Runner, l int, x []float32) []float32 {
 	if err := r.ar.matmul(p, mo.Router, x, 1, one); err != nil {
 		t.Fatal(err)
 	}
-	r.ar.softmax(p)
 	sel, w := make([]int32, cfg.NExpertUsed), make([]float32, cfg.NExpertUsed)
-	route(p, sel, w)
+	if cfg.MoEWeightsSoftmax {
+		// gpt-oss: the router's bias, then the softmax of the chosen logits.
+		kernels.Add(p, p, mo.RouterBias)
+		topK(p, sel)
+		for j, e := range sel {
+			w[j] = p[e]
+		}
+		r.ar.softmax(w)
+	} else {
+		r.ar.softmax(p)
+		route(p, sel, w)
+	}
 	g, u, d := make([]float32, cfg.NFFExp), make([]float32, cfg.NFFExp), make([]float32, cfg.NEmbd)
 	out := make([]float32, cfg.NEmbd)
 	for j, e := range sel {
@@ -330,9 +340,20 @@ func moeByToken(t *testing.T, r *Runner, l int, x []float32) []float32 {
 				t.Fatal(err)
 			}
 		}
-		r.ar.siluMul(g, g, u)
+		if mo.GateBias != nil {
+			kernels.Add(g, g, mo.GateBias[e])
+			kernels.Add(u, u, mo.UpBias[e])
+		}
+		if cfg.MoESwiGLULimit != 0 {
+			swigluOAI(g, g, u, cfg.MoESwiGLUAlpha, cfg.MoESwiGLULimit)
+		} else {
+			r.ar.siluMul(g, g, u)
+		}
 		if err := r.ar.matmul(d, mo.Down[e], g, 1, one); err != nil {
 			t.Fatal(err)
+		}
+		if mo.DownBias != nil {
+			kernels.Add(d, d, mo.DownBias[e])
 		}
 		for i := range d {
 			if j == 0 {
