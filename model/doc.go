@@ -3,17 +3,18 @@
 // Each architecture is a Family (arch.go) registered by its
 // general.architecture name from a file of its own: llama.go (Llama 1-3.x,
 // Mistral, SmolLM, DeepSeek-R1-Distill-Llama, Mixtral), qwen2.go,
-// qwen3.go, qwen3moe.go, granite.go, gemma2.go, gemma3.go, phi3.go. A
-// family names its own
+// qwen3.go, qwen3moe.go, granite.go, gemma2.go, gemma3.go, phi3.go,
+// gptoss.go. A family names its own
 // metadata keys and lists the tensors of its blocks, required or
 // optional, from shared entries; the Runner runs the shared blocks, whose
 // optional parts (Q/K/V/O biases, fused QKV and gate/up projections,
 // per-head Q/K RMSNorm, post-attention and post-FFN norms, NeoX or normal
 // RoPE with frequency factors and linear, YaRN or LongRoPE scaling, a
 // sliding window on a pattern of layers with its own RoPE base, attention
-// and final soft caps, attention, embedding, residual and logit scales,
-// a SiLU- or GELU-gated FFN, or a mixture of experts in its place, moe.go)
-// are on when the family's config or weights have them.
+// sinks, attention and final soft caps, attention, embedding, residual
+// and logit scales, a SiLU- or GELU-gated FFN, or a mixture of experts in
+// its place, moe.go, with biases, either gating and gpt-oss's clamped
+// SwiGLU) are on when the family's config or weights have them.
 //
 // ConfigFromGGUF reads the hyperparameters from the general.architecture
 // and <arch>.* metadata keys into a validated Config; Load binds every
