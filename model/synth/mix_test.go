@@ -29,7 +29,7 @@ const mixTables = "testdata/mixes.txt"
 // four query heads per KV head (use_more_bits, n_layer/16 and /8, the
 // n_gqa >= 4 rules), a tied model whose rows are not whole 256-value
 // blocks (every K-quant fallback) with fewer than four heads per KV head,
-// and two mixtures of experts.
+// and three mixtures of experts.
 func mixShapes() []Shape {
 	base, _ := Lookup("llama2-quant")
 	gqa4 := base
@@ -42,7 +42,11 @@ func mixShapes() []Shape {
 	moe8.Name, moe8.NLayer, moe8.NFF = "mix-moe8", 8, 256
 	moe4, _ := Lookup("qwen3moe-tiny")
 	moe4.Name, moe4.NLayer, moe4.NExpert, moe4.NExpertUsed = "mix-moe4", 8, 4, 2
-	return []Shape{gqa4, odd, moe8, moe4}
+	// gpt-oss: biases, sinks and router kept F32, and like gpt-oss-20b's
+	// 2880 a width that is not whole 256-value blocks.
+	gptoss, _ := Lookup("gpt-oss-tiny")
+	gptoss.Name, gptoss.NLayer, gptoss.NEmbd, gptoss.NFF, gptoss.NFFExp = "mix-gptoss", 8, 384, 384, 384
+	return []Shape{gqa4, odd, moe8, moe4, gptoss}
 }
 
 // quantizedTypes are the file types llama-quantize writes from an F16
