@@ -492,7 +492,10 @@ func (r *Runner) headsPart(w, nw int) {
 // cache type, soft-capped and scaled as ap says, masked outside the
 // window and soft-maxed over positions 0..p, then each output value is
 // the dot product of the transposed V row with the weights rounded to
-// the cache type.
+// the cache type. With sinks (gpt-oss) the head's sink logit joins the
+// softmax's maximum and denominator as in ggml's soft_max; its
+// exponentials are then package kernels', within an ulp of ggml's, also
+// under ArithGGML.
 //
 // Positions before a sliding window get weight 0 and still take part in
 // the weights×values product, as they do in llama.cpp's masked product
