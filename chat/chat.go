@@ -195,17 +195,19 @@ func RenderJinja(tmpl string, msgs []Message, addGenerationPrompt bool, bosText,
 // add_generation_prompt, tools (none) and the functions raise_exception,
 // range and namespace.
 func applyJinja(tmpl, fam string, msgs []Message, addAss bool, bosText, eosText string) (string, error) {
-	return applyJinjaAt(tmpl, fam, msgs, nil, addAss, bosText, eosText, time.Time{})
+	return applyJinjaAt(tmpl, fam, msgs, nil, addAss, bosText, eosText, time.Time{}, "")
 }
 
 // probeJinja is applyJinja for capability probes, at probeTime.
 func probeJinja(tmpl, fam string, msgs []Message, bosText, eosText string) (string, error) {
-	return applyJinjaAt(tmpl, fam, msgs, nil, false, bosText, eosText, probeTime)
+	return applyJinjaAt(tmpl, fam, msgs, nil, false, bosText, eosText, probeTime, "")
 }
 
-// applyJinjaAt is applyJinja with tools and with strftime_now defined to
-// read now (undefined for the zero time).
-func applyJinjaAt(tmpl, fam string, msgs []Message, tools []Tool, addAss bool, bosText, eosText string, now time.Time) (string, error) {
+// applyJinjaAt is applyJinja with tools, with strftime_now defined to
+// read now (undefined for the zero time), and with reasoning_effort (and
+// its alias reasoning_strength, as llama.cpp defines both) set to effort
+// unless it is "".
+func applyJinjaAt(tmpl, fam string, msgs []Message, tools []Tool, addAss bool, bosText, eosText string, now time.Time, effort string) (string, error) {
 	tree, err := parseTemplate(tmpl)
 	if err != nil {
 		var ue *UnsupportedError
@@ -231,6 +233,9 @@ func applyJinjaAt(tmpl, fam string, msgs []Message, tools []Tool, addAss bool, b
 	vars["eos_token"] = eosText
 	vars["add_generation_prompt"] = addAss
 	vars["tools"] = nil // as Hugging Face passes when there are none
+	if effort != "" {
+		vars["reasoning_effort"], vars["reasoning_strength"] = effort, effort
+	}
 	if len(tools) > 0 {
 		if vars["tools"], err = toolValues(tools); err != nil {
 			return "", err

@@ -20,6 +20,7 @@ type toolRef struct {
 	Results  []struct {
 		Messages    []json.RawMessage `json:"messages"`
 		Tools       []json.RawMessage `json:"tools"`
+		Effort      string            `json:"reasoning_effort"`
 		RenderedHex string            `json:"rendered_hex"`
 		Error       string            `json:"error"`
 	} `json:"results"`
@@ -124,7 +125,7 @@ func TestToolRendersMatchLlamaCpp(t *testing.T) {
 			for i, r := range ref.Results {
 				msgs := refMessages(t, r.Messages)
 				o := Options{AddGenerationPrompt: true, BOS: c.bos, EOS: c.eos,
-					Now: time.Unix(ref.Now, 0).UTC(), Tools: refTools(t, r.Tools)}
+					Now: time.Unix(ref.Now, 0).UTC(), Tools: refTools(t, r.Tools), ReasoningEffort: r.Effort}
 				got, err := Render(ref.Template, msgs, o)
 				if r.Error != "" {
 					// llama.cpp refused the conversation (Llama 3.x: one

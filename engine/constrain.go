@@ -392,7 +392,7 @@ func usesTools(msgs []chat.Message, tools []chat.Tool) bool {
 // text is held to, no special token's text in it, and the prompt is
 // tokenized with special parsing throughout: what it parses as special
 // tokens is the template's own.
-func (e *Engine) chatIDsUntraced(msgs []chat.Message, tools []chat.Tool) ([]int32, error) {
+func (e *Engine) chatIDsUntraced(msgs []chat.Message, tools []chat.Tool, effort string) ([]int32, error) {
 	specials := e.tok.SpecialTexts()
 	for i, m := range msgs {
 		for _, sp := range specials {
@@ -403,7 +403,7 @@ func (e *Engine) chatIDsUntraced(msgs []chat.Message, tools []chat.Tool) ([]int3
 		}
 	}
 	bos, eos := e.tok.TokenText(e.tok.BOS()), e.tok.TokenText(e.tok.EOS())
-	text, err := chat.Render(e.tmpl, msgs, chat.Options{AddGenerationPrompt: true, BOS: bos, EOS: eos, Now: e.now(), Tools: tools})
+	text, err := chat.Render(e.tmpl, msgs, chat.Options{AddGenerationPrompt: true, BOS: bos, EOS: eos, Now: e.now(), Tools: tools, ReasoningEffort: effort})
 	if err != nil {
 		ge := gen.Errorf(gen.CodeInvalidPrompt, "messages", "the model's chat template failed on these messages: %v", err)
 		ge.Err = err

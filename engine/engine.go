@@ -362,9 +362,9 @@ func (e *Engine) PromptIDs(req gen.Request) ([]int32, error) {
 			return nil, err
 		}
 		var err error
-		ids, err = chatIDs(e.tok, e.tmpl, msgs, tools, e.now())
+		ids, err = chatIDs(e.tok, e.tmpl, msgs, tools, e.now(), req.ReasoningEffort)
 		if errors.Is(err, chat.ErrUntraceable) && usesTools(msgs, tools) {
-			ids, err = e.chatIDsUntraced(msgs, tools)
+			ids, err = e.chatIDsUntraced(msgs, tools, req.ReasoningEffort)
 		}
 		if err != nil {
 			return nil, err
@@ -454,9 +454,9 @@ func (e *Engine) checkConstraints(req *gen.Request) error {
 // tokenizer.EncodeGuarded keeps it apart only when a special token would
 // take some of it), so benign prompts get llama.cpp's ids and no byte of
 // content ever becomes part of a control token.
-func chatIDs(tok *tokenizer.Tokenizer, tmpl string, msgs []chat.Message, tools []chat.Tool, now time.Time) ([]int32, error) {
+func chatIDs(tok *tokenizer.Tokenizer, tmpl string, msgs []chat.Message, tools []chat.Tool, now time.Time, effort string) ([]int32, error) {
 	bos, eos := tok.TokenText(tok.BOS()), tok.TokenText(tok.EOS())
-	o := chat.Options{AddGenerationPrompt: true, BOS: bos, EOS: eos, Now: now, Tools: tools}
+	o := chat.Options{AddGenerationPrompt: true, BOS: bos, EOS: eos, Now: now, Tools: tools, ReasoningEffort: effort}
 	text, spans, err := chat.RenderTraced(tmpl, msgs, o, tok.InSpecialText)
 	if err != nil {
 		ge := gen.Errorf(gen.CodeInvalidPrompt, "messages", "the model's chat template failed on these messages: %v", err)

@@ -41,6 +41,9 @@
 //                             parsed when the chat has tools and
 //                             tool_choice is not none); the result gives
 //                             content, reasoning_content and tool_calls
+//   reasoning_effort TEXT     of the current chat: the template's
+//                             reasoning_effort, as llama-server passes a
+//                             request's (a chat template kwarg)
 //   reasoning_format none|auto|deepseek   for every chat (default
 //                             deepseek, llama-server's default)
 //
@@ -212,6 +215,7 @@ struct conv {
 	std::vector<common_chat_tool> tools;
 	std::string tools_json;
 	std::vector<std::string> outputs;
+	std::string effort;
 	common_chat_tool_choice choice = COMMON_CHAT_TOOL_CHOICE_AUTO;
 	bool parallel = false;
 };
@@ -298,6 +302,10 @@ int main(int argc, char **argv) {
 			if (!unescape(arg, o))
 				bad("bad escape");
 			convs.back().outputs.push_back(o);
+		} else if (key == "reasoning_effort") {
+			if (convs.empty() || arg.empty())
+				bad("before any chat, or empty");
+			convs.back().effort = arg;
 		} else if (key == "reasoning_format" && (arg == "none" || arg == "auto" || arg == "deepseek"))
 			rfmt = common_reasoning_format_from_name(arg);
 		else if (key == "template") {
@@ -362,6 +370,8 @@ int main(int argc, char **argv) {
 		for (size_t j = 0; j < convs[i].msg_json.size(); j++)
 			std::cout << (j ? ", " : "") << convs[i].msg_json[j];
 		std::cout << "],\n   ";
+		if (!convs[i].effort.empty())
+			std::cout << "\"reasoning_effort\": " << json_str(convs[i].effort) << ", ";
 		if (!convs[i].tools.empty())
 			std::cout << "\"tools\": " << convs[i].tools_json << ",\n   \"tool_choice\": \""
 				  << (convs[i].choice == COMMON_CHAT_TOOL_CHOICE_AUTO ? "auto"
@@ -377,6 +387,8 @@ int main(int argc, char **argv) {
 		in.tools = convs[i].tools;
 		in.tool_choice = convs[i].choice;
 		in.parallel_tool_calls = convs[i].parallel;
+		if (!convs[i].effort.empty())
+			in.chat_template_kwargs["reasoning_effort"] = common_json(convs[i].effort).dump();
 		try {
 			common_chat_params p = common_chat_templates_apply(tmpls.get(), in);
 			std::vector<llama_token> ids = tokenize(vocab, p.prompt);
