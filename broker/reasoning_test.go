@@ -122,3 +122,76 @@ func TestReasoningRequest(t *testing.T) {
 		t.Errorf("reasoning_content on a user message: status %d: %s", code, out)
 	}
 }
+
+// TestResponsesReasoning: the Responses API returns the reasoning as a
+// reasoning item (llama-server's shape: one reasoning_text part), last of
+// the output, streamed as response.reasoning_text.delta; a reasoning item
+// of the input is the reasoning of the assistant message before it, and
+// reasoning.effort reaches the template.
+func TestResponsesReasoning(t *testing.T) {
+	fake := newFake("Four.")
+	fake.Reasoning = []string{"Two and", " two."}
+	ts := start(t, fake, testConfig(t, nil))
+	code, _, out := ts.do(t, "POST", "/v1/responses", "", `{"input":"2+2?"}`)
+	if code != 200 {
+		t.Fatalf("status %d: %s", code, out)
+	}
+	var r struct {
+		Output []struct {
+			Type    string `json:"type"`
+			ID      string `json:"id"`
+			Content []struct {
+				Type string `json:"type"`
+				Text string `json:"text"`
+			} `json:"content"`
+		} `json:"output"`
+	}
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Output) != 2 || r.Output[0].Type != "message" || r.Output[0].Content[0].Text != "Four." ||
+		r.Output[1].Type != "reasoning" || len(r.Output[1].Content) != 1 || r.Output[1].Content[0].Type != "reasoning_text" ||
+		r.Output[1].Content[0].Text != "Two and two." || !strings.HasPrefix(r.Output[1].ID, "rs_") {
+		t.Errorf("output %+v: %s", r.Output, out)
+	}
+
+	code, _, out = ts.do(t, "POST", "/v1/responses", "", `{"input":"2+2?","stream":true}`)
+	if code != 200 {
+		t.Fatalf("status %d: %s", code, out)
+	}
+	var delta, done string
+	for _, line := range strings.Split(string(out), "\n") {
+		e, ok := strings.CutPrefix(line, "data: ")
+		if !ok {
+			continue
+		}
+		var ev struct {
+			Type  string `json:"type"`
+			Delta string `json:"delta"`
+			Text  string `json:"text"`
+		}
+		if err := json.Unmarshal([]byte(e), &ev); err != nil {
+			t.Fatal(err)
+		}
+		switch ev.Type {
+		case "response.reasoning_text.delta":
+			delta += ev.Delta
+		case "response.reasoning_text.done":
+			done = ev.Text
+		}
+	}
+	if delta != "Two and two." || done != delta {
+		t.Errorf("streamed reasoning %q, done %q: %s", delta, done, out)
+	}
+
+	body := `{"input":[{"role":"user","content":"a"},{"type":"message","role":"assistant","content":[{"type":"output_text","text":"b"}]},` +
+		`{"type":"reasoning","id":"rs_1","summary":[],"content":[{"type":"reasoning_text","text":"why b"}]},{"role":"user","content":"c"}],"reasoning":{"effort":"low"}}`
+	if code, _, out = ts.do(t, "POST", "/v1/responses", "", body); code != 200 {
+		t.Fatalf("status %d: %s", code, out)
+	}
+	reqs := fake.Requests()
+	last := reqs[len(reqs)-1]
+	if len(last.Messages) != 3 || last.Messages[1].ReasoningContent != "why b" || last.ReasoningEffort != "low" || last.ReasoningFormat != "auto" {
+		t.Errorf("request %+v", last)
+	}
+}
