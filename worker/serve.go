@@ -183,7 +183,7 @@ func (s *server) generate(ctx context.Context, g *ipc.Generate) {
 	n := g.Request.Choices()
 	chunks := make([]int, n) // per choice
 	emit := func(c gen.Chunk) error {
-		if c.Text == "" && len(c.Logprobs) == 0 && len(c.ToolCalls) == 0 {
+		if c.Text == "" && len(c.Logprobs) == 0 && len(c.ToolCalls) == 0 && c.Reasoning == "" {
 			return nil
 		}
 		if c.Index < 0 || c.Index >= n {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -113,5 +114,57 @@ func checkGreedy(t *testing.T, url, shape, modelPath string) {
 	// reference goes on, so the served text is a prefix of it.
 	if g := got.Choices[0].Text; g == "" || !strings.HasPrefix(wantText, g) {
 		t.Errorf("greedy completion %q, llama.cpp %q (%q with its control tokens)", g, wantText, want.Text)
+	}
+}
+
+// TestServeReasoning serves a synthesized Qwen3 file (a thinking
+// template) through lisa serve with the sandbox on and makes the model
+// reply with reasoning (forced by a grammar): the reasoning crosses the
+// worker's protocol and comes back as message.reasoning_content, or in the
+// content with reasoning_format none.
+func TestServeReasoning(t *testing.T) {
+	sh, ok := synth.Lookup("qwen3-tiny")
+	if !ok {
+		t.Fatal("no shape qwen3-tiny")
+	}
+	path := filepath.Join(t.TempDir(), "qwen3-tiny.gguf")
+	if _, err := synth.WriteFile(path, synth.Options{Shape: sh, Type: synth.F16, Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	s := startServeModel(t, path)
+	const out = "<think>\nBecause.\n</think>\n\nYes."
+	for _, c := range []struct {
+		format             string
+		content, reasoning string
+	}{
+		{"", "Yes.", "Because.\n"},
+		{"none", out, ""},
+	} {
+		req := map[string]any{"messages": []map[string]string{{"role": "user", "content": "Why?"}}, "max_tokens": 64,
+			"grammar": "root ::= " + strconv.Quote(out)}
+		if c.format != "" {
+			req["reasoning_format"] = c.format
+		}
+		body, _ := json.Marshal(req)
+		resp, err := http.Post(s.url+"/v1/chat/completions", "application/json", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got struct {
+			Choices []struct {
+				Message struct {
+					Content   string `json:"content"`
+					Reasoning string `json:"reasoning_content"`
+				} `json:"message"`
+			} `json:"choices"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&got)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK || len(got.Choices) != 1 {
+			t.Fatalf("reasoning_format %q: status %d, %v", c.format, resp.StatusCode, err)
+		}
+		if m := got.Choices[0].Message; m.Content != c.content || m.Reasoning != c.reasoning {
+			t.Errorf("reasoning_format %q: content %q reasoning %q, want %q %q", c.format, m.Content, m.Reasoning, c.content, c.reasoning)
+		}
 	}
 }
