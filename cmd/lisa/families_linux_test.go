@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -165,6 +166,43 @@ func TestServeReasoning(t *testing.T) {
 		}
 		if m := got.Choices[0].Message; m.Content != c.content || m.Reasoning != c.reasoning {
 			t.Errorf("reasoning_format %q: content %q reasoning %q, want %q %q", c.format, m.Content, m.Reasoning, c.content, c.reasoning)
+		}
+		// Streamed: delta.reasoning_content and delta.content.
+		req["stream"] = true
+		body, _ = json.Marshal(req)
+		resp, err = http.Post(s.url+"/v1/chat/completions", "application/json", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		all, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("stream: status %d, %v", resp.StatusCode, err)
+		}
+		var content, reasoning strings.Builder
+		for _, line := range strings.Split(string(all), "\n") {
+			data, ok := strings.CutPrefix(line, "data: ")
+			if !ok || data == "[DONE]" {
+				continue
+			}
+			var chunk struct {
+				Choices []struct {
+					Delta struct {
+						Content   string `json:"content"`
+						Reasoning string `json:"reasoning_content"`
+					} `json:"delta"`
+				} `json:"choices"`
+			}
+			if err := json.Unmarshal([]byte(data), &chunk); err != nil {
+				t.Fatalf("chunk %q: %v", data, err)
+			}
+			for _, ch := range chunk.Choices {
+				content.WriteString(ch.Delta.Content)
+				reasoning.WriteString(ch.Delta.Reasoning)
+			}
+		}
+		if content.String() != c.content || reasoning.String() != c.reasoning {
+			t.Errorf("reasoning_format %q streamed: content %q reasoning %q, want %q %q", c.format, content.String(), reasoning.String(), c.content, c.reasoning)
 		}
 	}
 }
