@@ -18,6 +18,7 @@ import (
 	"github.com/lisa-llm/lisa/internal/llref"
 	"github.com/lisa-llm/lisa/internal/shared"
 	"github.com/lisa-llm/lisa/model/synth"
+	"github.com/lisa-llm/lisa/model/synth/vocab"
 	"github.com/lisa-llm/lisa/tokenizer"
 )
 
@@ -204,5 +205,61 @@ func TestServeReasoning(t *testing.T) {
 		if content.String() != c.content || reasoning.String() != c.reasoning {
 			t.Errorf("reasoning_format %q streamed: content %q reasoning %q, want %q %q", c.format, content.String(), reasoning.String(), c.content, c.reasoning)
 		}
+	}
+}
+
+// TestServeHarmony serves gpt-oss's published chat template (on a
+// synthesized Qwen3 file, whose vocabulary has Harmony's markup as plain
+// text) through lisa serve with the sandbox on: a system message, a
+// reasoning_effort and a reply in Harmony channels (forced by a grammar)
+// come back as the final channel's content and the analysis channel's
+// reasoning_content.
+func TestServeHarmony(t *testing.T) {
+	tmpl, err := os.ReadFile(filepath.Join("..", "..", "model", "synth", "vocab", "templates", "gpt-oss.jinja"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh, ok := synth.Lookup("qwen3-tiny")
+	if !ok {
+		t.Fatal("no shape qwen3-tiny")
+	}
+	v, err := vocab.Build(sh.Vocab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := synth.Options{Shape: sh, Type: synth.F16, Seed: 1}
+	for _, kv := range v.KVs() {
+		if kv.Key == "tokenizer.chat_template" {
+			kv.Value = gguf.StringValue(string(tmpl))
+		}
+		o.VocabKVs = append(o.VocabKVs, kv)
+	}
+	path := filepath.Join(t.TempDir(), "harmony-tiny.gguf")
+	if _, err := synth.WriteFile(path, o); err != nil {
+		t.Fatal(err)
+	}
+	s := startServeModel(t, path)
+	const out = "<|channel|>analysis<|message|>Easy.<|end|><|start|>assistant<|channel|>final<|message|>4"
+	req := map[string]any{"messages": []map[string]string{{"role": "developer", "content": "Be brief."}, {"role": "user", "content": "2+2?"}},
+		"max_tokens": 256, "reasoning_effort": "high", "grammar": "root ::= " + strconv.Quote(out)}
+	body, _ := json.Marshal(req)
+	resp, err := http.Post(s.url+"/v1/chat/completions", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var got struct {
+		Choices []struct {
+			Message struct {
+				Content   string `json:"content"`
+				Reasoning string `json:"reasoning_content"`
+			} `json:"message"`
+		} `json:"choices"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil || resp.StatusCode != http.StatusOK || len(got.Choices) != 1 {
+		t.Fatalf("status %d, %v", resp.StatusCode, err)
+	}
+	if m := got.Choices[0].Message; m.Content != "4" || m.Reasoning != "Easy." {
+		t.Errorf("content %q reasoning %q", m.Content, m.Reasoning)
 	}
 }
