@@ -68,6 +68,9 @@ type Event struct {
 	// its id and name, later ones more arguments; calls begin with
 	// indexes 0, 1, … in order over the generation.
 	ToolCalls []gen.CallDelta
+	// Reasoning is, for EventText, reasoning read with this piece of
+	// output (valid UTF-8, not in Text).
+	Reasoning string
 	Finish    gen.FinishReason // EventDone: choice 0's
 	Usage     gen.Usage        // EventDone: the prompt once, the completion tokens of every choice
 	// Choices is, for EventDone of a request with n > 1, every choice's

@@ -84,7 +84,18 @@
 // (content null when there is no text) or, streamed, as delta.tool_calls
 // with index, id, type and the function's name and whole arguments in one
 // delta per call; finish_reason is then "tool_calls" unless the budget
-// ran out ("length"). Streams wait for the first event
+// ran out ("length"). A reply's reasoning (a thinking template's
+// <think>…</think>, gpt-oss's analysis channel) comes back as
+// message.reasoning_content or, streamed, delta.reasoning_content, as
+// llama-server returns it with its default reasoning format; the server's
+// reasoning_format (--reasoning-format none|auto|deepseek) and the
+// request's reasoning_format say whether (none leaves it in the content),
+// and an assistant's reasoning_content in the history reaches the
+// template. The Responses API returns it as a reasoning item (one
+// reasoning_text part), last of the output, streamed at the end as
+// response.reasoning_text.delta; a reasoning item of the input is the
+// reasoning of the assistant message before it, and reasoning.effort (as
+// chat's reasoning_effort) reaches the template. Streams wait for the first event
 // before sending headers, so such a refusal is a plain 400 there too.
 // A chat message may spell the text of any of
 // the model's special tokens ("<s>", "<|im_start|>"): the worker

@@ -32,11 +32,13 @@ func toUsage(u gen.Usage) *usageJSON {
 // as history sends what OpenAI's clients send. Content is null when the
 // reply is tool calls alone, as OpenAI's is.
 type chatMessageJSON struct {
-	Role        string         `json:"role"`
-	Content     *string        `json:"content"`
-	Refusal     *string        `json:"refusal"`
-	ToolCalls   []toolCallJSON `json:"tool_calls,omitempty"`
-	Annotations []emptyJSON    `json:"annotations"`
+	Role    string  `json:"role"`
+	Content *string `json:"content"`
+	Refusal *string `json:"refusal"`
+	// ReasoningContent is the reply's reasoning, llama-server's field.
+	ReasoningContent string         `json:"reasoning_content,omitempty"`
+	ToolCalls        []toolCallJSON `json:"tool_calls,omitempty"`
+	Annotations      []emptyJSON    `json:"annotations"`
 }
 
 // toolCallJSON is one tool call of a whole reply.
@@ -96,9 +98,11 @@ func toolCallDeltas(calls []gen.CallDelta) []toolCallDeltaJSON {
 type emptyJSON struct{}
 
 type chatDeltaJSON struct {
-	Role      string              `json:"role,omitempty"`
-	Content   *string             `json:"content,omitempty"`
-	ToolCalls []toolCallDeltaJSON `json:"tool_calls,omitempty"`
+	Role    string  `json:"role,omitempty"`
+	Content *string `json:"content,omitempty"`
+	// ReasoningContent is llama-server's field for the reasoning.
+	ReasoningContent string              `json:"reasoning_content,omitempty"`
+	ToolCalls        []toolCallDeltaJSON `json:"tool_calls,omitempty"`
 }
 
 type chatTopJSON struct {
@@ -251,10 +255,11 @@ func (s *shaper) textChunk(i int, text string, lps []gen.TokenProb) any {
 }
 
 // callChunk is a streamed piece of choice i's chat reply that carries
-// pieces of tool calls, after the text that came before them, if any.
-func (s *shaper) callChunk(i int, text string, lps []gen.TokenProb, calls []gen.CallDelta) any {
+// reasoning or pieces of tool calls, with the text read with them, if
+// any (delta.reasoning_content, as llama-server streams reasoning).
+func (s *shaper) callChunk(i int, text, reasoning string, lps []gen.TokenProb, calls []gen.CallDelta) any {
 	r := s.base(true)
-	d := &chatDeltaJSON{ToolCalls: toolCallDeltas(calls)}
+	d := &chatDeltaJSON{ReasoningContent: reasoning, ToolCalls: toolCallDeltas(calls)}
 	if text != "" {
 		d.Content = &text
 	}
@@ -289,10 +294,11 @@ func (s *shaper) usageChunk(u gen.Usage) any {
 // choiceOut is one choice of a whole response: its text, the chat
 // reply's tool calls, its log-probabilities and why it ended.
 type choiceOut struct {
-	text   string
-	calls  []gen.CallDelta
-	lps    []gen.TokenProb
-	finish gen.FinishReason
+	text      string
+	reasoning string
+	calls     []gen.CallDelta
+	lps       []gen.TokenProb
+	finish    gen.FinishReason
 }
 
 // whole is the response of a request without stream, its choices in
@@ -309,7 +315,7 @@ func (s *shaper) whole(choices []choiceOut, u gen.Usage, wantLogprobs bool) any 
 		}
 		if s.chat {
 			text := c.text
-			m := &chatMessageJSON{Role: "assistant", Content: &text, ToolCalls: toolCalls(c.calls), Annotations: []emptyJSON{}}
+			m := &chatMessageJSON{Role: "assistant", Content: &text, ReasoningContent: c.reasoning, ToolCalls: toolCalls(c.calls), Annotations: []emptyJSON{}}
 			if text == "" && len(c.calls) > 0 {
 				m.Content = nil
 			}

@@ -164,6 +164,9 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, ri *reqInfo, r
 	if err != nil {
 		return err
 	}
+	if req.chat && req.ReasoningFormat == "" {
+		req.ReasoningFormat = s.cfg.ReasoningFormat
+	}
 	events, err := s.backend.Generate(ctx, req.Request)
 	if err != nil {
 		return err
@@ -257,7 +260,7 @@ func (g *generation) next() (Event, error) {
 		if ev.Index < 0 || ev.Index >= g.req.Choices() {
 			return ev, fmt.Errorf("%w: output for choice %d of %d", ErrWorkerFailed, ev.Index, g.req.Choices())
 		}
-		g.sent += len(ev.Text)
+		g.sent += len(ev.Text) + len(ev.Reasoning)
 		for _, c := range ev.ToolCalls {
 			g.sent += len(c.Name) + len(c.ID) + len(c.Arguments)
 		}
@@ -320,6 +323,7 @@ func (g *generation) collect(w http.ResponseWriter) error {
 		if ev.Kind == EventText {
 			o := &outs[ev.Index]
 			texts[ev.Index].WriteString(ev.Text)
+			o.reasoning += ev.Reasoning
 			o.lps = append(o.lps, ev.Logprobs...)
 			for _, c := range ev.ToolCalls {
 				o.calls = gen.JoinCall(o.calls, c)

@@ -18,7 +18,7 @@ import (
 //   - Every field of OpenAI's request schemas is accepted and checked by
 //     type. Those that change nothing here (storage, billing, tracking,
 //     latency hints: user, metadata, store, service_tier, prediction,
-//     reasoning_effort, verbosity, prompt_cache_key, safety_identifier) are
+//     verbosity, prompt_cache_key, safety_identifier) are
 //     then ignored; those that ask for what this server cannot do (audio
 //     output, web search, best_of above 1) are a 400 with code
 //     "unsupported_value".
@@ -166,6 +166,25 @@ func (r *genRequest) chatField(f field) (bool, error) {
 		var format gen.Format
 		if format, err = decodeResponseFormat(f.raw); err == nil {
 			err = r.setFormat(format, f.name)
+		}
+	case "reasoning_format":
+		// llama-server's field: how this reply returns the reasoning.
+		var s string
+		if s, err = decString(f.raw, f.name); err == nil {
+			switch s {
+			case gen.ReasoningNone, gen.ReasoningAuto, gen.ReasoningDeepSeek:
+				r.ReasoningFormat = s
+			case "deepseek-legacy":
+				err = invalidCode(f.name, "unsupported_value", "reasoning_format %q (the reasoning both in the content and apart) is not supported", s)
+			default:
+				err = invalid(f.name, "reasoning_format must be one of none, auto, deepseek, got %q", abbreviate(s))
+			}
+		}
+	case "reasoning_effort":
+		// Given to the template (gpt-oss's "Reasoning: high"), as
+		// llama-server gives it.
+		if err = checkEnum(f.raw, f.name, "minimal", "low", "medium", "high"); err == nil {
+			r.ReasoningEffort, err = decString(f.raw, f.name)
 		}
 	case "modalities":
 		err = checkModalities(f.raw)

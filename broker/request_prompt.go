@@ -89,8 +89,12 @@ func decodeMessage(raw json.RawMessage, param string) (gen.Message, error) {
 		case "content":
 			m.Content, err = decodeContent(f.raw, p, role == "assistant")
 			haveContent = true
-		case "name", "refusal", "reasoning_content":
+		case "name", "refusal":
 			_, err = decString(f.raw, p)
+		case "reasoning_content":
+			// The reply's reasoning as this server (and llama-server)
+			// returns it: the template shows it where it shows reasoning.
+			m.ReasoningContent, err = decString(f.raw, p)
 		case "annotations":
 			_, err = arrayItems(f.raw, p)
 		case "audio":

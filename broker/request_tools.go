@@ -388,11 +388,6 @@ func ignoredField(f field, chat bool) (bool, error) {
 		err = checkMetadata(f.raw)
 	case "service_tier":
 		err = checkEnum(f.raw, f.name, "auto", "default", "flex", "scale", "priority")
-	case "reasoning_effort":
-		if !chat {
-			return false, nil
-		}
-		err = checkEnum(f.raw, f.name, "minimal", "low", "medium", "high")
 	case "verbosity":
 		if !chat {
 			return false, nil

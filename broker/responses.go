@@ -108,7 +108,9 @@ func decodeResponseRequest(body []byte) (*responseRequest, error) {
 			}
 		case "previous_response_id", "conversation":
 			err = invalidCode(f.name, "unsupported_value", "%s is not supported: this server stores no responses or conversations; send the whole conversation as input", f.name)
-		case "reasoning", "include", "prompt", "top_logprobs", "max_tool_calls", "stream_options":
+		case "reasoning":
+			r.ReasoningEffort, err = decodeResponseReasoning(f.raw)
+		case "include", "prompt", "top_logprobs", "max_tool_calls", "stream_options":
 			err = invalidCode(f.name, "unsupported_value", "%s is not supported by this server", f.name)
 		default:
 			err = unknownField(f.name)
@@ -385,11 +387,44 @@ func decodeResponseToolChoice(raw json.RawMessage) (gen.ToolChoice, any, error) 
 	return c, map[string]string{"type": "function", "name": c.Name}, nil
 }
 
+// decodeResponseReasoning decodes the reasoning configuration: its effort
+// goes to the template (as llama-server gives it); a summary is accepted
+// and not made (the reasoning item carries the reasoning itself).
+func decodeResponseReasoning(raw json.RawMessage) (string, error) {
+	fields, err := objectFields(raw, "reasoning")
+	if err != nil {
+		return "", err
+	}
+	effort := ""
+	for _, f := range fields {
+		p := "reasoning." + f.name
+		if isNull(f.raw) {
+			continue
+		}
+		switch f.name {
+		case "effort":
+			if err = checkEnum(f.raw, p, "minimal", "low", "medium", "high"); err == nil {
+				effort, err = decString(f.raw, p)
+			}
+		case "summary", "generate_summary":
+			err = checkEnum(f.raw, p, "auto", "concise", "detailed")
+		default:
+			err = unknownField(p)
+		}
+		if err != nil {
+			return "", err
+		}
+	}
+	return effort, nil
+}
+
 // decodeResponseInput turns input — a string, or a list of items — into
 // chat messages. Items: messages {"role", "content", "type": "message"}
 // whose content is a string or input_text/output_text parts;
-// function_call items (joined into the assistant message before them)
-// and function_call_output items (tool messages).
+// function_call items (joined into the assistant message before them),
+// function_call_output items (tool messages) and reasoning items (the
+// reasoning_content of the assistant message before them, or of one of
+// their own, as llama-server reads them).
 func decodeResponseInput(raw json.RawMessage) ([]gen.Message, error) {
 	if len(raw) > 0 && raw[0] == '"' {
 		s, err := decString(raw, "input")
@@ -449,11 +484,76 @@ func decodeResponseInput(raw json.RawMessage) ([]gen.Message, error) {
 				return nil, err
 			}
 			msgs = append(msgs, m)
+		case "reasoning":
+			text, err := decodeResponseReasoningItem(fields, p)
+			if err != nil {
+				return nil, err
+			}
+			if n := len(msgs); n > 0 && msgs[n-1].Role == gen.RoleAssistant {
+				msgs[n-1].ReasoningContent += text
+			} else {
+				msgs = append(msgs, gen.Message{Role: gen.RoleAssistant, ReasoningContent: text})
+			}
 		default:
-			return nil, invalidCode(p+".type", "unsupported_value", "input items of type %q are not supported (message, function_call and function_call_output are)", abbreviate(kind))
+			return nil, invalidCode(p+".type", "unsupported_value", "input items of type %q are not supported (message, function_call, function_call_output and reasoning are)", abbreviate(kind))
 		}
 	}
 	return msgs, nil
+}
+
+// decodeResponseReasoningItem decodes a reasoning item this server
+// returned (or OpenAI's shape of one): its content's reasoning_text
+// parts, joined; its id, summary, status and encrypted_content change
+// nothing.
+func decodeResponseReasoningItem(fields []field, p string) (string, error) {
+	var text strings.Builder
+	for _, f := range fields {
+		q := p + "." + f.name
+		if isNull(f.raw) {
+			continue
+		}
+		var err error
+		switch f.name {
+		case "type", "id", "status", "encrypted_content":
+			_, err = decString(f.raw, q)
+		case "summary":
+			_, err = arrayItems(f.raw, q)
+		case "content":
+			var parts []json.RawMessage
+			if parts, err = arrayItems(f.raw, q); err != nil {
+				return "", err
+			}
+			for j, part := range parts {
+				pq := fmt.Sprintf("%s[%d]", q, j)
+				pf, err := objectFields(part, pq)
+				if err != nil {
+					return "", err
+				}
+				for _, g := range pf {
+					switch g.name {
+					case "type":
+						err = checkEnum(g.raw, pq+".type", "reasoning_text")
+					case "text":
+						var s string
+						if s, err = decString(g.raw, pq+".text"); err == nil {
+							text.WriteString(s)
+						}
+					default:
+						err = unknownField(pq + "." + g.name)
+					}
+					if err != nil {
+						return "", err
+					}
+				}
+			}
+		default:
+			err = unknownField(q)
+		}
+		if err != nil {
+			return "", err
+		}
+	}
+	return text.String(), nil
 }
 
 // decodeResponseMessage decodes a message item's fields.
@@ -724,6 +824,22 @@ type functionCallItemJSON struct {
 	Status    string `json:"status"`
 }
 
+// reasoningItemJSON is the output item of the reply's reasoning, in
+// llama-server's shape: the text as one reasoning_text part, no summary.
+type reasoningItemJSON struct {
+	Type             string              `json:"type"`
+	ID               string              `json:"id"`
+	Summary          []any               `json:"summary"`
+	Content          []reasoningTextJSON `json:"content"`
+	EncryptedContent string              `json:"encrypted_content"`
+	Status           string              `json:"status"`
+}
+
+type reasoningTextJSON struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
 type outputTextJSON struct {
 	Type        string `json:"type"`
 	Text        string `json:"text"`
@@ -744,6 +860,7 @@ type responseShaper struct {
 	req     *responseRequest
 	base    respObjectJSON
 	itemID  string
+	rsID    string   // the reasoning item's id
 	callIDs []string // the function_call items' ids, by call index
 	seq     int
 }
@@ -774,7 +891,7 @@ func newResponseShaper(req *responseRequest, model string, created int64) *respo
 	if text == nil {
 		text = map[string]any{"format": map[string]any{"type": gen.FormatText}}
 	}
-	return &responseShaper{req: req, itemID: "msg_" + randomHex(), base: respObjectJSON{
+	return &responseShaper{req: req, itemID: "msg_" + randomHex(), rsID: "rs_" + randomHex(), base: respObjectJSON{
 		ID: "resp_" + randomHex(), Object: "response", CreatedAt: created, Status: "in_progress",
 		Instructions: req.instructions, MaxOutputTokens: req.maxOutput, Model: model, Output: []any{},
 		ParallelToolCalls: req.ParallelToolCalls, Store: req.store, Temperature: req.Sampling.Temperature, TopP: req.Sampling.TopP,
@@ -801,10 +918,22 @@ func (s *responseShaper) call(c gen.CallDelta, status string) functionCallItemJS
 		Arguments: c.Arguments, Status: status}
 }
 
+// reasoning is the output item of the reply's reasoning.
+func (s *responseShaper) reasoning(text, status string) reasoningItemJSON {
+	content := []reasoningTextJSON{}
+	if text != "" {
+		content = append(content, reasoningTextJSON{Type: "reasoning_text", Text: text})
+	}
+	return reasoningItemJSON{Type: "reasoning", ID: s.rsID, Summary: []any{}, Content: content, Status: status}
+}
+
 // final is the whole Response once the generation ended: the message
 // item (its text, perhaps empty, at output index 0), then one
-// function_call item per call the model made.
-func (s *responseShaper) final(text string, calls []gen.CallDelta, reason gen.FinishReason, u gen.Usage) respObjectJSON {
+// function_call item per call the model made, then the reasoning item
+// when the reply had reasoning (last, so that the indexes of the items a
+// stream opens as it goes do not depend on reasoning that may come
+// later).
+func (s *responseShaper) final(text, reasoning string, calls []gen.CallDelta, reason gen.FinishReason, u gen.Usage) respObjectJSON {
 	r := s.base
 	r.Status = "completed"
 	itemStatus := "completed"
@@ -821,6 +950,9 @@ func (s *responseShaper) final(text string, calls []gen.CallDelta, reason gen.Fi
 			status = "incomplete" // the budget may have cut its arguments
 		}
 		r.Output = append(r.Output, s.call(c, status))
+	}
+	if reasoning != "" {
+		r.Output = append(r.Output, s.reasoning(reasoning, itemStatus))
 	}
 	r.Usage = &respUsageJSON{InputTokens: u.PromptTokens, InputTokensDetails: map[string]int{"cached_tokens": u.CachedTokens},
 		OutputTokens: u.CompletionTokens, OutputTokensDetails: map[string]int{"reasoning_tokens": 0},
@@ -873,6 +1005,9 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, ri *reqInfo) er
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout.D())
 	defer cancel()
+	if req.ReasoningFormat == "" {
+		req.ReasoningFormat = s.cfg.ReasoningFormat
+	}
 	events, err := s.backend.Generate(ctx, req.Request)
 	if err != nil {
 		return err
@@ -884,7 +1019,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, ri *reqInfo) er
 	if req.Stream {
 		return streamResponse(g, shape, w, rc)
 	}
-	var text strings.Builder
+	var text, reasoning strings.Builder
 	var calls []gen.CallDelta
 	for {
 		ev, err := g.next()
@@ -893,6 +1028,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, ri *reqInfo) er
 		}
 		if ev.Kind == EventText {
 			text.WriteString(ev.Text)
+			reasoning.WriteString(ev.Reasoning)
 			for _, c := range ev.ToolCalls {
 				calls = gen.JoinCall(calls, c)
 			}
@@ -902,7 +1038,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, ri *reqInfo) er
 		if u.PromptTokens == 0 {
 			u.PromptTokens = ri.promptTokens
 		}
-		return writeJSON(w, http.StatusOK, shape.final(text.String(), calls, ev.Finish, u))
+		return writeJSON(w, http.StatusOK, shape.final(text.String(), reasoning.String(), calls, ev.Finish, u))
 	}
 }
 
@@ -937,8 +1073,11 @@ type responseStream struct {
 	shape *responseShaper
 	out   *sse
 	text  strings.Builder
-	calls []gen.CallDelta // the calls so far, their argument pieces joined
-	open  int             // the index of the call whose item is open, or -1
+	// reasoning is the reply's reasoning so far, sent as its item at the
+	// end (see final)
+	reasoning strings.Builder
+	calls     []gen.CallDelta // the calls so far, their argument pieces joined
+	open      int             // the index of the call whose item is open, or -1
 }
 
 // send writes one event.
@@ -990,6 +1129,7 @@ func (st *responseStream) run(first Event) error {
 			return st.finish(ev)
 		}
 		st.text.WriteString(ev.Text)
+		st.reasoning.WriteString(ev.Reasoning)
 		if ev.Text != "" {
 			if err := st.send("response.output_text.delta", st.at(map[string]any{"delta": ev.Text, "logprobs": []any{}})); err != nil {
 				return err
@@ -1057,19 +1197,30 @@ func (st *responseStream) finish(ev Event) error {
 	if u.PromptTokens == 0 {
 		u.PromptTokens = st.g.ri.promptTokens
 	}
-	final := st.shape.final(st.text.String(), st.calls, ev.Finish, u)
+	final := st.shape.final(st.text.String(), st.reasoning.String(), st.calls, ev.Finish, u)
 	msg := final.Output[0].(outputItemJSON)
 	part := msg.Content[0]
 	last := "response.completed"
 	if final.Status == "incomplete" {
 		last = "response.incomplete"
 	}
-	return st.sendAll(
-		respStep{"response.output_text.done", st.at(map[string]any{"text": part.Text, "logprobs": []any{}})},
-		respStep{"response.content_part.done", st.at(map[string]any{"part": part})},
-		respStep{"response.output_item.done", map[string]any{"output_index": 0, "item": msg}},
-		respStep{last, map[string]any{"response": final}},
-	)
+	steps := []respStep{
+		{"response.output_text.done", st.at(map[string]any{"text": part.Text, "logprobs": []any{}})},
+		{"response.content_part.done", st.at(map[string]any{"part": part})},
+		{"response.output_item.done", map[string]any{"output_index": 0, "item": msg}},
+	}
+	if rs := st.reasoning.String(); rs != "" {
+		// The reasoning item, last of the output (llama-server's events:
+		// its text in response.reasoning_text.delta).
+		i := len(final.Output) - 1
+		done := final.Output[i].(reasoningItemJSON)
+		steps = append(steps,
+			respStep{"response.output_item.added", map[string]any{"output_index": i, "item": st.shape.reasoning("", "in_progress")}},
+			respStep{"response.reasoning_text.delta", map[string]any{"item_id": done.ID, "output_index": i, "content_index": 0, "delta": rs}},
+			respStep{"response.reasoning_text.done", map[string]any{"item_id": done.ID, "output_index": i, "content_index": 0, "text": rs}},
+			respStep{"response.output_item.done", map[string]any{"output_index": i, "item": done}})
+	}
+	return st.sendAll(append(steps, respStep{last, map[string]any{"response": final}})...)
 }
 
 // responseErrorJSON is the Response object's error: code is one of

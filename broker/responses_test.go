@@ -74,7 +74,7 @@ func TestDecodeResponseRequest(t *testing.T) {
 		{"input number", `{"input":1}`, "input"},
 		{"empty items", `{"input":[]}`, "input"},
 		{"item not an object", `{"input":["a"]}`, "input[0]"},
-		{"unknown item type", `{"input":[{"type":"reasoning","summary":[]}]}`, "input[0].type"},
+		{"unknown item type", `{"input":[{"type":"web_search_call","id":"ws_1"}]}`, "input[0].type"},
 		{"bad role", `{"input":[{"role":"robot","content":"x"}]}`, "input[0].role"},
 		{"no content", `{"input":[{"role":"user"}]}`, "input[0].content"},
 		{"image part", `{"input":[{"role":"user","content":[{"type":"input_image","image_url":"u"}]}]}`, "input[0].content[0].type"},
@@ -194,7 +194,7 @@ func TestResponseCutCall(t *testing.T) {
 		{gen.FinishLength, []string{"completed", "incomplete"}},
 		{gen.FinishToolCalls, []string{"completed", "completed"}},
 	} {
-		out := newResponseShaper(r, "m", 0).final("", calls, c.reason, gen.Usage{}).Output
+		out := newResponseShaper(r, "m", 0).final("", "", calls, c.reason, gen.Usage{}).Output
 		if len(out) != 3 {
 			t.Fatalf("%d output items", len(out))
 		}

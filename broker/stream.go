@@ -82,8 +82,8 @@ func (g *generation) stream(w http.ResponseWriter, rc *http.ResponseController) 
 	for ev := first; ; {
 		if ev.Kind == EventText {
 			chunk := g.shape.textChunk(ev.Index, ev.Text, ev.Logprobs)
-			if len(ev.ToolCalls) > 0 && g.req.chat {
-				chunk = g.shape.callChunk(ev.Index, ev.Text, ev.Logprobs, ev.ToolCalls)
+			if (len(ev.ToolCalls) > 0 || ev.Reasoning != "") && g.req.chat {
+				chunk = g.shape.callChunk(ev.Index, ev.Text, ev.Reasoning, ev.Logprobs, ev.ToolCalls)
 			}
 			if err := out.sendJSON(chunk); err != nil {
 				return clientGone(err)

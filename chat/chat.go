@@ -33,6 +33,10 @@ type Message struct {
 	// Name is the name of the tool a "tool" message comes from, when the
 	// client gave one.
 	Name string
+	// ReasoningContent is an assistant message's reasoning (OpenAI's
+	// reasoning_content, llama.cpp's field for thinking): templates read it
+	// as reasoning_content, gpt-oss's as thinking (see messageValues).
+	ReasoningContent string
 }
 
 // ToolCall is one function call of an assistant message.
@@ -50,9 +54,8 @@ type ToolCall struct {
 type Tool struct {
 	Name        string
 	Description string
-	// Parameters is the JSON Schema of the arguments (JSON text); empty,
-	// null or {} mean {"type": "object", "properties": {}}, as llama.cpp
-	// does.
+	// Parameters is the JSON Schema of the arguments (JSON text); empty
+	// means none, which templates see as {}, as llama.cpp's do.
 	Parameters string
 }
 
@@ -141,7 +144,7 @@ func check(tmpl string, msgs []Message) error {
 		if len(m.ToolCalls) > MaxToolCalls {
 			return fmt.Errorf("%w: message %d: %d tool calls, limit %d", ErrTooLarge, i, len(m.ToolCalls), MaxToolCalls)
 		}
-		total += len(m.Content) + len(m.Role) + len(m.ToolCallID) + len(m.Name)
+		total += len(m.Content) + len(m.Role) + len(m.ToolCallID) + len(m.Name) + len(m.ReasoningContent)
 		for _, c := range m.ToolCalls {
 			total += len(c.ID) + len(c.Name) + len(c.Arguments)
 		}
@@ -192,12 +195,19 @@ func RenderJinja(tmpl string, msgs []Message, addGenerationPrompt bool, bosText,
 // add_generation_prompt, tools (none) and the functions raise_exception,
 // range and namespace.
 func applyJinja(tmpl, fam string, msgs []Message, addAss bool, bosText, eosText string) (string, error) {
-	return applyJinjaAt(tmpl, fam, msgs, nil, addAss, bosText, eosText, time.Time{})
+	return applyJinjaAt(tmpl, fam, msgs, nil, addAss, bosText, eosText, time.Time{}, "")
 }
 
-// applyJinjaAt is applyJinja with tools and with strftime_now defined to
-// read now (undefined for the zero time).
-func applyJinjaAt(tmpl, fam string, msgs []Message, tools []Tool, addAss bool, bosText, eosText string, now time.Time) (string, error) {
+// probeJinja is applyJinja for capability probes, at probeTime.
+func probeJinja(tmpl, fam string, msgs []Message, bosText, eosText string) (string, error) {
+	return applyJinjaAt(tmpl, fam, msgs, nil, false, bosText, eosText, probeTime, "")
+}
+
+// applyJinjaAt is applyJinja with tools, with strftime_now defined to
+// read now (undefined for the zero time), and with reasoning_effort (and
+// its alias reasoning_strength, as llama.cpp defines both) set to effort
+// unless it is "".
+func applyJinjaAt(tmpl, fam string, msgs []Message, tools []Tool, addAss bool, bosText, eosText string, now time.Time, effort string) (string, error) {
 	tree, err := parseTemplate(tmpl)
 	if err != nil {
 		var ue *UnsupportedError
@@ -213,7 +223,7 @@ func applyJinjaAt(tmpl, fam string, msgs []Message, tools []Tool, addAss bool, b
 			return "", err
 		}
 	}
-	list, err := messageValues(msgs, caps.objectArgs)
+	list, err := messageValues(msgs, caps.objectArgs, isHarmony(tmpl))
 	if err != nil {
 		return "", err
 	}
@@ -223,6 +233,9 @@ func applyJinjaAt(tmpl, fam string, msgs []Message, tools []Tool, addAss bool, b
 	vars["eos_token"] = eosText
 	vars["add_generation_prompt"] = addAss
 	vars["tools"] = nil // as Hugging Face passes when there are none
+	if effort != "" {
+		vars["reasoning_effort"], vars["reasoning_strength"] = effort, effort
+	}
 	if len(tools) > 0 {
 		if vars["tools"], err = toolValues(tools); err != nil {
 			return "", err
@@ -233,16 +246,7 @@ func applyJinjaAt(tmpl, fam string, msgs []Message, tools []Tool, addAss bool, b
 		// templates read.
 		vars["date_string"], _ = strftime("%d %b %Y", now)
 		vars["datetime"], _ = strftime("%b %d %Y", now)
-		vars["strftime_now"] = builtin(func(args []any, _ map[string]any) (any, error) {
-			if len(args) != 1 {
-				return nil, fmt.Errorf("%w: strftime_now wants one format", ErrTemplate)
-			}
-			f, ok := args[0].(string)
-			if !ok {
-				return nil, fmt.Errorf("%w: strftime_now's format is %T", ErrTemplate, args[0])
-			}
-			return strftime(f, now)
-		})
+		setClock(vars, now)
 	}
 	out, err := renderJinja(tree, vars)
 	if err != nil {
@@ -254,6 +258,29 @@ func applyJinjaAt(tmpl, fam string, msgs []Message, tools []Tool, addAss bool, b
 	}
 	return out, nil
 }
+
+// setClock defines strftime_now in vars to format now.
+func setClock(vars map[string]any, now time.Time) {
+	vars["strftime_now"] = builtin(func(args []any, _ map[string]any) (any, error) {
+		if len(args) != 1 {
+			return nil, fmt.Errorf("%w: strftime_now wants one format", ErrTemplate)
+		}
+		f, ok := args[0].(string)
+		if !ok {
+			return nil, fmt.Errorf("%w: strftime_now's format is %T", ErrTemplate, args[0])
+		}
+		return strftime(f, now)
+	})
+}
+
+// probeTime is the clock of capability probes: llama.cpp's runtime always
+// defines strftime_now, and a template that prints the date (gpt-oss's)
+// must render in a probe whatever day it is.
+var probeTime = time.Unix(1735689600, 0).UTC()
+
+// isHarmony reports whether tmpl is an OpenAI Harmony template (gpt-oss),
+// recognised as llama.cpp recognises it: by "<|channel|>" in its source.
+func isHarmony(tmpl string) bool { return strings.Contains(tmpl, "<|channel|>") }
 
 // TrimAdded removes from a rendered prompt the BOS text it starts with
 // when the tokenizer adds BOS itself (addBOS), and the EOS text it ends

@@ -18,9 +18,11 @@
 // common filters (trim, length, upper, lower, default, join, tojson, …)
 // and tests (defined, none, string, …), raise_exception, and Hugging
 // Face's trim_blocks/lstrip_blocks whitespace rules. The template sees
-// nothing but messages, bos_token, eos_token, add_generation_prompt,
-// tools, date_string and datetime: no attribute of a Go value, no file,
-// no environment. Everything is bounded: template size, nesting depth
+// nothing but messages (an assistant's reasoning as reasoning_content, and
+// for gpt-oss's Harmony template as thinking, as llama.cpp passes it),
+// bos_token, eos_token, add_generation_prompt, tools, date_string,
+// datetime, strftime_now and reasoning_effort: no attribute of a Go
+// value, no file, no environment. Everything is bounded: template size, nesting depth
 // (blocks and expressions), loop iterations, evaluation steps, the work
 // done on strings and lists, their sizes, and the output (MaxOutput).
 // Dicts keep insertion order, as Python and llama.cpp's runtime do (tool

@@ -25,6 +25,10 @@ type Options struct {
 	// every family rendered in Go) gets them in a system message with
 	// llama.cpp's generic JSON call format instead (see polyfill).
 	Tools []Tool
+	// ReasoningEffort is the template's reasoning_effort (gpt-oss writes
+	// "Reasoning: high"; "" leaves it undefined, its default medium), as
+	// llama-server gives a request's reasoning_effort.
+	ReasoningEffort string
 }
 
 // Render renders msgs with a model's chat template as llama-server does
@@ -44,7 +48,7 @@ func Render(tmpl string, msgs []Message, o Options) (string, error) {
 	}
 	bos, eos := defaults(o.BOS, o.EOS)
 	msgs = polyfillSystem(tmpl, fam, msgs, bos, eos)
-	out, err := applyJinjaAt(tmpl, fam, msgs, o.Tools, o.AddGenerationPrompt, bos, eos, o.Now)
+	out, err := applyJinjaAt(tmpl, fam, msgs, o.Tools, o.AddGenerationPrompt, bos, eos, o.Now, o.ReasoningEffort)
 	if err != nil && errors.Is(err, ErrUnsupported) {
 		if _, ok := renderers[fam]; ok {
 			return applyFamily(tmpl, msgs, o)

@@ -18,7 +18,7 @@ const systemNeedle = "<System Needle>"
 // which handles system messages its own way.
 func supportsSystem(tmpl, fam, bos, eos string) bool {
 	probe := []Message{{Role: "system", Content: systemNeedle}, {Role: "user", Content: "Hey"}}
-	out, err := applyJinja(tmpl, fam, probe, false, bos, eos)
+	out, err := probeJinja(tmpl, fam, probe, bos, eos)
 	if errors.Is(err, ErrUnsupported) {
 		return true
 	}

@@ -71,6 +71,7 @@ func probeCaps(tree []*stmt, bos, eos string) toolCaps {
 			return "", false
 		}
 		vars := builtins()
+		setClock(vars, probeTime)
 		vars["messages"] = []any{msg("user", "User message"), ass, tool,
 			msg("assistant", "The tool response was 'tool response'"), msg("user", "User message")}
 		vars["tools"] = tools
@@ -93,13 +94,23 @@ func probeCaps(tree []*stmt, bos, eos string) toolCaps {
 	return c
 }
 
-// messageValues builds the messages variable.
-func messageValues(msgs []Message, objArgs bool) ([]any, error) {
+// messageValues builds the messages variable. A message's reasoning is
+// its reasoning_content, after content, as llama.cpp writes it; for a
+// Harmony template (harmony) it is also its thinking, at the end, and an
+// assistant message with reasoning and tool calls has no content, as
+// llama.cpp's gpt-oss handler gives them (the template refuses content
+// beside thinking in a call message).
+func messageValues(msgs []Message, objArgs, harmony bool) ([]any, error) {
 	list := make([]any, len(msgs))
 	for i, m := range msgs {
-		d := newDict(5)
+		d := newDict(7)
 		d.set("role", m.Role)
-		d.set("content", m.Content)
+		if !harmony || m.ReasoningContent == "" || len(m.ToolCalls) == 0 {
+			d.set("content", m.Content)
+		}
+		if m.ReasoningContent != "" {
+			d.set("reasoning_content", m.ReasoningContent)
+		}
 		if m.Name != "" {
 			d.set("name", m.Name)
 		}
@@ -129,6 +140,9 @@ func messageValues(msgs []Message, objArgs bool) ([]any, error) {
 				calls[j] = call
 			}
 			d.set("tool_calls", calls)
+		}
+		if harmony && m.ReasoningContent != "" {
+			d.set("thinking", m.ReasoningContent)
 		}
 		list[i] = d
 	}
@@ -162,23 +176,15 @@ func toolValues(tools []Tool) ([]any, error) {
 	return out, nil
 }
 
-// toolParameters parses a tool's parameter schema, with llama.cpp's
-// default for a missing, null or empty one.
+// toolParameters parses a tool's parameter schema as the template sees
+// it: as the client wrote it, {} when it gave none. (llama.cpp substitutes
+// {"type": "object", "properties": {}} for a missing, null or empty schema
+// only when it builds the call grammar, not in what templates read.)
 func toolParameters(s string) (any, error) {
-	var v any
-	if strings.TrimSpace(s) != "" {
-		var err error
-		if v, err = fromJSON([]byte(s)); err != nil {
-			return nil, err
-		}
+	if strings.TrimSpace(s) == "" {
+		return newDict(0), nil
 	}
-	if d, ok := v.(*dict); v == nil || (ok && len(d.keys) == 0) {
-		d = newDict(2)
-		d.set("type", "object")
-		d.set("properties", newDict(0))
-		return d, nil
-	}
-	return v, nil
+	return fromJSON([]byte(s))
 }
 
 // genericInstruction is the system text llama.cpp's generic tool format

@@ -20,6 +20,7 @@ type toolRef struct {
 	Results  []struct {
 		Messages    []json.RawMessage `json:"messages"`
 		Tools       []json.RawMessage `json:"tools"`
+		Effort      string            `json:"reasoning_effort"`
 		RenderedHex string            `json:"rendered_hex"`
 		Error       string            `json:"error"`
 	} `json:"results"`
@@ -31,6 +32,7 @@ type oaiMessage struct {
 	Content    *string `json:"content"`
 	ContentHex string  `json:"content_hex"`
 	ToolCallID string  `json:"tool_call_id"`
+	Reasoning  string  `json:"reasoning_content"`
 	ToolCalls  []struct {
 		ID       string `json:"id"`
 		Function struct {
@@ -48,7 +50,12 @@ func refMessages(t *testing.T, raw []json.RawMessage) []Message {
 		if err := json.Unmarshal(r, &m); err != nil {
 			t.Fatalf("message %d: %v", i, err)
 		}
-		out[i] = Message{Role: m.Role, ToolCallID: m.ToolCallID}
+		out[i] = Message{Role: m.Role, ToolCallID: m.ToolCallID, ReasoningContent: m.Reasoning}
+		if m.Role == "developer" {
+			// lisa's server maps OpenAI's developer role to system (gpt-oss's
+			// template, which llama.cpp gives "developer", treats both alike)
+			out[i].Role = "system"
+		}
 		if m.ContentHex != "" {
 			b, err := hex.DecodeString(m.ContentHex)
 			if err != nil {
@@ -96,6 +103,8 @@ func TestToolRendersMatchLlamaCpp(t *testing.T) {
 		{"qwen3", "", "<|im_end|>", ""},
 		{"mistral-nemo", "<s>", "</s>", ""},
 		{"hermes-3", "<|begin_of_text|>", "<|eot_id|>", ""},
+		{"gpt-oss", "", "<|im_end|>", ""},
+		{"qwen3-reasoning", "", "<|im_end|>", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {
@@ -116,7 +125,7 @@ func TestToolRendersMatchLlamaCpp(t *testing.T) {
 			for i, r := range ref.Results {
 				msgs := refMessages(t, r.Messages)
 				o := Options{AddGenerationPrompt: true, BOS: c.bos, EOS: c.eos,
-					Now: time.Unix(ref.Now, 0).UTC(), Tools: refTools(t, r.Tools)}
+					Now: time.Unix(ref.Now, 0).UTC(), Tools: refTools(t, r.Tools), ReasoningEffort: r.Effort}
 				got, err := Render(ref.Template, msgs, o)
 				if r.Error != "" {
 					// llama.cpp refused the conversation (Llama 3.x: one

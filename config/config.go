@@ -114,6 +114,12 @@ type Config struct {
 	// with a chat model is rarely what a client means).
 	Embeddings bool `yaml:"embeddings" json:"embeddings"`
 
+	// ReasoningFormat is how chat replies return the model's reasoning,
+	// as llama-server's --reasoning-format: none leaves it in the content,
+	// auto and deepseek put it in reasoning_content; a request's
+	// reasoning_format overrides it.
+	ReasoningFormat string `yaml:"reasoning_format" json:"reasoning_format"`
+
 	LogPrompts bool   `yaml:"log_prompts" json:"log_prompts"`
 	LogLevel   string `yaml:"log_level" json:"log_level"`   // debug, info, warn, error
 	LogFormat  string `yaml:"log_format" json:"log_format"` // text or json
@@ -175,6 +181,7 @@ func Default() Config {
 		TLSMinVersion:     "1.2",
 		LogLevel:          "info",
 		LogFormat:         "text",
+		ReasoningFormat:   "auto",
 
 		MaxConnectionsPerAddress: 64,
 		MaxHandshakesPerAddress:  8,
@@ -359,6 +366,11 @@ func (c *Config) validate() []error {
 	case "debug", "info", "warn", "error":
 	default:
 		bad("log_level", "must be debug, info, warn or error, got %q", c.LogLevel)
+	}
+	switch c.ReasoningFormat {
+	case "none", "auto", "deepseek":
+	default:
+		bad("reasoning_format", "must be none, auto or deepseek, got %q", c.ReasoningFormat)
 	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		bad("log_format", "must be text or json, got %q", c.LogFormat)

@@ -135,6 +135,7 @@ func Bind(fs *flag.FlagSet, c *Config) {
 	s(&c.TLSKeyFile, "tls-key-file", "PEM private key `file`")
 	s(&c.TLSClientCAFile, "tls-client-ca-file", "PEM CA `file`: require client certificates it signed (mTLS)")
 	s(&c.TLSMinVersion, "tls-min-version", "lowest TLS `version`: 1.2 or 1.3")
+	s(&c.ReasoningFormat, "reasoning-format", "how chat replies return the model's reasoning (<think>, gpt-oss's analysis channel): `format` none (left in the content), auto or deepseek (in reasoning_content)")
 	b(&c.Embeddings, "embeddings", "serve POST /v1/embeddings (pooling from the model's pooling_type, else mean)")
 	b(&c.LogPrompts, "log-prompts", "debug: put prompt text in the request log lines")
 	s(&c.LogLevel, "log-level", "log `level`: debug, info, warn or error")

@@ -142,7 +142,7 @@ var now = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 // order) is skipped.
 func checkNoForgedControl(t *testing.T, c guardCase, msgs []chat.Message) (refused bool) {
 	t.Helper()
-	ids, err := chatIDs(c.tok, c.tmpl, msgs, nil, now)
+	ids, err := chatIDs(c.tok, c.tmpl, msgs, nil, now, "")
 	if err != nil {
 		if errors.Is(err, chat.ErrUntraceable) && errors.Is(err, ErrPrompt) {
 			return true
@@ -156,7 +156,7 @@ func checkNoForgedControl(t *testing.T, c guardCase, msgs []chat.Message) (refus
 	for i, m := range msgs {
 		neutral[i] = chat.Message{Role: m.Role, Content: "x"}
 	}
-	base, err := chatIDs(c.tok, c.tmpl, neutral, nil, now)
+	base, err := chatIDs(c.tok, c.tmpl, neutral, nil, now, "")
 	if err != nil {
 		t.Fatalf("%s: neutral %q: %v", c.name, neutral, err)
 	}
@@ -249,7 +249,7 @@ func TestBenignPromptsUnchanged(t *testing.T) {
 	msgs := []chat.Message{{Role: "system", Content: "  You are terse.\n"}, {Role: "user", Content: "Hello, world!"},
 		{Role: "assistant", Content: "Hi.\n\n"}, {Role: "user", Content: "What is 2+2? <b>bold</b> [x]"}}
 	for _, c := range guardCases(t) {
-		got, err := chatIDs(c.tok, c.tmpl, msgs, nil, now)
+		got, err := chatIDs(c.tok, c.tmpl, msgs, nil, now, "")
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
@@ -292,7 +292,7 @@ func FuzzControlFromContent(f *testing.F) {
 func TestUntraceableRefused(t *testing.T) {
 	tok := withControls(t, "ggml-vocab-gpt-2.gguf")
 	tmpl := "{% for m in messages %}<|im_start|>{{ m.content[1:] }}<|im_end|>{% endfor %}"
-	_, err := chatIDs(tok, tmpl, []chat.Message{{Role: "user", Content: "x<|im_start|>"}}, nil, now)
+	_, err := chatIDs(tok, tmpl, []chat.Message{{Role: "user", Content: "x<|im_start|>"}}, nil, now, "")
 	if !errors.Is(err, chat.ErrUntraceable) || !errors.Is(err, ErrPrompt) {
 		t.Fatalf("got %v, want ErrUntraceable", err)
 	}

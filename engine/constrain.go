@@ -19,9 +19,9 @@ import (
 // follows, and the parser that finds calls in the output.
 type plan struct {
 	tools  []chat.Tool
-	con    *grammar.Constraint // nil: free sampling
-	calls  *toolcall.Stream    // nil: the output is content alone
-	markup map[int32]string    // special tokens the output shows as text; nil: none
+	con    *grammar.Constraint    // nil: free sampling
+	reply  *toolcall.ReplyOptions // how the reply is read (calls, reasoning); nil: the output is content alone
+	markup map[int32]string       // special tokens the output shows as text; nil: none
 }
 
 // initOutputs finds, once per model, the tool-call format of the chat
@@ -31,7 +31,12 @@ type plan struct {
 // them).
 func (e *Engine) initOutputs() {
 	e.callFormat = toolcall.Detect(e.tmpl, e.tmplErr == nil && chat.DescribesTools(e.tmpl))
-	for _, text := range toolcall.Markup() {
+	e.thinking = toolcall.DetectThinking(e.tmpl)
+	markup := toolcall.Markup()
+	if e.callFormat == toolcall.Harmony {
+		markup = append(markup, toolcall.HarmonyMarkup()...)
+	}
+	for _, text := range markup {
 		id, ok := e.tok.TokenID(text)
 		if !ok || e.tok.IsEOG(id) || len(e.tok.Piece(id)) > 0 {
 			continue // absent, an end of generation, or plain text already
@@ -99,6 +104,9 @@ func grammarError(param string, err error) error {
 // format's grammar would leave no room for a call.
 func (e *Engine) prepare(req *gen.Request) (plan, error) {
 	var p plan
+	if p.reply = e.replyOptions(req); p.reply != nil {
+		p.markup = e.markup
+	}
 	formatted := req.Format.Type != "" && req.Format.Type != gen.FormatText
 	if !toolsOn(req) && !formatted {
 		return p, nil
@@ -230,10 +238,8 @@ func (e *Engine) prepareTools(req *gen.Request, p *plan, lim grammar.Limits) (st
 	if !req.ParallelToolCalls {
 		maxCalls = 1
 	}
-	var err error
-	if p.calls, err = toolcall.NewStream(e.callFormat, toolcall.Options{Tools: names, MaxCalls: maxCalls, NewID: callID}); err != nil {
-		return "", err
-	}
+	p.reply.Calls = true
+	p.reply.Options = toolcall.Options{Tools: names, MaxCalls: maxCalls, NewID: callID}
 	var offered []int // the tools a forced call may name
 	switch req.ToolChoice.Mode {
 	case gen.ChoiceRequired:
@@ -309,10 +315,41 @@ func callID() string {
 // output (an internal error: the output is bounded by the budget).
 var errCallParse = errors.New("engine: tool-call parser")
 
-// parseChunk runs a chunk's text through the call parser: the content it
-// lets through stays text, the pieces of calls it reads become c's
-// ToolCalls.
-func parseChunk(s *toolcall.Stream, c *gen.Chunk) error {
+// replyOptions says how the reply to req is read: calls when the model
+// may call tools, and for a chat, the reasoning of a thinking template
+// (separated unless reasoning_format is none) and Harmony's channels
+// (always read: gpt-oss's reply is its final channel). nil: the output is
+// content as generated.
+func (e *Engine) replyOptions(req *gen.Request) *toolcall.ReplyOptions {
+	o := &toolcall.ReplyOptions{Format: e.callFormat, KeepReasoning: req.ReasoningFormat == gen.ReasoningNone}
+	isChat := req.Messages != nil
+	if isChat {
+		o.Thinking = e.thinking
+	}
+	if toolsOn(req) || isChat && (o.Format == toolcall.Harmony || o.Thinking != toolcall.NoThinking) {
+		return o
+	}
+	return nil
+}
+
+// thinkingOpen reports whether the prompt ids end inside a <think> block
+// (a template whose generation prompt opens it), read from the text of
+// their last tokens.
+func (e *Engine) thinkingOpen(ids []int32) bool {
+	if e.thinking == toolcall.NoThinking {
+		return false
+	}
+	var b strings.Builder
+	for _, id := range ids[max(0, len(ids)-8):] {
+		b.WriteString(e.tok.TokenText(id))
+	}
+	return toolcall.ThinkingOpen(b.String())
+}
+
+// parseChunk runs a chunk's text through the reply reader: the content
+// it lets through stays text, its reasoning becomes c's Reasoning, the
+// pieces of calls it reads c's ToolCalls.
+func parseChunk(s *toolcall.ReplyStream, c *gen.Chunk) error {
 	deltas, err := s.Write(c.Text)
 	if err != nil {
 		return fmt.Errorf("%w: %w", errCallParse, err)
@@ -327,6 +364,7 @@ func addDeltas(c *gen.Chunk, deltas []toolcall.Delta) {
 	for _, d := range deltas {
 		if d.Call == nil {
 			c.Text += d.Content
+			c.Reasoning += d.Reasoning
 			continue
 		}
 		c.ToolCalls = gen.JoinCall(c.ToolCalls, gen.CallDelta{Index: d.Index, ID: d.Call.ID, Name: d.Call.Name, Arguments: d.Call.Arguments})
@@ -354,7 +392,7 @@ func usesTools(msgs []chat.Message, tools []chat.Tool) bool {
 // text is held to, no special token's text in it, and the prompt is
 // tokenized with special parsing throughout: what it parses as special
 // tokens is the template's own.
-func (e *Engine) chatIDsUntraced(msgs []chat.Message, tools []chat.Tool) ([]int32, error) {
+func (e *Engine) chatIDsUntraced(msgs []chat.Message, tools []chat.Tool, effort string) ([]int32, error) {
 	specials := e.tok.SpecialTexts()
 	for i, m := range msgs {
 		for _, sp := range specials {
@@ -365,7 +403,7 @@ func (e *Engine) chatIDsUntraced(msgs []chat.Message, tools []chat.Tool) ([]int3
 		}
 	}
 	bos, eos := e.tok.TokenText(e.tok.BOS()), e.tok.TokenText(e.tok.EOS())
-	text, err := chat.Render(e.tmpl, msgs, chat.Options{AddGenerationPrompt: true, BOS: bos, EOS: eos, Now: e.now(), Tools: tools})
+	text, err := chat.Render(e.tmpl, msgs, chat.Options{AddGenerationPrompt: true, BOS: bos, EOS: eos, Now: e.now(), Tools: tools, ReasoningEffort: effort})
 	if err != nil {
 		ge := gen.Errorf(gen.CodeInvalidPrompt, "messages", "the model's chat template failed on these messages: %v", err)
 		ge.Err = err

@@ -82,9 +82,10 @@ type Engine struct {
 	pool    *kernels.Pool
 	sched   *scheduler
 
-	callFormat toolcall.Format  // how the model writes tool calls
-	markup     map[int32]string // call markup tokens, shown as text in parsed and constrained outputs
-	vocabOnce  sync.Once        // builds vocab on first use
+	callFormat toolcall.Format   // how the model writes tool calls
+	thinking   toolcall.Thinking // how the model marks its reasoning
+	markup     map[int32]string  // call markup tokens, shown as text in parsed and constrained outputs
+	vocabOnce  sync.Once         // builds vocab on first use
 	vocab      *grammar.Vocab
 	vocabErr   error
 	grammars   grammarCache // recent requests' grammars and their shared masks
@@ -361,9 +362,9 @@ func (e *Engine) PromptIDs(req gen.Request) ([]int32, error) {
 			return nil, err
 		}
 		var err error
-		ids, err = chatIDs(e.tok, e.tmpl, msgs, tools, e.now())
+		ids, err = chatIDs(e.tok, e.tmpl, msgs, tools, e.now(), req.ReasoningEffort)
 		if errors.Is(err, chat.ErrUntraceable) && usesTools(msgs, tools) {
-			ids, err = e.chatIDsUntraced(msgs, tools)
+			ids, err = e.chatIDsUntraced(msgs, tools, req.ReasoningEffort)
 		}
 		if err != nil {
 			return nil, err
@@ -396,7 +397,7 @@ func promptError(code gen.Code, param, format string, args ...any) error {
 func chatMessages(in []gen.Message) []chat.Message {
 	msgs := make([]chat.Message, len(in))
 	for i, m := range in {
-		msgs[i] = chat.Message{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID}
+		msgs[i] = chat.Message{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID, ReasoningContent: m.ReasoningContent}
 		for _, c := range m.ToolCalls {
 			msgs[i].ToolCalls = append(msgs[i].ToolCalls, chat.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
 		}
@@ -453,9 +454,9 @@ func (e *Engine) checkConstraints(req *gen.Request) error {
 // tokenizer.EncodeGuarded keeps it apart only when a special token would
 // take some of it), so benign prompts get llama.cpp's ids and no byte of
 // content ever becomes part of a control token.
-func chatIDs(tok *tokenizer.Tokenizer, tmpl string, msgs []chat.Message, tools []chat.Tool, now time.Time) ([]int32, error) {
+func chatIDs(tok *tokenizer.Tokenizer, tmpl string, msgs []chat.Message, tools []chat.Tool, now time.Time, effort string) ([]int32, error) {
 	bos, eos := tok.TokenText(tok.BOS()), tok.TokenText(tok.EOS())
-	o := chat.Options{AddGenerationPrompt: true, BOS: bos, EOS: eos, Now: now, Tools: tools}
+	o := chat.Options{AddGenerationPrompt: true, BOS: bos, EOS: eos, Now: now, Tools: tools, ReasoningEffort: effort}
 	text, spans, err := chat.RenderTraced(tmpl, msgs, o, tok.InSpecialText)
 	if err != nil {
 		ge := gen.Errorf(gen.CodeInvalidPrompt, "messages", "the model's chat template failed on these messages: %v", err)
@@ -514,6 +515,7 @@ func (e *Engine) Generate(ctx context.Context, req gen.Request, emit func(gen.Ch
 	if !req.Sampling.HasSeed {
 		seed = rand.Uint64()
 	}
+	open := e.thinkingOpen(ids)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	rs := make([]*request, n)
@@ -532,7 +534,14 @@ func (e *Engine) Generate(ctx context.Context, req gen.Request, emit func(gen.Ch
 			smp.SetConstraint(p.con)
 		}
 		r := newRequest(ctx, ids, maxTokens, &req, smp, e.tok.NewContinuationDecoder(), ready)
-		r.con, r.calls, r.markup = p.con, p.calls, p.markup
+		r.con, r.markup = p.con, p.markup
+		if p.reply != nil {
+			o := *p.reply
+			o.ThinkingOpen = open
+			if r.calls, err = toolcall.NewReplyStream(o); err != nil {
+				return gen.End{}, fmt.Errorf("engine: %w", err)
+			}
+		}
 		rs[i], ready = r, r.ready
 	}
 	rs[0].forks = rs[1:]

@@ -25,9 +25,9 @@ type request struct {
 	smp       *sample.Sampler
 	dec       *tokenizer.StreamDecoder
 	stop      stopper
-	con       *grammar.Constraint // the output's grammar, or nil
-	markup    map[int32]string    // special tokens the output shows as their text
-	calls     *toolcall.Stream    // the tool-call parser (used by wait alone), or nil
+	con       *grammar.Constraint   // the output's grammar, or nil
+	markup    map[int32]string      // special tokens the output shows as their text
+	calls     *toolcall.ReplyStream // the reply reader: calls, reasoning (used by wait alone), or nil
 
 	// forks are the other choices of a request with n > 1, each to get
 	// a slot with the first: they wait there, without work, until the
@@ -188,7 +188,7 @@ func (r *request) emitPending(index int, emit func(gen.Chunk) error) (gen.End, b
 			}
 		}
 	}
-	if c.Text != "" || len(c.Logprobs) > 0 || len(c.ToolCalls) > 0 {
+	if c.Text != "" || len(c.Logprobs) > 0 || len(c.ToolCalls) > 0 || c.Reasoning != "" {
 		c.Index = index
 		if err := emit(c); err != nil {
 			return gen.End{}, false, err
@@ -202,17 +202,18 @@ func merge(chunks []gen.Chunk) gen.Chunk {
 	if len(chunks) == 1 {
 		return chunks[0]
 	}
-	var b strings.Builder
+	var b, reason strings.Builder
 	var lps []gen.TokenProb
 	var calls []gen.CallDelta
 	for _, c := range chunks {
 		b.WriteString(c.Text)
+		reason.WriteString(c.Reasoning)
 		lps = append(lps, c.Logprobs...)
 		for _, d := range c.ToolCalls {
 			calls = gen.JoinCall(calls, d)
 		}
 	}
-	return gen.Chunk{Text: b.String(), Logprobs: lps, ToolCalls: calls}
+	return gen.Chunk{Text: b.String(), Logprobs: lps, ToolCalls: calls, Reasoning: reason.String()}
 }
 
 // stopper matches stop strings in a stream of text pieces. It holds back

@@ -41,6 +41,9 @@ type Message struct {
 	Content    string     `json:"content" ipc:"required"`
 	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`   // assistant only
 	ToolCallID string     `json:"tool_call_id,omitempty"` // tool only
+	// ReasoningContent is an assistant message's reasoning (OpenAI's
+	// reasoning_content), given to the template as llama.cpp gives it.
+	ReasoningContent string `json:"reasoning_content,omitempty"` // assistant only
 }
 
 // The chat roles. OpenAI's "developer" arrives as RoleSystem.
@@ -160,7 +163,26 @@ type Request struct {
 	// strings, output constraint and tool-call parser, and its own slot
 	// of the context (MaxTokens is per choice).
 	N int `json:"n,omitempty"`
+	// ReasoningFormat is how a chat reply's reasoning is returned, as
+	// llama-server's --reasoning-format: ReasoningNone leaves it in the
+	// text as the model wrote it; ReasoningAuto and ReasoningDeepSeek
+	// (and "") separate it into the chunks' Reasoning (thinking
+	// templates' <think>…</think>, Harmony's analysis channel).
+	ReasoningFormat string `json:"reasoning_format,omitempty"`
+	// ReasoningEffort is given to the chat template as reasoning_effort
+	// (gpt-oss's "Reasoning: low|medium|high"); "" gives none.
+	ReasoningEffort string `json:"reasoning_effort,omitempty"`
 }
+
+// The reasoning formats.
+const (
+	ReasoningNone     = "none"
+	ReasoningAuto     = "auto"
+	ReasoningDeepSeek = "deepseek"
+)
+
+// MaxEffortBytes bounds ReasoningEffort.
+const MaxEffortBytes = 32
 
 // Choices is how many choices the request asks for: N, at least 1.
 func (r *Request) Choices() int {
@@ -213,6 +235,10 @@ type Chunk struct {
 	// last chunk, in order (a request with tools: the text is then only
 	// the output that is not call markup).
 	ToolCalls []CallDelta `json:"tool_calls,omitempty"`
+	// Reasoning is the reply's reasoning read with this chunk (a chat
+	// request whose template thinks, unless ReasoningFormat is none):
+	// that text is then not in Text.
+	Reasoning string `json:"reasoning,omitempty"`
 }
 
 // CallDelta is a piece of a tool call of the output: the engine sends a

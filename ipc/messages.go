@@ -161,6 +161,8 @@ type Tokens struct {
 	// gen.CallDelta), continuing those of the chunks before (the
 	// receiver checks the order, which spans messages).
 	ToolCalls []gen.CallDelta `json:"tool_calls,omitempty"`
+	// Reasoning is reasoning read with this chunk (see gen.Chunk).
+	Reasoning string `json:"reasoning,omitempty"`
 }
 
 // Done ends a generation normally: gen.End on the wire. Choices holds

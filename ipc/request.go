@@ -38,6 +38,10 @@ func validateRequest(r *gen.Request) error {
 		return bad(typ, "request.top_logprobs", "alternatives without logprobs")
 	case r.N < 0 || r.N > gen.MaxChoices:
 		return bad(typ, "request.n", "%d outside 0..%d", r.N, gen.MaxChoices)
+	case r.ReasoningFormat != "" && r.ReasoningFormat != gen.ReasoningNone && r.ReasoningFormat != gen.ReasoningAuto && r.ReasoningFormat != gen.ReasoningDeepSeek:
+		return bad(typ, "request.reasoning_format", "unknown format %.32q", r.ReasoningFormat)
+	case len(r.ReasoningEffort) > gen.MaxEffortBytes:
+		return bad(typ, "request.reasoning_effort", "%d bytes, at most %d", len(r.ReasoningEffort), gen.MaxEffortBytes)
 	}
 	for i, s := range r.Stop {
 		if s == "" || len(s) > gen.MaxStopBytes {
@@ -80,6 +84,8 @@ func validateMessage(m *gen.Message, field string) error {
 		return bad(typ, field+".tool_call_id", "a tool call id in a %s message", m.Role)
 	case len(m.ToolCallID) > gen.MaxIDBytes:
 		return bad(typ, field+".tool_call_id", "%d bytes, at most %d", len(m.ToolCallID), gen.MaxIDBytes)
+	case m.ReasoningContent != "" && m.Role != gen.RoleAssistant:
+		return bad(typ, field+".reasoning_content", "reasoning in a %s message", m.Role)
 	}
 	for j, c := range m.ToolCalls {
 		f := fmt.Sprintf("%s.tool_calls[%d]", field, j)

@@ -56,6 +56,7 @@ type pendingText struct {
 	text   strings.Builder
 	tprobs []gen.TokenProb
 	tcalls []gen.CallDelta
+	reason strings.Builder
 }
 
 func (c *call) notify() {
@@ -91,7 +92,7 @@ func (c *call) onTokens(m *ipc.Tokens) error {
 	}
 	k := m.Index
 	c.chunks[k]++
-	c.bytes += len(m.Text)
+	c.bytes += len(m.Text) + len(m.Reasoning)
 	c.probs[k] += len(m.Logprobs)
 	for i, tc := range m.ToolCalls {
 		c.bytes += len(tc.Arguments)
@@ -143,6 +144,7 @@ func (c *call) onTokens(m *ipc.Tokens) error {
 	}
 	p := &c.pending[len(c.pending)-1]
 	p.text.WriteString(m.Text)
+	p.reason.WriteString(m.Reasoning)
 	p.tprobs = append(p.tprobs, m.Logprobs...)
 	for _, tc := range m.ToolCalls {
 		p.tcalls = gen.JoinCall(p.tcalls, tc)
@@ -203,7 +205,7 @@ func (c *call) take() []broker.Event {
 	evs := make([]broker.Event, 0, len(c.pending)+1)
 	for i := range c.pending {
 		p := &c.pending[i]
-		evs = append(evs, broker.Event{Kind: broker.EventText, Index: p.index, Text: p.text.String(), Logprobs: p.tprobs, ToolCalls: p.tcalls})
+		evs = append(evs, broker.Event{Kind: broker.EventText, Index: p.index, Text: p.text.String(), Logprobs: p.tprobs, ToolCalls: p.tcalls, Reasoning: p.reason.String()})
 	}
 	c.pending = nil
 	if c.final != nil {

@@ -204,3 +204,39 @@ func TestSpecialTexts(t *testing.T) {
 		t.Errorf("IsEOG(2)=%v IsEOG(1)=%v", tok.IsEOG(2), tok.IsEOG(1))
 	}
 }
+
+// TestHarmonyEOG checks llama.cpp's end-of-generation rule for gpt-oss's
+// vocabulary: <|return|> and <|call|> end generation, <|end|> (which ends
+// each message of a reply) does not and becomes user-defined; without
+// them <|end|> ends generation (Phi-3).
+func TestHarmonyEOG(t *testing.T) {
+	for _, c := range []struct {
+		extra   []string
+		endEOG  bool
+		wantEOG []string
+	}{
+		{[]string{"<|end|>"}, true, nil},
+		{[]string{"<|end|>", "<|return|>", "<|call|>"}, false, []string{"<|return|>", "<|call|>"}},
+		{[]string{"<|end|>", "<|return|>"}, true, []string{"<|return|>"}},
+		{[]string{"<|end|>", "<|calls|>", "<|flush|>"}, false, []string{"<|calls|>", "<|flush|>"}},
+	} {
+		v := bpeVocab("gpt-2")
+		for _, s := range c.extra {
+			v.Tokens = append(v.Tokens, s)
+			v.Types = append(v.Types, TypeControl)
+		}
+		tok := mustNew(t, v)
+		end, _ := tok.TokenID("<|end|>")
+		if tok.IsEOG(end) != c.endEOG {
+			t.Errorf("%v: IsEOG(<|end|>) = %v", c.extra, tok.IsEOG(end))
+		}
+		if !c.endEOG && string(tok.Piece(end)) != "<|end|>" {
+			t.Errorf("%v: <|end|> renders as %q", c.extra, tok.Piece(end))
+		}
+		for _, s := range c.wantEOG {
+			if id, _ := tok.TokenID(s); !tok.IsEOG(id) {
+				t.Errorf("%v: %s is no end of generation", c.extra, s)
+			}
+		}
+	}
+}

@@ -318,6 +318,13 @@ func pairKey(l, r int32) uint64 { return uint64(uint32(l))<<32 | uint64(uint32(r
 var eogTexts = []string{
 	"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|eom_id|>",
 	"<EOT>", "_<EOT>", "<|end_of_text|>", "<end_of_utterance>", "<｜end▁of▁sentence｜>",
+	"<|return|>", "<|call|>", "<|flush|>", "<|calls|>", // o200k_harmony (gpt-oss), solar-open
+}
+
+// eogID returns the id of text when it is an end-of-generation token.
+func (t *Tokenizer) eogID(text string) (int32, bool) {
+	id, ok := t.toID[text]
+	return id, ok && t.eog[id]
 }
 
 // finish builds the derived tables: EOG set, merge targets, byte tokens,
@@ -338,6 +345,20 @@ func (t *Tokenizer) finish() {
 	for _, id := range []int32{t.eos, t.eot, t.eom} {
 		if id != None {
 			t.eog[id] = true
+		}
+	}
+	// gpt-oss (and solar-open) end a message with <|end|> but a turn with
+	// <|return|> or <|call|>: as llama.cpp, <|end|> is then no end of
+	// generation but a user-defined token (rendered, matched as text), so
+	// that a reply goes on past its analysis message.
+	if end, ok := t.eogID("<|end|>"); ok {
+		_, ret := t.eogID("<|return|>")
+		_, call := t.eogID("<|call|>")
+		_, calls := t.eogID("<|calls|>")
+		_, flush := t.eogID("<|flush|>")
+		if ret && (call || calls) || (call || calls) && flush {
+			delete(t.eog, end)
+			t.types[end] = TypeUserDefined
 		}
 	}
 	// llama.cpp always renders gpt-oss's structure tokens: they become

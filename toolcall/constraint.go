@@ -12,6 +12,9 @@ import (
 // reports), else Generic, the format chat.Render describes to the model
 // in its place.
 func Detect(tmpl string, native bool) Format {
+	if strings.Contains(tmpl, "<|channel|>") {
+		return Harmony // gpt-oss: its replies are channels, whatever its tools
+	}
 	if !native {
 		return Generic
 	}
@@ -57,6 +60,11 @@ type Constraint struct {
 // checked to be JSON and bounded here, compiled (and refused when
 // unsupported) by the grammar package.
 func Forced(f Format, tools []Tool, parallel bool) (Constraint, error) {
+	if f == Harmony {
+		// The function's name is in the message header, before the
+		// arguments: one prefix and one schema cannot say it.
+		return Constraint{}, fmt.Errorf("toolcall: a forced call (tool_choice required or a named function) is not supported in the Harmony format")
+	}
 	if err := check(f, 0); err != nil {
 		return Constraint{}, err
 	}
@@ -220,4 +228,12 @@ func obj(members ...kv) json.RawMessage {
 // output it parses, and lets a forced call's grammar match them.
 func Markup() []string {
 	return []string{"<tool_call>", "</tool_call>", "[TOOL_CALLS]", "<|python_tag|>"}
+}
+
+// HarmonyMarkup returns the texts of Harmony's special tokens a reply is
+// read by (gpt-oss's <|channel|>, <|message|>, …): an engine renders them
+// as their text in the output of a Harmony model only (another model's
+// <|end|> or <|start|> means something else).
+func HarmonyMarkup() []string {
+	return []string{hChannel, hMessage, "<|start|>", hEnd, hConstrain, hCall}
 }

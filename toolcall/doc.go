@@ -16,6 +16,14 @@
 //     support (chat.Render describes it to the model):
 //     {"tool_call": {"name", "arguments"}}, {"tool_calls": [...]} or
 //     {"response": "..."}.
+//   - Harmony: gpt-oss's channels, read with its reasoning and content by
+//     a ReplyStream (see reply.go).
+//
+// A ReplyStream (ParseReply for a whole output) also separates the
+// reasoning of a reply, as llama-server's default --reasoning-format
+// does: <think>…</think> opening the reply of a thinking template
+// (DetectThinking), Harmony's analysis channel; the content left goes
+// through the call parser of the format.
 //
 // Parse reads a whole output; Stream reads it piece by piece and yields
 // OpenAI-shaped deltas (content text, and pieces of calls: a call's

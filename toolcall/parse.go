@@ -67,6 +67,9 @@ type Result struct {
 	Content string
 	// Calls are the calls, in order.
 	Calls []Call
+	// Reasoning is the reply's reasoning (ReplyStream; "" from Parse and
+	// Stream).
+	Reasoning string
 	// Err is why a call was rejected (its text is then in Content), or
 	// nil.
 	Err error

@@ -11,6 +11,9 @@ type Delta struct {
 	// Content is text to append to the reply's content ("" when this
 	// is a call's piece).
 	Content string
+	// Reasoning is text to append to the reply's reasoning (a
+	// ReplyStream's; such a delta has no Content and no Call).
+	Reasoning string
 	// Call is a piece of call Index (nil for content), Index its place
 	// among the reply's calls, as OpenAI's tool_calls[].index. A call's
 	// first piece carries its ID and Name and the start of its

@@ -183,7 +183,7 @@ func (s *server) generate(ctx context.Context, g *ipc.Generate) {
 	n := g.Request.Choices()
 	chunks := make([]int, n) // per choice
 	emit := func(c gen.Chunk) error {
-		if c.Text == "" && len(c.Logprobs) == 0 && len(c.ToolCalls) == 0 {
+		if c.Text == "" && len(c.Logprobs) == 0 && len(c.ToolCalls) == 0 && c.Reasoning == "" {
 			return nil
 		}
 		if c.Index < 0 || c.Index >= n {
@@ -192,7 +192,7 @@ func (s *server) generate(ctx context.Context, g *ipc.Generate) {
 		if chunks[c.Index]++; chunks[c.Index] > g.Request.MaxTokens {
 			return errTooManyChunks
 		}
-		return s.out.send(&ipc.Tokens{ID: g.ID, Index: c.Index, Text: c.Text, Logprobs: c.Logprobs, ToolCalls: c.ToolCalls})
+		return s.out.send(&ipc.Tokens{ID: g.ID, Index: c.Index, Text: c.Text, Logprobs: c.Logprobs, ToolCalls: c.ToolCalls, Reasoning: c.Reasoning})
 	}
 	done, err := s.eng.Generate(ctx, g.Request, emit)
 	if err == nil && !done.Finish.Valid() {

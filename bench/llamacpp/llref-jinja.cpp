@@ -34,6 +34,18 @@
 //                             one line (common_chat_tools_parse_oaicompat)
 //   tool_choice auto|required|none   of the current chat (default auto)
 //   parallel_tool_calls 0|1   of the current chat (default 0)
+//   output TEXT               a model output (llref escapes) to parse as
+//                             llama-server parses the reply to the current
+//                             chat (common_chat_parse with the chat's
+//                             parser and generation prompt, tool calls
+//                             parsed when the chat has tools and
+//                             tool_choice is not none); the result gives
+//                             content, reasoning_content and tool_calls
+//   reasoning_effort TEXT     of the current chat: the template's
+//                             reasoning_effort, as llama-server passes a
+//                             request's (a chat template kwarg)
+//   reasoning_format none|auto|deepseek   for every chat (default
+//                             deepseek, llama-server's default)
 //
 // With tools, a result also gives the chat format llama.cpp chose, its
 // grammar (lazy or not) and the triggers that start it.
@@ -202,6 +214,8 @@ struct conv {
 	std::vector<std::string> msg_json; // each message as given, for the output
 	std::vector<common_chat_tool> tools;
 	std::string tools_json;
+	std::vector<std::string> outputs;
+	std::string effort;
 	common_chat_tool_choice choice = COMMON_CHAT_TOOL_CHOICE_AUTO;
 	bool parallel = false;
 };
@@ -228,6 +242,7 @@ int main(int argc, char **argv) {
 	std::string tmpl, text;
 	bool add_gen = true;
 	int thinking = -1;
+	common_reasoning_format rfmt = COMMON_REASONING_FORMAT_DEEPSEEK;
 	long long now = 1735689600;
 	char *line = nullptr;
 	size_t cap = 0;
@@ -280,7 +295,20 @@ int main(int argc, char **argv) {
 			if (convs.empty())
 				bad("before any chat");
 			convs.back().parallel = arg == "1";
-		} else if (key == "template") {
+		} else if (key == "output") {
+			if (convs.empty())
+				bad("before any chat");
+			std::string o;
+			if (!unescape(arg, o))
+				bad("bad escape");
+			convs.back().outputs.push_back(o);
+		} else if (key == "reasoning_effort") {
+			if (convs.empty() || arg.empty())
+				bad("before any chat, or empty");
+			convs.back().effort = arg;
+		} else if (key == "reasoning_format" && (arg == "none" || arg == "auto" || arg == "deepseek"))
+			rfmt = common_reasoning_format_from_name(arg);
+		else if (key == "template") {
 			if (!unescape(arg, tmpl))
 				bad("bad escape");
 		} else if (key == "template_file") {
@@ -336,12 +364,14 @@ int main(int argc, char **argv) {
 		  << json_str_hex("template", src) << ",\n \"add_generation_prompt\": " << (add_gen ? "true" : "false")
 		  << ", \"supports_thinking\": " << (supports ? "true" : "false")
 		  << ", \"enable_thinking\": " << (enable ? "true" : "false")
-		  << ", \"reasoning_format\": \"deepseek\", \"now\": " << now << ",\n \"results\": [";
+		  << ", \"reasoning_format\": " << json_str(common_reasoning_format_name(rfmt)) << ", \"now\": " << now << ",\n \"results\": [";
 	for (size_t i = 0; i < convs.size(); i++) {
 		std::cout << (i ? "," : "") << "\n  {\"messages\": [";
 		for (size_t j = 0; j < convs[i].msg_json.size(); j++)
 			std::cout << (j ? ", " : "") << convs[i].msg_json[j];
 		std::cout << "],\n   ";
+		if (!convs[i].effort.empty())
+			std::cout << "\"reasoning_effort\": " << json_str(convs[i].effort) << ", ";
 		if (!convs[i].tools.empty())
 			std::cout << "\"tools\": " << convs[i].tools_json << ",\n   \"tool_choice\": \""
 				  << (convs[i].choice == COMMON_CHAT_TOOL_CHOICE_AUTO ? "auto"
@@ -351,12 +381,14 @@ int main(int argc, char **argv) {
 		in.messages = convs[i].msgs;
 		in.use_jinja = true;
 		in.add_generation_prompt = add_gen;
-		in.reasoning_format = COMMON_REASONING_FORMAT_DEEPSEEK; // llama-server's default
+		in.reasoning_format = rfmt;
 		in.enable_thinking = enable;
 		in.now = std::chrono::system_clock::time_point(std::chrono::seconds(now));
 		in.tools = convs[i].tools;
 		in.tool_choice = convs[i].choice;
 		in.parallel_tool_calls = convs[i].parallel;
+		if (!convs[i].effort.empty())
+			in.chat_template_kwargs["reasoning_effort"] = common_json(convs[i].effort).dump();
 		try {
 			common_chat_params p = common_chat_templates_apply(tmpls.get(), in);
 			std::vector<llama_token> ids = tokenize(vocab, p.prompt);
@@ -372,7 +404,31 @@ int main(int argc, char **argv) {
 			std::cout << "\"ids\": [";
 			for (size_t k = 0; k < ids.size(); k++)
 				std::cout << (k ? ", " : "") << ids[k];
-			std::cout << "]}";
+			std::cout << "]";
+			if (!convs[i].outputs.empty()) {
+				common_chat_parser_params pp(p);
+				pp.reasoning_format = rfmt;
+				pp.parser.load(p.parser);
+				pp.parse_tool_calls = !convs[i].tools.empty() && convs[i].choice != COMMON_CHAT_TOOL_CHOICE_NONE;
+				std::cout << ",\n   \"parsed\": [";
+				for (size_t k = 0; k < convs[i].outputs.size(); k++) {
+					const std::string &o = convs[i].outputs[k];
+					std::cout << (k ? "," : "") << "\n    {" << json_str_hex("output", o) << ", ";
+					try {
+						common_chat_msg m = common_chat_parse(o, false, pp);
+						std::cout << json_str_hex("content", m.content) << ", "
+							  << json_str_hex("reasoning_content", m.reasoning_content) << ", \"tool_calls\": [";
+						for (size_t c = 0; c < m.tool_calls.size(); c++)
+							std::cout << (c ? ", " : "") << "{\"name\": " << json_str(m.tool_calls[c].name)
+								  << ", \"arguments\": " << json_str(m.tool_calls[c].arguments) << "}";
+						std::cout << "]}";
+					} catch (const std::exception &e) {
+						std::cout << "\"error\": " << json_str(e.what()) << "}";
+					}
+				}
+				std::cout << "]";
+			}
+			std::cout << "}";
 		} catch (const std::exception &e) {
 			std::cout << "\"error\": " << json_str(e.what()) << "}";
 		}

@@ -24,10 +24,14 @@ type Fake struct {
 	Finish     gen.FinishReason // finish reason ("" means "stop")
 	// Calls, when set, are the tool calls a generation that may call
 	// tools makes after Pieces (one event; finish reason tool_calls).
-	Calls    []gen.CallDelta
-	Restarts uint64 // reported through broker.Stats
-	Spent    uint64 // reported as WorkerStats.BudgetSpent
-	Deaths   map[string]uint64
+	Calls []gen.CallDelta
+	// Reasoning, when set, are reasoning events a chat generation sends
+	// before Pieces (one per piece), unless its reasoning_format is
+	// none.
+	Reasoning []string
+	Restarts  uint64 // reported through broker.Stats
+	Spent     uint64 // reported as WorkerStats.BudgetSpent
+	Deaths    map[string]uint64
 
 	mu        sync.Mutex
 	notReady  bool
@@ -216,6 +220,15 @@ func (f *Fake) run(ctx context.Context, req gen.Request, prompt int, ch chan<- b
 	rotate := 0 // how far choice i's pieces are ahead, per i
 	if req.Sampling.Temperature > 0 {
 		rotate = 1
+	}
+	if req.Messages != nil && req.ReasoningFormat != gen.ReasoningNone {
+		for _, r := range f.Reasoning {
+			for c := range choices {
+				if !send(broker.Event{Kind: broker.EventText, Index: c, Reasoning: r}) {
+					return
+				}
+			}
+		}
 	}
 	for i := 0; f.Endless || i < len(f.Pieces); i++ {
 		if len(f.Pieces) == 0 || n >= req.MaxTokens {

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +18,7 @@ import (
 	"github.com/lisa-llm/lisa/internal/llref"
 	"github.com/lisa-llm/lisa/internal/shared"
 	"github.com/lisa-llm/lisa/model/synth"
+	"github.com/lisa-llm/lisa/model/synth/vocab"
 	"github.com/lisa-llm/lisa/tokenizer"
 )
 
@@ -113,5 +116,150 @@ func checkGreedy(t *testing.T, url, shape, modelPath string) {
 	// reference goes on, so the served text is a prefix of it.
 	if g := got.Choices[0].Text; g == "" || !strings.HasPrefix(wantText, g) {
 		t.Errorf("greedy completion %q, llama.cpp %q (%q with its control tokens)", g, wantText, want.Text)
+	}
+}
+
+// TestServeReasoning serves a synthesized Qwen3 file (a thinking
+// template) through lisa serve with the sandbox on and makes the model
+// reply with reasoning (forced by a grammar): the reasoning crosses the
+// worker's protocol and comes back as message.reasoning_content, or in the
+// content with reasoning_format none.
+func TestServeReasoning(t *testing.T) {
+	sh, ok := synth.Lookup("qwen3-tiny")
+	if !ok {
+		t.Fatal("no shape qwen3-tiny")
+	}
+	path := filepath.Join(t.TempDir(), "qwen3-tiny.gguf")
+	if _, err := synth.WriteFile(path, synth.Options{Shape: sh, Type: synth.F16, Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	s := startServeModel(t, path)
+	const out = "<think>\nBecause.\n</think>\n\nYes."
+	for _, c := range []struct {
+		format             string
+		content, reasoning string
+	}{
+		{"", "Yes.", "Because.\n"},
+		{"none", out, ""},
+	} {
+		req := map[string]any{"messages": []map[string]string{{"role": "user", "content": "Why?"}}, "max_tokens": 64,
+			"grammar": "root ::= " + strconv.Quote(out)}
+		if c.format != "" {
+			req["reasoning_format"] = c.format
+		}
+		body, _ := json.Marshal(req)
+		resp, err := http.Post(s.url+"/v1/chat/completions", "application/json", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got struct {
+			Choices []struct {
+				Message struct {
+					Content   string `json:"content"`
+					Reasoning string `json:"reasoning_content"`
+				} `json:"message"`
+			} `json:"choices"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&got)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK || len(got.Choices) != 1 {
+			t.Fatalf("reasoning_format %q: status %d, %v", c.format, resp.StatusCode, err)
+		}
+		if m := got.Choices[0].Message; m.Content != c.content || m.Reasoning != c.reasoning {
+			t.Errorf("reasoning_format %q: content %q reasoning %q, want %q %q", c.format, m.Content, m.Reasoning, c.content, c.reasoning)
+		}
+		// Streamed: delta.reasoning_content and delta.content.
+		req["stream"] = true
+		body, _ = json.Marshal(req)
+		resp, err = http.Post(s.url+"/v1/chat/completions", "application/json", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		all, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("stream: status %d, %v", resp.StatusCode, err)
+		}
+		var content, reasoning strings.Builder
+		for _, line := range strings.Split(string(all), "\n") {
+			data, ok := strings.CutPrefix(line, "data: ")
+			if !ok || data == "[DONE]" {
+				continue
+			}
+			var chunk struct {
+				Choices []struct {
+					Delta struct {
+						Content   string `json:"content"`
+						Reasoning string `json:"reasoning_content"`
+					} `json:"delta"`
+				} `json:"choices"`
+			}
+			if err := json.Unmarshal([]byte(data), &chunk); err != nil {
+				t.Fatalf("chunk %q: %v", data, err)
+			}
+			for _, ch := range chunk.Choices {
+				content.WriteString(ch.Delta.Content)
+				reasoning.WriteString(ch.Delta.Reasoning)
+			}
+		}
+		if content.String() != c.content || reasoning.String() != c.reasoning {
+			t.Errorf("reasoning_format %q streamed: content %q reasoning %q, want %q %q", c.format, content.String(), reasoning.String(), c.content, c.reasoning)
+		}
+	}
+}
+
+// TestServeHarmony serves gpt-oss's published chat template (on a
+// synthesized Qwen3 file, whose vocabulary has Harmony's markup as plain
+// text) through lisa serve with the sandbox on: a system message, a
+// reasoning_effort and a reply in Harmony channels (forced by a grammar)
+// come back as the final channel's content and the analysis channel's
+// reasoning_content.
+func TestServeHarmony(t *testing.T) {
+	tmpl, err := os.ReadFile(filepath.Join("..", "..", "model", "synth", "vocab", "templates", "gpt-oss.jinja"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh, ok := synth.Lookup("qwen3-tiny")
+	if !ok {
+		t.Fatal("no shape qwen3-tiny")
+	}
+	v, err := vocab.Build(sh.Vocab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := synth.Options{Shape: sh, Type: synth.F16, Seed: 1}
+	for _, kv := range v.KVs() {
+		if kv.Key == "tokenizer.chat_template" {
+			kv.Value = gguf.StringValue(string(tmpl))
+		}
+		o.VocabKVs = append(o.VocabKVs, kv)
+	}
+	path := filepath.Join(t.TempDir(), "harmony-tiny.gguf")
+	if _, err := synth.WriteFile(path, o); err != nil {
+		t.Fatal(err)
+	}
+	s := startServeModel(t, path)
+	const out = "<|channel|>analysis<|message|>Easy.<|end|><|start|>assistant<|channel|>final<|message|>4"
+	req := map[string]any{"messages": []map[string]string{{"role": "developer", "content": "Be brief."}, {"role": "user", "content": "2+2?"}},
+		"max_tokens": 256, "reasoning_effort": "high", "grammar": "root ::= " + strconv.Quote(out)}
+	body, _ := json.Marshal(req)
+	resp, err := http.Post(s.url+"/v1/chat/completions", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var got struct {
+		Choices []struct {
+			Message struct {
+				Content   string `json:"content"`
+				Reasoning string `json:"reasoning_content"`
+			} `json:"message"`
+		} `json:"choices"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil || resp.StatusCode != http.StatusOK || len(got.Choices) != 1 {
+		t.Fatalf("status %d, %v", resp.StatusCode, err)
+	}
+	if m := got.Choices[0].Message; m.Content != "4" || m.Reasoning != "Easy." {
+		t.Errorf("content %q reasoning %q", m.Content, m.Reasoning)
 	}
 }

@@ -6,6 +6,9 @@
 # Qwen2.5, Qwen3, Mistral Nemo); Llama 3.2 and Hermes 3 are given as a
 # template file to the Llama 3 file. hermes-3.jinja is llama.cpp's copy
 # (models/templates/NousResearch-Hermes-3-Llama-3.1-8B-tool_use.jinja).
+# The conversations of reasoning.in (developer messages, reasoning in the
+# history, Harmony tool use) go to gpt-oss's template (the published
+# openai-gpt-oss-120b.jinja, given as a template file) and to Qwen3's.
 #
 #   chat/testdata/tools/regen.sh    (from the repository root)
 set -euo pipefail
@@ -17,10 +20,10 @@ trap 'rm -rf "$tmp"' EXIT
 for shape in llama3-tiny qwen2-tiny qwen3-tiny mistral-tiny; do
 	"$tmp/lisa" gguf synth --shape "$shape" --type f16 --seed 1 -o "$tmp/$shape.gguf" > /dev/null
 done
-ref() { # model output [template file]
+ref() { # model output [template file [conversations]]
 	{
 		if [ -n "${3:-}" ]; then echo "template_file $3"; fi
-		cat "$here/conversations.in"
+		cat "$here/${4:-conversations.in}"
 	} | "$root/bench/llamacpp/ref.sh" chat-jinja "$tmp/$1.gguf" - > "$here/$2.json"
 }
 ref llama3-tiny llama-3.1
@@ -29,3 +32,5 @@ ref qwen3-tiny qwen3
 ref mistral-tiny mistral-nemo
 ref llama3-tiny llama-3.2 "$root/model/synth/vocab/templates/llama-3.2.jinja"
 ref llama3-tiny hermes-3 "$here/hermes-3.jinja"
+ref qwen3-tiny gpt-oss "$root/model/synth/vocab/templates/gpt-oss.jinja" reasoning.in
+ref qwen3-tiny qwen3-reasoning "" reasoning.in
