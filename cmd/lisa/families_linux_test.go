@@ -35,7 +35,7 @@ func TestServeFamilies(t *testing.T) {
 	}
 	node := shared.NodeTool(t, dir, "openai")
 	for _, shape := range []string{"llama3-tiny", "mistral-tiny", "qwen2-tiny", "qwen3-tiny", "granite-tiny",
-		"gemma2-tiny", "gemma3-tiny", "phi3-tiny", "phi4mini-tiny"} {
+		"gemma2-tiny", "gemma3-tiny", "phi3-tiny", "phi4mini-tiny", "gpt-oss-tiny"} {
 		t.Run(shape, func(t *testing.T) {
 			sh, ok := synth.Lookup(shape)
 			if !ok {

@@ -26,7 +26,7 @@ func TestChatPromptsMatchLlamaCpp(t *testing.T) {
 		}
 	}
 	for _, shape := range []string{"llama3-tiny", "qwen2-tiny", "qwen3-tiny", "granite-tiny", "mistral-tiny",
-		"gemma2-tiny", "gemma3-tiny", "phi3-tiny", "phi4mini-tiny", "mixtral-tiny", "qwen3moe-tiny"} {
+		"gemma2-tiny", "gemma3-tiny", "phi3-tiny", "phi4mini-tiny", "mixtral-tiny", "qwen3moe-tiny", "gpt-oss-tiny"} {
 		t.Run(shape, func(t *testing.T) {
 			data, err := os.ReadFile(filepath.Join("testdata", shape+".chat.json"))
 			if err != nil {
