@@ -51,9 +51,16 @@ func nativeTable(p Path) *table {
 	}
 	t.weights[tensor.Q8_0].q80 = dots[quant.BlockQ8_0]{one: one80, x4: x4Of(one80), x8: x8Of80(one80)}
 	if p == I8MM {
-		t.weights[tensor.Q8_0].q80.x8r2 = x8r2Q8_0I8MM
+		t.weights[tensor.Q8_0].q80.x8r2 = x8r2Q80I8MM(dotQ8_0x8r2I8MM, q8_0Bytes)
 	}
-	t.weights[tensor.Q4_0].q80 = dots[quant.BlockQ8_0]{one: one0(q40, quant.BlockQ4_0Bytes)}
+	one40 := one0(q40, quant.BlockQ4_0Bytes)
+	t.weights[tensor.Q4_0].q80 = dots[quant.BlockQ8_0]{one: one40}
+	if p == I8MM {
+		// The tiles run inside the eight-token loop, which needs an x8:
+		// eight one-token dots, as the tile's rows equal.
+		t.weights[tensor.Q4_0].q80.x8 = x8Of80(one40)
+		t.weights[tensor.Q4_0].q80.x8r2 = x8r2Q80I8MM(dotQ4_0x8r2I8MM, quant.BlockQ4_0Bytes)
+	}
 	q4 := oneK(q4k, q4KBytes)
 	t.weights[tensor.Q4_K].q8k = dots[quant.BlockQ8K]{one: q4, x4: x4Of(q4)}
 	if p == I8MM {
@@ -71,25 +78,28 @@ func nativeTable(p Path) *table {
 	return t
 }
 
-// x8r2Q8_0I8MM is the i8mm path's two-row Q8_0 tile (dotQ8_0x8r2I8MM),
-// each output equal to the one-token dot. Without dx (the tokens' block
-// scales, q80Scales's layout) it computes them.
-func x8r2Q8_0I8MM(w []byte, x []quant.BlockQ8_0, dx []float32, nb int, out []float32, stride int) {
-	_ = out[7*stride+1]
-	var o [16]float32
-	if nb > 0 {
-		w, x = w[:2*nb*q8_0Bytes], x[:8*nb]
-		if dx == nil {
-			dx = make([]float32, 8*nb)
-			for k := range 8 {
-				q80Scales(dx, x[k*nb:(k+1)*nb], k)
+// x8r2Q80I8MM returns the i8mm path's two-row tile of weights of size
+// bytes a block against Q8_0 activations, run by kernel (dotQ8_0x8r2I8MM
+// or dotQ4_0x8r2I8MM), each output equal to the one-token dot. Without dx
+// (the tokens' block scales, q80Scales's layout) it computes them.
+func x8r2Q80I8MM(kernel func(w *byte, rb int, x *quant.BlockQ8_0, dx *float32, nb int, out *[16]float32), size int) func([]byte, []quant.BlockQ8_0, []float32, int, []float32, int) {
+	return func(w []byte, x []quant.BlockQ8_0, dx []float32, nb int, out []float32, stride int) {
+		_ = out[7*stride+1]
+		var o [16]float32
+		if nb > 0 {
+			w, x = w[:2*nb*size], x[:8*nb]
+			if dx == nil {
+				dx = make([]float32, 8*nb)
+				for k := range 8 {
+					q80Scales(dx, x[k*nb:(k+1)*nb], k)
+				}
 			}
+			dx = dx[:8*nb]
+			kernel(&w[0], nb*size, &x[0], &dx[0], nb, &o)
 		}
-		dx = dx[:8*nb]
-		dotQ8_0x8r2I8MM(&w[0], nb*q8_0Bytes, &x[0], &dx[0], nb, &o)
-	}
-	for t := range 8 {
-		out[t*stride], out[t*stride+1] = o[t], o[8+t]
+		for t := range 8 {
+			out[t*stride], out[t*stride+1] = o[t], o[8+t]
+		}
 	}
 }
 
@@ -189,6 +199,13 @@ func dotQ6KDotProd(w *byte, x *quant.BlockQ8K, nb int) float32
 //
 //go:noescape
 func dotQ8_0x8r2I8MM(w *byte, rb int, x *quant.BlockQ8_0, dx *float32, nb int, out *[16]float32)
+
+// dotQ4_0x8r2I8MM sets out[8k+t] to quant.DotQ4_0Q8_0 of weight row k
+// (0, 1; row 1 starts rb bytes after row 0) with token t's nb blocks
+// x[t*nb:], for eight tokens, with SMMLA; dx as dotQ8_0x8r2I8MM's.
+//
+//go:noescape
+func dotQ4_0x8r2I8MM(w *byte, rb int, x *quant.BlockQ8_0, dx *float32, nb int, out *[16]float32)
 
 // dotQ4Kx8r2I8MM sets out[8k+t] to dotQ4KGeneric of weight row k (0, 1;
 // row 1 starts rb bytes after row 0) with token t's nb blocks x[t*nb:],

@@ -132,6 +132,134 @@ done:
 	VST1 [V0.S4, V1.S4, V2.S4, V3.S4], (R9)
 	RET
 
+// func dotQ4_0x8r2I8MM(w *byte, rb int, x *quant.BlockQ8_0, dx *float32, nb int, out *[16]float32)
+TEXT ·dotQ4_0x8r2I8MM(SB), NOSPLIT, $0-48
+	MOVD w+0(FP), R0
+	MOVD rb+8(FP), R1
+	ADD R0, R1, R1
+	MOVD x+16(FP), R2
+	ADD $2, R2, R2
+	MOVD dx+24(FP), R4
+	MOVD nb+32(FP), R5
+	MOVD out+40(FP), R9
+	MOVD $34, R3
+	MUL R5, R3, R3
+	VEOR V24.B16, V24.B16, V24.B16
+	VEOR V25.B16, V25.B16, V25.B16
+	VEOR V26.B16, V26.B16, V26.B16
+	VEOR V27.B16, V27.B16, V27.B16
+	VMOVI $15, V22.B16
+	VMOVI $8, V23.B16
+	CBZ R5, done
+loop:
+	MOVHU.P 2(R0), R6
+	VLD1.P 16(R0), [V0.B16]
+	MOVHU.P 2(R1), R7
+	VLD1.P 16(R1), [V2.B16]
+	VUSHR $4, V0.B16, V1.B16
+	VAND V22.B16, V0.B16, V0.B16
+	VUSHR $4, V2.B16, V3.B16
+	VAND V22.B16, V2.B16, V2.B16
+	WORD $0x6e378400 // sub v0.16b, v0.16b, v23.16b
+	WORD $0x6e378421 // sub v1.16b, v1.16b, v23.16b
+	WORD $0x6e378442 // sub v2.16b, v2.16b, v23.16b
+	WORD $0x6e378463 // sub v3.16b, v3.16b, v23.16b
+	WORD $0x4ec23804 // zip1 v4.2d, v0.2d, v2.2d
+	WORD $0x4ec27805 // zip2 v5.2d, v0.2d, v2.2d
+	WORD $0x4ec33826 // zip1 v6.2d, v1.2d, v3.2d
+	WORD $0x4ec37827 // zip2 v7.2d, v1.2d, v3.2d
+	FMOVS R6, F8
+	WORD $0x1ee24108 // fcvt s8, h8
+	FMOVS R7, F9
+	WORD $0x1ee24129 // fcvt s9, h9
+	WORD $0x4e040508 // dup v8.4s, v8.s[0]
+	WORD $0x4e040529 // dup v9.4s, v9.s[0]
+	WORD $0x4ec93908 // zip1 v8.2d, v8.2d, v9.2d
+	VLD1.P 32(R4), [V10.S4, V11.S4]
+	MOVD R2, R8
+	VLD1 (R8), [V12.B16, V13.B16]
+	ADD R3, R8, R8
+	VLD1 (R8), [V14.B16, V15.B16]
+	ADD R3, R8, R8
+	WORD $0x4ece3990 // zip1 v16.2d, v12.2d, v14.2d
+	WORD $0x4ece7991 // zip2 v17.2d, v12.2d, v14.2d
+	WORD $0x4ecf39b2 // zip1 v18.2d, v13.2d, v15.2d
+	WORD $0x4ecf79b3 // zip2 v19.2d, v13.2d, v15.2d
+	VEOR V20.B16, V20.B16, V20.B16
+	WORD $0x4e90a494 // smmla v20.4s, v4.16b, v16.16b
+	WORD $0x4e91a4b4 // smmla v20.4s, v5.16b, v17.16b
+	WORD $0x4e92a4d4 // smmla v20.4s, v6.16b, v18.16b
+	WORD $0x4e93a4f4 // smmla v20.4s, v7.16b, v19.16b
+	WORD $0x4e21da94 // scvtf v20.4s, v20.4s
+	WORD $0x4e080555 // dup v21.2d, v10.d[0]
+	WORD $0x6e28de94 // fmul v20.4s, v20.4s, v8.4s
+	WORD $0x6e35de94 // fmul v20.4s, v20.4s, v21.4s
+	WORD $0x4e34d718 // fadd v24.4s, v24.4s, v20.4s
+	VLD1 (R8), [V12.B16, V13.B16]
+	ADD R3, R8, R8
+	VLD1 (R8), [V14.B16, V15.B16]
+	ADD R3, R8, R8
+	WORD $0x4ece3990 // zip1 v16.2d, v12.2d, v14.2d
+	WORD $0x4ece7991 // zip2 v17.2d, v12.2d, v14.2d
+	WORD $0x4ecf39b2 // zip1 v18.2d, v13.2d, v15.2d
+	WORD $0x4ecf79b3 // zip2 v19.2d, v13.2d, v15.2d
+	VEOR V20.B16, V20.B16, V20.B16
+	WORD $0x4e90a494 // smmla v20.4s, v4.16b, v16.16b
+	WORD $0x4e91a4b4 // smmla v20.4s, v5.16b, v17.16b
+	WORD $0x4e92a4d4 // smmla v20.4s, v6.16b, v18.16b
+	WORD $0x4e93a4f4 // smmla v20.4s, v7.16b, v19.16b
+	WORD $0x4e21da94 // scvtf v20.4s, v20.4s
+	WORD $0x4e180555 // dup v21.2d, v10.d[1]
+	WORD $0x6e28de94 // fmul v20.4s, v20.4s, v8.4s
+	WORD $0x6e35de94 // fmul v20.4s, v20.4s, v21.4s
+	WORD $0x4e34d739 // fadd v25.4s, v25.4s, v20.4s
+	VLD1 (R8), [V12.B16, V13.B16]
+	ADD R3, R8, R8
+	VLD1 (R8), [V14.B16, V15.B16]
+	ADD R3, R8, R8
+	WORD $0x4ece3990 // zip1 v16.2d, v12.2d, v14.2d
+	WORD $0x4ece7991 // zip2 v17.2d, v12.2d, v14.2d
+	WORD $0x4ecf39b2 // zip1 v18.2d, v13.2d, v15.2d
+	WORD $0x4ecf79b3 // zip2 v19.2d, v13.2d, v15.2d
+	VEOR V20.B16, V20.B16, V20.B16
+	WORD $0x4e90a494 // smmla v20.4s, v4.16b, v16.16b
+	WORD $0x4e91a4b4 // smmla v20.4s, v5.16b, v17.16b
+	WORD $0x4e92a4d4 // smmla v20.4s, v6.16b, v18.16b
+	WORD $0x4e93a4f4 // smmla v20.4s, v7.16b, v19.16b
+	WORD $0x4e21da94 // scvtf v20.4s, v20.4s
+	WORD $0x4e080575 // dup v21.2d, v11.d[0]
+	WORD $0x6e28de94 // fmul v20.4s, v20.4s, v8.4s
+	WORD $0x6e35de94 // fmul v20.4s, v20.4s, v21.4s
+	WORD $0x4e34d75a // fadd v26.4s, v26.4s, v20.4s
+	VLD1 (R8), [V12.B16, V13.B16]
+	ADD R3, R8, R8
+	VLD1 (R8), [V14.B16, V15.B16]
+	ADD R3, R8, R8
+	WORD $0x4ece3990 // zip1 v16.2d, v12.2d, v14.2d
+	WORD $0x4ece7991 // zip2 v17.2d, v12.2d, v14.2d
+	WORD $0x4ecf39b2 // zip1 v18.2d, v13.2d, v15.2d
+	WORD $0x4ecf79b3 // zip2 v19.2d, v13.2d, v15.2d
+	VEOR V20.B16, V20.B16, V20.B16
+	WORD $0x4e90a494 // smmla v20.4s, v4.16b, v16.16b
+	WORD $0x4e91a4b4 // smmla v20.4s, v5.16b, v17.16b
+	WORD $0x4e92a4d4 // smmla v20.4s, v6.16b, v18.16b
+	WORD $0x4e93a4f4 // smmla v20.4s, v7.16b, v19.16b
+	WORD $0x4e21da94 // scvtf v20.4s, v20.4s
+	WORD $0x4e180575 // dup v21.2d, v11.d[1]
+	WORD $0x6e28de94 // fmul v20.4s, v20.4s, v8.4s
+	WORD $0x6e35de94 // fmul v20.4s, v20.4s, v21.4s
+	WORD $0x4e34d77b // fadd v27.4s, v27.4s, v20.4s
+	ADD $34, R2, R2
+	SUBS $1, R5, R5
+	BNE loop
+done:
+	WORD $0x4ed93b00 // zip1 v0.2d, v24.2d, v25.2d
+	WORD $0x4edb3b41 // zip1 v1.2d, v26.2d, v27.2d
+	WORD $0x4ed97b02 // zip2 v2.2d, v24.2d, v25.2d
+	WORD $0x4edb7b43 // zip2 v3.2d, v26.2d, v27.2d
+	VST1 [V0.S4, V1.S4, V2.S4, V3.S4], (R9)
+	RET
+
 // func dotQ4Kx8r2I8MM(w *byte, rb int, x *quant.BlockQ8K, nb int, out *[16]float32)
 TEXT ·dotQ4Kx8r2I8MM(SB), NOSPLIT, $0-40
 	MOVD w+0(FP), R0

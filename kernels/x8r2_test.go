@@ -17,9 +17,9 @@ type x8r2Input[X any] struct {
 	x []X
 }
 
-// x8r2Kinds is the number of input kinds x8r2Q8_0Input and x8r2Q4KInput
-// make: random, minimum codes, extreme codes, zero weight scales and an
-// infinite activation scale.
+// x8r2Kinds is the number of input kinds the x8r2 input makers make:
+// random, minimum codes, extreme codes, zero weight scales and an infinite
+// activation scale.
 const x8r2Kinds = 5
 
 func x8r2Q8_0Input(r *rand.Rand, nb, kind int) x8r2Input[quant.BlockQ8_0] {
@@ -46,6 +46,43 @@ func x8r2Q8_0Input(r *rand.Rand, nb, kind int) x8r2Input[quant.BlockQ8_0] {
 	case 4: // token 3's last block
 		if nb > 0 {
 			x[4*nb-1].D = quant.F32ToF16(float32(math.Inf(1)))
+		}
+	}
+	return x8r2Input[quant.BlockQ8_0]{w, x}
+}
+
+func x8r2Q4_0Input(r *rand.Rand, nb, kind int) x8r2Input[quant.BlockQ8_0] {
+	const size = quant.BlockQ4_0Bytes
+	w := randBlocks(r, 2*nb, size, []int{0}, 2)
+	x := randQ8_0(r, 8*nb)
+	switch kind {
+	case 1: // codes 0 and 15 (-8 and 7) against -128
+		for b := range 2 * nb {
+			for k := 2; k < size; k++ {
+				w[b*size+k] = []byte{0x00, 0xff, 0x0f, 0xf0}[k%4]
+			}
+		}
+		for i := range x {
+			for k := 0; k < len(x[i].Qs); k += 3 {
+				x[i].Qs[k] = -128
+			}
+		}
+	case 2: // the largest products: codes -8 against -128
+		for b := range 2 * nb {
+			clear(w[b*size+2 : (b+1)*size])
+		}
+		for i := range x {
+			for k := range x[i].Qs {
+				x[i].Qs[k] = -128
+			}
+		}
+	case 3:
+		for b := range 2 * nb {
+			w[b*size], w[b*size+1] = 0, 0
+		}
+	case 4:
+		if nb > 0 {
+			x[4*nb-1].D = quant.F32ToF16(float32(math.Inf(-1)))
 		}
 	}
 	return x8r2Input[quant.BlockQ8_0]{w, x}
@@ -118,13 +155,14 @@ func checkX8R2[X any](t *testing.T, name string, in x8r2Input[X], nb, rb int, dx
 }
 
 // TestDotsX8R2 checks the two-row eight-token tiles of every path that has
-// them (Q8_0 and Q4_K on i8mm) against the path's one-token dot, bit for
+// them (Q8_0, Q4_0 and Q4_K on i8mm) against the path's one-token dot, bit for
 // bit, for every row and token, on random and edge inputs and several
 // block counts, 0 included.
 func TestDotsX8R2(t *testing.T) {
 	forEachPath(t, func(t *testing.T, tab *table) {
-		q80, q4k := tab.weights[tensor.Q8_0].q80, tab.weights[tensor.Q4_K].q8k
-		if q80.x8r2 == nil && q4k.x8r2 == nil {
+		q80, q40 := tab.weights[tensor.Q8_0].q80, tab.weights[tensor.Q4_0].q80
+		q4k := tab.weights[tensor.Q4_K].q8k
+		if q80.x8r2 == nil && q40.x8r2 == nil && q4k.x8r2 == nil {
 			t.Skipf("path %s has no two-row tiles", tab.path)
 		}
 		r := rand.New(rand.NewPCG(24, 8))
@@ -134,6 +172,11 @@ func TestDotsX8R2(t *testing.T) {
 					in := x8r2Q8_0Input(r, nb, kind)
 					checkX8R2(t, fmt.Sprintf("Q8_0 nb=%d kind=%d", nb, kind), in, nb, nb*q8_0Bytes,
 						scalesQ8_0x8(in.x, nb), q80.x8r2, q80.one)
+				}
+				if q40.x8r2 != nil {
+					in := x8r2Q4_0Input(r, nb, kind)
+					checkX8R2(t, fmt.Sprintf("Q4_0 nb=%d kind=%d", nb, kind), in, nb, nb*quant.BlockQ4_0Bytes,
+						scalesQ8_0x8(in.x, nb), q40.x8r2, q40.one)
 				}
 				if q4k.x8r2 != nil && nb <= 7 {
 					in := x8r2Q4KInput(r, nb, kind)

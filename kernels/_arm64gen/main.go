@@ -954,6 +954,7 @@ func (g *gen) i8mmFile() {
 	g.p("")
 	g.constantsI8MM()
 	g.q8_0x8r2()
+	g.q4_0x8r2()
 	g.q4Kx8r2()
 }
 
@@ -963,9 +964,19 @@ func (g *gen) i8mmFile() {
 // give the block's four integer sums r0t, r0t', r1t, r1t'; then, lane by
 // lane as dotQ8_0Generic, sum += float32(isum) * (dw*dx). The token
 // scales come from dx (q80Scales's layout: dx[8b+t]).
-func (g *gen) q8_0x8r2() {
-	g.p("// func dotQ8_0x8r2I8MM(w *byte, rb int, x *quant.BlockQ8_0, dx *float32, nb int, out *[16]float32)")
-	g.p("TEXT ·dotQ8_0x8r2I8MM(SB), NOSPLIT, $0-48")
+func (g *gen) q8_0x8r2() { g.x8r2Q80("dotQ8_0x8r2I8MM", false) }
+
+// q4_0x8r2 writes the Q4_0 tile: as the Q8_0 one with the rows' codes
+// decoded from 16 bytes of nibbles (low for values 0-15, high for 16-31,
+// each minus 8), and the float steps of quant.DotQ4_0Q8_0, lane by lane:
+// sum += (float32(isum) * dw) * dx.
+func (g *gen) q4_0x8r2() { g.x8r2Q80("dotQ4_0x8r2I8MM", true) }
+
+// x8r2Q80 writes a two-row by eight-token tile of Q8_0 weights or, with
+// q4, Q4_0 weights against Q8_0 activations.
+func (g *gen) x8r2Q80(name string, q4 bool) {
+	g.p("// func %s(w *byte, rb int, x *quant.BlockQ8_0, dx *float32, nb int, out *[16]float32)", name)
+	g.p("TEXT ·%s(SB), NOSPLIT, $0-48", name)
 	g.ins("MOVD w+0(FP), R0")
 	g.ins("MOVD rb+8(FP), R1")
 	g.ins("ADD R0, R1, R1") // row 1
@@ -979,12 +990,30 @@ func (g *gen) q8_0x8r2() {
 	for a := range 4 {
 		g.zero(24 + a)
 	}
+	if q4 {
+		g.ins("VMOVI $15, V22.B16")
+		g.ins("VMOVI $8, V23.B16")
+	}
 	g.ins("CBZ R5, done")
 	g.p("loop:")
-	g.ins("MOVHU.P 2(R0), R6")
-	g.ins("VLD1.P 32(R0), [V0.B16, V1.B16]")
-	g.ins("MOVHU.P 2(R1), R7")
-	g.ins("VLD1.P 32(R1), [V2.B16, V3.B16]")
+	if q4 {
+		g.ins("MOVHU.P 2(R0), R6")
+		g.ins("VLD1.P 16(R0), [V0.B16]")
+		g.ins("MOVHU.P 2(R1), R7")
+		g.ins("VLD1.P 16(R1), [V2.B16]")
+		g.ins("VUSHR $4, V0.B16, V1.B16")
+		g.ins("VAND V22.B16, V0.B16, V0.B16")
+		g.ins("VUSHR $4, V2.B16, V3.B16")
+		g.ins("VAND V22.B16, V2.B16, V2.B16")
+		for k := range 4 {
+			g.v3(0x6e208400, "sub", k, k, 23, "16b", "16b", "16b")
+		}
+	} else {
+		g.ins("MOVHU.P 2(R0), R6")
+		g.ins("VLD1.P 32(R0), [V0.B16, V1.B16]")
+		g.ins("MOVHU.P 2(R1), R7")
+		g.ins("VLD1.P 32(R1), [V2.B16, V3.B16]")
+	}
 	g.zip1d(4, 0, 2)
 	g.zip2d(5, 0, 2)
 	g.zip1d(6, 1, 3)
@@ -1012,8 +1041,13 @@ func (g *gen) q8_0x8r2() {
 		g.smmla(20, 7, 19)
 		g.scvtf4s(20, 20)
 		g.dup2d(21, 10+p/2, p%2) // dx of tokens 2p, 2p+1, twice
-		g.fmul4s(21, 8, 21)      // dd = dw * dx
-		g.fmul4s(20, 20, 21)     // float32(isum) * dd
+		if q4 {
+			g.fmul4s(20, 20, 8)  // float32(isum) * dw
+			g.fmul4s(20, 20, 21) // ... * dx
+		} else {
+			g.fmul4s(21, 8, 21)  // dd = dw * dx
+			g.fmul4s(20, 20, 21) // float32(isum) * dd
+		}
 		g.fadd4s(24+p, 24+p, 20)
 	}
 	g.ins("ADD $34, R2, R2")
