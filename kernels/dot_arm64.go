@@ -8,12 +8,14 @@ import (
 )
 
 // nativeTable returns the table of an arm64 assembly path, or nil if p has
-// none. Both paths replace the Q8_0, Q4_0, Q4_K, Q6_K, Q5_K and IQ4_XS dots
-// with assembly that
-// keeps the generic float order (bit-exact twins); they differ in how the
-// 16-byte integer dots are done (quant_neon_arm64.s, quant_dotprod_arm64.s).
-// The multi-token dots loop over the one-token kernel, as the generic ones
-// do, so they equal it exactly.
+// none. Every path replaces the Q8_0, Q4_0, Q4_K, Q6_K, Q5_K and IQ4_XS
+// dots with assembly that keeps the generic float order (bit-exact twins);
+// neon and dotprod differ in how the 16-byte integer dots are done
+// (quant_neon_arm64.s, quant_dotprod_arm64.s), and i8mm is dotprod plus
+// the SMMLA two-row tiles of Q8_0, Q4_0 and Q4_K (quant_i8mm_arm64.s). The
+// multi-token dots loop over the one-token kernel, as the generic ones do,
+// so they equal it exactly; so does every output of a tile. All three
+// share the float vector kernels of vec_arm64.s.
 func nativeTable(p Path) *table {
 	var q80, q40 func(w *byte, x *quant.BlockQ8_0, nb int) float32
 	var q4k, q6k, q5k, iq4xs func(w *byte, x *quant.BlockQ8K, nb int) float32
