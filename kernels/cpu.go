@@ -15,5 +15,6 @@ func detect() features {
 		neon:    c.Supports(cpuid.ASIMD, cpuid.FP),
 		dotprod: c.Supports(cpuid.ASIMDDP),
 		i8mm:    c.Supports(cpuid.I8MM),
+		fhm:     c.Supports(cpuid.FHM),
 	}
 }

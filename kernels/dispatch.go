@@ -110,6 +110,7 @@ type features struct {
 	neon    bool // arm64 ASIMD (Advanced SIMD) with FP
 	dotprod bool // arm64 ASIMDDP: SDOT/UDOT
 	i8mm    bool // arm64 I8MM: SMMLA/UMMLA/USMMLA
+	fhm     bool // arm64 FHM: FMLAL/FMLSL (half products into float32), no path of its own
 }
 
 // paths returns the paths f supports, generic first.

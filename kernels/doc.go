@@ -25,7 +25,8 @@
 // vec_arm64.s), which spells the instructions Go's assembler lacks as
 // WORDs with the instruction in a comment. They cover the Q8_0, Q4_0,
 // Q4_K, Q6_K, Q5_K and IQ4_XS dots, bit for bit the generic twins', the
-// float dots, conversions and F16 axpy, and on i8mm two-row by eight-token
+// float dots (the half ones with FMLAL where the CPU has FEAT_FHM),
+// conversions and F16 axpy, and on i8mm two-row by eight-token
 // Q8_0, Q4_0 and Q4_K tiles (dots.x8r2), each output bit for bit the
 // one-token dot; the other types and ops run the generic code.
 //

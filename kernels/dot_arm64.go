@@ -31,7 +31,7 @@ func nativeTable(p Path) *table {
 	}
 	t := genericTable()
 	t.path = p
-	setVecNEON(t)
+	setVecNEON(t, detect().fhm)
 	one0 := func(kernel func(*byte, *quant.BlockQ8_0, int) float32, size int) func([]byte, []quant.BlockQ8_0) float32 {
 		return func(w []byte, x []quant.BlockQ8_0) float32 {
 			if len(x) == 0 {

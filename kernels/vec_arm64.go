@@ -4,8 +4,14 @@ package kernels
 
 // setVecNEON installs the ASIMD float vector kernels (vec_arm64.s) in t:
 // the dots of float32, half and bfloat16 vectors, the half conversions and
-// axpyF16. Both arm64 paths use them: they need nothing past ARMv8.0.
-func setVecNEON(t *table) {
+// axpyF16. Every arm64 path uses them: they need nothing past ARMv8.0 but
+// for the half dots, which use FMLAL where the CPU has it (fhm; the same
+// sums bit for bit as widening with FCVTL, in half the instructions).
+func setVecNEON(t *table, fhm bool) {
+	dotF16, dotF16W := dotF16NEON, dotF16WNEON
+	if fhm {
+		dotF16, dotF16W = dotF16FHM, dotF16WFHM
+	}
 	t.dotF32 = func(a, b []float32) float32 {
 		if len(a) == 0 {
 			return 0
@@ -25,7 +31,7 @@ func setVecNEON(t *table) {
 			return 0
 		}
 		b = b[:len(a)]
-		return dotF16NEON(&a[0], &b[0], len(a))
+		return dotF16(&a[0], &b[0], len(a))
 	}
 	// The row dots are the one-row kernel per row, so that each equals
 	// dotF16 bit for bit (TestDotF16Rows).
@@ -36,7 +42,7 @@ func setVecNEON(t *table) {
 		}
 		for j := range out {
 			r := m[j*stride : j*stride+len(q)]
-			out[j] = dotF16NEON(&r[0], &q[0], len(q))
+			out[j] = dotF16(&r[0], &q[0], len(q))
 		}
 	}
 	t.dotF16W = func(w []byte, x []uint16) float32 {
@@ -44,7 +50,7 @@ func setVecNEON(t *table) {
 			return 0
 		}
 		w = w[:2*len(x)]
-		return dotF16WNEON(&w[0], &x[0], len(x))
+		return dotF16W(&w[0], &x[0], len(x))
 	}
 	t.dotBF16 = func(w []byte, x []uint16) float32 {
 		if len(x) == 0 {
@@ -97,6 +103,16 @@ func dotF16NEON(a, b *uint16, n int) float32
 //
 //go:noescape
 func dotF16WNEON(w *byte, x *uint16, n int) float32
+
+// dotF16FHM works like dotF16NEON with FMLAL (FEAT_FHM), bit for bit.
+//
+//go:noescape
+func dotF16FHM(a, b *uint16, n int) float32
+
+// dotF16WFHM works like dotF16WNEON with FMLAL (FEAT_FHM), bit for bit.
+//
+//go:noescape
+func dotF16WFHM(w *byte, x *uint16, n int) float32
 
 // dotBF16NEON returns the dot of n little-endian bfloat16 weights at w with
 // n bfloat16 values at x, in float32.

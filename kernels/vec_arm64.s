@@ -2,7 +2,8 @@
 
 //go:build !purego
 
-// Float vector kernels for arm64, ASIMD (ARMv8.0) only. The dots keep
+// Float vector kernels for arm64, ASIMD (ARMv8.0) only but for the *FHM
+// dots, which need FMLAL (FEAT_FHM, HWCAP asimdfhm). The dots keep
 // four float32x4 accumulators (16 products a step, fused FMLA) and so
 // sum in another order than the generic twins (within a float32 dot's
 // rounding of them); the conversions and axpyF16 (FMUL then FADD, no
@@ -273,6 +274,108 @@ tail:
 	MOVHU.P 2(R1), R4
 	LSLW $16, R4, R4
 	FMOVS R4, F5
+	FMULS F4, F5, F5
+	FADDS F5, F16, F16
+	SUB $1, R2, R2
+	B tail
+reduce:
+	WORD $0x4e21d400 // fadd v0.4s, v0.4s, v1.4s
+	WORD $0x4e23d442 // fadd v2.4s, v2.4s, v3.4s
+	WORD $0x4e22d400 // fadd v0.4s, v0.4s, v2.4s
+	WORD $0x6e20d400 // faddp v0.4s, v0.4s, v0.4s
+	WORD $0x7e30d800 // faddp s0, v0.2s
+	FADDS F16, F0, F0
+	FMOVS F0, ret+24(FP)
+	RET
+
+// func dotF16FHM(a *uint16, b *uint16, n int) float32
+TEXT ·dotF16FHM(SB), NOSPLIT, $0-28
+	MOVD a+0(FP), R0
+	MOVD b+8(FP), R1
+	MOVD n+16(FP), R2
+	VEOR V0.B16, V0.B16, V0.B16
+	VEOR V1.B16, V1.B16, V1.B16
+	VEOR V2.B16, V2.B16, V2.B16
+	VEOR V3.B16, V3.B16, V3.B16
+	VEOR V16.B16, V16.B16, V16.B16
+loop16:
+	CMP $16, R2
+	BLT loop4
+	VLD1.P 32(R0), [V4.H8, V5.H8]
+	VLD1.P 32(R1), [V6.H8, V7.H8]
+	WORD $0x4e26ec80 // fmlal v0.4s, v4.4h, v6.4h
+	WORD $0x6e26cc81 // fmlal2 v1.4s, v4.4h, v6.4h
+	WORD $0x4e27eca2 // fmlal v2.4s, v5.4h, v7.4h
+	WORD $0x6e27cca3 // fmlal2 v3.4s, v5.4h, v7.4h
+	SUB $16, R2, R2
+	B loop16
+loop4:
+	CMP $4, R2
+	BLT tail
+	VLD1.P 8(R0), [V4.H4]
+	VLD1.P 8(R1), [V6.H4]
+	WORD $0x4e26ec80 // fmlal v0.4s, v4.4h, v6.4h
+	SUB $4, R2, R2
+	B loop4
+tail:
+	CBZ R2, reduce
+	MOVHU.P 2(R0), R3
+	FMOVS R3, F4
+	WORD $0x1ee24084 // fcvt s4, h4
+	MOVHU.P 2(R1), R4
+	FMOVS R4, F5
+	WORD $0x1ee240a5 // fcvt s5, h5
+	FMULS F4, F5, F5
+	FADDS F5, F16, F16
+	SUB $1, R2, R2
+	B tail
+reduce:
+	WORD $0x4e21d400 // fadd v0.4s, v0.4s, v1.4s
+	WORD $0x4e23d442 // fadd v2.4s, v2.4s, v3.4s
+	WORD $0x4e22d400 // fadd v0.4s, v0.4s, v2.4s
+	WORD $0x6e20d400 // faddp v0.4s, v0.4s, v0.4s
+	WORD $0x7e30d800 // faddp s0, v0.2s
+	FADDS F16, F0, F0
+	FMOVS F0, ret+24(FP)
+	RET
+
+// func dotF16WFHM(w *byte, x *uint16, n int) float32
+TEXT ·dotF16WFHM(SB), NOSPLIT, $0-28
+	MOVD w+0(FP), R0
+	MOVD x+8(FP), R1
+	MOVD n+16(FP), R2
+	VEOR V0.B16, V0.B16, V0.B16
+	VEOR V1.B16, V1.B16, V1.B16
+	VEOR V2.B16, V2.B16, V2.B16
+	VEOR V3.B16, V3.B16, V3.B16
+	VEOR V16.B16, V16.B16, V16.B16
+loop16:
+	CMP $16, R2
+	BLT loop4
+	VLD1.P 32(R0), [V4.H8, V5.H8]
+	VLD1.P 32(R1), [V6.H8, V7.H8]
+	WORD $0x4e26ec80 // fmlal v0.4s, v4.4h, v6.4h
+	WORD $0x6e26cc81 // fmlal2 v1.4s, v4.4h, v6.4h
+	WORD $0x4e27eca2 // fmlal v2.4s, v5.4h, v7.4h
+	WORD $0x6e27cca3 // fmlal2 v3.4s, v5.4h, v7.4h
+	SUB $16, R2, R2
+	B loop16
+loop4:
+	CMP $4, R2
+	BLT tail
+	VLD1.P 8(R0), [V4.H4]
+	VLD1.P 8(R1), [V6.H4]
+	WORD $0x4e26ec80 // fmlal v0.4s, v4.4h, v6.4h
+	SUB $4, R2, R2
+	B loop4
+tail:
+	CBZ R2, reduce
+	MOVHU.P 2(R0), R3
+	FMOVS R3, F4
+	WORD $0x1ee24084 // fcvt s4, h4
+	MOVHU.P 2(R1), R4
+	FMOVS R4, F5
+	WORD $0x1ee240a5 // fcvt s5, h5
 	FMULS F4, F5, F5
 	FADDS F5, F16, F16
 	SUB $1, R2, R2

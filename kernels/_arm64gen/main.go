@@ -699,7 +699,8 @@ func (g *gen) shll2(d, n int)     { g.v2(0x6e613800, "shll2 v%d.4s, v%d.8h, #16"
 func (g *gen) fcvtHS(d, n int)    { g.v2(0x1e23c000, "fcvt h%d, s%d", d, n) }
 
 // vecFile writes vec_arm64.s: the float32, half and bfloat16 vector
-// kernels, ASIMD (ARMv8.0) only, shared by the neon and dotprod paths.
+// kernels, ASIMD (ARMv8.0) only but for the FHM half dots, shared by the
+// arm64 paths.
 // Halves are widened with FCVTL (exact) and bfloat16 values with SHLL #16
 // (exact); products are summed in float32 lanes.
 func (g *gen) vecFile() {
@@ -707,7 +708,8 @@ func (g *gen) vecFile() {
 	g.p("")
 	g.p("//go:build !purego")
 	g.p("")
-	g.p("// Float vector kernels for arm64, ASIMD (ARMv8.0) only. The dots keep")
+	g.p("// Float vector kernels for arm64, ASIMD (ARMv8.0) only but for the *FHM")
+	g.p("// dots, which need FMLAL (FEAT_FHM, HWCAP asimdfhm). The dots keep")
 	g.p("// four float32x4 accumulators (16 products a step, fused FMLA) and so")
 	g.p("// sum in another order than the generic twins (within a float32 dot's")
 	g.p("// rounding of them); the conversions and axpyF16 (FMUL then FADD, no")
@@ -720,9 +722,23 @@ func (g *gen) vecFile() {
 	g.dotVec("dotF16NEON", "a *uint16, b *uint16", "a", "b", 2, "f16")
 	g.dotVec("dotF16WNEON", "w *byte, x *uint16", "w", "x", 2, "f16")
 	g.dotVec("dotBF16NEON", "w *byte, x *uint16", "w", "x", 2, "bf16")
+	g.dotVec("dotF16FHM", "a *uint16, b *uint16", "a", "b", 2, "fhm")
+	g.dotVec("dotF16WFHM", "w *byte, x *uint16", "w", "x", 2, "fhm")
 	g.axpyF16()
 	g.f16ToF32()
 	g.f32ToF16()
+}
+
+// fmlal adds the products of the four low (hi: high) halves of v<n> and
+// v<m> to the float32 lanes of v<d>, the products exact and each sum
+// rounded once (FMLAL/FMLAL2, the FHM extension): what FCVTL of both and
+// FMLA do, in one instruction.
+func (g *gen) fmlal(d, n, m int, hi bool) {
+	if hi {
+		g.v3(0x6e20cc00, "fmlal2", d, n, m, "4s", "4h", "4h")
+		return
+	}
+	g.v3(0x4e20ec00, "fmlal", d, n, m, "4s", "4h", "4h")
 }
 
 // widen converts the four (hi: next four) halves or bfloat16 values of
@@ -745,7 +761,7 @@ func (g *gen) scalarIn(kind string, f int, r, tmp string) {
 	switch kind {
 	case "":
 		g.ins(fmt.Sprintf("FMOVS.P 4(%s), F%d", r, f))
-	case "f16":
+	case "f16", "fhm":
 		g.ins(fmt.Sprintf("MOVHU.P 2(%s), %s", r, tmp))
 		g.halfToS(f, tmp)
 	case "bf16":
@@ -756,7 +772,7 @@ func (g *gen) scalarIn(kind string, f int, r, tmp string) {
 }
 
 // dotVec writes a dot of n elements of size bytes each (kind "" float32,
-// "f16" or "bf16"): 16 a step into V0-V3, then 4 a step into V0, then one
+// "f16" or "bf16"; "fhm" is f16 with FMLAL instead of FCVTL and FMLA): 16 a step into V0-V3, then 4 a step into V0, then one
 // by one into F16, and V0+V1+V2+V3 reduced pairwise plus F16.
 func (g *gen) dotVec(name, params, pa, pb string, size int, kind string) {
 	g.p("// func %s(%s, n int) float32", name, params)
@@ -780,12 +796,20 @@ func (g *gen) dotVec(name, params, pa, pb string, size int, kind string) {
 	} else {
 		g.ins("VLD1.P 32(R0), [V4.H8, V5.H8]")
 		g.ins("VLD1.P 32(R1), [V6.H8, V7.H8]")
-		for v := range 4 {
-			g.widen(kind, 8+v, 4+v/2, v%2 == 1)
-			g.widen(kind, 12+v, 6+v/2, v%2 == 1)
-		}
-		for v := range 4 {
-			g.fmla4s(v, 8+v, 12+v)
+		if kind == "fhm" {
+			// The same lanes into the same accumulators as the widening
+			// form, so the same sums bit for bit.
+			for v := range 4 {
+				g.fmlal(v, 4+v/2, 6+v/2, v%2 == 1)
+			}
+		} else {
+			for v := range 4 {
+				g.widen(kind, 8+v, 4+v/2, v%2 == 1)
+				g.widen(kind, 12+v, 6+v/2, v%2 == 1)
+			}
+			for v := range 4 {
+				g.fmla4s(v, 8+v, 12+v)
+			}
 		}
 	}
 	g.ins("SUB $16, R2, R2")
@@ -800,9 +824,13 @@ func (g *gen) dotVec(name, params, pa, pb string, size int, kind string) {
 	} else {
 		g.ins("VLD1.P 8(R0), [V4.H4]")
 		g.ins("VLD1.P 8(R1), [V6.H4]")
-		g.widen(kind, 8, 4, false)
-		g.widen(kind, 12, 6, false)
-		g.fmla4s(0, 8, 12)
+		if kind == "fhm" {
+			g.fmlal(0, 4, 6, false)
+		} else {
+			g.widen(kind, 8, 4, false)
+			g.widen(kind, 12, 6, false)
+			g.fmla4s(0, 8, 12)
+		}
 	}
 	g.ins("SUB $4, R2, R2")
 	g.ins("B loop4")
