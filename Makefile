@@ -60,10 +60,11 @@ QEMU_ARM64 ?= qemu-aarch64-static
 ARM64_TEST := GOARCH=arm64 go test -count=1 -timeout 30m
 # ARM64_DOTS are the kernels' twin tests of the arm64 assembly: every path
 # the CPU model offers against the pure-Go twins, bit for bit.
-ARM64_DOTS := 'Test(NewTypeDots|Q4KDot|Q6KDot|KDot|Q8_0|QuantDotExtremes|AvailablePaths|Choose|SelectedAvailable|MatMul$$|MatMulTokensEqualSingle)'
+ARM64_DOTS := 'Test(NewTypeDots|DotsX8R2|EnvEachPath|DotF32|DotF16|F16Conversions|AxpyF16|DotBF16|Q4KDot|Q6KDot|KDot|Q8_0|QuantDotExtremes|AvailablePaths|Choose|SelectedAvailable|MatMul$$|MatMulTokensEqualSingle)'
 
 # test-arm64 executes the arm64 build under qemu-aarch64: with -cpu max
-# (every extension qemu emulates, so the dotprod path) the packages whose
+# (every extension qemu emulates, so the i8mm path and, through the
+# tests that try every available path, neon and dotprod) the packages whose
 # code differs by architecture or whose results must not (tensor, quant,
 # tokenizer, gguf, seccomp, kernels) and model's stories260K references
 # (greedy text, teacher-forced logits, the ggml-order emulation) against
@@ -79,7 +80,11 @@ ARM64_DOTS := 'Test(NewTypeDots|Q4KDot|Q6KDot|KDot|Q8_0|QuantDotExtremes|Availab
 test-arm64:
 	$(ARM64_TEST) -short -skip '^TestEncodeSpeed$$' -exec '$(QEMU_ARM64) -cpu max' ./tensor/... ./quant/... ./tokenizer/... ./gguf/... ./sandbox/seccomp/... ./kernels/...
 	$(ARM64_TEST) -exec '$(QEMU_ARM64) -cpu max' -run '^(TestGreedyStories|TestTeacherForced|TestGGMLOrder|TestNoFusedMultiplyAdd)$$/^stories260K.gguf$$' ./model/
-	$(ARM64_TEST) -exec '$(QEMU_ARM64) -cpu cortex-a72' -run $(ARM64_DOTS) ./kernels/
+	LISA_TEST_BEST=neon $(ARM64_TEST) -exec '$(QEMU_ARM64) -cpu cortex-a72' -run $(ARM64_DOTS) ./kernels/
+	LISA_TEST_BEST=dotprod $(ARM64_TEST) -exec '$(QEMU_ARM64) -cpu cortex-a76' -run '^TestEnvEachPath$$' ./kernels/
+	set -e; for k in generic neon dotprod i8mm; do \
+	  LISA_TEST_BEST=i8mm LISA_KERNELS=$$k $(ARM64_TEST) -exec '$(QEMU_ARM64) -cpu max' -run '^(TestEnvEachPath|TestSelectedAvailable)$$' ./kernels/; \
+	done
 
 # asm-check regenerates the avo-generated assembly and fails when it
 # differs from what is committed.

@@ -14,5 +14,7 @@ func detect() features {
 			cpuid.AVX512VNNI),
 		neon:    c.Supports(cpuid.ASIMD, cpuid.FP),
 		dotprod: c.Supports(cpuid.ASIMDDP),
+		i8mm:    c.Supports(cpuid.I8MM),
+		fhm:     c.Supports(cpuid.FHM),
 	}
 }

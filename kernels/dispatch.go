@@ -17,6 +17,7 @@ const (
 	AVX512  Path = "avx512"  // AVX512 is the amd64 AVX-512 F/BW/VL+VNNI assembly path.
 	NEON    Path = "neon"    // NEON is the arm64 ASIMD (ARMv8.0) assembly path.
 	DotProd Path = "dotprod" // DotProd is the arm64 ASIMD + dot-product (SDOT) assembly path.
+	I8MM    Path = "i8mm"    // I8MM is the dotprod path plus int8 matrix-multiply (SMMLA) prompt tiles.
 )
 
 // EnvKernels names the environment variable that forces a kernel path.
@@ -108,6 +109,8 @@ type features struct {
 	avx512  bool // AVX-512 F, BW, VL and VNNI, with OS support for the ZMM state
 	neon    bool // arm64 ASIMD (Advanced SIMD) with FP
 	dotprod bool // arm64 ASIMDDP: SDOT/UDOT
+	i8mm    bool // arm64 I8MM: SMMLA/UMMLA/USMMLA
+	fhm     bool // arm64 FHM: FMLAL/FMLSL (half products into float32), no path of its own
 }
 
 // paths returns the paths f supports, generic first.
@@ -124,6 +127,9 @@ func (f features) paths() []Path {
 	}
 	if f.neon && f.dotprod && nativeTable(DotProd) != nil {
 		ps = append(ps, DotProd)
+	}
+	if f.neon && f.dotprod && f.i8mm && nativeTable(I8MM) != nil {
+		ps = append(ps, I8MM)
 	}
 	return ps
 }
@@ -142,10 +148,10 @@ func choose(env string, f features) (*table, string) {
 		}
 	}
 	switch Path(env) {
-	case Generic, AVX2, AVX512, NEON, DotProd:
+	case Generic, AVX2, AVX512, NEON, DotProd, I8MM:
 		return tableFor(best), EnvKernels + "=" + env + " is not supported here; using " + string(best)
 	}
-	return tableFor(best), EnvKernels + "=" + env + " is not a kernel path (generic, avx2, avx512, neon, dotprod); using " + string(best)
+	return tableFor(best), EnvKernels + "=" + env + " is not a kernel path (generic, avx2, avx512, neon, dotprod, i8mm); using " + string(best)
 }
 
 // tableFor returns the table of path p, or the generic one if p has no
@@ -188,6 +194,8 @@ func pathFeatures(p Path) string {
 		return "arm64 ASIMD"
 	case DotProd:
 		return "arm64 ASIMD + dot product"
+	case I8MM:
+		return "arm64 ASIMD + dot product + int8 matrix multiply"
 	}
 	return "pure Go"
 }

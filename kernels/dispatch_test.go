@@ -10,6 +10,7 @@ import (
 func TestChoose(t *testing.T) {
 	all := features{avx2: true, avx512: true}
 	arm := features{neon: true, dotprod: true}
+	armMM := features{neon: true, dotprod: true, i8mm: true}
 	cases := []struct {
 		env      string
 		f        features
@@ -31,6 +32,13 @@ func TestChoose(t *testing.T) {
 		{"neon", arm, NEON, "LISA_KERNELS=neon", true},
 		{"dotprod", features{neon: true}, NEON, "not supported", true},
 		{"avx2", arm, DotProd, "not supported", true},
+		{"", armMM, I8MM, "best", true},
+		{"dotprod", armMM, DotProd, "LISA_KERNELS=dotprod", true},
+		{"neon", armMM, NEON, "LISA_KERNELS=neon", true},
+		{"generic", armMM, Generic, "LISA_KERNELS=generic", false},
+		{"i8mm", arm, DotProd, "not supported", true},
+		{"i8mm", features{neon: true, i8mm: true}, NEON, "not supported", true},
+		{"i8mm", armMM, I8MM, "LISA_KERNELS=i8mm", true},
 	}
 	for _, c := range cases {
 		if c.nativeOK && nativeTable(c.want) == nil {
@@ -56,5 +64,48 @@ func TestSelectedAvailable(t *testing.T) {
 	}
 	if d := Describe(); !strings.HasPrefix(d, string(Selected())+" (") {
 		t.Fatalf("Describe() = %q, want it to start with the selected path", d)
+	}
+}
+
+// TestEnvEachPath checks the dispatch for every LISA_KERNELS value on this
+// CPU: each available path is chosen when named, each known but
+// unavailable one falls back to the best with a note saying so, and an
+// unknown one is reported as such; the process's own choice (Selected)
+// honours the variable it was started with (make test-arm64 runs this
+// once per path under qemu).
+func TestEnvEachPath(t *testing.T) {
+	f := detect()
+	avail := f.paths()
+	best := avail[len(avail)-1]
+	for _, p := range []Path{Generic, AVX2, AVX512, NEON, DotProd, I8MM, "sse9"} {
+		tab, note := choose(string(p), f)
+		switch {
+		case slices.Contains(avail, p):
+			if tab.path != p || note != EnvKernels+"="+string(p) {
+				t.Errorf("%s=%s: %s, %q", EnvKernels, p, tab.path, note)
+			}
+		case p == "sse9":
+			if tab.path != best || !strings.Contains(note, "not a kernel path") {
+				t.Errorf("%s=%s: %s, %q", EnvKernels, p, tab.path, note)
+			}
+		default:
+			if tab.path != best || !strings.Contains(note, "not supported") {
+				t.Errorf("%s=%s: %s, %q", EnvKernels, p, tab.path, note)
+			}
+		}
+	}
+	// LISA_TEST_BEST names the path the CPU under test must offer last
+	// (make test-arm64 sets it per qemu CPU model): it checks the feature
+	// detection, which choose's cases cannot.
+	if want := Path(os.Getenv("LISA_TEST_BEST")); want != "" && best != want {
+		t.Errorf("best path %s (available %v), want %s on this CPU model", best, avail, want)
+	}
+	if env := Path(os.Getenv(EnvKernels)); env != "" {
+		if slices.Contains(avail, env) && Selected() != env {
+			t.Errorf("%s=%s, but %s is selected", EnvKernels, env, Selected())
+		}
+		if want := string(Selected()) + " (" + pathFeatures(Selected()) + ")"; !strings.HasPrefix(Describe(), want) {
+			t.Errorf("Describe() = %q, want it to start with %q", Describe(), want)
+		}
 	}
 }

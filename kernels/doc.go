@@ -18,6 +18,18 @@
 // a path for tests and benchmarks. Available lists every path the CPU can
 // run; Describe says what was chosen and why.
 //
+// On arm64 the assembly paths are neon (ASIMD), dotprod (ASIMD with SDOT)
+// and i8mm (dotprod with SMMLA), chosen from the kernel's HWCAP bits and
+// forced with LISA_KERNELS=neon, dotprod or i8mm. Their code is written by
+// the generator in _arm64gen (quant_{neon,dotprod,i8mm}_arm64.s,
+// vec_arm64.s), which spells the instructions Go's assembler lacks as
+// WORDs with the instruction in a comment. They cover the Q8_0, Q4_0,
+// Q4_K, Q6_K, Q5_K and IQ4_XS dots, bit for bit the generic twins', the
+// float dots (the half ones with FMLAL where the CPU has FEAT_FHM),
+// conversions and F16 axpy, and on i8mm two-row by eight-token
+// Q8_0, Q4_0 and Q4_K tiles (dots.x8r2), each output bit for bit the
+// one-token dot; the other types and ops run the generic code.
+//
 // # Matrix products
 //
 // A Matrix is a weight tensor in its raw GGUF bytes. Pool.MatMul multiplies

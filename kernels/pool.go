@@ -499,7 +499,8 @@ func (j *job) rows(tab *table, part, r0, r1 int) {
 }
 
 // tiledQ works like tiled for the quantized types, taking eight tokens
-// at a time with d.x8 (when the path has one), then four with d.x4 (when
+// at a time with d.x8 (when the path has one; two rows at a time with
+// d.x8r2 when it has that too), then four with d.x4 (when
 // it has one; its results equal four one-token dots, see dots) and the
 // rest with d.one, or d.rows over a tile's rows when the path has a
 // row-run dot (equal to d.one row by row). A one-token product on such a
@@ -533,7 +534,11 @@ func tiledQ[X any](j *job, r0, r1 int, res *[8]float32, xs []X, dx []float32, nb
 					dxa = dx[t*nb : (t+8)*nb] // t is a multiple of eight
 				}
 				o := out[t*rows : (t+8)*rows]
-				for rr := r; rr < re; rr++ {
+				rr := r
+				for ; d.x8r2 != nil && rr+2 <= re; rr += 2 {
+					d.x8r2(data[rr*rb:(rr+2)*rb], xa, dxa, nb, o[rr:], rows)
+				}
+				for ; rr < re; rr++ {
 					dot8(data[rr*rb:(rr+1)*rb], xa, dxa, nb, res)
 					v := *res
 					o[rr], o[rows+rr], o[2*rows+rr], o[3*rows+rr] = v[0], v[1], v[2], v[3]

@@ -10,6 +10,14 @@
 
 #include "textflag.h"
 
+DATA iq4values<>+0(SB)/8, $0xf6eaddcfbfad9881
+DATA iq4values<>+8(SB)/8, $0x7159453526190d01
+GLOBL iq4values<>(SB), RODATA|NOPTR, $16
+
+DATA iq4shifts<>+0(SB)/8, $0xfffafffcfffe0000
+DATA iq4shifts<>+8(SB)/8, $0xfff2fff4fff6fff8
+GLOBL iq4shifts<>(SB), RODATA|NOPTR, $16
+
 // func dotQ8_0DotProd(w *byte, x *quant.BlockQ8_0, nb int) float32
 TEXT ·dotQ8_0DotProd(SB), NOSPLIT, $0-28
 	MOVD w+0(FP), R0
@@ -352,6 +360,371 @@ loop:
 	FMULS F21, F2, F2
 	FMULS F2, F28, F28
 	FADDS F28, F20, F20
+	SUBS $1, R2, R2
+	BNE loop
+done:
+	FMOVS F20, ret+24(FP)
+	RET
+
+// func dotQ5KDotProd(w *byte, x *quant.BlockQ8K, nb int) float32
+TEXT ·dotQ5KDotProd(SB), NOSPLIT, $0-28
+	MOVD w+0(FP), R0
+	MOVD x+8(FP), R1
+	MOVD nb+16(FP), R2
+	VEOR V20.B16, V20.B16, V20.B16
+	VEOR V28.B16, V28.B16, V28.B16
+	VEOR V29.B16, V29.B16, V29.B16
+	VMOVI $15, V14.B16
+	VMOVI $16, V16.B16
+	CBZ R2, done
+loop:
+	MOVHU (R0), R3
+	MOVHU 2(R0), R4
+	MOVWU 4(R0), R5
+	MOVWU 8(R0), R6
+	MOVWU 12(R0), R7
+	ADD $16, R0, R0
+	FMOVS.P 4(R1), F27
+	ANDW $0x3f3f3f3f, R5, R8
+	ANDW $0x3f3f3f3f, R6, R9
+	ANDW $0x0f0f0f0f, R7, R10
+	LSRW $2, R5, R11
+	ANDW $0x30303030, R11, R11
+	ORRW R11, R10, R10
+	LSRW $4, R7, R12
+	ANDW $0x0f0f0f0f, R12, R12
+	LSRW $2, R6, R13
+	ANDW $0x30303030, R13, R13
+	ORRW R13, R12, R12
+	ORR R10<<32, R8, R8
+	ORR R12<<32, R9, R9
+	FMOVD R8, F22
+	FMOVD R9, F23
+	WORD $0x0f08a6cf // sxtl v15.8h, v22.8b
+	VLD1.P 32(R0), [V24.B16, V25.B16]
+	VEOR V12.B16, V12.B16, V12.B16
+	VEOR V13.B16, V13.B16, V13.B16
+	VLD1.P 32(R0), [V0.B16, V1.B16]
+	VAND V14.B16, V0.B16, V4.B16
+	VAND V14.B16, V1.B16, V5.B16
+	VSHL $4, V24.B16, V6.B16
+	VAND V16.B16, V6.B16, V6.B16
+	VORR V6.B16, V4.B16, V4.B16
+	VSHL $4, V25.B16, V7.B16
+	VAND V16.B16, V7.B16, V7.B16
+	VORR V7.B16, V5.B16, V5.B16
+	VLD1.P 32(R1), [V2.B16, V3.B16]
+	WORD $0x0e22c088 // smull v8.8h, v4.8b, v2.8b
+	WORD $0x4e22c089 // smull2 v9.8h, v4.16b, v2.16b
+	WORD $0x0e23c0aa // smull v10.8h, v5.8b, v3.8b
+	WORD $0x4e23c0ab // smull2 v11.8h, v5.16b, v3.16b
+	WORD $0x4e698508 // add v8.8h, v8.8h, v9.8h
+	WORD $0x4e6b854a // add v10.8h, v10.8h, v11.8h
+	WORD $0x4e6a8508 // add v8.8h, v8.8h, v10.8h
+	WORD $0x0f4f210c // smlal v12.4s, v8.4h, v15.h[0]
+	WORD $0x4f4f210d // smlal2 v13.4s, v8.8h, v15.h[0]
+	VUSHR $4, V0.B16, V4.B16
+	VUSHR $4, V1.B16, V5.B16
+	VSHL $3, V24.B16, V6.B16
+	VAND V16.B16, V6.B16, V6.B16
+	VORR V6.B16, V4.B16, V4.B16
+	VSHL $3, V25.B16, V7.B16
+	VAND V16.B16, V7.B16, V7.B16
+	VORR V7.B16, V5.B16, V5.B16
+	VLD1.P 32(R1), [V2.B16, V3.B16]
+	WORD $0x0e22c088 // smull v8.8h, v4.8b, v2.8b
+	WORD $0x4e22c089 // smull2 v9.8h, v4.16b, v2.16b
+	WORD $0x0e23c0aa // smull v10.8h, v5.8b, v3.8b
+	WORD $0x4e23c0ab // smull2 v11.8h, v5.16b, v3.16b
+	WORD $0x4e698508 // add v8.8h, v8.8h, v9.8h
+	WORD $0x4e6b854a // add v10.8h, v10.8h, v11.8h
+	WORD $0x4e6a8508 // add v8.8h, v8.8h, v10.8h
+	WORD $0x0f5f210c // smlal v12.4s, v8.4h, v15.h[1]
+	WORD $0x4f5f210d // smlal2 v13.4s, v8.8h, v15.h[1]
+	VLD1.P 32(R0), [V0.B16, V1.B16]
+	VAND V14.B16, V0.B16, V4.B16
+	VAND V14.B16, V1.B16, V5.B16
+	VSHL $2, V24.B16, V6.B16
+	VAND V16.B16, V6.B16, V6.B16
+	VORR V6.B16, V4.B16, V4.B16
+	VSHL $2, V25.B16, V7.B16
+	VAND V16.B16, V7.B16, V7.B16
+	VORR V7.B16, V5.B16, V5.B16
+	VLD1.P 32(R1), [V2.B16, V3.B16]
+	WORD $0x0e22c088 // smull v8.8h, v4.8b, v2.8b
+	WORD $0x4e22c089 // smull2 v9.8h, v4.16b, v2.16b
+	WORD $0x0e23c0aa // smull v10.8h, v5.8b, v3.8b
+	WORD $0x4e23c0ab // smull2 v11.8h, v5.16b, v3.16b
+	WORD $0x4e698508 // add v8.8h, v8.8h, v9.8h
+	WORD $0x4e6b854a // add v10.8h, v10.8h, v11.8h
+	WORD $0x4e6a8508 // add v8.8h, v8.8h, v10.8h
+	WORD $0x0f6f210c // smlal v12.4s, v8.4h, v15.h[2]
+	WORD $0x4f6f210d // smlal2 v13.4s, v8.8h, v15.h[2]
+	VUSHR $4, V0.B16, V4.B16
+	VUSHR $4, V1.B16, V5.B16
+	VSHL $1, V24.B16, V6.B16
+	VAND V16.B16, V6.B16, V6.B16
+	VORR V6.B16, V4.B16, V4.B16
+	VSHL $1, V25.B16, V7.B16
+	VAND V16.B16, V7.B16, V7.B16
+	VORR V7.B16, V5.B16, V5.B16
+	VLD1.P 32(R1), [V2.B16, V3.B16]
+	WORD $0x0e22c088 // smull v8.8h, v4.8b, v2.8b
+	WORD $0x4e22c089 // smull2 v9.8h, v4.16b, v2.16b
+	WORD $0x0e23c0aa // smull v10.8h, v5.8b, v3.8b
+	WORD $0x4e23c0ab // smull2 v11.8h, v5.16b, v3.16b
+	WORD $0x4e698508 // add v8.8h, v8.8h, v9.8h
+	WORD $0x4e6b854a // add v10.8h, v10.8h, v11.8h
+	WORD $0x4e6a8508 // add v8.8h, v8.8h, v10.8h
+	WORD $0x0f7f210c // smlal v12.4s, v8.4h, v15.h[3]
+	WORD $0x4f7f210d // smlal2 v13.4s, v8.8h, v15.h[3]
+	VLD1.P 32(R0), [V0.B16, V1.B16]
+	VAND V14.B16, V0.B16, V4.B16
+	VAND V14.B16, V1.B16, V5.B16
+	VAND V16.B16, V24.B16, V6.B16
+	VORR V6.B16, V4.B16, V4.B16
+	VAND V16.B16, V25.B16, V7.B16
+	VORR V7.B16, V5.B16, V5.B16
+	VLD1.P 32(R1), [V2.B16, V3.B16]
+	WORD $0x0e22c088 // smull v8.8h, v4.8b, v2.8b
+	WORD $0x4e22c089 // smull2 v9.8h, v4.16b, v2.16b
+	WORD $0x0e23c0aa // smull v10.8h, v5.8b, v3.8b
+	WORD $0x4e23c0ab // smull2 v11.8h, v5.16b, v3.16b
+	WORD $0x4e698508 // add v8.8h, v8.8h, v9.8h
+	WORD $0x4e6b854a // add v10.8h, v10.8h, v11.8h
+	WORD $0x4e6a8508 // add v8.8h, v8.8h, v10.8h
+	WORD $0x0f4f290c // smlal v12.4s, v8.4h, v15.h[4]
+	WORD $0x4f4f290d // smlal2 v13.4s, v8.8h, v15.h[4]
+	VUSHR $4, V0.B16, V4.B16
+	VUSHR $4, V1.B16, V5.B16
+	VUSHR $1, V24.B16, V6.B16
+	VAND V16.B16, V6.B16, V6.B16
+	VORR V6.B16, V4.B16, V4.B16
+	VUSHR $1, V25.B16, V7.B16
+	VAND V16.B16, V7.B16, V7.B16
+	VORR V7.B16, V5.B16, V5.B16
+	VLD1.P 32(R1), [V2.B16, V3.B16]
+	WORD $0x0e22c088 // smull v8.8h, v4.8b, v2.8b
+	WORD $0x4e22c089 // smull2 v9.8h, v4.16b, v2.16b
+	WORD $0x0e23c0aa // smull v10.8h, v5.8b, v3.8b
+	WORD $0x4e23c0ab // smull2 v11.8h, v5.16b, v3.16b
+	WORD $0x4e698508 // add v8.8h, v8.8h, v9.8h
+	WORD $0x4e6b854a // add v10.8h, v10.8h, v11.8h
+	WORD $0x4e6a8508 // add v8.8h, v8.8h, v10.8h
+	WORD $0x0f5f290c // smlal v12.4s, v8.4h, v15.h[5]
+	WORD $0x4f5f290d // smlal2 v13.4s, v8.8h, v15.h[5]
+	VLD1.P 32(R0), [V0.B16, V1.B16]
+	VAND V14.B16, V0.B16, V4.B16
+	VAND V14.B16, V1.B16, V5.B16
+	VUSHR $2, V24.B16, V6.B16
+	VAND V16.B16, V6.B16, V6.B16
+	VORR V6.B16, V4.B16, V4.B16
+	VUSHR $2, V25.B16, V7.B16
+	VAND V16.B16, V7.B16, V7.B16
+	VORR V7.B16, V5.B16, V5.B16
+	VLD1.P 32(R1), [V2.B16, V3.B16]
+	WORD $0x0e22c088 // smull v8.8h, v4.8b, v2.8b
+	WORD $0x4e22c089 // smull2 v9.8h, v4.16b, v2.16b
+	WORD $0x0e23c0aa // smull v10.8h, v5.8b, v3.8b
+	WORD $0x4e23c0ab // smull2 v11.8h, v5.16b, v3.16b
+	WORD $0x4e698508 // add v8.8h, v8.8h, v9.8h
+	WORD $0x4e6b854a // add v10.8h, v10.8h, v11.8h
+	WORD $0x4e6a8508 // add v8.8h, v8.8h, v10.8h
+	WORD $0x0f6f290c // smlal v12.4s, v8.4h, v15.h[6]
+	WORD $0x4f6f290d // smlal2 v13.4s, v8.8h, v15.h[6]
+	VUSHR $4, V0.B16, V4.B16
+	VUSHR $4, V1.B16, V5.B16
+	VUSHR $3, V24.B16, V6.B16
+	VAND V16.B16, V6.B16, V6.B16
+	VORR V6.B16, V4.B16, V4.B16
+	VUSHR $3, V25.B16, V7.B16
+	VAND V16.B16, V7.B16, V7.B16
+	VORR V7.B16, V5.B16, V5.B16
+	VLD1.P 32(R1), [V2.B16, V3.B16]
+	WORD $0x0e22c088 // smull v8.8h, v4.8b, v2.8b
+	WORD $0x4e22c089 // smull2 v9.8h, v4.16b, v2.16b
+	WORD $0x0e23c0aa // smull v10.8h, v5.8b, v3.8b
+	WORD $0x4e23c0ab // smull2 v11.8h, v5.16b, v3.16b
+	WORD $0x4e698508 // add v8.8h, v8.8h, v9.8h
+	WORD $0x4e6b854a // add v10.8h, v10.8h, v11.8h
+	WORD $0x4e6a8508 // add v8.8h, v8.8h, v10.8h
+	WORD $0x0f7f290c // smlal v12.4s, v8.4h, v15.h[7]
+	WORD $0x4f7f290d // smlal2 v13.4s, v8.8h, v15.h[7]
+	VLD1.P 32(R1), [V18.H8, V19.H8]
+	WORD $0x4e73be52 // addp v18.8h, v18.8h, v19.8h
+	WORD $0x0f08a6f7 // sxtl v23.8h, v23.8b
+	WORD $0x0e77c251 // smull v17.4s, v18.4h, v23.4h
+	WORD $0x4e778251 // smlal2 v17.4s, v18.8h, v23.8h
+	WORD $0x4eb1ba31 // addv s17, v17.4s
+	WORD $0x5e21da31 // scvtf s17, s17
+	WORD $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD $0x4e21d9ad // scvtf v13.4s, v13.4s
+	FMOVS R3, F26
+	WORD $0x1ee2435a // fcvt s26, h26
+	FMULS F27, F26, F26
+	WORD $0x4e04075a // dup v26.4s, v26.s[0]
+	WORD $0x6e3add8c // fmul v12.4s, v12.4s, v26.4s
+	WORD $0x6e3addad // fmul v13.4s, v13.4s, v26.4s
+	WORD $0x4e2cd79c // fadd v28.4s, v28.4s, v12.4s
+	WORD $0x4e2dd7bd // fadd v29.4s, v29.4s, v13.4s
+	FMOVS R4, F26
+	WORD $0x1ee2435a // fcvt s26, h26
+	FMULS F27, F26, F26
+	FMULS F26, F17, F17
+	FSUBS F17, F20, F20
+	SUBS $1, R2, R2
+	BNE loop
+done:
+	WORD $0x5e04079a // mov s26, v28.s[0]
+	FADDS F26, F20, F20
+	WORD $0x5e0c079a // mov s26, v28.s[1]
+	FADDS F26, F20, F20
+	WORD $0x5e14079a // mov s26, v28.s[2]
+	FADDS F26, F20, F20
+	WORD $0x5e1c079a // mov s26, v28.s[3]
+	FADDS F26, F20, F20
+	WORD $0x5e0407ba // mov s26, v29.s[0]
+	FADDS F26, F20, F20
+	WORD $0x5e0c07ba // mov s26, v29.s[1]
+	FADDS F26, F20, F20
+	WORD $0x5e1407ba // mov s26, v29.s[2]
+	FADDS F26, F20, F20
+	WORD $0x5e1c07ba // mov s26, v29.s[3]
+	FADDS F26, F20, F20
+	FMOVS F20, ret+24(FP)
+	RET
+
+// func dotIQ4XSDotProd(w *byte, x *quant.BlockQ8K, nb int) float32
+TEXT ·dotIQ4XSDotProd(SB), NOSPLIT, $0-28
+	MOVD w+0(FP), R0
+	MOVD x+8(FP), R1
+	MOVD nb+16(FP), R2
+	VEOR V20.B16, V20.B16, V20.B16
+	MOVD $iq4values<>(SB), R9
+	VLD1 (R9), [V18.B16]
+	MOVD $iq4shifts<>(SB), R9
+	VLD1 (R9), [V21.B16]
+	VMOVI $15, V19.B16
+	VMOVI $3, V28.B16
+	VMOVI $32, V29.B16
+	CBZ R2, done
+loop:
+	MOVHU (R0), R3
+	MOVHU 2(R0), R4
+	MOVWU 4(R0), R5
+	ADD $8, R0, R0
+	FMOVS.P 4(R1), F27
+	FMOVS R5, F26
+	VAND V19.B16, V26.B16, V24.B16
+	VUSHR $4, V26.B16, V26.B16
+	WORD $0x0e1a3b18 // zip1 v24.8b, v24.8b, v26.8b
+	WORD $0x4e020c9a // dup v26.8h, w4
+	WORD $0x6e75475a // ushl v26.8h, v26.8h, v21.8h
+	WORD $0x0e212b5a // xtn v26.8b, v26.8h
+	VAND V28.B16, V26.B16, V26.B16
+	VSHL $4, V26.B16, V26.B16
+	VORR V26.B16, V24.B16, V24.B16
+	WORD $0x6e3d8718 // sub v24.16b, v24.16b, v29.16b
+	WORD $0x0f08a718 // sxtl v24.8h, v24.8b
+	WORD $0x4f10a719 // sxtl2 v25.4s, v24.8h
+	WORD $0x0f10a718 // sxtl v24.4s, v24.4h
+	WORD $0x4e21db18 // scvtf v24.4s, v24.4s
+	WORD $0x4e21db39 // scvtf v25.4s, v25.4s
+	VLD1.P 64(R0), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P 64(R1), [V4.B16, V5.B16, V6.B16, V7.B16]
+	VAND V19.B16, V0.B16, V8.B16
+	VUSHR $4, V0.B16, V9.B16
+	WORD $0x4e080248 // tbl v8.16b, {v18.16b}, v8.16b
+	WORD $0x4e090249 // tbl v9.16b, {v18.16b}, v9.16b
+	VEOR V10.B16, V10.B16, V10.B16
+	WORD $0x4e84950a // sdot v10.4s, v8.16b, v4.16b
+	WORD $0x4e85952a // sdot v10.4s, v9.16b, v5.16b
+	VAND V19.B16, V1.B16, V8.B16
+	VUSHR $4, V1.B16, V9.B16
+	WORD $0x4e080248 // tbl v8.16b, {v18.16b}, v8.16b
+	WORD $0x4e090249 // tbl v9.16b, {v18.16b}, v9.16b
+	VEOR V11.B16, V11.B16, V11.B16
+	WORD $0x4e86950b // sdot v11.4s, v8.16b, v6.16b
+	WORD $0x4e87952b // sdot v11.4s, v9.16b, v7.16b
+	VLD1.P 64(R1), [V4.B16, V5.B16, V6.B16, V7.B16]
+	VAND V19.B16, V2.B16, V8.B16
+	VUSHR $4, V2.B16, V9.B16
+	WORD $0x4e080248 // tbl v8.16b, {v18.16b}, v8.16b
+	WORD $0x4e090249 // tbl v9.16b, {v18.16b}, v9.16b
+	VEOR V12.B16, V12.B16, V12.B16
+	WORD $0x4e84950c // sdot v12.4s, v8.16b, v4.16b
+	WORD $0x4e85952c // sdot v12.4s, v9.16b, v5.16b
+	VAND V19.B16, V3.B16, V8.B16
+	VUSHR $4, V3.B16, V9.B16
+	WORD $0x4e080248 // tbl v8.16b, {v18.16b}, v8.16b
+	WORD $0x4e090249 // tbl v9.16b, {v18.16b}, v9.16b
+	VEOR V13.B16, V13.B16, V13.B16
+	WORD $0x4e86950d // sdot v13.4s, v8.16b, v6.16b
+	WORD $0x4e87952d // sdot v13.4s, v9.16b, v7.16b
+	VLD1.P 64(R0), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P 64(R1), [V4.B16, V5.B16, V6.B16, V7.B16]
+	VAND V19.B16, V0.B16, V8.B16
+	VUSHR $4, V0.B16, V9.B16
+	WORD $0x4e080248 // tbl v8.16b, {v18.16b}, v8.16b
+	WORD $0x4e090249 // tbl v9.16b, {v18.16b}, v9.16b
+	VEOR V14.B16, V14.B16, V14.B16
+	WORD $0x4e84950e // sdot v14.4s, v8.16b, v4.16b
+	WORD $0x4e85952e // sdot v14.4s, v9.16b, v5.16b
+	VAND V19.B16, V1.B16, V8.B16
+	VUSHR $4, V1.B16, V9.B16
+	WORD $0x4e080248 // tbl v8.16b, {v18.16b}, v8.16b
+	WORD $0x4e090249 // tbl v9.16b, {v18.16b}, v9.16b
+	VEOR V15.B16, V15.B16, V15.B16
+	WORD $0x4e86950f // sdot v15.4s, v8.16b, v6.16b
+	WORD $0x4e87952f // sdot v15.4s, v9.16b, v7.16b
+	VLD1.P 64(R1), [V4.B16, V5.B16, V6.B16, V7.B16]
+	VAND V19.B16, V2.B16, V8.B16
+	VUSHR $4, V2.B16, V9.B16
+	WORD $0x4e080248 // tbl v8.16b, {v18.16b}, v8.16b
+	WORD $0x4e090249 // tbl v9.16b, {v18.16b}, v9.16b
+	VEOR V16.B16, V16.B16, V16.B16
+	WORD $0x4e849510 // sdot v16.4s, v8.16b, v4.16b
+	WORD $0x4e859530 // sdot v16.4s, v9.16b, v5.16b
+	VAND V19.B16, V3.B16, V8.B16
+	VUSHR $4, V3.B16, V9.B16
+	WORD $0x4e080248 // tbl v8.16b, {v18.16b}, v8.16b
+	WORD $0x4e090249 // tbl v9.16b, {v18.16b}, v9.16b
+	VEOR V17.B16, V17.B16, V17.B16
+	WORD $0x4e869511 // sdot v17.4s, v8.16b, v6.16b
+	WORD $0x4e879531 // sdot v17.4s, v9.16b, v7.16b
+	ADD $32, R1, R1
+	WORD $0x4eabbd4a // addp v10.4s, v10.4s, v11.4s
+	WORD $0x4eadbd8c // addp v12.4s, v12.4s, v13.4s
+	WORD $0x4eacbd56 // addp v22.4s, v10.4s, v12.4s
+	WORD $0x4eafbdce // addp v14.4s, v14.4s, v15.4s
+	WORD $0x4eb1be10 // addp v16.4s, v16.4s, v17.4s
+	WORD $0x4eb0bdd7 // addp v23.4s, v14.4s, v16.4s
+	WORD $0x4e21dad6 // scvtf v22.4s, v22.4s
+	WORD $0x4e21daf7 // scvtf v23.4s, v23.4s
+	FMOVS R3, F26
+	WORD $0x1ee2435a // fcvt s26, h26
+	FMULS F27, F26, F26
+	WORD $0x4e04075a // dup v26.4s, v26.s[0]
+	WORD $0x6e3adf18 // fmul v24.4s, v24.4s, v26.4s
+	WORD $0x6e3adf39 // fmul v25.4s, v25.4s, v26.4s
+	WORD $0x6e38ded6 // fmul v22.4s, v22.4s, v24.4s
+	WORD $0x6e39def7 // fmul v23.4s, v23.4s, v25.4s
+	WORD $0x5e0406da // mov s26, v22.s[0]
+	FADDS F26, F20, F20
+	WORD $0x5e0c06da // mov s26, v22.s[1]
+	FADDS F26, F20, F20
+	WORD $0x5e1406da // mov s26, v22.s[2]
+	FADDS F26, F20, F20
+	WORD $0x5e1c06da // mov s26, v22.s[3]
+	FADDS F26, F20, F20
+	WORD $0x5e0406fa // mov s26, v23.s[0]
+	FADDS F26, F20, F20
+	WORD $0x5e0c06fa // mov s26, v23.s[1]
+	FADDS F26, F20, F20
+	WORD $0x5e1406fa // mov s26, v23.s[2]
+	FADDS F26, F20, F20
+	WORD $0x5e1c06fa // mov s26, v23.s[3]
+	FADDS F26, F20, F20
 	SUBS $1, R2, R2
 	BNE loop
 done:

@@ -40,6 +40,10 @@ type dots[X any] struct {
 	// float32 (q80Scales's layout) for Q8_0 activations, nil otherwise; a
 	// kernel that reads the scales from x ignores it.
 	x8 func(w []byte, x []X, dx []float32, nb int, out *[8]float32)
+	// x8r2, where set (only with x8), does x8's work for two
+	// consecutive weight rows (w holds both): it sets out[t*stride+k] to
+	// the dot of row k (0, 1) with token t, each equal to x8's.
+	x8r2 func(w []byte, x []X, dx []float32, nb int, out []float32, stride int)
 }
 
 // weightKernels is one weight type's row of a path's table: its partner

@@ -152,7 +152,7 @@ func parseBenchFlags(args []string, stdout, stderr io.Writer) (benchOptions, int
 	fs.IntVar(&o.p.NBatch, "batch-size", bench.DefaultNBatch, "the same as -b")
 	fs.IntVar(&o.p.NUBatch, "ub", bench.DefaultNUBatch, "physical batch: tokens per forward pass at most (at most -b)")
 	fs.IntVar(&o.p.NUBatch, "ubatch-size", bench.DefaultNUBatch, "the same as -ub")
-	fs.StringVar(&o.kernels, "kernels", "auto", "kernel path: auto|generic|avx2|avx512|neon|dotprod")
+	fs.StringVar(&o.kernels, "kernels", "auto", "kernel path: auto|generic|avx2|avx512|neon|dotprod|i8mm")
 	fs.StringVar(&o.format, "o", "md", "output format: md|csv|json|svg")
 	fs.StringVar(&o.synthetic, "synthetic", "", "benchmark a synthetic model `SHAPE:TYPE` (e.g. tinyllama-1.1b:q4_k_m) written to a temporary folder")
 	fs.StringVar(&o.vocab, "vocab", "", "vocabulary GGUF `file` for --synthetic (needed by the Llama-2-style shapes; the others carry a synthetic one)")
@@ -192,9 +192,9 @@ func parseBenchFlags(args []string, stdout, stderr io.Writer) (benchOptions, int
 		return bad("%v", err)
 	}
 	switch o.kernels {
-	case "auto", "generic", "avx2", "avx512", "neon", "dotprod":
+	case "auto", "generic", "avx2", "avx512", "neon", "dotprod", "i8mm":
 	default:
-		return bad("--kernels %q: want auto, generic, avx2, avx512, neon or dotprod", o.kernels)
+		return bad("--kernels %q: want auto, generic, avx2, avx512, neon, dotprod or i8mm", o.kernels)
 	}
 	return o, 0, false
 }

@@ -15,8 +15,9 @@ const qemuARM64 = "qemu-aarch64-static"
 // TestReleaseARM64 checks the arm64 release build beyond its ELF headers
 // (TestReleaseBinaryStatic): its build settings say cgo was off, and run
 // under qemu-aarch64 with three CPU models its `lisa version` names the
-// kernel path that CPU gets (dotprod where the CPU has SDOT, neon where it
-// has only ASIMD) and honours LISA_KERNELS. Without qemu the test is
+// kernel path that CPU gets (i8mm where the CPU has SMMLA, dotprod where
+// it has SDOT but not SMMLA, neon where it has only ASIMD) and honours
+// LISA_KERNELS. Without qemu the test is
 // skipped, and fails on CI.
 func TestReleaseARM64(t *testing.T) {
 	bin := buildRelease(t, "arm64")
@@ -41,8 +42,10 @@ func TestReleaseARM64(t *testing.T) {
 	for _, c := range []struct {
 		cpu, env, want string
 	}{
-		{"max", "", "kernels: dotprod (arm64 ASIMD + dot product)\n"},
+		{"max", "", "kernels: i8mm (arm64 ASIMD + dot product + int8 matrix multiply)\n"},
+		{"max", "dotprod", "kernels: dotprod (arm64 ASIMD + dot product); LISA_KERNELS=dotprod\n"},
 		{"neoverse-n1", "", "kernels: dotprod (arm64 ASIMD + dot product)\n"},
+		{"neoverse-n1", "i8mm", "kernels: dotprod (arm64 ASIMD + dot product); LISA_KERNELS=i8mm is not supported here; using dotprod\n"},
 		{"cortex-a72", "", "kernels: neon (arm64 ASIMD)\n"},
 		{"max", "neon", "kernels: neon (arm64 ASIMD); LISA_KERNELS=neon\n"},
 		{"cortex-a53", "dotprod", "kernels: neon (arm64 ASIMD); LISA_KERNELS=dotprod is not supported here; using neon\n"},
