@@ -348,21 +348,45 @@ mxfour_done:
 	VZEROUPPER
 	RET
 
-// MXPAIR does two blocks of the eight: activations at x0(DI) and x1(DI)
-// into Z4 with the offset lanes 12·Σx in Z6; the codes of the weight
-// blocks whose qs bytes are at q0(SI) and q1(SI) as u = value + 12 in Z2
-// ([b0 low, b0 high, b1 low, b1 high]: each block's bytes broadcast to
-// two 128-bit lanes, the second merged under K2, the odd lanes shifted
-// down four bits by Z24); then the exact lanes, converted, fused-
-// multiply-added into Z0 with the blocks' scale products taken from Y1 by
-// the permute idx.
-#define MXPAIR(x0, x1, q0, q1, idx) \
-	VMOVDQU         x0(DI), Y4 \
-	VINSERTI64X4    $1, x1(DI), Z4, Z4 \
-	VPXORD          Z6, Z6, Z6 \
-	VPDPBUSD        Z4, Z13, Z6 \
-	VBROADCASTI32X4 q0(SI), Z2 \
-	VBROADCASTI32X4 q1(SI), K2, Z2 \
+// MXRA and MXRB address row A (SI) and row B (SI + R9, the row size).
+#define MXRA(off) off(SI)
+#define MXRB(off) off(SI)(R9*1)
+
+// MXSCALE leaves in dst the eight scale products dx·2^(e-128) of the
+// eight blocks at row(0), dx at (R10): the exponent bytes (at a stride of
+// 17) picked by one two-table word permute of the blocks' first 128
+// bytes and a per-word shift, then 2^(e-128)'s bits made in the lanes,
+// (e-1)<<23, or 0x200000<<e for e < 2. Clobbers Z10, Y12, K1.
+#define MXSCALE(row, dst) \
+	VMOVDQU64 row(0), Z10 \
+	VPERMT2W  row(64), Z21, Z10 \
+	VPSRLVW   X22, X10, X10 \
+	VPMOVZXWD X10, Y10 \
+	VPANDD    Y26, Y10, Y10 \
+	VPSUBD    Y20, Y10, Y12 \
+	VPSLLD    $23, Y12, Y12 \
+	VPCMPUD   $1, Y23, Y10, K1 \
+	VPSLLVD   Y10, Y25, K1, Y12 \
+	VMULPS    (R10), Y12, dst
+
+// MXX loads the activations of two blocks (at x0(DI) and x1(DI)) into Z4
+// and leaves the offset lanes 12·Σx in Z6.
+#define MXX(x0, x1) \
+	VMOVDQU      x0(DI), Y4 \
+	VINSERTI64X4 $1, x1(DI), Z4, Z4 \
+	VPXORD       Z6, Z6, Z6 \
+	VPDPBUSD     Z4, Z13, Z6
+
+// MXW takes the codes of the two weight blocks whose qs bytes are at
+// row(q0) and row(q1) as u = value + 12 in Z2 ([b0 low, b0 high, b1 low,
+// b1 high]: each block's bytes broadcast to two 128-bit lanes, the second
+// merged under K2, the odd lanes shifted down four bits by Z24), then
+// the exact lanes against MXX's activations, converted and fused-
+// multiply-added into acc with the blocks' scale products taken from sc
+// by the permute idx.
+#define MXW(row, q0, q1, sc, idx, acc) \
+	VBROADCASTI32X4 row(q0), Z2 \
+	VBROADCASTI32X4 row(q1), K2, Z2 \
 	VPSRLVW         Z24, Z2, Z2 \
 	VPANDD          Z15, Z2, Z2 \
 	VPSHUFB         Z2, Z11, Z2 \
@@ -370,8 +394,40 @@ mxfour_done:
 	VPDPBUSD        Z4, Z2, Z5 \
 	VPSUBD          Z6, Z5, Z5 \
 	VCVTDQ2PS       Z5, Z5 \
-	VPERMPS         Z1, idx, Z7 \
-	VFMADD231PS     Z7, Z5, Z0
+	VPERMPS         sc, idx, Z7 \
+	VFMADD231PS     Z7, Z5, acc
+
+// MXONE does one block, the weights at SI, the activations at DI, its
+// activation scale at (R10), into Y0.
+#define MXONE \
+	VMOVDQU     1(SI), X2 \
+	VPSRLW      $4, X2, X3 \
+	VINSERTI128 $1, X3, Y2, Y2 \
+	VPAND       Y15, Y2, Y2 \
+	VPSHUFB     Y2, Y11, Y2 \
+	VPXOR       Y5, Y5, Y5 \
+	VPDPBUSD    2(DI), Y2, Y5 \
+	VPXOR       Y6, Y6, Y6 \
+	VPDPBUSD    2(DI), Y13, Y6 \
+	VPSUBD      Y6, Y5, Y5 \
+	VCVTDQ2PS   Y5, Y5 \
+	MOVBLZX     (SI), AX \
+	VMOVSS      (R8)(AX*4), X6 \
+	VMULSS      (R10), X6, X6 \
+	VBROADCASTSS X6, Y6 \
+	VFMADD231PS Y6, Y5, Y0
+
+// MXHSUM stores the sum of the eight float lanes of Y0 to (R14) and
+// advances R14.
+#define MXHSUM \
+	VEXTRACTF128 $1, Y0, X1 \
+	VADDPS       X1, X0, X0 \
+	VMOVHLPS     X0, X1, X1 \
+	VADDPS       X1, X0, X0 \
+	VMOVSHDUP    X0, X1 \
+	VADDSS       X1, X0, X0 \
+	VMOVSS       X0, (R14) \
+	ADDQ         $4, R14
 
 // func dotMXFP4RowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32, dx *float32)
 //
@@ -388,13 +444,13 @@ mxfour_done:
 //
 // Float part: the exact lanes are converted to float32 and fused-
 // multiply-added with the block's scale product dx·2^(e-128) into float32
-// lanes, reduced once per row. Eight blocks per iteration: their
-// exponent bytes (at a stride of 17) are picked by one two-table word
-// permute (VPERMT2W) of the eight blocks' first 128 bytes and a per-word
-// shift, and turned into the float bits of 2^(e-128) in vector lanes; the
-// last nb%8 blocks go one at a time with the scale from mxfp4Half. A row's
-// result does not depend on the rows beside it, so a run of one (the
-// one-token dot) equals every row of a longer run.
+// lanes, reduced once per row. Two rows at a time, eight blocks per
+// iteration: what depends on the activations alone (their loads, the
+// offset lanes) is done once for both rows; each row's own steps are the
+// one-row loop's in the same order, and the last nb%8 blocks go one at a
+// time, row A's then row B's, so a row's result is the same beside
+// another row or alone (an odd last row, or a run of one: the one-token
+// dot).
 TEXT ·dotMXFP4RowsAVX512(SB), NOSPLIT, $0-48
 	MOVQ w+0(FP), SI
 	MOVQ x+8(FP), R11
@@ -442,7 +498,89 @@ mxdx:
 	DECQ      CX
 	JNZ       mxdx
 
+mxtwo:
+	CMPQ R13, $2
+	JLT  mxrow
+	MOVQ R11, DI
+	MOVQ dx+40(FP), R10
+	MOVQ R12, CX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z8, Z8, Z8
+	CMPQ CX, $8
+	JLT  mxtail2
+mxloop82:
+	PREFETCHT0 2176(SI)
+	PREFETCHT0 (2176+64)(SI)
+	PREFETCHT0 (2176+128)(SI)
+	PREFETCHT0 2176(SI)(R9*1)
+	PREFETCHT0 (2176+64)(SI)(R9*1)
+	PREFETCHT0 (2176+128)(SI)(R9*1)
+	MXSCALE(MXRA, Y1)
+	MXSCALE(MXRB, Y9)
+	MXX(2, 36)
+	MXW(MXRA, 1, 18, Z1, Z16, Z0)
+	MXW(MXRB, 1, 18, Z9, Z16, Z8)
+	MXX(70, 104)
+	MXW(MXRA, 35, 52, Z1, Z17, Z0)
+	MXW(MXRB, 35, 52, Z9, Z17, Z8)
+	MXX(138, 172)
+	MXW(MXRA, 69, 86, Z1, Z18, Z0)
+	MXW(MXRB, 69, 86, Z9, Z18, Z8)
+	MXX(206, 240)
+	MXW(MXRA, 103, 120, Z1, Z19, Z0)
+	MXW(MXRB, 103, 120, Z9, Z19, Z8)
+	ADDQ $136, SI
+	ADDQ $272, DI
+	ADDQ $32, R10
+	SUBQ $8, CX
+	CMPQ CX, $8
+	JGE  mxloop82
+	VEXTRACTF64X4 $1, Z0, Y1
+	VADDPS Y1, Y0, Y0
+	VEXTRACTF64X4 $1, Z8, Y1
+	VADDPS Y1, Y8, Y8
+mxtail2:
+	// Row A's last blocks and sum, then row B's (its weights from BX)
+	// against the same last activation blocks.
+	LEAQ (SI)(R9*1), BX
+	MOVQ CX, DX
+	TESTQ CX, CX
+	JZ   mxdoneA
+mxloopA:
+	MXONE
+	ADDQ $17, SI
+	ADDQ $34, DI
+	ADDQ $4, R10
+	DECQ CX
+	JNZ  mxloopA
+mxdoneA:
+	MXHSUM
+	MOVQ BX, SI
+	MOVQ R12, AX
+	SUBQ DX, AX
+	IMUL3Q $34, AX, DI
+	ADDQ R11, DI
+	MOVQ dx+40(FP), R10
+	LEAQ (R10)(AX*4), R10
+	MOVQ DX, CX
+	VMOVAPS Y8, Y0
+	TESTQ CX, CX
+	JZ   mxdoneB
+mxloopB:
+	MXONE
+	ADDQ $17, SI
+	ADDQ $34, DI
+	ADDQ $4, R10
+	DECQ CX
+	JNZ  mxloopB
+mxdoneB:
+	MXHSUM
+	SUBQ $2, R13
+	JMP  mxtwo
+
 mxrow:
+	TESTQ R13, R13
+	JZ   mxend
 	MOVQ R11, DI
 	MOVQ dx+40(FP), R10
 	MOVQ R12, CX
@@ -453,23 +591,15 @@ mxloop8:
 	PREFETCHT0 2176(SI)
 	PREFETCHT0 (2176+64)(SI)
 	PREFETCHT0 (2176+128)(SI)
-	// The eight exponent bytes as dwords in Y10, then 2^(e-128)'s bits:
-	// (e-1)<<23, or 0x200000<<e for e < 2.
-	VMOVDQU64 0(SI), Z10
-	VPERMT2W  64(SI), Z21, Z10
-	VPSRLVW   X22, X10, X10
-	VPMOVZXWD X10, Y10
-	VPANDD    Y26, Y10, Y10
-	VPSUBD    Y20, Y10, Y12
-	VPSLLD    $23, Y12, Y12
-	VPCMPUD   $1, Y23, Y10, K1
-	VPSLLVD   Y10, Y25, K1, Y12
-	VMULPS    (R10), Y12, Y1
-
-	MXPAIR(2, 36, 1, 18, Z16)
-	MXPAIR(70, 104, 35, 52, Z17)
-	MXPAIR(138, 172, 69, 86, Z18)
-	MXPAIR(206, 240, 103, 120, Z19)
+	MXSCALE(MXRA, Y1)
+	MXX(2, 36)
+	MXW(MXRA, 1, 18, Z1, Z16, Z0)
+	MXX(70, 104)
+	MXW(MXRA, 35, 52, Z1, Z17, Z0)
+	MXX(138, 172)
+	MXW(MXRA, 69, 86, Z1, Z18, Z0)
+	MXX(206, 240)
+	MXW(MXRA, 103, 120, Z1, Z19, Z0)
 	ADDQ $136, SI
 	ADDQ $272, DI
 	ADDQ $32, R10
@@ -482,38 +612,15 @@ mxtail:
 	TESTQ CX, CX
 	JZ   mxdone
 mxloop1:
-	VMOVDQU     1(SI), X2
-	VPSRLW      $4, X2, X3
-	VINSERTI128 $1, X3, Y2, Y2
-	VPAND       Y15, Y2, Y2
-	VPSHUFB     Y2, Y11, Y2
-	VPXOR       Y5, Y5, Y5
-	VPDPBUSD    2(DI), Y2, Y5
-	VPXOR       Y6, Y6, Y6
-	VPDPBUSD    2(DI), Y13, Y6
-	VPSUBD      Y6, Y5, Y5
-	VCVTDQ2PS   Y5, Y5
-	MOVBLZX     (SI), AX
-	VMOVSS      (R8)(AX*4), X6
-	VMULSS      (R10), X6, X6
-	VBROADCASTSS X6, Y6
-	VFMADD231PS Y6, Y5, Y0
+	MXONE
 	ADDQ $17, SI
 	ADDQ $34, DI
 	ADDQ $4, R10
 	DECQ CX
 	JNZ  mxloop1
 mxdone:
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS       X1, X0, X0
-	VMOVHLPS     X0, X1, X1
-	VADDPS       X1, X0, X0
-	VMOVSHDUP    X0, X1
-	VADDSS       X1, X0, X0
-	VMOVSS       X0, (R14)
-	ADDQ         $4, R14
-	DECQ R13
-	JNZ  mxrow
+	MXHSUM
+mxend:
 	VZEROUPPER
 	RET
 

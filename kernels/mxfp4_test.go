@@ -81,6 +81,31 @@ func checkMXFP4(t *testing.T, tab *table, name string, in newqInput, nb int, r *
 		}
 	}
 	wk := tab.weights[tensor.MXFP4].q80
+	if wk.rows != nil {
+		// Five different rows (other exponents, codes reversed in
+		// order): each row of the run bit for bit its one-token dot.
+		bb := quant.BlockMXFP4Bytes
+		w := make([]byte, 0, 5*len(in.w))
+		for k := range 5 {
+			row := append([]byte(nil), in.w...)
+			for b := 0; b < len(row); b += bb {
+				row[b] += byte(k)
+				if k%2 == 1 {
+					for j := 1; j < bb; j++ {
+						row[b+j] = in.w[len(in.w)-bb-b+j]
+					}
+				}
+			}
+			w = append(w, row...)
+		}
+		out := make([]float32, 5)
+		wk.rows(w, in.q80, out)
+		for k, v := range out {
+			if one := wk.one(w[k*len(in.w):(k+1)*len(in.w)], in.q80); !sameFloat(v, one) {
+				t.Errorf("%s: row-run dot of distinct rows, row %d = %v, one-token %v", name, k, v, one)
+			}
+		}
+	}
 	if wk.x8 != nil {
 		checkMXFP4x8(t, tab, name, in, nb, r)
 	}
