@@ -79,6 +79,10 @@
 // code llama.cpp compiles to: out-of-range and NaN values become
 // math.MinInt32 before the truncation to 8 bits. NaN bit patterns produced
 // by arithmetic are the hardware's (0xFFC00000 on amd64), as in llama.cpp.
+// MXFP4's exponent, floorf(log2f(amax)) - 2 + 127 cast to uint8_t, is
+// taken through int32 the same way: a block holding an infinity gets
+// exponent 0 and a block of subnormals wraps to 232 or so, as ggml's x86
+// build writes them.
 //
 // The tests check every block type byte for byte and bit for bit against
 // llama.cpp's ggml library: its reference quantizers, its dequantizers (of
