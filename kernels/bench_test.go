@@ -20,7 +20,7 @@ var benchTypes = append([]tensor.Type{tensor.Q4_K, tensor.Q6_K, tensor.Q8_0, ten
 
 // newTypes are the weight types added after Q4_K, Q6_K and Q8_0.
 var newTypes = []tensor.Type{tensor.Q5_K, tensor.Q4_0, tensor.Q5_0, tensor.IQ4_XS, tensor.Q3_K,
-	tensor.IQ4_NL, tensor.Q4_1, tensor.Q5_1, tensor.Q2_K}
+	tensor.IQ4_NL, tensor.Q4_1, tensor.Q5_1, tensor.Q2_K, tensor.MXFP4}
 
 // benchMatrix returns a random matrix of type t, [cols, rows], with finite
 // scales.
@@ -43,6 +43,9 @@ func benchMatrix(b *testing.B, t tensor.Type, cols, rows int) Matrix {
 		for i, v := range randF32(r, nb, 1) {
 			f32Put(data[4*i:], v)
 		}
+	case tensor.MXFP4:
+		data = randBlocks(r, nb, t.BlockBytes(), nil, 0)
+		setMXFP4Exponents(r, data)
 	default:
 		// The other quantized types: every f16 scale finite.
 		var offs []int

@@ -1,7 +1,7 @@
 // Package kernels holds the numeric kernels of the forward pass: dot
 // products and matrix products for the weight formats GGUF models use
 // (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K, Q3_K, Q4_K,
-// Q5_K, Q6_K, IQ4_XS; SupportedTypes), the activation conversions they need,
+// Q5_K, Q6_K, IQ4_XS, MXFP4; SupportedTypes), the activation conversions they need,
 // and the small vector ops around them (RMSNorm, softmax, SiLU×mul, RoPE,
 // add, scale, F16 conversion, axpy over an F16 cache).
 //
@@ -35,14 +35,14 @@
 // A Matrix is a weight tensor in its raw GGUF bytes. Pool.MatMul multiplies
 // it by n activation rows: the activations are converted once per call to
 // the weight type's partner format (F16 weights: F16; BF16: BF16; Q8_0,
-// Q4_0, Q5_0 and IQ4_NL: Q8_0 blocks; Q4_1 and Q5_1: Q8_1 blocks; the
+// Q4_0, Q5_0, IQ4_NL and MXFP4: Q8_0 blocks; Q4_1 and Q5_1: Q8_1 blocks; the
 // 256-value types: Q8_K blocks), then the weight rows are split
 // across a fixed set of worker goroutines, which claim them in pieces
 // so that one slowed by another process takes fewer: about eight per
 // goroutine for several tokens, and for one token pieces that shrink as
 // the rows run out (each a share of the rows left), so the goroutines
 // finish together. On the avx512 path a one-token product of Q4_K, Q6_K,
-// Q5_K, Q3_K, Q2_K, IQ4_XS, Q4_0, Q5_0 or IQ4_NL weights takes each
+// Q5_K, Q3_K, Q2_K, IQ4_XS, Q4_0, Q5_0, IQ4_NL or MXFP4 weights takes each
 // claimed piece in one call of a row-run dot. Quantized dot products
 // multiply 8-bit codes with integer arithmetic and apply one float scale
 // per block; the integer sums are exact on every path. The Q4_K and
@@ -109,7 +109,8 @@
 // Q4_K, Q6_K and Q8_0 too); the rest multiply a prompt token by token,
 // each weight tile staying in cache. avx2: one- and four-token dots for
 // Q4_K, Q6_K and Q8_0; one-token dots for Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL
-// and IQ4_XS that equal the generic ones bit for bit, and for Q2_K, Q3_K
+// and IQ4_XS that equal the generic ones bit for bit (MXFP4: one- and
+// four-token, both bit for bit; mxfp4_amd64.s), and for Q2_K, Q3_K
 // and Q5_K in the AVX2 Q4_K dot's order. Every other pair runs the generic row: package
 // quant's dot, ggml's generic C kernel's arithmetic. The blocked-product kernels
 // (gemm_avx512_amd64.s, gemm_avx2_amd64.s) are hand-written too.

@@ -22,6 +22,7 @@ func nativeTable(p Path) *table {
 		t.weights[tensor.Q6_K].q8k = dots[quant.BlockQ8K]{one: dotQ6KAVX2Go, x4: dotQ6Kx4AVX2Go}
 		t.weights[tensor.Q8_0].q80 = dots[quant.BlockQ8_0]{one: dotQ8_0AVX2Go, x4: dotQ8_0x4AVX2Go, x8: dotQ8_0x8AVX2Go}
 		setNewQAVX2(t)
+		setMXFP4AVX2(t)
 		setGEMMAVX2(t)
 		return t
 	case AVX512:
@@ -33,6 +34,7 @@ func nativeTable(p Path) *table {
 		t.weights[tensor.Q8_0].q80 = dots[quant.BlockQ8_0]{one: dotQ8_0AVX512Go, x4: dotQ8_0x4AVX512Go, x8: dotQ8_0x8AVX512Go}
 		setNewQAVX2(t)
 		setNewQAVX512(t)
+		setMXFP4AVX512(t)
 		t.quantQ8K = quantizeQ8KAVX512Go
 		setGEMMAVX512(t)
 		return t

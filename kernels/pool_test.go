@@ -14,7 +14,8 @@ import (
 
 // poolTypes are the weight types MatMul supports.
 var poolTypes = []tensor.Type{tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0, tensor.Q4_K, tensor.Q6_K,
-	tensor.Q4_0, tensor.Q4_1, tensor.Q5_0, tensor.Q5_1, tensor.IQ4_NL, tensor.Q2_K, tensor.Q3_K, tensor.Q5_K, tensor.IQ4_XS}
+	tensor.Q4_0, tensor.Q4_1, tensor.Q5_0, tensor.Q5_1, tensor.IQ4_NL, tensor.Q2_K, tensor.Q3_K, tensor.Q5_K, tensor.IQ4_XS,
+	tensor.MXFP4}
 
 // testMatrix returns a random rows×cols matrix of type t.
 func testMatrix(t *testing.T, r *rand.Rand, typ tensor.Type, rows, cols int) Matrix {
@@ -79,11 +80,12 @@ func refDot(t tensor.Type, row []byte, x []float32) float32 {
 			return dotQ4KGeneric(row, q)
 		}
 		return dotQ6KGeneric(row, q)
-	case tensor.Q4_0, tensor.Q5_0, tensor.IQ4_NL:
+	case tensor.Q4_0, tensor.Q5_0, tensor.IQ4_NL, tensor.MXFP4:
 		q := make([]quant.BlockQ8_0, len(x)/32)
 		quant.QuantizeRowQ8_0(x, q)
 		return map[tensor.Type]func([]byte, []quant.BlockQ8_0) float32{
 			tensor.Q4_0: quant.DotQ4_0Q8_0, tensor.Q5_0: quant.DotQ5_0Q8_0, tensor.IQ4_NL: quant.DotIQ4NLQ8_0,
+			tensor.MXFP4: quant.DotMXFP4Q8_0,
 		}[t](row, q)
 	case tensor.Q4_1, tensor.Q5_1:
 		q := make([]quant.BlockQ8_1, len(x)/32)

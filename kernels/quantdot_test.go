@@ -170,7 +170,8 @@ func absTermsQ8_0(w []byte, x []quant.BlockQ8_0) float64 {
 // the avx512 path's Q8_0, Q4_K and Q6_K dots do.
 func reordered(tab *table, typ tensor.Type) bool {
 	switch typ {
-	case tensor.Q8_0, tensor.Q4_K, tensor.Q6_K, tensor.Q4_0, tensor.Q5_0, tensor.IQ4_NL, tensor.IQ4_XS, tensor.Q5_K, tensor.Q3_K, tensor.Q2_K, tensor.Q4_1, tensor.Q5_1:
+	case tensor.Q8_0, tensor.Q4_K, tensor.Q6_K, tensor.Q4_0, tensor.Q5_0, tensor.IQ4_NL, tensor.IQ4_XS, tensor.Q5_K, tensor.Q3_K, tensor.Q2_K, tensor.Q4_1, tensor.Q5_1,
+		tensor.MXFP4:
 		return tab.path == AVX512 || tab.path == AVX2 && (typ == tensor.Q5_K || typ == tensor.Q3_K || typ == tensor.Q2_K)
 	}
 	return false

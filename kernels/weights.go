@@ -69,6 +69,7 @@ func genericWeights() [tensor.TypeCount]weightKernels {
 	w[tensor.Q4_0] = weightKernels{partner: partnerQ8_0, q80: dots[quant.BlockQ8_0]{one: quant.DotQ4_0Q8_0}}
 	w[tensor.Q5_0] = weightKernels{partner: partnerQ8_0, q80: dots[quant.BlockQ8_0]{one: quant.DotQ5_0Q8_0}}
 	w[tensor.IQ4_NL] = weightKernels{partner: partnerQ8_0, q80: dots[quant.BlockQ8_0]{one: quant.DotIQ4NLQ8_0}}
+	w[tensor.MXFP4] = weightKernels{partner: partnerQ8_0, q80: dots[quant.BlockQ8_0]{one: quant.DotMXFP4Q8_0}}
 	w[tensor.Q4_1] = weightKernels{partner: partnerQ8_1, q81: dots[quant.BlockQ8_1]{one: quant.DotQ4_1Q8_1}}
 	w[tensor.Q5_1] = weightKernels{partner: partnerQ8_1, q81: dots[quant.BlockQ8_1]{one: quant.DotQ5_1Q8_1}}
 	w[tensor.Q4_K] = weightKernels{partner: partnerQ8K, q8k: dots[quant.BlockQ8K]{one: dotQ4KGeneric, x4: dotQ4Kx4Generic}}

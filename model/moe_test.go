@@ -375,6 +375,8 @@ func TestMoEBatchedEqualsPerToken(t *testing.T) {
 		{arch: "llama", nExp: 8, used: 2, wtype: tensor.F16, xtype: tensor.Q8_0},
 		{arch: "qwen3moe", nExp: 16, used: 8, ffExp: 32, wtype: tensor.F32, xtype: tensor.F16},
 		{arch: "qwen3moe", nExp: 32, used: 1, ffExp: 64, wtype: tensor.Q8_0, xtype: tensor.F32},
+		// gpt-oss's layout: MXFP4 experts, the rest Q8_0.
+		{arch: "llama", nExp: 8, used: 4, wtype: tensor.Q8_0, xtype: tensor.MXFP4},
 	} {
 		t.Run(fmt.Sprintf("%s-%d-%d-%s", sp.arch, sp.nExp, sp.used, sp.xtype), func(t *testing.T) {
 			m, err := newMoESynth(t, sp).load(t)

@@ -1,6 +1,6 @@
 // Package quant implements ggml's tensor storage formats: the scalar
 // conversions F16 and BF16, the 32-value block formats Q4_0, Q4_1, Q5_0,
-// Q5_1, Q8_0, Q8_1 and IQ4_NL, and the 256-value formats Q2_K, Q3_K, Q4_K,
+// Q5_1, Q8_0, Q8_1, IQ4_NL and MXFP4, and the 256-value formats Q2_K, Q3_K, Q4_K,
 // Q5_K, Q6_K, Q8_K and IQ4_XS. Each type is one row of a conversion table
 // (format); SupportedTypes lists them.
 //
@@ -21,6 +21,7 @@
 //	Q4_1  20 B / 32 values:  d f16 @0, m f16 @2, qs [16] @4 (value = code*d + m)
 //	Q5_1  24 B / 32 values:  d f16 @0, m f16 @2, qh [4] @4, qs [16] @8
 //	IQ4_NL 18 B / 32 values: d f16 @0, qs [16] @2 (value = d * codebook[code], nibbles as Q4_0)
+//	MXFP4 17 B / 32 values:  e E8M0 @0, qs [16] @1 (value = E2M1[code] * 2^(e-127), nibbles as Q4_0)
 //	Q2_K  84 B / 256 values: scales [16] @0 (low nibble scale, high min), qs [64] @16, d f16 @80, dmin f16 @82
 //	Q3_K 110 B / 256 values: hmask [32] @0, qs [64] @32, scales [12] @96 (sixteen 6-bit), d f16 @108
 //	IQ4_XS 136 B / 256 values: d f16 @0, scales_h u16 @2, scales_l [4] @4, qs [128] @8
@@ -48,7 +49,7 @@
 // are asserted in the tests). The kernels quantize a row of activations once
 // per matrix product (QuantizeRowQ8_0, QuantizeRowQ8K) and then take integer
 // dot products block by block (DotQ8_0Q8_0, DotQ4KQ8K, DotQ6KQ8K, and one
-// Dot function per weight type: Q4_0, Q5_0 and IQ4_NL pair with Q8_0,
+// Dot function per weight type: Q4_0, Q5_0, IQ4_NL and MXFP4 pair with Q8_0,
 // Q4_1 and Q5_1 with Q8_1 (BlockQ8_1, QuantizeRowQ8_1), the 256-value
 // types with Q8_K), each with ggml's generic C kernel's integer sums and
 // float order, so that the results equal ggml's bit for bit.
@@ -78,6 +79,10 @@
 // code llama.cpp compiles to: out-of-range and NaN values become
 // math.MinInt32 before the truncation to 8 bits. NaN bit patterns produced
 // by arithmetic are the hardware's (0xFFC00000 on amd64), as in llama.cpp.
+// MXFP4's exponent, floorf(log2f(amax)) - 2 + 127 cast to uint8_t, is
+// taken through int32 the same way: a block holding an infinity gets
+// exponent 0 and a block of subnormals wraps to 232 or so, as ggml's x86
+// build writes them.
 //
 // The tests check every block type byte for byte and bit for bit against
 // llama.cpp's ggml library: its reference quantizers, its dequantizers (of

@@ -52,6 +52,7 @@ func ggmlRefs() []ggmlRef {
 		{"q8_K", tensor.Q8_K, nil},
 		{"iq4_nl", tensor.IQ4_NL, q80(DotIQ4NLQ8_0)},
 		{"iq4_xs", tensor.IQ4_XS, q8k(DotIQ4XSQ8K)},
+		{"mxfp4", tensor.MXFP4, q80(DotMXFP4Q8_0)},
 	}
 }
 

@@ -18,6 +18,8 @@ const (
 	QK4_NL = 32  // QK4_NL is the number of values in an IQ4_NL block.
 	QK_K   = 256 // QK_K is the number of values in a K-quant (and IQ4_XS) block.
 
+	QKMXFP4 = 32 // QKMXFP4 is the number of values in an MXFP4 block.
+
 	BlockQ4_0Bytes   = 18  // BlockQ4_0Bytes is the size of a Q4_0 block.
 	BlockQ4_1Bytes   = 20  // BlockQ4_1Bytes is the size of a Q4_1 block.
 	BlockQ5_0Bytes   = 22  // BlockQ5_0Bytes is the size of a Q5_0 block.
@@ -32,6 +34,7 @@ const (
 	BlockQ8_KBytes   = 292 // BlockQ8_KBytes is the size of a Q8_K block.
 	BlockIQ4_NLBytes = 18  // BlockIQ4_NLBytes is the size of an IQ4_NL block.
 	BlockIQ4_XSBytes = 136 // BlockIQ4_XSBytes is the size of an IQ4_XS block.
+	BlockMXFP4Bytes  = 17  // BlockMXFP4Bytes is the size of an MXFP4 block.
 )
 
 // ErrUnsupported is returned for a tensor type this package cannot convert.
@@ -71,6 +74,7 @@ var formats = [tensor.TypeCount]format{
 	tensor.Q8_K:   {DequantizeQ8K, QuantizeQ8K},
 	tensor.IQ4_NL: {DequantizeIQ4NL, QuantizeIQ4NL},
 	tensor.IQ4_XS: {DequantizeIQ4XS, QuantizeIQ4XS},
+	tensor.MXFP4:  {DequantizeMXFP4, QuantizeMXFP4},
 }
 
 // formatOf returns the row of t, if t has one.

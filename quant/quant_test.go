@@ -15,7 +15,7 @@ func supportedTypes() []tensor.Type {
 	return []tensor.Type{
 		tensor.F32, tensor.F16, tensor.BF16, tensor.Q4_0, tensor.Q4_1, tensor.Q5_0, tensor.Q5_1,
 		tensor.Q8_0, tensor.Q8_1, tensor.Q2_K, tensor.Q3_K, tensor.Q4_K, tensor.Q5_K, tensor.Q6_K,
-		tensor.Q8_K, tensor.IQ4_NL, tensor.IQ4_XS,
+		tensor.Q8_K, tensor.IQ4_NL, tensor.IQ4_XS, tensor.MXFP4,
 	}
 }
 
@@ -41,6 +41,7 @@ func TestBlockSizes(t *testing.T) {
 		{"Q3_K", BlockQ3_KBytes, 110, tensor.Q3_K, QK_K, true},
 		{"IQ4_NL", BlockIQ4_NLBytes, 18, tensor.IQ4_NL, QK4_NL, true},
 		{"IQ4_XS", BlockIQ4_XSBytes, 136, tensor.IQ4_XS, QK_K, true},
+		{"MXFP4", BlockMXFP4Bytes, 17, tensor.MXFP4, QKMXFP4, true},
 		{"Q8_0", BlockQ8_0Bytes, 34, tensor.Q8_0, QK8_0, true},
 		{"Q8_1", BlockQ8_1Bytes, 36, tensor.Q8_1, QK8_1, true},
 		{"Q4_K", BlockQ4_KBytes, 144, tensor.Q4_K, QK_K, true},
@@ -157,6 +158,9 @@ func roundTripBound() map[tensor.Type]float64 {
 		tensor.Q4_K: 0.15, tensor.Q5_K: 0.08, tensor.Q6_K: 0.04,
 		tensor.Q4_1: 1.0 / 15, tensor.Q5_1: 1.0 / 31, tensor.Q2_K: 0.5, tensor.Q3_K: 0.3,
 		tensor.IQ4_NL: 0.15, tensor.IQ4_XS: 0.2,
+		// MXFP4's scale is a power of two two octaves below the largest
+		// magnitude: values up to 2^(k+1) clip to 1.5*2^k.
+		tensor.MXFP4: 0.26,
 	}
 }
 

@@ -52,6 +52,7 @@ static const struct {
 	{"Q5_0", 8},    {"Q5_1", 9},     {"Q2_K", 10},   {"Q3_K_S", 11},  {"Q3_K_M", 12},
 	{"Q3_K_L", 13}, {"Q4_K_S", 14},  {"Q4_K_M", 15}, {"Q5_K_S", 16},  {"Q5_K_M", 17},
 	{"Q6_K", 18},   {"Q2_K_S", 21},  {"IQ4_NL", 25}, {"IQ4_XS", 30},  {"BF16", 32},
+	{"MXFP4_MOE", 38},
 };
 
 int main(int argc, char **argv) {

@@ -44,7 +44,7 @@ func listShapes(w io.Writer) {
 func ggufSynth(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("synth")
 	shape := fs.String("shape", "", "model shape (list: print the shapes): "+shapeNames())
-	typ := fs.String("type", "q4_k_m", "file type, llama-quantize's mixes: "+strings.Join(synth.FileTypeNames(), "|"))
+	typ := fs.String("type", "q4_k_m", "file type, llama-quantize's mixes (mxfp4: every matrix MXFP4, which llama-quantize cannot write): "+strings.Join(synth.FileTypeNames(), "|"))
 	seed := fs.Uint64("seed", 1, "random seed")
 	vocab := fs.String("vocab", "", "GGUF `file` whose tokenizer is copied instead of the synthetic one (required for mini, small-110m, tinyllama-1.1b: e.g. ggml-vocab-llama-spm.gguf)")
 	out := fs.String("o", "", "output `file`")

@@ -2,7 +2,9 @@
 // llama.cpp's own quantizer wrote: a Llama-2-shaped model in each of the
 // common llama-quantize file types, and SmolLM2- and Qwen2.5-shaped
 // Q4_K_M files, whose widths are not multiples of 256, holding
-// llama-quantize's Q5_0/Q8_0 fallbacks. The files are committed gzip'ed
+// llama-quantize's Q5_0/Q8_0 fallbacks; and one file lisa's synthesizer
+// wrote with every matrix MXFP4, which llama-quantize has no type for
+// (its MXFP4_MOE quantizes only a mixture's experts). The files are committed gzip'ed
 // in testdata (the manifest pins their SHA-256), with the teacher-forced
 // references bench/llamacpp/ref.sh made from them; the test evaluates the
 // same prompts and compares every position's top logits.

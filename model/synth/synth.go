@@ -352,6 +352,8 @@ const (
 	Q6_K
 	IQ4_NL
 	IQ4_XS
+	MXFP4_MOE
+	MXFP4
 )
 
 var fileTypes = []struct {
@@ -359,25 +361,58 @@ var fileTypes = []struct {
 	ftype uint32      // general.file_type (llama_ftype)
 	base  tensor.Type // llama-quantize's default type for the file type's matrices
 	alias string      // llama-quantize's other name for it, if any
+	// synthOnly marks a file type llama-quantize cannot write, only this
+	// package: its tensors are what llama.cpp must load, not a mix to match.
+	synthOnly bool
 }{
-	F32:    {"f32", 0, tensor.F32, ""},
-	F16:    {"f16", 1, tensor.F16, ""},
-	Q8_0:   {"q8_0", 7, tensor.Q8_0, ""},
-	Q4_K_M: {"q4_k_m", 15, tensor.Q4_K, "q4_k"},
-	Q4_0:   {"q4_0", 2, tensor.Q4_0, ""},
-	Q4_1:   {"q4_1", 3, tensor.Q4_1, ""},
-	Q5_0:   {"q5_0", 8, tensor.Q5_0, ""},
-	Q5_1:   {"q5_1", 9, tensor.Q5_1, ""},
-	Q2_K:   {"q2_k", 10, tensor.Q2_K, ""},
-	Q3_K_S: {"q3_k_s", 11, tensor.Q3_K, ""},
-	Q3_K_M: {"q3_k_m", 12, tensor.Q3_K, "q3_k"},
-	Q3_K_L: {"q3_k_l", 13, tensor.Q3_K, ""},
-	Q4_K_S: {"q4_k_s", 14, tensor.Q4_K, ""},
-	Q5_K_S: {"q5_k_s", 16, tensor.Q5_K, ""},
-	Q5_K_M: {"q5_k_m", 17, tensor.Q5_K, "q5_k"},
-	Q6_K:   {"q6_k", 18, tensor.Q6_K, ""},
-	IQ4_NL: {"iq4_nl", 25, tensor.IQ4_NL, ""},
-	IQ4_XS: {"iq4_xs", 30, tensor.IQ4_XS, ""},
+	F32:    {"f32", 0, tensor.F32, "", false},
+	F16:    {"f16", 1, tensor.F16, "", false},
+	Q8_0:   {"q8_0", 7, tensor.Q8_0, "", false},
+	Q4_K_M: {"q4_k_m", 15, tensor.Q4_K, "q4_k", false},
+	Q4_0:   {"q4_0", 2, tensor.Q4_0, "", false},
+	Q4_1:   {"q4_1", 3, tensor.Q4_1, "", false},
+	Q5_0:   {"q5_0", 8, tensor.Q5_0, "", false},
+	Q5_1:   {"q5_1", 9, tensor.Q5_1, "", false},
+	Q2_K:   {"q2_k", 10, tensor.Q2_K, "", false},
+	Q3_K_S: {"q3_k_s", 11, tensor.Q3_K, "", false},
+	Q3_K_M: {"q3_k_m", 12, tensor.Q3_K, "q3_k", false},
+	Q3_K_L: {"q3_k_l", 13, tensor.Q3_K, "", false},
+	Q4_K_S: {"q4_k_s", 14, tensor.Q4_K, "", false},
+	Q5_K_S: {"q5_k_s", 16, tensor.Q5_K, "", false},
+	Q5_K_M: {"q5_k_m", 17, tensor.Q5_K, "q5_k", false},
+	Q6_K:   {"q6_k", 18, tensor.Q6_K, "", false},
+	IQ4_NL: {"iq4_nl", 25, tensor.IQ4_NL, "", false},
+	IQ4_XS: {"iq4_xs", 30, tensor.IQ4_XS, "", false},
+	// llama-quantize's MXFP4_MOE: the stacked experts MXFP4 (as gpt-oss
+	// files hold them), every other matrix Q8_0 (tensorType).
+	MXFP4_MOE: {"mxfp4_moe", 38, tensor.Q8_0, "", false},
+	// Every matrix MXFP4, embeddings and output included: no llama.cpp
+	// tool writes it, but llama.cpp loads and runs it, which makes it the
+	// file that tests MXFP4 weights on dense shapes.
+	MXFP4: {"mxfp4", 38, tensor.MXFP4, "", true},
+}
+
+// SynthOnly reports whether llama-quantize cannot write file type t (only
+// this package does): its tensor types are then not a llama.cpp mix.
+func (t FileType) SynthOnly() bool {
+	return t >= 0 && int(t) < len(fileTypes) && fileTypes[t].synthOnly
+}
+
+// ExpertType returns the tensor type file type t gives the stacked expert
+// matrices (ffn_*_exps) of a mixture-of-experts model whose rows are whole
+// blocks of it: MXFP4 for MXFP4_MOE and MXFP4 (the gpt-oss layout),
+// otherwise the type of the dense matrices before llama.cpp's per-tensor
+// rules.
+func (t FileType) ExpertType() tensor.Type {
+	switch t {
+	case MXFP4_MOE, MXFP4:
+		return tensor.MXFP4
+	case F32:
+		return tensor.F32
+	case F16:
+		return tensor.F16
+	}
+	return fileTypes[t].base
 }
 
 // FileTypeNames returns the names ParseFileType accepts (without the
@@ -487,6 +522,18 @@ func tensorType(ft FileType, name string, dims []uint64, pos tensorPos) (tensor.
 		return tensor.F32, nil
 	case F16:
 		return tensor.F16, nil
+	case MXFP4_MOE, MXFP4:
+		// llama-quantize's MXFP4_MOE takes MXFP4 for the stacked experts
+		// and Q8_0 for the rest, with no per-tensor rules; the synthetic
+		// MXFP4 type takes it for every matrix.
+		t := tensor.Q8_0
+		if ft == MXFP4 || strings.Contains(name, "_exps.") {
+			t = tensor.MXFP4
+		}
+		if nx%uint64(t.BlockSize()) != 0 {
+			return 0, fmt.Errorf("%w: %s: rows of %d values are not whole %s blocks (llama-quantize refuses it)", ErrUnsupported, name, nx, t)
+		}
+		return t, nil
 	}
 	base := fileTypes[ft].base
 	t := base

@@ -46,3 +46,15 @@ quantize llama2-quant Q3_K_L Q3_K,Q5_K,Q6_K
 quantize llama2-quant Q2_K Q2_K,Q3_K,Q6_K
 quantize smollm2-quant Q4_K_M Q5_0,Q8_0,Q6_K
 quantize qwen2-odd-quant Q4_K_M Q5_0,Q8_0,Q6_K
+# synthesize SHAPE FTYPE HOLDS: a file type llama-quantize cannot write
+# (lisa's own quantizer, byte-equal to ggml's quantize_row_*_ref), which
+# llama.cpp then evaluates: MXFP4 in every matrix of a dense model.
+synthesize() {
+	local out=$tmp/$1-$2.gguf
+	"$tmp/lisa" gguf synth --shape "$1" --type "$2" --seed 1 -o "$out" > /dev/null
+	printf 'n_gen 16\nprompt Once upon a time, there was a little\nprompt The capital of France is\n' |
+		"$root/bench/llamacpp/ref.sh" logits "$out" - > "$here/$1-$2.json"
+	gzip -9n < "$out" > "$here/$1-$2.gguf.gz"
+	echo "$1 $2 $(sha256sum "$out" | cut -d' ' -f1) $3 $1-$2.json" >> "$manifest"
+}
+synthesize llama2-quant mxfp4 MXFP4

@@ -13,6 +13,14 @@
 #                             format, as the CPU backend quantizes them
 #   T.dot.f32.bin             ggml_vec_dot_T_q8_X_generic of the last 8
 #                             quantized rows with each activation row
+# MXFP4 (mxfp4.*) has 20 hostile rows whose first 256 blocks carry the
+# exponent bytes 0..255, and three more sets:
+#   mxfp4.hostile2.bin, .hostile2.dot.f32.bin  more such rows, and their dots
+#                             with the 3 activation rows
+#   mxfp4.adv.input.f32.bin, .adv.quant.bin, .adv.dequant.f32.bin
+#                             6 rows of subnormals, powers of two and their
+#                             predecessors, ±FLT_MAX, ties, ±0, Inf and NaN,
+#                             quantized and dequantized
 # input.f32.bin holds the 18 adversarial rows then 6 random ones, 512
 # values each. The CPU library used is the baseline x86-64 variant.
 set -euo pipefail
