@@ -314,7 +314,8 @@ var errForkOrphan = errors.New("engine: the choice's prompt was never evaluated"
 // threads while the prompt's products still reuse each weight tile for
 // many tokens (their cost per token hardly grows from 512 to 128); a
 // prompt of up to 128 tokens still goes in one step, so its time to the
-// first token is the idle one plus the step it waited for.
+// first token is the idle one plus the step it waited for. (A prompt's
+// rest of up to an eighth more than the chunk goes in whole.)
 const promptChunk = 128
 
 // stepOnce runs one forward pass over the next tokens of every busy slot
@@ -347,8 +348,12 @@ func (s *scheduler) stepOnce() {
 	for _, sl := range s.order {
 		n := min(len(sl.pending), budget)
 		if n > 1 {
-			n = min(n, prompt)
-			prompt -= n
+			// A rest of at most an eighth more than the chunk goes whole:
+			// the next step would carry a few tokens only.
+			if n > prompt+prompt/8 {
+				n = prompt
+			}
+			prompt = max(prompt-n, 0)
 		}
 		if n == 0 {
 			continue
