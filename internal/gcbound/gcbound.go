@@ -22,7 +22,7 @@ import (
 )
 
 // Garbage is the garbage between two collections Settle aims for.
-const Garbage = 32 << 20
+const Garbage = 16 << 20
 
 // minPercent keeps collections from following each other for every few
 // allocations when the live heap is very large.
