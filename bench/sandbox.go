@@ -14,6 +14,7 @@ import (
 	"github.com/lisa-llm/lisa/broker"
 	"github.com/lisa-llm/lisa/config"
 	"github.com/lisa-llm/lisa/gguf"
+	"github.com/lisa-llm/lisa/internal/gcbound"
 	"github.com/lisa-llm/lisa/sandbox"
 )
 
@@ -178,6 +179,10 @@ func WorkerMain(args []string) int {
 	}
 	defer s.Close()
 	s.Sandbox = wc.Enabled
+	// As the serving worker does: return what loading left free and bound
+	// the garbage between collections, so the peak measured is a served
+	// configuration's.
+	gcbound.Settle(gcbound.Garbage)
 	if err := sandbox.EnterServing(&rep); err != nil {
 		return reply(workerReply{Error: "enter serving: " + err.Error()})
 	}

@@ -262,17 +262,25 @@ func (o *Options) resolve(cfg model.Config) error {
 	return nil
 }
 
-// memoryNeed returns the bytes of the KV cache and of the runner's
-// scratch for cfg (an upper bound of what New allocates).
+// memoryNeed returns the bytes of the KV cache and of the rest New and
+// serving allocate for cfg beside the model (an upper bound): the
+// runner's scratch, the attention's per-thread tiles and partials, and
+// the grammar cache's shared masks.
 func (o *Options) memoryNeed(cfg model.Config) (cache, scratch float64) {
 	cache = float64(model.CacheBytes(cfg, o.KV, o.KVV, o.Parallel, o.CtxSize))
 	perToken := 3*cfg.NEmbd + 2*cfg.QDim() + 2*cfg.KVDim() + 2*cfg.NFF
 	scratch = 4*float64(o.BatchSize)*float64(perToken) + // activations
 		4*float64(o.Parallel)*float64(cfg.NVocab) + // logits rows
 		float64(o.BatchSize)*float64(max(cfg.NEmbd, cfg.NFF))*4 + // quantized activations
-		cfg.ExpertScratchBytes(o.BatchSize) // a mixture of experts' routing and per-slot outputs
+		cfg.ExpertScratchBytes(o.BatchSize) + // a mixture of experts' routing and per-slot outputs
+		model.AttnScratchBytes(cfg, o.KV, o.KVV, o.CtxSize, o.BatchSize, o.Threads) +
+		grammarMaskBytes
 	return cache, scratch
 }
+
+// grammarMaskBytes bounds the masks the grammar cache keeps: every cached
+// grammar's mask cache full.
+const grammarMaskBytes = maxCachedGrammars * maskCacheBytes
 
 // checkMemory refuses a configuration whose cache and scratch do not fit
 // the memory limit.

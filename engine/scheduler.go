@@ -36,7 +36,10 @@ type scheduler struct {
 	cache    *model.Cache
 	tok      *tokenizer.Tokenizer
 	maxBatch int
-	slots    []*slot
+	// chunk is the most prompt tokens a step carries while another slot
+	// decodes (promptChunk; tests lower it).
+	chunk int
+	slots []*slot
 
 	mu     sync.Mutex
 	queue  []*request  // waiting for a slot, first come first served
@@ -62,7 +65,7 @@ type scheduler struct {
 }
 
 func newScheduler(run *model.Runner, cache *model.Cache, tok *tokenizer.Tokenizer, maxBatch int) *scheduler {
-	s := &scheduler{run: run, cache: cache, tok: tok, maxBatch: maxBatch,
+	s := &scheduler{run: run, cache: cache, tok: tok, maxBatch: maxBatch, chunk: promptChunk,
 		wake: make(chan struct{}, 1), exited: make(chan struct{})}
 	for i := range cache.NSeq() {
 		s.slots = append(s.slots, &slot{seq: i})
@@ -303,8 +306,24 @@ func (s *scheduler) release(sl *slot, info gen.End, err error) {
 // prompt's evaluation precedes any end but a failure).
 var errForkOrphan = errors.New("engine: the choice's prompt was never evaluated")
 
+// promptChunk is the most prompt tokens one step carries while some slot
+// is decoding. A step costs about its tokens' worth of prompt work, and
+// every decoding stream waits for the whole step for its next token: a
+// long prompt taken a full batch (512 tokens) at a time would stall them
+// for seconds per step. 128 tokens keep that wait near a second on two
+// threads while the prompt's products still reuse each weight tile for
+// many tokens (their cost per token hardly grows from 512 to 128); a
+// prompt of up to 128 tokens still goes in one step, so its time to the
+// first token is the idle one plus the step it waited for. (A prompt's
+// rest of up to an eighth more than the chunk goes in whole.)
+const promptChunk = 128
+
 // stepOnce runs one forward pass over the next tokens of every busy slot
-// and advances each slot whose last pending token it computed.
+// and advances each slot whose last pending token it computed. Decoding
+// slots (one pending token) each put their token in; the prompts fill
+// the rest of the batch, at most s.chunk tokens of them when a slot
+// decodes, so that a long prompt does not stall the streams (chunked
+// prefill).
 func (s *scheduler) stepOnce() {
 	s.step++
 	if s.beforeStep != nil {
@@ -322,9 +341,20 @@ func (s *scheduler) stepOnce() {
 	}
 	slices.SortStableFunc(s.order, func(a, b *slot) int { return len(a.pending) - len(b.pending) })
 	s.spans = s.spans[:0]
-	budget := s.maxBatch
+	budget, prompt := s.maxBatch, s.maxBatch
+	if len(s.order) > 0 && len(s.order[0].pending) == 1 {
+		prompt = max(s.chunk, 1)
+	}
 	for _, sl := range s.order {
 		n := min(len(sl.pending), budget)
+		if n > 1 {
+			// A rest of at most an eighth more than the chunk goes whole:
+			// the next step would carry a few tokens only.
+			if n > prompt+prompt/8 {
+				n = prompt
+			}
+			prompt = max(prompt-n, 0)
+		}
 		if n == 0 {
 			continue
 		}

@@ -166,6 +166,39 @@ func (r *Runner) newTiledAttn() {
 	}
 }
 
+// AttnScratchBytes returns the bytes of attention scratch NewRunner
+// makes for a model of configuration cfg over a cache of nCtx positions
+// per sequence with keys of type tk and values of type tv, for batches of
+// up to maxBatch tokens on threads pool threads: each worker's per-head
+// rows and tiles and the tiled path's partial results and jobs (what a
+// memory estimate must count beside the activations).
+func AttnScratchBytes(cfg Config, tk, tv KVType, nCtx, maxBatch, threads int) float64 {
+	maxBatch = min(max(maxBatch, 1), MaxBatch)
+	threads = max(threads, 1)
+	hd, grp := cfg.HeadDim, max(cfg.NHead/max(cfg.NHeadKV, 1), 1)
+	rows := max(1, tileRows/grp) * grp
+	const f32, u16, i32, job = 4, 2, 4, 24 // bytes of a float32, a uint16, an int32 and a tileJob
+	nChunk := (nCtx + attnChunk - 1) / attnChunk
+	part := min(int64(maxBatch)*int64(cfg.NHead)*int64(nChunk)*int64(hd+2), partialBudget)
+	b := float64(part)*f32 + float64(maxBatch*i32) + // partials and the tokens by sequence
+		float64(max(maxBatch*cfg.NHeadKV, int(part)/(hd+2))*job) // the jobs
+	per := rows*hd*u16 + 2*rows*f32 + rows*hd*f32 + attnChunk*(f32+u16) + hd*f32
+	switch {
+	case grp >= gemmGroup:
+		rp := kernels.RoundTile(rows, kernels.TileCols)
+		per += 2*rp*hd*f32 + 2*rows*f32 + rp*attnChunk*f32 +
+			kernels.RoundTile(attnChunk, kernels.TileRows)*hd*f32 + kernels.RoundTile(hd, kernels.TileRows)*attnChunk*f32
+		if tv == KVQ8_0 {
+			per += attnChunk * hd * f32
+		}
+	case tk == KVQ8_0 || tv == KVQ8_0:
+		per += 2*attnChunk*hd*u16 + 2*attnChunk*hd*f32
+	}
+	// The per-head path's rows: scores and weights over the context.
+	per += nCtx*(f32+u16) + hd*u16
+	return b + float64(threads)*float64(per)
+}
+
 // useTiled reports whether the layers' attention runs tiled: always for
 // Q8_0 caches, never for F32 ones (whose keys and values the per-head
 // path reads unrounded), and for F16 caches unless the runner reproduces

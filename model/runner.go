@@ -37,9 +37,11 @@ type Runner struct {
 	llama    bool    // llama.cpp's batch-size-dependent summation orders
 	seqN     []int32 // per sequence: a counter for group
 
-	x, xn, q, k, v, att, proj, gate, up []float32
-	qkv, gateUp                         []float32   // fused projections' outputs (phi3), else nil
-	moe                                 *moeScratch // the experts' scratch (moe.go), else nil
+	x, xn, q, k, v, att, proj []float32
+	gate, up                  []float32   // ffnRows(maxBatch) rows each (ffnSpan)
+	ffnChunk                  int         // the constant ffnChunk (tests raise it to compare)
+	qkv, gateUp               []float32   // fused projections' outputs (phi3), else nil
+	moe                       *moeScratch // the experts' scratch (moe.go), else nil
 
 	pool    *kernels.Pool
 	heads   []headScratch // one per attention worker (the pool's threads)
@@ -85,7 +87,7 @@ func NewRunner(m *Model, c *Cache, pool *kernels.Pool, maxBatch int) *Runner {
 		group: make([]int32, maxBatch), seqN: make([]int32, c.nSeq),
 		x: f(cfg.NEmbd), xn: f(cfg.NEmbd), proj: f(cfg.NEmbd),
 		q: f(cfg.QDim()), att: f(cfg.QDim()), k: f(cfg.KVDim()), v: f(cfg.KVDim()),
-		gate: f(cfg.NFF), up: f(cfg.NFF),
+		gate: make([]float32, ffnRows(maxBatch)*cfg.NFF), up: make([]float32, ffnRows(maxBatch)*cfg.NFF), ffnChunk: ffnChunk,
 		pool:    pool,
 		heads:   make([]headScratch, max(pool.Threads(), 1)),
 		attnMin: attnParallelMin,
@@ -97,7 +99,7 @@ func NewRunner(m *Model, c *Cache, pool *kernels.Pool, maxBatch int) *Runner {
 		r.qkv = f(cfg.QDim() + 2*cfg.KVDim())
 	}
 	if m.Layers[0].GateUp.Rows > 0 {
-		r.gateUp = f(2 * cfg.NFF)
+		r.gateUp = make([]float32, ffnRows(maxBatch)*2*cfg.NFF)
 	}
 	r.moe = newMoEScratch(m, maxBatch)
 	r.attnFn = func(w int) {
@@ -551,11 +553,42 @@ func (r *Runner) head(hs *headScratch, l, s, p, g int, q, out []float32, ap attn
 	}
 }
 
-// feedForward runs the SwiGLU half of block l on the first n rows of r.x.
+// ffnChunk is how many rows the dense feed-forward half multiplies at a
+// time: its gate and up products are the widest activations of a batch
+// (2 × 5632 floats per token for tinyllama, 22 MiB for 512 tokens), and
+// chunks of 128 rows cut that fourfold while the products still reuse
+// each weight tile for many tokens (the quantized ones take a long
+// prompt's tokens in blocks of about that many anyway).
+const ffnChunk = 128
+
+// ffnTail is the most rows beyond ffnChunk the last chunk takes instead
+// of leaving them to a chunk of their own.
+const ffnTail = 8
+
+// ffnRows returns the rows of the feed-forward scratch for batches of up
+// to maxBatch tokens.
+func ffnRows(maxBatch int) int { return min(maxBatch, ffnChunk+ffnTail) }
+
+// ffnSpan returns how many rows the feed-forward chunk starting at row
+// r0 of n takes: ffnChunk, or all the rest when at most ffnChunk+ffnTail
+// remain. Every chunk thus starts at a multiple of ffnChunk (a multiple of
+// the products' 8- and 4-token groups) and none but a whole batch has
+// fewer than ffnTail+1 rows (a product of a few tokens may take another
+// path), so every token meets the same kernels as in one product over the
+// batch: the results do not change with the chunking.
+func ffnSpan(r0, n, chunk int) int {
+	if n-r0 <= chunk+ffnTail {
+		return n - r0
+	}
+	return chunk
+}
+
+// feedForward runs the SwiGLU half of block l on the first n rows of r.x,
+// the dense products ffnSpan rows at a time.
 func (r *Runner) feedForward(l, n int) error {
 	cfg := r.m.Config
 	ly := &r.m.Layers[l]
-	e, ff := cfg.NEmbd, cfg.NFF
+	e := cfg.NEmbd
 	for i := range n {
 		kernels.RMSNorm(r.xn[i*e:(i+1)*e], r.x[i*e:(i+1)*e], ly.FFNNorm, cfg.RMSEps)
 	}
@@ -563,22 +596,43 @@ func (r *Runner) feedForward(l, n int) error {
 		if err := r.moeFFN(l, n); err != nil {
 			return err
 		}
-	} else if ly.GateUp.Rows > 0 {
-		if err := r.matmul(r.gateUp, ly.GateUp, r.xn, n, "ffn_up", l); err != nil {
+	} else {
+		for r0 := 0; r0 < n; {
+			c := ffnSpan(r0, n, r.ffnChunk)
+			if err := r.denseFFN(l, r0, c); err != nil {
+				return err
+			}
+			r0 += c
+		}
+	}
+	postNorm(r.proj[:n*e], e, ly.FFNPostNorm, cfg.RMSEps)
+	r.residual(n)
+	return nil
+}
+
+// denseFFN computes the dense feed-forward products of the c normed rows
+// of r.xn from row r0 into the same rows of r.proj.
+func (r *Runner) denseFFN(l, r0, c int) error {
+	cfg := r.m.Config
+	ly := &r.m.Layers[l]
+	e, ff := cfg.NEmbd, cfg.NFF
+	xn, group := r.xn[r0*e:(r0+c)*e], r.group[r0:r0+c]
+	if ly.GateUp.Rows > 0 {
+		if err := r.matmulRows(r.gateUp, ly.GateUp, xn, c, group, "ffn_up", l); err != nil {
 			return err
 		}
-		for i := range n {
+		for i := range c {
 			row := r.gateUp[i*2*ff : (i+1)*2*ff]
 			r.ar.siluMul(r.gate[i*ff:(i+1)*ff], row[:ff], row[ff:])
 		}
 	} else {
-		if err := r.matmul(r.gate, ly.Gate, r.xn, n, "ffn_gate", l); err != nil {
+		if err := r.matmulRows(r.gate, ly.Gate, xn, c, group, "ffn_gate", l); err != nil {
 			return err
 		}
-		if err := r.matmul(r.up, ly.Up, r.xn, n, "ffn_up", l); err != nil {
+		if err := r.matmulRows(r.up, ly.Up, xn, c, group, "ffn_up", l); err != nil {
 			return err
 		}
-		for i := range n {
+		for i := range c {
 			g := r.gate[i*ff : (i+1)*ff]
 			if cfg.FFNGELU {
 				kernels.GELUMul(g, g, r.up[i*ff:(i+1)*ff])
@@ -587,13 +641,15 @@ func (r *Runner) feedForward(l, n int) error {
 			}
 		}
 	}
-	if ly.MoE == nil {
-		if err := r.matmul(r.proj, ly.Down, r.gate, n, "ffn_down", l); err != nil {
-			return err
-		}
+	return r.matmulRows(r.proj[r0*e:(r0+c)*e], ly.Down, r.gate, c, group, "ffn_down", l)
+}
+
+// matmulRows runs out = w·x for the n rows of x whose sequences' row
+// counts are group, naming the weight on failure.
+func (r *Runner) matmulRows(out []float32, w kernels.Matrix, x []float32, n int, group []int32, what string, layer int) error {
+	if err := r.ar.matmul(out[:n*w.Rows], w, x[:n*w.Cols], n, group[:n]); err != nil {
+		return fmt.Errorf("model: layer %d %s: %w", layer, what, err)
 	}
-	postNorm(r.proj[:n*e], e, ly.FFNPostNorm, cfg.RMSEps)
-	r.residual(n)
 	return nil
 }
 

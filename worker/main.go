@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lisa-llm/lisa/internal/gcbound"
 	"github.com/lisa-llm/lisa/ipc"
 	"github.com/lisa-llm/lisa/sandbox"
 )
@@ -29,6 +30,10 @@ func Main(args []string, load EngineLoader) int {
 	conn := os.NewFile(sandbox.FDIPC, "ipc")
 	serving := func() ([]ipc.Layer, int, error) {
 		warmRuntime()
+		// The model is loaded and the cache made: return what loading
+		// left free and keep serving's garbage from growing with the
+		// cache (gcbound's doc says why).
+		gcbound.Settle(gcbound.Garbage)
 		if err := sandbox.EnterServing(&rep); err != nil {
 			return nil, 0, fmt.Errorf("enter serving: %w", err)
 		}
