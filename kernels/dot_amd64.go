@@ -33,6 +33,7 @@ func nativeTable(p Path) *table {
 		t.weights[tensor.Q8_0].q80 = dots[quant.BlockQ8_0]{one: dotQ8_0AVX512Go, x4: dotQ8_0x4AVX512Go, x8: dotQ8_0x8AVX512Go}
 		setNewQAVX2(t)
 		setNewQAVX512(t)
+		setQTileAVX512(t)
 		t.quantQ8K = quantizeQ8KAVX512Go
 		setGEMMAVX512(t)
 		return t
