@@ -11,9 +11,9 @@ import (
 
 // setQTileAVX512 gives t the AVX-512 prompt tile (qtile_avx512_amd64.s)
 // and the rows of the tile types their repacks: whole groups of a Q4_0,
-// IQ4_NL, Q8_0 or IQ4_XS matrix in assembly (gathers), the rest (a last
-// group of fewer rows, Q5_0, rows too far apart for 32-bit offsets) with
-// the pure-Go repack.
+// Q5_0, IQ4_NL, Q8_0 or IQ4_XS matrix in assembly (gathers), the rest (a last
+// group of fewer rows, rows too far apart for 32-bit offsets) with the
+// pure-Go repack.
 func setQTileAVX512(t *table) {
 	t.qtile = qtileAVX512
 	asm := func(typ tensor.Type, f func(dst, w []byte, rb, nb int)) {
@@ -43,7 +43,10 @@ func setQTileAVX512(t *table) {
 		dst, w = dst[:nb*qtBlockBytes], w[:(qtRows-1)*rb+nk*quant.BlockIQ4_XSBytes]
 		qtRepackIQ4XSAVX512(&dst[0], &w[0], rb, nk, &qtIQ4)
 	})
-	t.weights[tensor.Q5_0].qtRepack = qtRepackGeneric(qtBlockQ5_0)
+	asm(tensor.Q5_0, func(dst, w []byte, rb, nb int) {
+		dst, w = dst[:nb*qtBlockBytes], w[:(qtRows-1)*rb+nb*quant.BlockQ5_0Bytes]
+		qtRepackQ5_0AVX512(&dst[0], &w[0], rb, nb)
+	})
 }
 
 // qtQ4_0 maps a Q4_0 nibble q to its code q - 8 + 128.
@@ -85,6 +88,11 @@ func qtRepackNib18AVX512(dst, w *byte, rb, nb int, lut *[16]byte)
 //
 //go:noescape
 func qtRepackQ8_0AVX512(dst, w *byte, rb, nb int)
+
+// qtRepackQ5_0AVX512 rewrites sixteen rows of nb Q5_0 blocks.
+//
+//go:noescape
+func qtRepackQ5_0AVX512(dst, w *byte, rb, nb int)
 
 // qtRepackIQ4XSAVX512 rewrites sixteen rows of nb IQ4_XS blocks (eight
 // layout blocks each).

@@ -108,6 +108,33 @@
 	MOVL $0x0f0f0f0f, AX \
 	VPBROADCASTD AX, Z15
 
+// QT_BIT5 puts the fifth bits at bit sh of qh (Z21) into bit 4 of the
+// four bytes of dst.
+#define QT_BIT5(sh, dst) \
+	VPSRLD  $(sh), Z21, dst \
+	VPANDD  Z19, dst, dst \
+	VPMULLD Z13, dst, dst \
+	VPANDD  Z12, dst, dst \
+	VPSLLD  $4, dst, dst
+
+// QT_NIB5 stores the Q5_0 codes of the four qs bytes at qoff (values
+// 4j..4j+3 and 16+4j..16+4j+3, their fifth bits at bit sh and sh+16) as
+// registers lo and hi.
+#define QT_NIB5(qoff, sh, lo, hi) \
+	QT_ONES \
+	VPGATHERDD (qoff)(SI)(Z20*1), K1, Z10 \
+	VPSRLD     $4, Z10, Z11 \
+	VPANDD     Z15, Z10, Z10 \
+	VPANDD     Z15, Z11, Z11 \
+	QT_BIT5(sh, Z9) \
+	VPORD      Z9, Z10, Z10 \
+	QT_BIT5(sh+16, Z9) \
+	VPORD      Z9, Z11, Z11 \
+	VPADDB     Z14, Z10, Z10 \
+	VPADDB     Z14, Z11, Z11 \
+	VMOVDQU64  Z10, (lo)(DI) \
+	VMOVDQU64  Z11, (hi)(DI)
+
 // func qtile8AVX512(w *byte, xq *int8, xs *qtScale, nb, ldo int, mask uint16, out *float32)
 TEXT ·qtile8AVX512(SB), NOSPLIT, $0-56
 	MOVQ w+0(FP), SI
@@ -311,5 +338,38 @@ qtxsloop:
 	ADDQ $4608, DI
 	DECQ CX
 	JNZ  qtxsloop
+	VZEROUPPER
+	RET
+
+// func qtRepackQ5_0AVX512(dst, w *byte, rb, nb int)
+// Q5_0: 22-byte blocks, f16 scale, 32 fifth bits (qh), 16 bytes of
+// nibbles. Value i's fifth bit is bit i of qh: for register j (values
+// 4j..4j+3) the four bits at 4j are spread to the four bytes' bit 4 by a
+// multiply with 0x00204081 (bit a lands on bit a+7s of term s, no two
+// terms on one bit), masked with 0x01010101 and shifted left by four;
+// the code is (nibble | that) + 112 (q5 - 16 + 128).
+TEXT ·qtRepackQ5_0AVX512(SB), NOSPLIT, $0-32
+	QT_PROLOGUE
+	MOVL $0x70707070, AX
+	VPBROADCASTD AX, Z14
+	MOVL $0x00204081, AX
+	VPBROADCASTD AX, Z13
+	MOVL $0x01010101, AX
+	VPBROADCASTD AX, Z12
+	MOVL $15, AX
+	VPBROADCASTD AX, Z19
+
+qt50loop:
+	QT_D16(0)
+	QT_ONES
+	VPGATHERDD 2(SI)(Z20*1), K1, Z21
+	QT_NIB5(6, 0, 0, 256)
+	QT_NIB5(10, 4, 64, 320)
+	QT_NIB5(14, 8, 128, 384)
+	QT_NIB5(18, 12, 192, 448)
+	ADDQ $22, SI
+	ADDQ $576, DI
+	DECQ CX
+	JNZ  qt50loop
 	VZEROUPPER
 	RET
