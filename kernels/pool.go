@@ -469,11 +469,11 @@ func (j *job) convert(tab *table, t0, t1 int) {
 		}
 	case partnerQ8_0:
 		nb := c / quant.QK8_0
-		quant.QuantizeRowQ8_0Act(x, j.q80[t0*nb:t1*nb])
 		if j.qt {
-			j.qtConvert(partnerQ8_0, t0, t1)
+			j.qtConvert(partnerQ8_0, tab.qtQuant, t0, t1)
 			break
 		}
+		quant.QuantizeRowQ8_0Act(x, j.q80[t0*nb:t1*nb])
 		if wk.q80.x8 == nil {
 			break
 		}
@@ -488,7 +488,7 @@ func (j *job) convert(tab *table, t0, t1 int) {
 		nb := c / quant.QK_K
 		tab.quantQ8K(x, j.q8k[t0*nb:t1*nb])
 		if j.qt {
-			j.qtConvert(partnerQ8K, t0, t1)
+			j.qtConvert(partnerQ8K, nil, t0, t1)
 		}
 	}
 }

@@ -182,6 +182,18 @@ func qtActsQ8_0(xq []int8, xs []qtScale, x []quant.BlockQ8_0) {
 	}
 }
 
+// qtQuantQ8_0Generic quantizes activations (32·len(xs) of src) for the
+// tile kernel: the codes and scales quant.QuantizeRowQ8_0Act gives (the
+// Q8_0 partner format of llama.cpp's x86 builds), laid out as
+// qtActsQ8_0 does.
+func qtQuantQ8_0Generic(src []float32, xq []int8, xs []qtScale) {
+	var b [1]quant.BlockQ8_0
+	for i := range xs {
+		quant.QuantizeRowQ8_0Act(src[32*i:32*i+32], b[:])
+		qtActsQ8_0(xq[32*i:32*i+32], xs[i:i+1], b[:])
+	}
+}
+
 // qtActsQ8K does so for Q8_K blocks, eight 32-value blocks each (the
 // sums from the block's 16-value sums).
 func qtActsQ8K(xq []int8, xs []qtScale, x []quant.BlockQ8K) {
@@ -273,15 +285,18 @@ func (j *job) qtGrow(threads int) {
 	}
 }
 
-// qtConvert lays out the activations of tokens t0..t1-1, already in the
-// partner format, for the tile kernel.
-func (j *job) qtConvert(p partner, t0, t1 int) {
+// qtConvert lays out the activations of tokens t0..t1-1 for the tile
+// kernel: Q8_0-partner ones quantized straight from float32 with
+// quantize (nil: the pure-Go one), Q8_K ones from their blocks.
+func (j *job) qtConvert(p partner, quantize func([]float32, []int8, []qtScale), t0, t1 int) {
 	c := j.w.Cols
 	xq, xs := j.qtq[t0*c:t1*c], j.qts[t0*c/32:t1*c/32]
 	switch p {
 	case partnerQ8_0:
-		nb := c / quant.QK8_0
-		qtActsQ8_0(xq, xs, j.q80[t0*nb:t1*nb])
+		if quantize == nil {
+			quantize = qtQuantQ8_0Generic
+		}
+		quantize(j.x[t0*c:t1*c], xq, xs)
 	case partnerQ8K:
 		nb := c / quant.QK_K
 		qtActsQ8K(xq, xs, j.q8k[t0*nb:t1*nb])

@@ -16,6 +16,13 @@ import (
 // pure-Go repack.
 func setQTileAVX512(t *table) {
 	t.qtile = qtileAVX512
+	t.qtQuant = func(src []float32, xq []int8, xs []qtScale) {
+		if len(xs) == 0 {
+			return
+		}
+		src, xq = src[:32*len(xs)], xq[:32*len(xs)]
+		qtQuantQ8_0AVX512(&src[0], &xq[0], &xs[0], len(xs))
+	}
 	asm := func(typ tensor.Type, f func(dst, w []byte, rb, nb int)) {
 		twin := qtRepackGeneric(qtDecoder(typ))
 		t.weights[typ].qtRepack = func(dst, w []byte, rb, rows, nb int) {
@@ -99,3 +106,9 @@ func qtRepackQ5_0AVX512(dst, w *byte, rb, nb int)
 //
 //go:noescape
 func qtRepackIQ4XSAVX512(dst, w *byte, rb, nb int, lut *[16]byte)
+
+// qtQuantQ8_0AVX512 quantizes nb blocks of 32 activations at src into
+// the tile's codes and scales, as qtQuantQ8_0Generic.
+//
+//go:noescape
+func qtQuantQ8_0AVX512(src *float32, xq *int8, xs *qtScale, nb int)

@@ -373,3 +373,78 @@ qt50loop:
 	JNZ  qt50loop
 	VZEROUPPER
 	RET
+
+// func qtQuantQ8_0AVX512(src *float32, xq *int8, xs *qtScale, nb int)
+// The tile's activations straight from float32, as
+// quant.QuantizeRowQ8_0Act then qtActsQ8_0: per 32 values amax is the
+// largest |x| taken as integers (sign cleared; a NaN's bits exceed
+// infinity's, so a NaN wins as Go's max makes it), d = f16(amax/127),
+// id = 127/amax (0 when amax is 0), codes = round-to-even(x·id)
+// saturated to int8 (a NaN converts to 0x80000000 and saturates to
+// -128), and bias = -128·Σ codes.
+TEXT ·qtQuantQ8_0AVX512(SB), NOSPLIT, $0-32
+	MOVQ src+0(FP), SI
+	MOVQ xq+8(FP), DI
+	MOVQ xs+16(FP), R8
+	MOVQ nb+24(FP), CX
+	MOVL $0x7fffffff, AX
+	VPBROADCASTD AX, Z15
+	MOVL $0x42fe0000, AX
+	VMOVD AX, X14
+
+qq8loop:
+	VMOVUPS 0(SI), Z0
+	VMOVUPS 64(SI), Z1
+	VPANDD  Z15, Z0, Z2
+	VPANDD  Z15, Z1, Z3
+	VPMAXUD Z3, Z2, Z2
+	VEXTRACTI64X4 $1, Z2, Y3
+	VPMAXUD Y3, Y2, Y2
+	VEXTRACTI128 $1, Y2, X3
+	VPMAXUD X3, X2, X2
+	VPSHUFD $0x4e, X2, X3
+	VPMAXUD X3, X2, X2
+	VPSHUFD $0xb1, X2, X3
+	VPMAXUD X3, X2, X2
+	VDIVSS    X14, X2, X4
+	VCVTPS2PH $4, X4, X4
+	VCVTPH2PS X4, X4
+	VMOVSS    X4, 0(R8)
+	VXORPS X5, X5, X5
+	VMOVD  X2, AX
+	TESTL  AX, AX
+	JZ     qq8zero
+	VDIVSS X2, X14, X5
+
+qq8zero:
+	VBROADCASTSS X5, Z5
+	VMULPS    Z5, Z0, Z0
+	VMULPS    Z5, Z1, Z1
+	VCVTPS2DQ Z0, Z0
+	VCVTPS2DQ Z1, Z1
+	VPMOVSDB  Z0, X0
+	VPMOVSDB  Z1, X1
+	VMOVDQU   X0, 0(DI)
+	VMOVDQU   X1, 16(DI)
+	VPMOVSXBD X0, Z0
+	VPMOVSXBD X1, Z1
+	VPADDD    Z1, Z0, Z0
+	VEXTRACTI64X4 $1, Z0, Y1
+	VPADDD    Y1, Y0, Y0
+	VEXTRACTI128 $1, Y0, X1
+	VPADDD    X1, X0, X0
+	VPSHUFD   $0x4e, X0, X1
+	VPADDD    X1, X0, X0
+	VPSHUFD   $0xb1, X0, X1
+	VPADDD    X1, X0, X0
+	VMOVD     X0, AX
+	SHLL      $7, AX
+	NEGL      AX
+	MOVL      AX, 4(R8)
+	ADDQ $128, SI
+	ADDQ $32, DI
+	ADDQ $8, R8
+	DECQ CX
+	JNZ  qq8loop
+	VZEROUPPER
+	RET

@@ -444,3 +444,56 @@ func BenchmarkQTile(b *testing.B) {
 		}
 	}
 }
+
+// TestQTileQuant checks each path's tile activation quantizer against the
+// pure-Go one (which is quant.QuantizeRowQ8_0Act's codes and scales),
+// byte for byte, on random blocks and on zeros, signed zeros, NaNs,
+// infinities, subnormals, overflowing scales and values on halves.
+func TestQTileQuant(t *testing.T) {
+	r := rand.New(rand.NewPCG(53, 54))
+	const nb = 64
+	edge := []float32{0, float32(math.Copysign(0, -1)), float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)),
+		math.SmallestNonzeroFloat32, 1e-40, math.MaxFloat32, -math.MaxFloat32, 127, -127, 0.5, 1.5, 2.5, -0.5, 1e30}
+	for _, p := range nativePaths() {
+		tab := tableFor(p)
+		if tab.qtQuant == nil {
+			continue
+		}
+		for round := range 200 {
+			src := randF32(r, 32*nb, float32(math.Ldexp(1, r.IntN(40)-20)))
+			for b := range nb {
+				blk := src[32*b : 32*b+32]
+				switch (round + b) % 6 {
+				case 1:
+					clear(blk)
+				case 2:
+					blk[r.IntN(32)] = edge[r.IntN(len(edge))]
+				case 3:
+					// Values on halves of the scale: x·(127/amax) near k + 0.5.
+					for k := range blk {
+						blk[k] = float32(r.IntN(255)-127) + 0.5
+					}
+					blk[0] = 127
+				case 4:
+					for k := range blk {
+						blk[k] = edge[r.IntN(len(edge))]
+					}
+				}
+			}
+			wq, gq := make([]int8, 32*nb), make([]int8, 32*nb)
+			ws, gs := make([]qtScale, nb), make([]qtScale, nb)
+			qtQuantQ8_0Generic(src, wq, ws)
+			tab.qtQuant(src, gq, gs)
+			for i := range wq {
+				if wq[i] != gq[i] {
+					t.Fatalf("%s round %d: code %d = %d, twin %d (block %v)", p, round, i, gq[i], wq[i], src[i/32*32:i/32*32+32])
+				}
+			}
+			for i := range ws {
+				if !sameFloat(ws[i].d, gs[i].d) || ws[i].bias != gs[i].bias {
+					t.Fatalf("%s round %d: block %d scale %v bias %d, twin %v %d", p, round, i, gs[i].d, gs[i].bias, ws[i].d, ws[i].bias)
+				}
+			}
+		}
+	}
+}
