@@ -100,7 +100,7 @@ func BenchmarkMatMul(b *testing.B) {
 // shared state (their result buffers, the output rows) decides how well
 // two threads scale.
 func BenchmarkMatMulPrompt(b *testing.B) {
-	for _, t := range []tensor.Type{tensor.Q4_K, tensor.Q6_K, tensor.Q8_0, tensor.F16} {
+	for _, t := range []tensor.Type{tensor.Q4_K, tensor.Q6_K, tensor.Q8_0, tensor.F16, tensor.Q4_0, tensor.Q5_0, tensor.IQ4_NL, tensor.IQ4_XS} {
 		for _, s := range [][2]int{{2048, 2048}, {2048, 5632}, {5632, 2048}} {
 			for _, threads := range []int{1, 2} {
 				name := fmt.Sprintf("%s/%dx%d/t%d", t, s[0], s[1], threads)

@@ -54,6 +54,13 @@ type table struct {
 	widenBF16 func(dst []float32, w []byte)
 	widenF32  func(dst []float32, w []byte)
 
+	// qtile is the prompt tile kernel of the 32-value block types
+	// (qtile.go), nil on a path without one.
+	qtile qtTileFunc
+	// qtQuant quantizes activations for the tile as qtQuantQ8_0Generic
+	// (nil: that one).
+	qtQuant func(src []float32, xq []int8, xs []qtScale)
+
 	// quantQ8K quantizes 256*len(dst) activations to Q8_K blocks, byte
 	// for byte as quant.QuantizeRowQ8K.
 	quantQ8K func(src []float32, dst []quant.BlockQ8K)

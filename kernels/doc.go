@@ -64,6 +64,16 @@
 // the avx512 eight-token dot multiplies two blocks of all eight tokens'
 // scales at once instead of gathering them from the blocks.
 //
+// On the avx512 path, Q4_0, Q5_0, IQ4_NL, Q8_0 and IQ4_XS weights with two
+// or more tokens take the prompt tile instead (qtile.go): each goroutine
+// rewrites its rows, sixteen at a time, into a bounded scratch buffer in a
+// row-interleaved layout of unsigned codes and float32 block scales, and
+// VPDPBUSD multiplies them with each token's activation bytes broadcast to
+// the sixteen rows, one float32 lane per row. Every result is the same
+// sequence of float steps whatever its lane, piece or token group, so it
+// does not depend on the thread count or on how a prompt is split into
+// products of two or more tokens; the pure-Go twin gives the same bits.
+//
 // F32, F16 and BF16 weights with gemmMinTokens (3) or more tokens take a
 // blocked matrix product instead (gemm.go): each goroutine converts a
 // tile of its weight rows to float32 once, the activations are converted

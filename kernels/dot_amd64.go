@@ -35,6 +35,7 @@ func nativeTable(p Path) *table {
 		setNewQAVX2(t)
 		setNewQAVX512(t)
 		setMXFP4AVX512(t)
+		setQTileAVX512(t)
 		t.quantQ8K = quantizeQ8KAVX512Go
 		setGEMMAVX512(t)
 		return t

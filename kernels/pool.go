@@ -128,6 +128,14 @@ type job struct {
 
 	// res holds each goroutine's results of a multi-token dot.
 	res []partResult
+
+	// The prompt tile path (qtile.go), used when qt is set: the
+	// activations' codes and scales, and each goroutine's rewritten
+	// weight rows.
+	qt    bool
+	qtq   []int8
+	qts   []qtScale
+	qtScr [][]byte
 }
 
 // partResult is one goroutine's results of a multi-token dot, padded so
@@ -301,6 +309,9 @@ func (p *Pool) MatMul(out []float32, w Matrix, x []float32, n int) error {
 	j := &p.job
 	j.out, j.w, j.rb, j.x, j.n = out, w, w.rowBytes(), x, n
 	j.grow(p.tab)
+	if j.qt = !j.blocked && j.qtUse(p.tab); j.qt {
+		j.qtGrow(p.threads)
+	}
 	if traffic, err := tensor.MulInt64(int64(len(w.Data)), int64(n)); err == nil && traffic < p.serial || p.threads == 1 {
 		j.convert(p.tab, 0, n)
 		j.rows(p.tab, 0, 0, w.Rows)
@@ -405,6 +416,9 @@ const minGuidedRows = 16
 // whole tiles of the multi-token loops so that no tile is cut.
 func (j *job) chunkRows(threads int) int {
 	tile := max(1, tileBytes/j.rb)
+	if j.qt {
+		tile = qtRows
+	}
 	per := (j.w.Rows + threads*chunksPerThread - 1) / (threads * chunksPerThread)
 	return (per + tile - 1) / tile * tile
 }
@@ -455,6 +469,10 @@ func (j *job) convert(tab *table, t0, t1 int) {
 		}
 	case partnerQ8_0:
 		nb := c / quant.QK8_0
+		if j.qt {
+			j.qtConvert(partnerQ8_0, tab.qtQuant, t0, t1)
+			break
+		}
 		quant.QuantizeRowQ8_0Act(x, j.q80[t0*nb:t1*nb])
 		if wk.q80.x8 == nil {
 			break
@@ -469,6 +487,9 @@ func (j *job) convert(tab *table, t0, t1 int) {
 	case partnerQ8K:
 		nb := c / quant.QK_K
 		tab.quantQ8K(x, j.q8k[t0*nb:t1*nb])
+		if j.qt {
+			j.qtConvert(partnerQ8K, nil, t0, t1)
+		}
 	}
 }
 
@@ -479,6 +500,10 @@ func (j *job) rows(tab *table, part, r0, r1 int) {
 	}
 	if j.blocked {
 		j.gemmRows(tab, part, r0, r1)
+		return
+	}
+	if j.qt {
+		j.qtRowsRun(tab, part, r0, r1)
 		return
 	}
 	wk := &tab.weights[j.w.Type]

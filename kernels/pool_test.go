@@ -125,6 +125,8 @@ func batchRounds(tab *table, typ tensor.Type, n int) bool {
 func batchTokens(tab *table, typ tensor.Type, n int) int {
 	k := typ == tensor.Q4_K || typ == tensor.Q6_K
 	switch {
+	case n >= qtMinTokens && tab.qtile != nil && tab.weights[typ].qtRepack != nil:
+		return n // the prompt tile (qtile.go) takes every token
 	case k && reordered(tab, typ):
 		return n / 4 * 4
 	case n >= 8 && (tab.q8k(typ).x8 != nil || typ != tensor.Q8_0 && tab.q80(typ).x8 != nil):

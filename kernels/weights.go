@@ -55,6 +55,9 @@ type weightKernels struct {
 	q80     dots[quant.BlockQ8_0]
 	q81     dots[quant.BlockQ8_1]
 	q8k     dots[quant.BlockQ8K]
+	// qtRepack rewrites weight rows into the prompt tile's layout
+	// (qtile.go), on a path with a tile kernel; nil for the other types.
+	qtRepack qtRepackFunc
 }
 
 // genericWeights returns the pure-Go rows. The types added after Q4_K,
