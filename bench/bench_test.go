@@ -662,3 +662,55 @@ func benchStep(b *testing.B, np, ng int) {
 		})
 	}
 }
+
+// TestOpenWorkerModel checks the worker's choice between a private copy
+// and the mapping: the mini model is copied when there is no limit or
+// the limit leaves room, and stays mapped (its file appears in
+// /proc/self/maps) when the copy would not fit, as a real-size mixture of
+// experts under serve's 4 GiB does.
+func TestOpenWorkerModel(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("/proc/self/maps is Linux's")
+	}
+	path := miniModel(t)
+	p := Params{NPrompt: 16, NGen: 4, Reps: 1, Threads: []int{1}}
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		limit  int64
+		mapped bool
+	}{
+		{"no limit", 0, false},
+		{"unlimited", math.MaxInt64, false},
+		{"room", 1 << 40, false},
+		{"the file's size", st.Size(), true},
+		{"1 MiB", 1 << 20, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			fh, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer fh.Close()
+			f, err := openWorkerModel([]*os.File{fh}, p, tc.limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			maps, err := os.ReadFile("/proc/self/maps")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if mapped := strings.Contains(string(maps), path); mapped != tc.mapped {
+				t.Errorf("limit %d: file mapped %v, want %v", tc.limit, mapped, tc.mapped)
+			}
+			if _, err := model.Load(f); err != nil {
+				t.Errorf("limit %d: %v", tc.limit, err)
+			}
+		})
+	}
+}

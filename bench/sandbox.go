@@ -6,15 +6,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 
 	"github.com/lisa-llm/lisa/broker"
 	"github.com/lisa-llm/lisa/config"
 	"github.com/lisa-llm/lisa/gguf"
 	"github.com/lisa-llm/lisa/internal/gcbound"
+	"github.com/lisa-llm/lisa/model"
 	"github.com/lisa-llm/lisa/sandbox"
 )
 
@@ -168,7 +171,7 @@ func WorkerMain(args []string) int {
 	// Under the serving stage close is not allowed: the model's files stay
 	// open (and referenced, so no finalizer closes it) until exit.
 	defer runtime.KeepAlive(mf)
-	f, err := gguf.LoadSplit(mf, gguf.DefaultLimits())
+	f, err := openWorkerModel(mf, p, debug.SetMemoryLimit(-1))
 	if err != nil {
 		return reply(workerReply{Error: err.Error()})
 	}
@@ -191,4 +194,60 @@ func WorkerMain(args []string) int {
 		return reply(workerReply{Error: err.Error()})
 	}
 	return reply(workerReply{Results: rs})
+}
+
+// copyShare is the share of the worker's memory limit a private copy of
+// the model, the KV cache and the scratch may fill: the serving
+// engine's (engine.memoryShare).
+const copyShare = 0.85
+
+// openWorkerModel opens the model's files as the serving worker does:
+// mapped first (which parses and checks the header), then replaced by a
+// private in-memory copy (gguf.LoadSplit, which decode streams faster)
+// when the copy, the KV cache and the scratch fit in copyShare of the
+// memory limit (the Go memory limit the sandbox set). A model larger than that stays mapped: the page cache's
+// pages do not count against RLIMIT_DATA, and only the tensors a test
+// reads (for a mixture of experts, the experts its tokens choose) are
+// paged in. Before this, the worker always copied, so a model larger
+// than the limit could not be measured at all.
+func openWorkerModel(mf []*os.File, p Params, limit int64) (*gguf.File, error) {
+	f, err := gguf.OpenSplit(mf, gguf.DefaultLimits())
+	if err != nil {
+		return nil, err
+	}
+	if !copyFits(f, p, limit) {
+		return f, nil
+	}
+	g, err := gguf.LoadSplit(mf, gguf.DefaultLimits())
+	if err != nil {
+		return f, nil // the mapping still serves
+	}
+	f.Close()
+	return g, nil
+}
+
+// copyFits reports whether a private copy of f, the cache and scratch of
+// p fit in copyShare of limit (no limit: they fit). The scratch is
+// counted as the engine counts it for a batch of p's ubatch. A file
+// whose configuration cannot be read stays mapped; Prepare then reports
+// why.
+func copyFits(f *gguf.File, p Params, limit int64) bool {
+	if limit <= 0 || limit == math.MaxInt64 {
+		return true
+	}
+	cfg, err := model.ConfigFromGGUF(f)
+	if err != nil {
+		return false
+	}
+	tk, tv, err := p.cacheTypes()
+	if err != nil {
+		return false
+	}
+	nb, nub := p.batches()
+	batch := min(nb, nub)
+	perToken := 3*cfg.NEmbd + 2*cfg.QDim() + 2*cfg.KVDim() + 2*cfg.NFF
+	scratch := 4*float64(batch)*float64(perToken) + 4*float64(cfg.NVocab) +
+		float64(batch)*float64(max(cfg.NEmbd, cfg.NFF))*4 + cfg.ExpertScratchBytes(batch)
+	need := float64(f.FileSize) + float64(model.CacheBytes(cfg, tk, tv, 1, p.context())) + scratch
+	return need <= copyShare*float64(limit)
 }

@@ -47,6 +47,7 @@ func ggufSynth(args []string, stdout, stderr io.Writer) int {
 	typ := fs.String("type", "q4_k_m", "file type, llama-quantize's mixes (mxfp4: every matrix MXFP4, which llama-quantize cannot write): "+strings.Join(synth.FileTypeNames(), "|"))
 	seed := fs.Uint64("seed", 1, "random seed")
 	vocab := fs.String("vocab", "", "GGUF `file` whose tokenizer is copied instead of the synthetic one (required for mini, small-110m, tinyllama-1.1b: e.g. ggml-vocab-llama-spm.gguf)")
+	pool := fs.Int("pool", 0, "benchmark files written fast: the quantized matrices take their rows from a pool of this many random `rows` per row type, quantized once (e.g. 4096; 0: every row drawn and quantized, as the reference files)")
 	out := fs.String("o", "", "output `file`")
 	noSandbox := fs.Bool("no-sandbox", false, "parse the --vocab file in this process instead of a sandboxed worker")
 	pos, status, done := parseCommand("gguf synth", fs, args, true, stdout, stderr)
@@ -79,7 +80,7 @@ func ggufSynth(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "lisa gguf synth: %v\n", err)
 		return 2
 	}
-	o := synth.Options{Shape: s, Type: ft, Seed: *seed}
+	o := synth.Options{Shape: s, Type: ft, Seed: *seed, PoolRows: *pool}
 	if *vocab != "" {
 		kvs, err := loadVocabKVs("lisa gguf synth", *vocab, *noSandbox, stderr)
 		if err != nil {

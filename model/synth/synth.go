@@ -37,6 +37,7 @@
 package synth
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -859,7 +860,22 @@ type Options struct {
 	// Threads generating chunks in parallel (0: GOMAXPROCS). The output
 	// does not depend on it.
 	Threads int
+	// PoolRows, when positive, writes a benchmark file fast: the
+	// N(0, 0.02) matrices that are not F32 take their rows from a pool of
+	// PoolRows random rows per row type (tensor type and width), drawn
+	// and quantized once, each row of a tensor picked from the pool by a
+	// hash of (seed, tensor, row). Quantizing every row of a real-size
+	// K-quant file takes hours on a small machine; copying rows runs at
+	// disk speed. Norms, biases, the F32 router and the other vectors are
+	// drawn as usual. The file is still a pure function of the options
+	// (not of Threads) and says so in general.description; 0 leaves every
+	// byte as without it.
+	PoolRows int
 }
+
+// maxPoolRows bounds PoolRows: a pool of a 16384-value Q8_0 row type
+// holds 17 KiB a row, 1.1 GiB at the bound.
+const maxPoolRows = 1 << 16
 
 // ErrVocab reports a missing or mismatched vocabulary.
 var ErrVocab = errors.New("synth: vocabulary")
@@ -917,6 +933,9 @@ func Write(w io.Writer, o Options) (int64, error) {
 	if o.Type < 0 || int(o.Type) >= len(fileTypes) {
 		return 0, fmt.Errorf("synth: %v: unknown file type", o.Type)
 	}
+	if o.PoolRows < 0 || o.PoolRows > maxPoolRows {
+		return 0, fmt.Errorf("synth: PoolRows %d: want 0 to %d", o.PoolRows, maxPoolRows)
+	}
 	plan, err := Plan(s, o.Type)
 	if err != nil {
 		return 0, err
@@ -929,9 +948,17 @@ func Write(w io.Writer, o Options) (int64, error) {
 	if threads <= 0 {
 		threads = runtime.GOMAXPROCS(0)
 	}
+	var pools *rowPools
+	if o.PoolRows > 0 {
+		pools = &rowPools{rows: o.PoolRows, seed: o.Seed, threads: threads, byKey: map[poolKey][]byte{}}
+	}
 	for i, t := range plan {
 		g := &tensorGen{plan: t, seed: o.Seed, index: uint64(i), threads: threads}
-		if err := gw.AddTensorFunc(t.Name, t.Type, t.Dims, g.write); err != nil {
+		write := g.write
+		if pools != nil && t.init == initWeight && t.Type != tensor.F32 {
+			write = func(w io.Writer) error { return pools.write(w, t, o.Seed, uint64(i)) }
+		}
+		if err := gw.AddTensorFunc(t.Name, t.Type, t.Dims, write); err != nil {
 			return 0, fmt.Errorf("synth: %w", err)
 		}
 	}
@@ -1018,6 +1045,15 @@ func tokenizerKVs(o Options) ([]gguf.KV, error) {
 	return kvs, nil
 }
 
+// description is general.description: how the weights were drawn.
+func description(o Options) string {
+	if o.PoolRows > 0 {
+		return fmt.Sprintf("random weights N(0,0.02), matrix rows from a pool of %d per row type, norms=1.0, seed=%d, %s; written by lisa gguf synth",
+			o.PoolRows, o.Seed, o.Type)
+	}
+	return fmt.Sprintf("random weights N(0,0.02), norms=1.0, seed=%d, %s; written by lisa gguf synth", o.Seed, o.Type)
+}
+
 // addMetadata adds the general.*, architecture and tokenizer.* keys, the
 // ones convert_hf_to_gguf.py writes for the family in its order.
 func addMetadata(gw *gguf.Writer, o Options) error {
@@ -1033,8 +1069,7 @@ func addMetadata(gw *gguf.Writer, o Options) error {
 		{Key: "general.architecture", Value: gguf.StringValue(a)},
 		{Key: "general.type", Value: gguf.StringValue("model")},
 		{Key: "general.name", Value: gguf.StringValue(s.Name + "-random")},
-		{Key: "general.description", Value: gguf.StringValue(fmt.Sprintf(
-			"random weights N(0,0.02), norms=1.0, seed=%d, %s; written by lisa gguf synth", o.Seed, o.Type))},
+		{Key: "general.description", Value: gguf.StringValue(description(o))},
 		u("block_count", s.NLayer),
 		u("context_length", s.NCtx),
 		u("embedding_length", s.NEmbd),
@@ -1198,4 +1233,89 @@ func (g *tensorGen) write(w io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// poolKey names a row type: rows of one tensor type and width are
+// interchangeable.
+type poolKey struct {
+	typ  tensor.Type
+	cols uint64
+}
+
+// rowPools holds the quantized rows of Options.PoolRows, one pool per
+// row type, each drawn the first time a tensor needs it.
+type rowPools struct {
+	rows    int
+	seed    uint64
+	threads int
+	byKey   map[poolKey][]byte
+}
+
+// pool returns the pool of k's rows, drawing it on first use: PoolRows
+// rows of N(0, 0.02) from generators seeded apart from the tensors' (the
+// high bit of the index, which a plan's tensor index never has), so
+// chunks are drawn in parallel and the bytes do not depend on the
+// thread count.
+func (p *rowPools) pool(k poolKey) ([]byte, error) {
+	if b, ok := p.byKey[k]; ok {
+		return b, nil
+	}
+	dims := []uint64{k.cols, uint64(p.rows)}
+	n, err := k.typ.Bytes(dims)
+	if err != nil {
+		return nil, err
+	}
+	g := &tensorGen{
+		plan:    TensorPlan{Name: fmt.Sprintf("pool %s×%d", k.typ, k.cols), Type: k.typ, Dims: dims, init: initWeight},
+		seed:    p.seed,
+		index:   1<<31 | uint64(k.typ)<<24 | k.cols&(1<<24-1),
+		threads: p.threads,
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, n))
+	if err := g.write(buf); err != nil {
+		return nil, err
+	}
+	p.byKey[k] = buf.Bytes()
+	return buf.Bytes(), nil
+}
+
+// write writes tensor index of the plan from its row type's pool: row r
+// is the pool's row mix(seed, index, r) mod PoolRows.
+func (p *rowPools) write(w io.Writer, t TensorPlan, seed, index uint64) error {
+	k := poolKey{t.Type, t.Dims[0]}
+	pool, err := p.pool(k)
+	if err != nil {
+		return fmt.Errorf("synth: %s: %w", t.Name, err)
+	}
+	rb := uint64(len(pool) / p.rows)
+	rows := uint64(1)
+	for _, d := range t.Dims[1:] {
+		rows *= d
+	}
+	// Rows are gathered into a buffer of about a mebibyte per Write.
+	per := max(1, (1<<20)/rb)
+	buf := make([]byte, 0, per*rb)
+	for r := uint64(0); r < rows; r++ {
+		j := mix64(seed, index, r) % uint64(p.rows)
+		buf = append(buf, pool[j*rb:(j+1)*rb]...)
+		if uint64(len(buf)) == per*rb || r == rows-1 {
+			if _, err := w.Write(buf); err != nil {
+				return err
+			}
+			buf = buf[:0]
+		}
+	}
+	return nil
+}
+
+// mix64 hashes (seed, index, row) to a pool row: SplitMix64's finalizer
+// over the three words, so neighbouring rows land far apart.
+func mix64(seed, index, row uint64) uint64 {
+	x := seed ^ index*0x9e3779b97f4a7c15 ^ row*0xbf58476d1ce4e5b9
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"errors"
+	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +15,7 @@ import (
 	"github.com/lisa-llm/lisa/gguf"
 	"github.com/lisa-llm/lisa/internal/shared"
 	"github.com/lisa-llm/lisa/model"
+	"github.com/lisa-llm/lisa/quant"
 	"github.com/lisa-llm/lisa/tensor"
 )
 
@@ -251,6 +254,103 @@ func TestParseFileType(t *testing.T) {
 	for _, bad := range []string{"", "q4", "iq2_xs", "q6_k_m", "tq1_0"} {
 		if _, err := ParseFileType(bad); err == nil {
 			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+// TestWritePool checks the benchmark mode: the same bytes for any thread
+// count, other bytes for another seed, the planned tensor table, vectors
+// and the F32 router as without the pool, and every pooled matrix made of
+// at most PoolRows distinct rows (more than one) that hold weights of
+// the right spread.
+func TestWritePool(t *testing.T) {
+	const poolRows = 16
+	s, ok := Lookup("qwen3moe-tiny")
+	if !ok {
+		t.Fatal("no shape qwen3moe-tiny")
+	}
+	write := func(seed uint64, threads, pool int) []byte {
+		var b bytes.Buffer
+		if _, err := Write(&b, Options{Shape: s, Type: Q4_K_M, Seed: seed, Threads: threads, PoolRows: pool}); err != nil {
+			t.Fatal(err)
+		}
+		return b.Bytes()
+	}
+	ab := write(1, 1, poolRows)
+	if sha256.Sum256(ab) != sha256.Sum256(write(1, 3, poolRows)) {
+		t.Fatal("same seed and pool, different bytes for another thread count")
+	}
+	if bytes.Equal(ab, write(2, 2, poolRows)) {
+		t.Fatal("different seeds, same bytes")
+	}
+	a, err := gguf.ParseBytes(ab, gguf.DefaultLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	exact, err := gguf.ParseBytes(write(1, 2, 0), gguf.DefaultLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err := a.String("general.description"); err != nil || !strings.Contains(d, "pool of 16") {
+		t.Errorf("general.description %q, %v: does not name the pool", d, err)
+	}
+	if _, err := model.Load(a); err != nil {
+		t.Fatal(err)
+	}
+	plan, err := Plan(s, Q4_K_M)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pooled := 0
+	for i, p := range plan {
+		ti := &a.Tensors[i]
+		if ti.Name != p.Name || ti.Type != p.Type || !slices.Equal(ti.Dims, p.Dims) {
+			t.Fatalf("tensor %d is %s %s %v, want %s %s %v", i, ti.Name, ti.Type, ti.Dims, p.Name, p.Type, p.Dims)
+		}
+		data, err := a.TensorData(&a.Tensors[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := exact.TensorData(&exact.Tensors[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.init != initWeight || p.Type == tensor.F32 {
+			if !bytes.Equal(data, want) {
+				t.Errorf("%s: not pooled, but differs from the file without a pool", p.Name)
+			}
+			continue
+		}
+		pooled++
+		rb, err := p.Type.Bytes(p.Dims[:1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows := map[string]bool{}
+		for o := 0; o < len(data); o += int(rb) {
+			rows[string(data[o:o+int(rb)])] = true
+		}
+		if n := len(data) / int(rb); len(rows) > poolRows || n > 2*poolRows && len(rows) < 2 {
+			t.Errorf("%s: %d distinct rows of %d, want at most %d and more than one", p.Name, len(rows), n, poolRows)
+		}
+		vals := make([]float32, int(p.Dims[0]))
+		if err := quant.Dequantize(p.Type, data[:rb], vals); err != nil {
+			t.Fatal(err)
+		}
+		var ss float64
+		for _, v := range vals {
+			ss += float64(v) * float64(v)
+		}
+		if sd := math.Sqrt(ss / float64(len(vals))); sd < 0.015 || sd > 0.025 {
+			t.Errorf("%s: first row's spread %.4f, want about 0.02", p.Name, sd)
+		}
+	}
+	if pooled == 0 {
+		t.Fatal("no tensor came from the pool")
+	}
+	for _, n := range []int{-1, maxPoolRows + 1} {
+		if _, err := Write(io.Discard, Options{Shape: s, Type: Q4_K_M, PoolRows: n}); err == nil {
+			t.Errorf("PoolRows %d accepted", n)
 		}
 	}
 }
