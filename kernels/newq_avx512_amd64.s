@@ -787,94 +787,181 @@ DATA iq4PairShift<>+48(SB)/8, $0x0004000400040004
 DATA iq4PairShift<>+56(SB)/8, $0x0004000400040004
 GLOBL iq4PairShift<>(SB), RODATA|NOPTR, $64
 
-// IQ4XS_PAIR adds the exact Σ s·u·x lanes of sub-blocks 2p and 2p+1 (u =
-// codebook value + 128) to Z9: codes at qoff(SI), activations at
-// xoff(DI), scales spread in sc. The 32 code bytes [a, b] (16 per
-// sub-block) become [a, a, b, b] by one VSHUFI64X2 and the upper copy of
-// each is shifted by four (Z24), so that after the mask the nibbles are
-// in value order, then looked up in Z11: one shuffle fewer than
-// splitting low and high nibbles and interleaving them.
-#define IQ4XS_PAIR(qoff, xoff, sc) \
-	VMOVDQU      qoff(SI), Y2 \
-	VSHUFI64X2   $0x50, Z2, Z2, Z2 \
-	VPSRLVW      Z24, Z2, Z2 \
-	VPANDD       Z15, Z2, Z2 \
-	VPSHUFB      Z2, Z11, Z2 \
-	VPXORD       Z5, Z5, Z5 \
-	VPDPBUSD     xoff(DI), Z2, Z5 \
-	VPMULLD      sc, Z5, Z5 \
-	VPADDD       Z5, Z9, Z9
+// The IQ4_XS row-run dot takes a block's codes in their stored order:
+// one 64-byte load holds the 16 code bytes of four sub-blocks, one per
+// 128-bit lane, and the mask and a shift of four split it into the low
+// nibbles (values 0-15 of each sub-block) and the high ones (16-31). The
+// activations are brought into that order instead (two VSHUFI64X2 per 128
+// values, shared by the rows of a run): then both halves of a sub-block
+// sit in the same lane as its scale, so one integer accumulator takes both
+// VPDPBUSDs and every 128 values need one conversion and one fused
+// multiply-add, with the float scales (s-32)·d·dx spread four lanes each:
+// no VPMULLD, no per-pair scale step. The offset -128·Σx of sub-block j
+// (from the bsums, one VPMADDWD per block, shared) starts lane 4j of the
+// accumulator, so every lane sum stays exact (below 2^20 in magnitude).
+
+// iq4xsQuad spreads dword j over lanes 4j..4j+3 (j = 0..3; the second
+// half j = 4..7).
+DATA iq4xsQuad<>+0(SB)/8, $0x0000000000000000
+DATA iq4xsQuad<>+8(SB)/8, $0x0000000000000000
+DATA iq4xsQuad<>+16(SB)/8, $0x0000000100000001
+DATA iq4xsQuad<>+24(SB)/8, $0x0000000100000001
+DATA iq4xsQuad<>+32(SB)/8, $0x0000000200000002
+DATA iq4xsQuad<>+40(SB)/8, $0x0000000200000002
+DATA iq4xsQuad<>+48(SB)/8, $0x0000000300000003
+DATA iq4xsQuad<>+56(SB)/8, $0x0000000300000003
+DATA iq4xsQuad<>+64(SB)/8, $0x0000000400000004
+DATA iq4xsQuad<>+72(SB)/8, $0x0000000400000004
+DATA iq4xsQuad<>+80(SB)/8, $0x0000000500000005
+DATA iq4xsQuad<>+88(SB)/8, $0x0000000500000005
+DATA iq4xsQuad<>+96(SB)/8, $0x0000000600000006
+DATA iq4xsQuad<>+104(SB)/8, $0x0000000600000006
+DATA iq4xsQuad<>+112(SB)/8, $0x0000000700000007
+DATA iq4xsQuad<>+120(SB)/8, $0x0000000700000007
+GLOBL iq4xsQuad<>(SB), RODATA|NOPTR, $128
+
+// IQ4XS_X does a block's activation-only work for every row of the run:
+// dx in the lanes of Y10; the offsets -128·(bsums 2j + 2j+1) of sub-block
+// j at lane 4j of Z22 (j < 4) and Z23 (j >= 4), zeros elsewhere (K4); the
+// activations of values 0-15 of sub-blocks 0-3 in Z4, 16-31 in Z5, and
+// of sub-blocks 4-7 in Z6 and Z7. Y13 holds -128 in every word.
+#define IQ4XS_X \
+	VBROADCASTSS 0(DI), Y10 \
+	VPMADDWD     260(DI), Y13, Y1 \
+	VPERMD.Z     Z1, Z16, K4, Z22 \
+	VPERMD.Z     Z1, Z17, K4, Z23 \
+	VMOVDQU64    4(DI), Z5 \
+	VSHUFI64X2   $0x88, 68(DI), Z5, Z4 \
+	VSHUFI64X2   $0xdd, 68(DI), Z5, Z5 \
+	VMOVDQU64    132(DI), Z7 \
+	VSHUFI64X2   $0x88, 196(DI), Z7, Z6 \
+	VSHUFI64X2   $0xdd, 196(DI), Z7, Z7
+
+// IQ4XS_SCALES leaves the float scales (s-32)·(d·dx) of the block at
+// row(0), sub-block j at lanes 4j..4j+3, of sub-blocks 0-3 in sLo and 4-7
+// in sHi. The eight 6-bit scales are assembled in a general register by
+// two PDEPs (every AVX-512 processor has BMI2; R8 and R10 hold the
+// masks): the low nibbles of scales_l into bits 0-3 of bytes 0-7, the bit
+// pairs of scales_h into bits 4-5. Y14 holds 32 in every dword. Clobbers
+// AX, BX, Y0, Y1. The rounding is the generic twin's: d·dx, then times
+// s-32.
+#define IQ4XS_SCALES(row, sLo, sHi) \
+	MOVL         row(4), AX \
+	MOVWLZX      row(2), BX \
+	PDEPQ        R8, AX, AX \
+	PDEPQ        R10, BX, BX \
+	ORQ          BX, AX \
+	VMOVQ        AX, X0 \
+	VPMOVZXBD    X0, Y0 \
+	VPSUBD       Y14, Y0, Y0 \
+	VCVTDQ2PS    Y0, Y0 \
+	VPBROADCASTW row(0), X1 \
+	VCVTPH2PS    X1, Y1 \
+	VMULPS       Y10, Y1, Y1 \
+	VMULPS       Y1, Y0, Y0 \
+	VPERMPS      Z0, Z16, sLo \
+	VPERMPS      Z0, Z17, sHi
+
+// IQ4XS_HALF accumulates 128 values (four sub-blocks) of the row at row():
+// codes at row(qoff), activations xl (low nibbles) and xh (high), offset
+// lanes o, float scales s, into the float lanes acc. Y15's 0x0f bytes
+// mask, Z11 holds the codebook plus 128. Clobbers Z2, Z3, Z9.
+#define IQ4XS_HALF(row, qoff, xl, xh, o, s, acc) \
+	VMOVDQU64   row(qoff), Z2 \
+	VPSRLW      $4, Z2, Z3 \
+	VPANDD      Z15, Z2, Z2 \
+	VPANDD      Z15, Z3, Z3 \
+	VPSHUFB     Z2, Z11, Z2 \
+	VPSHUFB     Z3, Z11, Z3 \
+	VMOVDQA64   o, Z9 \
+	VPDPBUSD    xl, Z2, Z9 \
+	VPDPBUSD    xh, Z3, Z9 \
+	VCVTDQ2PS   Z9, Z9 \
+	VFMADD231PS s, Z9, acc
+
+// IQ4XS_STORE stores the sum of the float lanes of a and b to (R14) and
+// advances R14.
+#define IQ4XS_STORE(a, b) \
+	VADDPS        b, a, Z0 \
+	VEXTRACTF64X4 $1, Z0, Y1 \
+	VADDPS        Y1, Y0, Y0 \
+	HSUM0
 
 // func dotIQ4XSRowsAVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32)
 //
-// Per block the eight 6-bit scales are assembled in a general register by
-// two PDEPs (every AVX-512 processor has BMI2): the low nibbles of
-// scales_l into bits 0-3 of bytes 0-7, the bit pairs of scales_h into
-// bits 4-5; that keeps a dozen vector instructions per block off the
-// vector ports the codes need. Minus 32 as words in X0, they are widened
-// to dwords and spread per pair of sub-blocks for VPMULLD; the offset
-// 128·Σx of each sub-block comes from the bsums, one VPMADDWD with the
-// scales doubled, subtracted once per block.
+// Two rows at a time (the activation work once for both), then an odd
+// last row alone; each row's float steps are the same in both loops, so a
+// row's result does not depend on its neighbour.
 TEXT ·dotIQ4XSRowsAVX512(SB), NOSPLIT, $0-40
 	ROWS_PROLOGUE
 	VPBROADCASTD X15, Z15
 	VBROADCASTI32X4 iq4Shifted<>(SB), Z11
-	VMOVDQU64 iq4PairShift<>(SB), Z24
 	MOVQ $0x0f0f0f0f0f0f0f0f, R8
-	MOVQ $0x3030303030303030, R9
-	MOVL $0x00200020, AX
-	VPBROADCASTD AX, X13
-	VMOVDQU64 iq4xsIdx<>+0(SB), Z16
-	VMOVDQU64 iq4xsIdx<>+64(SB), Z17
-	VMOVDQU64 iq4xsIdx<>+128(SB), Z18
-	VMOVDQU64 iq4xsIdx<>+192(SB), Z19
+	MOVQ $0x3030303030303030, R10
+	MOVL $0xff80ff80, AX
+	VPBROADCASTD AX, Y13
+	MOVL $32, AX
+	VPBROADCASTD AX, Y14
+	MOVL $0x1111, AX
+	KMOVW AX, K4
+	VMOVDQU64 iq4xsQuad<>+0(SB), Z16
+	VMOVDQU64 iq4xsQuad<>+64(SB), Z17
+	IMUL3Q $136, R12, R9
 
-iq4xsrow:
+iq4xstwo:
+	CMPQ R13, $2
+	JLT  iq4xsone
 	MOVQ R11, DI
 	MOVQ R12, CX
-	VPXORD Z8, Z8, Z8
+	VPXORD Z24, Z24, Z24
+	VPXORD Z25, Z25, Z25
+	VPXORD Z26, Z26, Z26
+	VPXORD Z27, Z27, Z27
 
-iq4xsloop:
+iq4xsloop2:
 	PREFETCHT0 2176(SI)
 	PREFETCHT0 2240(SI)
-	MOVL         4(SI), AX
-	MOVWLZX      2(SI), BX
-	PDEPQ        R8, AX, AX
-	PDEPQ        R9, BX, BX
-	ORQ          BX, AX
-	VMOVQ        AX, X0
-	VPMOVZXBW    X0, X0
-	VPSUBW       X13, X0, X0
-	VPMOVSXWD    X0, Y3
-	VPERMD       Z3, Z16, Z20
-	VPERMD       Z3, Z17, Z21
-	VPERMD       Z3, Z18, Z22
-	VPERMD       Z3, Z19, Z23
-	VPUNPCKLWD   X0, X0, X1
-	VPUNPCKHWD   X0, X0, X2
-	VINSERTI128  $1, X2, Y1, Y1
-	VPMADDWD     260(DI), Y1, Y10
-	VPSLLD       $7, Y10, Y10
-	VPXORD       Z9, Z9, Z9
-	IQ4XS_PAIR(8, 4, Z20)
-	IQ4XS_PAIR(40, 68, Z21)
-	IQ4XS_PAIR(72, 132, Z22)
-	IQ4XS_PAIR(104, 196, Z23)
-	VPSUBD       Z10, Z9, Z9
-	VCVTDQ2PS    Z9, Z9
-	VPBROADCASTW 0(SI), Y6
-	VCVTPH2PS    Y6, Z6
-	VMULPS.BCST  0(DI), Z6, Z6
-	VFMADD231PS  Z6, Z9, Z8
+	PREFETCHT0 2176(SI)(R9*1)
+	PREFETCHT0 2240(SI)(R9*1)
+	IQ4XS_X
+	IQ4XS_SCALES(RA, Z20, Z21)
+	IQ4XS_SCALES(RB, Z18, Z19)
+	IQ4XS_HALF(RA, 8, Z4, Z5, Z22, Z20, Z24)
+	IQ4XS_HALF(RB, 8, Z4, Z5, Z22, Z18, Z26)
+	IQ4XS_HALF(RA, 72, Z6, Z7, Z23, Z21, Z25)
+	IQ4XS_HALF(RB, 72, Z6, Z7, Z23, Z19, Z27)
 	ADDQ $136, SI
 	ADDQ $292, DI
 	DECQ CX
-	JNZ  iq4xsloop
-	VEXTRACTF64X4 $1, Z8, Y0
-	VADDPS Y8, Y0, Y0
-	HSUM0
-	DECQ R13
-	JNZ  iq4xsrow
+	JNZ  iq4xsloop2
+	IQ4XS_STORE(Z24, Z25)
+	IQ4XS_STORE(Z26, Z27)
+	ADDQ R9, SI
+	SUBQ $2, R13
+	JMP  iq4xstwo
+
+iq4xsone:
+	TESTQ R13, R13
+	JZ    iq4xsend
+	MOVQ R11, DI
+	MOVQ R12, CX
+	VPXORD Z24, Z24, Z24
+	VPXORD Z25, Z25, Z25
+
+iq4xsloop1:
+	PREFETCHT0 2176(SI)
+	PREFETCHT0 2240(SI)
+	IQ4XS_X
+	IQ4XS_SCALES(RA, Z20, Z21)
+	IQ4XS_HALF(RA, 8, Z4, Z5, Z22, Z20, Z24)
+	IQ4XS_HALF(RA, 72, Z6, Z7, Z23, Z21, Z25)
+	ADDQ $136, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ  iq4xsloop1
+	IQ4XS_STORE(Z24, Z25)
+
+iq4xsend:
 	VZEROUPPER
 	RET
 
