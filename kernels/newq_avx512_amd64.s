@@ -103,13 +103,14 @@ GLOBL iq4Shifted<>(SB), RODATA|NOPTR, $32
 	VPANDD       Z15, Z2, Z2
 
 // The Q8_0-partner row-run dots (Q4_0, Q5_0, IQ4_NL) take two rows at a
-// time and eight blocks per iteration, two blocks per 512-bit VPDPBUSD.
-// What depends on the activations alone is done once for both rows: the
-// activation loads and the offset lanes o·Σx (a VPDPBUSD of its own). Each
-// row's own steps are the one-row loop's, in the same order (exact integer
-// lanes, then one fused multiply-add per pair of blocks into the row's
-// float lanes), so a row's result is the same whether it ran beside
-// another or alone (an odd last row, or a run of one: the one-token dot).
+// time and eight blocks per iteration, four blocks per 512-bit register
+// (see Q80N_NIB below). What depends on the activations alone is done once
+// for both rows: the activation loads, their reordering and the offset
+// lanes -o·Σx. Each row's own steps are the one-row loop's, in the same
+// order (exact integer lanes, then one fused multiply-add per four blocks
+// into the row's float lanes), so a row's result is the same whether it
+// ran beside another or alone (an odd last row, or a run of one: the
+// one-token dot).
 // The last nb%8 blocks go one at a time.
 //
 // Scales, which were a third of the time when gathered word by word
@@ -173,69 +174,153 @@ GLOBL q80W22Idx2<>(SB), RODATA|NOPTR, $64
 	VPERMW    row(112), Z22, K3, Z10 \
 	VCVTPH2PS X10, dst
 
-// XPAIR loads the activations of two blocks (at x0(DI) and x1(DI)) into
-// Z4 and leaves the offset lanes o·Σx (o in the bytes of Z13) in Z6.
-#define XPAIR(x0, x1) \
-	VMOVDQU      x0(DI), Y4 \
-	VINSERTI64X4 $1, x1(DI), Z4, Z4 \
-	VPXORD       Z6, Z6, Z6 \
-	VPDPBUSD     Z4, Z13, Z6
+// In the main loops a register of codes holds four blocks, one per
+// 128-bit lane, in their stored order: one word permute (VPERMT2W) picks
+// the 16 qs bytes of each of four blocks out of a 128-byte window of the
+// row, and the mask and a shift of four split them into the low nibbles
+// (values 0-15 of each block) and the high ones (16-31). The activations
+// are brought into that order instead, once for all the rows of a step
+// (Q80N_X): then both nibble halves of a block sit in the same lane as its
+// scale, one integer accumulator takes both VPDPBUSDs, and every four
+// blocks need one conversion and one fused multiply-add, with dw·dx
+// spread four lanes each; the offset lanes -o·Σx (also shared) start the
+// accumulator, so no subtraction is left per row.
 
-// ROWDOT multiplies the codes u in Z2 with the activations in Z4,
-// subtracts the offset lanes Z6 and accumulates the exact lanes into acc
-// with the blocks' scale products, taken from sc by the permute idx.
-#define ROWDOT(sc, idx, acc) \
-	VPXORD       Z5, Z5, Z5 \
-	VPDPBUSD     Z4, Z2, Z5 \
-	VPSUBD       Z6, Z5, Z5 \
-	VCVTDQ2PS    Z5, Z5 \
-	VPERMPS      sc, idx, Z7 \
-	VFMADD231PS  Z7, Z5, acc
+// q4Qs03 and q4Qs47 pick the qs words of blocks 0-3 out of bytes 0-127 of
+// eight 18-byte blocks (Q4_0, IQ4_NL) and of blocks 4-7 out of bytes
+// 16-143; q5Qs03 and q5Qs47 those of eight 22-byte blocks (Q5_0) out of
+// bytes 0-127 and 48-175.
+DATA q4Qs03<>+0(SB)/8, $0x0004000300020001
+DATA q4Qs03<>+8(SB)/8, $0x0008000700060005
+DATA q4Qs03<>+16(SB)/8, $0x000d000c000b000a
+DATA q4Qs03<>+24(SB)/8, $0x00110010000f000e
+DATA q4Qs03<>+32(SB)/8, $0x0016001500140013
+DATA q4Qs03<>+40(SB)/8, $0x001a001900180017
+DATA q4Qs03<>+48(SB)/8, $0x001f001e001d001c
+DATA q4Qs03<>+56(SB)/8, $0x0023002200210020
+GLOBL q4Qs03<>(SB), RODATA|NOPTR, $64
 
-// NIBPAIR leaves the 64 nibbles of two blocks' 16 qs bytes (at row(q0)
-// and row(q1)) in Z2 in value order: each block's bytes fill two 128-bit
-// lanes ([b0, b0, b1, b1], the second load merged under K2), the second
-// copy of each is shifted down by four bits (Z24), and the mask keeps the
-// nibbles: [b0 low, b0 high, b1 low, b1 high] without a shuffle.
-#define NIBPAIR(row, q0, q1) \
-	VBROADCASTI32X4 row(q0), Z2 \
-	VBROADCASTI32X4 row(q1), K2, Z2 \
-	VPSRLVW         Z24, Z2, Z2 \
-	VPANDD          Z15, Z2, Z2
+DATA q4Qs47<>+0(SB)/8, $0x0020001f001e001d
+DATA q4Qs47<>+8(SB)/8, $0x0024002300220021
+DATA q4Qs47<>+16(SB)/8, $0x0029002800270026
+DATA q4Qs47<>+24(SB)/8, $0x002d002c002b002a
+DATA q4Qs47<>+32(SB)/8, $0x003200310030002f
+DATA q4Qs47<>+40(SB)/8, $0x0036003500340033
+DATA q4Qs47<>+48(SB)/8, $0x003b003a00390038
+DATA q4Qs47<>+56(SB)/8, $0x003f003e003d003c
+GLOBL q4Qs47<>(SB), RODATA|NOPTR, $64
 
-#define Q4_0_CODES(row, q0, q1, h0, h1) \
-	NIBPAIR(row, q0, q1)
+DATA q5Qs03<>+0(SB)/8, $0x0006000500040003
+DATA q5Qs03<>+8(SB)/8, $0x000a000900080007
+DATA q5Qs03<>+16(SB)/8, $0x00110010000f000e
+DATA q5Qs03<>+24(SB)/8, $0x0015001400130012
+DATA q5Qs03<>+32(SB)/8, $0x001c001b001a0019
+DATA q5Qs03<>+40(SB)/8, $0x0020001f001e001d
+DATA q5Qs03<>+48(SB)/8, $0x0027002600250024
+DATA q5Qs03<>+56(SB)/8, $0x002b002a00290028
+GLOBL q5Qs03<>(SB), RODATA|NOPTR, $64
 
-#define IQ4NL_CODES(row, q0, q1, h0, h1) \
-	NIBPAIR(row, q0, q1) \
-	VPSHUFB Z2, Z11, Z2
+DATA q5Qs47<>+0(SB)/8, $0x001a001900180017
+DATA q5Qs47<>+8(SB)/8, $0x001e001d001c001b
+DATA q5Qs47<>+16(SB)/8, $0x0025002400230022
+DATA q5Qs47<>+24(SB)/8, $0x0029002800270026
+DATA q5Qs47<>+32(SB)/8, $0x0030002f002e002d
+DATA q5Qs47<>+40(SB)/8, $0x0034003300320031
+DATA q5Qs47<>+48(SB)/8, $0x003b003a00390038
+DATA q5Qs47<>+56(SB)/8, $0x003f003e003d003c
+GLOBL q5Qs47<>(SB), RODATA|NOPTR, $64
 
-// Q5_0_CODES adds the fifth bits (qh at row(h0) and row(h1), one bit per
-// value) as 16 (Z12) under a mask.
-#define Q5_0_CODES(row, q0, q1, h0, h1) \
-	NIBPAIR(row, q0, q1) \
-	MOVL   row(h0), AX \
-	MOVL   row(h1), BX \
-	SHLQ   $32, BX \
-	ORQ    BX, AX \
-	KMOVQ  AX, K1 \
-	VPADDB Z12, Z2, K1, Z2
+// Q80N_X loads the activations of four blocks, the first at x0(DI), in
+// the codes' order: values 0-15 of each block in xl, 16-31 in xh (one
+// block per 128-bit lane), and leaves -o·Σx of each lane's eight values
+// in on (o in the bytes of Z13, Z24 zero). Clobbers Z23, Z31.
+#define Q80N_X(x0, xl, xh, on) \
+	VMOVDQU64    x0(DI), Y31 \
+	VINSERTI64X4 $1, x0+34(DI), Z31, Z31 \
+	VMOVDQU64    x0+68(DI), Y23 \
+	VINSERTI64X4 $1, x0+102(DI), Z23, Z23 \
+	VSHUFI64X2   $0x88, Z23, Z31, xl \
+	VSHUFI64X2   $0xdd, Z23, Z31, xh \
+	VPXORD       on, on, on \
+	VPDPBUSD     xl, Z13, on \
+	VPDPBUSD     xh, Z13, on \
+	VPSUBD       on, Z24, on
+
+// Q80N_S18 and Q80N_S22 leave dw·dx of the eight blocks at row(0) (of 18
+// and 22 bytes; dx in Y3) spread four lanes each: blocks 0-3 in s0, 4-7
+// in s1. Clobber Z1 and Z10.
+#define Q80N_S18(row, s0, s1) \
+	W8_18(row, Y1) \
+	VMULPS  Y3, Y1, Y1 \
+	VPERMPS Z1, Z16, s0 \
+	VPERMPS Z1, Z17, s1
+
+#define Q80N_S22(row, s0, s1) \
+	W8_22(row, Y1) \
+	VMULPS  Y3, Y1, Y1 \
+	VPERMPS Z1, Z16, s0 \
+	VPERMPS Z1, Z17, s1
+
+// Q80N_NIB leaves the codes of four blocks in Z2 (low nibbles) and Z3
+// (high): their qs words picked by idx out of bytes win..win+127 of the
+// row.
+#define Q80N_NIB(row, win, idx) \
+	VMOVDQU64 row(win), Z2 \
+	VPERMT2W  row(win+64), idx, Z2 \
+	VPSRLW    $4, Z2, Z3 \
+	VPANDD    Z15, Z2, Z2 \
+	VPANDD    Z15, Z3, Z3
+
+// Q80N_NL looks the codes up in IQ4_NL's codebook plus 128 (Z11).
+#define Q80N_NL(row, win, idx) \
+	Q80N_NIB(row, win, idx) \
+	VPSHUFB Z2, Z11, Z2 \
+	VPSHUFB Z3, Z11, Z3
+
+// Q80N_Q5 adds Q5_0's fifth bits as 16 (Z12): the low 16 bits of the qh
+// words at row(h0)..row(h3) of four blocks, joined in AX, are the mask
+// of the low nibbles, their high 16 bits that of the high ones.
+#define Q80N_Q5(row, win, idx, h0, h1, h2, h3) \
+	Q80N_NIB(row, win, idx) \
+	MOVWQZX row(h3), AX \
+	SHLQ    $16, AX \
+	MOVW    row(h2), AX \
+	SHLQ    $16, AX \
+	MOVW    row(h1), AX \
+	SHLQ    $16, AX \
+	MOVW    row(h0), AX \
+	KMOVQ   AX, K1 \
+	MOVWQZX row(h3+2), BX \
+	SHLQ    $16, BX \
+	MOVW    row(h2+2), BX \
+	SHLQ    $16, BX \
+	MOVW    row(h1+2), BX \
+	SHLQ    $16, BX \
+	MOVW    row(h0+2), BX \
+	KMOVQ   BX, K5 \
+	VPADDB  Z12, Z2, K1, Z2 \
+	VPADDB  Z12, Z3, K5, Z3
+
+// Q80N_DOT accumulates the codes in Z2 and Z3 times the activations xl
+// and xh, from the offset lanes on, exactly into Z14, and then into the
+// float lanes acc with the scales s.
+#define Q80N_DOT(xl, xh, on, s, acc) \
+	VMOVDQA64   on, Z14 \
+	VPDPBUSD    xl, Z2, Z14 \
+	VPDPBUSD    xh, Z3, Z14 \
+	VCVTDQ2PS   Z14, Z14 \
+	VFMADD231PS s, Z14, acc
 
 // Q80ROWS_SETUP loads what every Q8_0-partner row-run dot keeps in
-// registers (0x0f bytes in Z15, the scale permutes in Z16-Z19, the nibble
-// shifts in Z24, the merge mask of NIBPAIR's second load, the upper two
-// 128-bit lanes, in K2, the row size bs*nb in R9) and converts the nb
+// registers (0x0f bytes in Z15, the permutes that spread eight scales
+// four lanes each in Z16 and Z17, zero in Z24, the row size bs*nb in R9) and converts the nb
 // activation scales into dx, eight at a time (VPINSRW, VCVTPH2PS) and
 // then one by one.
 #define Q80ROWS_SETUP(bs) \
 	VPBROADCASTD X15, Z15 \
-	VMOVDQU64 iq4xsIdx<>+0(SB), Z16 \
-	VMOVDQU64 iq4xsIdx<>+64(SB), Z17 \
-	VMOVDQU64 iq4xsIdx<>+128(SB), Z18 \
-	VMOVDQU64 iq4xsIdx<>+192(SB), Z19 \
-	VMOVDQU64 iq4PairShift<>(SB), Z24 \
-	MOVL      $0xff00, AX \
-	KMOVW     AX, K2 \
+	VMOVDQU64 iq4xsQuad<>+0(SB), Z16 \
+	VMOVDQU64 iq4xsQuad<>+64(SB), Z17 \
+	VPXORD    Z24, Z24, Z24 \
 	IMUL3Q    $bs, R12, R9 \
 	MOVQ      R11, DI \
 	MOVQ      dx+40(FP), R10 \
@@ -278,6 +363,8 @@ TEXT ·dotQ4_0RowsAVX512(SB), NOSPLIT, $0-48
 	MOVL $0x08080808, AX
 	VPBROADCASTD AX, Z13
 	VMOVDQU64 q80W18Idx<>(SB), Z21
+	VMOVDQU64 q4Qs03<>(SB), Z18
+	VMOVDQU64 q4Qs47<>(SB), Z19
 	Q80ROWS_SETUP(18)
 q40two:
 	CMPQ R13, $2
@@ -297,30 +384,18 @@ q40loop82:
 	PREFETCHT0 (2304+64)(SI)(R9*1)
 	PREFETCHT0 (2304+128)(SI)(R9*1)
 	VMOVUPS (R10), Y3
-	W8_18(RA, Y1)
-	VMULPS Y3, Y1, Y1
-	W8_18(RB, Y9)
-	VMULPS Y3, Y9, Y9
-	XPAIR(2, 36)
-	Q4_0_CODES(RA, 2, 20, 0, 0)
-	ROWDOT(Z1, Z16, Z0)
-	Q4_0_CODES(RB, 2, 20, 0, 0)
-	ROWDOT(Z9, Z16, Z8)
-	XPAIR(70, 104)
-	Q4_0_CODES(RA, 38, 56, 0, 0)
-	ROWDOT(Z1, Z17, Z0)
-	Q4_0_CODES(RB, 38, 56, 0, 0)
-	ROWDOT(Z9, Z17, Z8)
-	XPAIR(138, 172)
-	Q4_0_CODES(RA, 74, 92, 0, 0)
-	ROWDOT(Z1, Z18, Z0)
-	Q4_0_CODES(RB, 74, 92, 0, 0)
-	ROWDOT(Z9, Z18, Z8)
-	XPAIR(206, 240)
-	Q4_0_CODES(RA, 110, 128, 0, 0)
-	ROWDOT(Z1, Z19, Z0)
-	Q4_0_CODES(RB, 110, 128, 0, 0)
-	ROWDOT(Z9, Z19, Z8)
+	Q80N_X(2, Z4, Z5, Z28)
+	Q80N_X(138, Z6, Z7, Z29)
+	Q80N_S18(RA, Z25, Z26)
+	Q80N_S18(RB, Z27, Z30)
+	Q80N_NIB(RA, 0, Z18)
+	Q80N_DOT(Z4, Z5, Z28, Z25, Z0)
+	Q80N_NIB(RB, 0, Z18)
+	Q80N_DOT(Z4, Z5, Z28, Z27, Z8)
+	Q80N_NIB(RA, 16, Z19)
+	Q80N_DOT(Z6, Z7, Z29, Z26, Z0)
+	Q80N_NIB(RB, 16, Z19)
+	Q80N_DOT(Z6, Z7, Z29, Z30, Z8)
 	ADDQ $144, SI
 	ADDQ $272, DI
 	ADDQ $32, R10
@@ -381,20 +456,13 @@ q40loop8:
 	PREFETCHT0 (2304+64)(SI)
 	PREFETCHT0 (2304+128)(SI)
 	VMOVUPS (R10), Y3
-	W8_18(RA, Y1)
-	VMULPS Y3, Y1, Y1
-	XPAIR(2, 36)
-	Q4_0_CODES(RA, 2, 20, 0, 0)
-	ROWDOT(Z1, Z16, Z0)
-	XPAIR(70, 104)
-	Q4_0_CODES(RA, 38, 56, 0, 0)
-	ROWDOT(Z1, Z17, Z0)
-	XPAIR(138, 172)
-	Q4_0_CODES(RA, 74, 92, 0, 0)
-	ROWDOT(Z1, Z18, Z0)
-	XPAIR(206, 240)
-	Q4_0_CODES(RA, 110, 128, 0, 0)
-	ROWDOT(Z1, Z19, Z0)
+	Q80N_X(2, Z4, Z5, Z28)
+	Q80N_X(138, Z6, Z7, Z29)
+	Q80N_S18(RA, Z25, Z26)
+	Q80N_NIB(RA, 0, Z18)
+	Q80N_DOT(Z4, Z5, Z28, Z25, Z0)
+	Q80N_NIB(RA, 16, Z19)
+	Q80N_DOT(Z6, Z7, Z29, Z26, Z0)
 	ADDQ $144, SI
 	ADDQ $272, DI
 	ADDQ $32, R10
@@ -430,6 +498,8 @@ TEXT ·dotQ5_0RowsAVX512(SB), NOSPLIT, $0-48
 	VMOVDQU64 q80W22Idx2<>(SB), Z22
 	MOVL $0xc0, AX
 	KMOVD AX, K3
+	VMOVDQU64 q5Qs03<>(SB), Z18
+	VMOVDQU64 q5Qs47<>(SB), Z19
 	Q80ROWS_SETUP(22)
 q50two:
 	CMPQ R13, $2
@@ -449,30 +519,18 @@ q50loop82:
 	PREFETCHT0 (2816+64)(SI)(R9*1)
 	PREFETCHT0 (2816+128)(SI)(R9*1)
 	VMOVUPS (R10), Y3
-	W8_22(RA, Y1)
-	VMULPS Y3, Y1, Y1
-	W8_22(RB, Y9)
-	VMULPS Y3, Y9, Y9
-	XPAIR(2, 36)
-	Q5_0_CODES(RA, 6, 28, 2, 24)
-	ROWDOT(Z1, Z16, Z0)
-	Q5_0_CODES(RB, 6, 28, 2, 24)
-	ROWDOT(Z9, Z16, Z8)
-	XPAIR(70, 104)
-	Q5_0_CODES(RA, 50, 72, 46, 68)
-	ROWDOT(Z1, Z17, Z0)
-	Q5_0_CODES(RB, 50, 72, 46, 68)
-	ROWDOT(Z9, Z17, Z8)
-	XPAIR(138, 172)
-	Q5_0_CODES(RA, 94, 116, 90, 112)
-	ROWDOT(Z1, Z18, Z0)
-	Q5_0_CODES(RB, 94, 116, 90, 112)
-	ROWDOT(Z9, Z18, Z8)
-	XPAIR(206, 240)
-	Q5_0_CODES(RA, 138, 160, 134, 156)
-	ROWDOT(Z1, Z19, Z0)
-	Q5_0_CODES(RB, 138, 160, 134, 156)
-	ROWDOT(Z9, Z19, Z8)
+	Q80N_X(2, Z4, Z5, Z28)
+	Q80N_X(138, Z6, Z7, Z29)
+	Q80N_S22(RA, Z25, Z26)
+	Q80N_S22(RB, Z27, Z30)
+	Q80N_Q5(RA, 0, Z18, 2, 24, 46, 68)
+	Q80N_DOT(Z4, Z5, Z28, Z25, Z0)
+	Q80N_Q5(RB, 0, Z18, 2, 24, 46, 68)
+	Q80N_DOT(Z4, Z5, Z28, Z27, Z8)
+	Q80N_Q5(RA, 48, Z19, 90, 112, 134, 156)
+	Q80N_DOT(Z6, Z7, Z29, Z26, Z0)
+	Q80N_Q5(RB, 48, Z19, 90, 112, 134, 156)
+	Q80N_DOT(Z6, Z7, Z29, Z30, Z8)
 	ADDQ $176, SI
 	ADDQ $272, DI
 	ADDQ $32, R10
@@ -539,20 +597,13 @@ q50loop8:
 	PREFETCHT0 (2816+64)(SI)
 	PREFETCHT0 (2816+128)(SI)
 	VMOVUPS (R10), Y3
-	W8_22(RA, Y1)
-	VMULPS Y3, Y1, Y1
-	XPAIR(2, 36)
-	Q5_0_CODES(RA, 6, 28, 2, 24)
-	ROWDOT(Z1, Z16, Z0)
-	XPAIR(70, 104)
-	Q5_0_CODES(RA, 50, 72, 46, 68)
-	ROWDOT(Z1, Z17, Z0)
-	XPAIR(138, 172)
-	Q5_0_CODES(RA, 94, 116, 90, 112)
-	ROWDOT(Z1, Z18, Z0)
-	XPAIR(206, 240)
-	Q5_0_CODES(RA, 138, 160, 134, 156)
-	ROWDOT(Z1, Z19, Z0)
+	Q80N_X(2, Z4, Z5, Z28)
+	Q80N_X(138, Z6, Z7, Z29)
+	Q80N_S22(RA, Z25, Z26)
+	Q80N_Q5(RA, 0, Z18, 2, 24, 46, 68)
+	Q80N_DOT(Z4, Z5, Z28, Z25, Z0)
+	Q80N_Q5(RA, 48, Z19, 90, 112, 134, 156)
+	Q80N_DOT(Z6, Z7, Z29, Z26, Z0)
 	ADDQ $176, SI
 	ADDQ $272, DI
 	ADDQ $32, R10
@@ -588,6 +639,8 @@ TEXT ·dotIQ4NLRowsAVX512(SB), NOSPLIT, $0-48
 	VPBROADCASTD AX, Z13
 	VBROADCASTI32X4 iq4Shifted<>(SB), Z11
 	VMOVDQU64 q80W18Idx<>(SB), Z21
+	VMOVDQU64 q4Qs03<>(SB), Z18
+	VMOVDQU64 q4Qs47<>(SB), Z19
 	Q80ROWS_SETUP(18)
 iq4nltwo:
 	CMPQ R13, $2
@@ -607,30 +660,18 @@ iq4nlloop82:
 	PREFETCHT0 (2304+64)(SI)(R9*1)
 	PREFETCHT0 (2304+128)(SI)(R9*1)
 	VMOVUPS (R10), Y3
-	W8_18(RA, Y1)
-	VMULPS Y3, Y1, Y1
-	W8_18(RB, Y9)
-	VMULPS Y3, Y9, Y9
-	XPAIR(2, 36)
-	IQ4NL_CODES(RA, 2, 20, 0, 0)
-	ROWDOT(Z1, Z16, Z0)
-	IQ4NL_CODES(RB, 2, 20, 0, 0)
-	ROWDOT(Z9, Z16, Z8)
-	XPAIR(70, 104)
-	IQ4NL_CODES(RA, 38, 56, 0, 0)
-	ROWDOT(Z1, Z17, Z0)
-	IQ4NL_CODES(RB, 38, 56, 0, 0)
-	ROWDOT(Z9, Z17, Z8)
-	XPAIR(138, 172)
-	IQ4NL_CODES(RA, 74, 92, 0, 0)
-	ROWDOT(Z1, Z18, Z0)
-	IQ4NL_CODES(RB, 74, 92, 0, 0)
-	ROWDOT(Z9, Z18, Z8)
-	XPAIR(206, 240)
-	IQ4NL_CODES(RA, 110, 128, 0, 0)
-	ROWDOT(Z1, Z19, Z0)
-	IQ4NL_CODES(RB, 110, 128, 0, 0)
-	ROWDOT(Z9, Z19, Z8)
+	Q80N_X(2, Z4, Z5, Z28)
+	Q80N_X(138, Z6, Z7, Z29)
+	Q80N_S18(RA, Z25, Z26)
+	Q80N_S18(RB, Z27, Z30)
+	Q80N_NL(RA, 0, Z18)
+	Q80N_DOT(Z4, Z5, Z28, Z25, Z0)
+	Q80N_NL(RB, 0, Z18)
+	Q80N_DOT(Z4, Z5, Z28, Z27, Z8)
+	Q80N_NL(RA, 16, Z19)
+	Q80N_DOT(Z6, Z7, Z29, Z26, Z0)
+	Q80N_NL(RB, 16, Z19)
+	Q80N_DOT(Z6, Z7, Z29, Z30, Z8)
 	ADDQ $144, SI
 	ADDQ $272, DI
 	ADDQ $32, R10
@@ -693,20 +734,13 @@ iq4nlloop8:
 	PREFETCHT0 (2304+64)(SI)
 	PREFETCHT0 (2304+128)(SI)
 	VMOVUPS (R10), Y3
-	W8_18(RA, Y1)
-	VMULPS Y3, Y1, Y1
-	XPAIR(2, 36)
-	IQ4NL_CODES(RA, 2, 20, 0, 0)
-	ROWDOT(Z1, Z16, Z0)
-	XPAIR(70, 104)
-	IQ4NL_CODES(RA, 38, 56, 0, 0)
-	ROWDOT(Z1, Z17, Z0)
-	XPAIR(138, 172)
-	IQ4NL_CODES(RA, 74, 92, 0, 0)
-	ROWDOT(Z1, Z18, Z0)
-	XPAIR(206, 240)
-	IQ4NL_CODES(RA, 110, 128, 0, 0)
-	ROWDOT(Z1, Z19, Z0)
+	Q80N_X(2, Z4, Z5, Z28)
+	Q80N_X(138, Z6, Z7, Z29)
+	Q80N_S18(RA, Z25, Z26)
+	Q80N_NL(RA, 0, Z18)
+	Q80N_DOT(Z4, Z5, Z28, Z25, Z0)
+	Q80N_NL(RA, 16, Z19)
+	Q80N_DOT(Z6, Z7, Z29, Z26, Z0)
 	ADDQ $144, SI
 	ADDQ $272, DI
 	ADDQ $32, R10
@@ -773,19 +807,6 @@ DATA iq4xsIdx<>+232(SB)/8, $0x0000000700000007
 DATA iq4xsIdx<>+240(SB)/8, $0x0000000700000007
 DATA iq4xsIdx<>+248(SB)/8, $0x0000000700000007
 GLOBL iq4xsIdx<>(SB), RODATA|NOPTR, $256
-
-// iq4PairShift holds word shifts 0 (lanes 0 and 2) and 4 (lanes 1 and 3)
-// for nibble codes duplicated per 128-bit lane: [a, a, b, b] shifted and
-// masked is [a low, a high, b low, b high], value order.
-DATA iq4PairShift<>+0(SB)/8, $0x0000000000000000
-DATA iq4PairShift<>+8(SB)/8, $0x0000000000000000
-DATA iq4PairShift<>+16(SB)/8, $0x0004000400040004
-DATA iq4PairShift<>+24(SB)/8, $0x0004000400040004
-DATA iq4PairShift<>+32(SB)/8, $0x0000000000000000
-DATA iq4PairShift<>+40(SB)/8, $0x0000000000000000
-DATA iq4PairShift<>+48(SB)/8, $0x0004000400040004
-DATA iq4PairShift<>+56(SB)/8, $0x0004000400040004
-GLOBL iq4PairShift<>(SB), RODATA|NOPTR, $64
 
 // The IQ4_XS row-run dot takes a block's codes in their stored order:
 // one 64-byte load holds the 16 code bytes of four sub-blocks, one per
