@@ -233,14 +233,14 @@ GLOBL q5Qs47<>(SB), RODATA|NOPTR, $64
 // Q80N_X loads the activations of four blocks, the first at x0(DI), in
 // the codes' order: values 0-15 of each block in xl, 16-31 in xh (one
 // block per 128-bit lane), and leaves -o·Σx of each lane's eight values
-// in on (o in the bytes of Z13, Z24 zero). Clobbers Z23, Z31.
+// in on (o in the bytes of Z13, Z24 zero). Clobbers Z1, Z10.
 #define Q80N_X(x0, xl, xh, on) \
-	VMOVDQU64    x0(DI), Y31 \
-	VINSERTI64X4 $1, x0+34(DI), Z31, Z31 \
-	VMOVDQU64    x0+68(DI), Y23 \
-	VINSERTI64X4 $1, x0+102(DI), Z23, Z23 \
-	VSHUFI64X2   $0x88, Z23, Z31, xl \
-	VSHUFI64X2   $0xdd, Z23, Z31, xh \
+	VMOVDQU64    x0(DI), Y1 \
+	VINSERTI64X4 $1, x0+34(DI), Z1, Z1 \
+	VMOVDQU64    x0+68(DI), Y10 \
+	VINSERTI64X4 $1, x0+102(DI), Z10, Z10 \
+	VSHUFI64X2   $0x88, Z10, Z1, xl \
+	VSHUFI64X2   $0xdd, Z10, Z1, xh \
 	VPXORD       on, on, on \
 	VPDPBUSD     xl, Z13, on \
 	VPDPBUSD     xh, Z13, on \
@@ -277,29 +277,72 @@ GLOBL q5Qs47<>(SB), RODATA|NOPTR, $64
 	VPSHUFB Z2, Z11, Z2 \
 	VPSHUFB Z3, Z11, Z3
 
-// Q80N_Q5 adds Q5_0's fifth bits as 16 (Z12): the low 16 bits of the qh
-// words at row(h0)..row(h3) of four blocks, joined in AX, are the mask
-// of the low nibbles, their high 16 bits that of the high ones.
-#define Q80N_Q5(row, win, idx, h0, h1, h2, h3) \
+// q5Qh03 and q5Qh47 put the two qh words of block j (of four) at words
+// 8j and 8j+1, out of the same windows as q5Qs03 and q5Qs47; q5QhRepL
+// repeats their bytes 0 and 1 (the low nibbles' bits) eight times each
+// per 128-bit lane, q5QhRepH bytes 2 and 3 (the high ones'), and q5QhBit
+// tests bit i%8 of byte i.
+DATA q5Qh03<>+0(SB)/8, $0x0000000000020001
+DATA q5Qh03<>+8(SB)/8, $0x0000000000000000
+DATA q5Qh03<>+16(SB)/8, $0x00000000000d000c
+DATA q5Qh03<>+24(SB)/8, $0x0000000000000000
+DATA q5Qh03<>+32(SB)/8, $0x0000000000180017
+DATA q5Qh03<>+40(SB)/8, $0x0000000000000000
+DATA q5Qh03<>+48(SB)/8, $0x0000000000230022
+DATA q5Qh03<>+56(SB)/8, $0x0000000000000000
+GLOBL q5Qh03<>(SB), RODATA|NOPTR, $64
+DATA q5Qh47<>+0(SB)/8, $0x0000000000160015
+DATA q5Qh47<>+8(SB)/8, $0x0000000000000000
+DATA q5Qh47<>+16(SB)/8, $0x0000000000210020
+DATA q5Qh47<>+24(SB)/8, $0x0000000000000000
+DATA q5Qh47<>+32(SB)/8, $0x00000000002c002b
+DATA q5Qh47<>+40(SB)/8, $0x0000000000000000
+DATA q5Qh47<>+48(SB)/8, $0x0000000000370036
+DATA q5Qh47<>+56(SB)/8, $0x0000000000000000
+GLOBL q5Qh47<>(SB), RODATA|NOPTR, $64
+DATA q5QhRepL<>+0(SB)/8, $0x0000000000000000
+DATA q5QhRepL<>+8(SB)/8, $0x0101010101010101
+DATA q5QhRepL<>+16(SB)/8, $0x0000000000000000
+DATA q5QhRepL<>+24(SB)/8, $0x0101010101010101
+DATA q5QhRepL<>+32(SB)/8, $0x0000000000000000
+DATA q5QhRepL<>+40(SB)/8, $0x0101010101010101
+DATA q5QhRepL<>+48(SB)/8, $0x0000000000000000
+DATA q5QhRepL<>+56(SB)/8, $0x0101010101010101
+GLOBL q5QhRepL<>(SB), RODATA|NOPTR, $64
+DATA q5QhRepH<>+0(SB)/8, $0x0202020202020202
+DATA q5QhRepH<>+8(SB)/8, $0x0303030303030303
+DATA q5QhRepH<>+16(SB)/8, $0x0202020202020202
+DATA q5QhRepH<>+24(SB)/8, $0x0303030303030303
+DATA q5QhRepH<>+32(SB)/8, $0x0202020202020202
+DATA q5QhRepH<>+40(SB)/8, $0x0303030303030303
+DATA q5QhRepH<>+48(SB)/8, $0x0202020202020202
+DATA q5QhRepH<>+56(SB)/8, $0x0303030303030303
+GLOBL q5QhRepH<>(SB), RODATA|NOPTR, $64
+DATA q5QhBit<>+0(SB)/8, $0x8040201008040201
+DATA q5QhBit<>+8(SB)/8, $0x8040201008040201
+DATA q5QhBit<>+16(SB)/8, $0x8040201008040201
+DATA q5QhBit<>+24(SB)/8, $0x8040201008040201
+DATA q5QhBit<>+32(SB)/8, $0x8040201008040201
+DATA q5QhBit<>+40(SB)/8, $0x8040201008040201
+DATA q5QhBit<>+48(SB)/8, $0x8040201008040201
+DATA q5QhBit<>+56(SB)/8, $0x8040201008040201
+GLOBL q5QhBit<>(SB), RODATA|NOPTR, $64
+
+// Q80N_Q5 adds Q5_0's fifth bits as 16 (Z12): the qh words of the four
+// blocks, picked by hidx out of the same window, are spread one block per
+// 128-bit lane, each byte repeated eight times (Z9: the low nibbles', Z20:
+// the high ones'), and tested against bit i%8 (Z31) for the masks.
+// Clobbers Z10, K1, K5.
+#define Q80N_Q5(row, win, idx, hidx) \
 	Q80N_NIB(row, win, idx) \
-	MOVWQZX row(h3), AX \
-	SHLQ    $16, AX \
-	MOVW    row(h2), AX \
-	SHLQ    $16, AX \
-	MOVW    row(h1), AX \
-	SHLQ    $16, AX \
-	MOVW    row(h0), AX \
-	KMOVQ   AX, K1 \
-	MOVWQZX row(h3+2), BX \
-	SHLQ    $16, BX \
-	MOVW    row(h2+2), BX \
-	SHLQ    $16, BX \
-	MOVW    row(h1+2), BX \
-	SHLQ    $16, BX \
-	MOVW    row(h0+2), BX \
-	KMOVQ   BX, K5 \
-	VPADDB  Z12, Z2, K1, Z2 \
-	VPADDB  Z12, Z3, K5, Z3
+	VMOVDQU64 row(win), Z10 \
+	VPERMT2W  row(win+64), hidx, Z10 \
+	VPSHUFB   Z9, Z10, Z1 \
+	VPSHUFB   Z20, Z10, Z10 \
+	VPTESTMB  Z31, Z1, K1 \
+	VPTESTMB  Z31, Z10, K5 \
+	VPADDB    Z12, Z2, K1, Z2 \
+	VPADDB    Z12, Z3, K5, Z3
 
 // Q80N_DOT accumulates the codes in Z2 and Z3 times the activations xl
 // and xh, from the offset lanes on, exactly into Z14, and then into the
@@ -500,6 +543,11 @@ TEXT ·dotQ5_0RowsAVX512(SB), NOSPLIT, $0-48
 	KMOVD AX, K3
 	VMOVDQU64 q5Qs03<>(SB), Z18
 	VMOVDQU64 q5Qs47<>(SB), Z19
+	VMOVDQU64 q5Qh03<>(SB), Z23
+	VMOVDQU64 q5Qh47<>(SB), Z11
+	VMOVDQU64 q5QhRepL<>(SB), Z9
+	VMOVDQU64 q5QhRepH<>(SB), Z20
+	VMOVDQU64 q5QhBit<>(SB), Z31
 	Q80ROWS_SETUP(22)
 q50two:
 	CMPQ R13, $2
@@ -523,13 +571,13 @@ q50loop82:
 	Q80N_X(138, Z6, Z7, Z29)
 	Q80N_S22(RA, Z25, Z26)
 	Q80N_S22(RB, Z27, Z30)
-	Q80N_Q5(RA, 0, Z18, 2, 24, 46, 68)
+	Q80N_Q5(RA, 0, Z18, Z23)
 	Q80N_DOT(Z4, Z5, Z28, Z25, Z0)
-	Q80N_Q5(RB, 0, Z18, 2, 24, 46, 68)
+	Q80N_Q5(RB, 0, Z18, Z23)
 	Q80N_DOT(Z4, Z5, Z28, Z27, Z8)
-	Q80N_Q5(RA, 48, Z19, 90, 112, 134, 156)
+	Q80N_Q5(RA, 48, Z19, Z11)
 	Q80N_DOT(Z6, Z7, Z29, Z26, Z0)
-	Q80N_Q5(RB, 48, Z19, 90, 112, 134, 156)
+	Q80N_Q5(RB, 48, Z19, Z11)
 	Q80N_DOT(Z6, Z7, Z29, Z30, Z8)
 	ADDQ $176, SI
 	ADDQ $272, DI
@@ -600,9 +648,9 @@ q50loop8:
 	Q80N_X(2, Z4, Z5, Z28)
 	Q80N_X(138, Z6, Z7, Z29)
 	Q80N_S22(RA, Z25, Z26)
-	Q80N_Q5(RA, 0, Z18, 2, 24, 46, 68)
+	Q80N_Q5(RA, 0, Z18, Z23)
 	Q80N_DOT(Z4, Z5, Z28, Z25, Z0)
-	Q80N_Q5(RA, 48, Z19, 90, 112, 134, 156)
+	Q80N_Q5(RA, 48, Z19, Z11)
 	Q80N_DOT(Z6, Z7, Z29, Z26, Z0)
 	ADDQ $176, SI
 	ADDQ $272, DI
