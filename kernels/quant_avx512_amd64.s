@@ -1009,8 +1009,9 @@ q5kloop:
 // halves, masked to two bits, 4 added under a VPTESTMB mask of hmask) and
 // multiplied with the activations by VPMADDUBSW; the scales (6 bits minus
 // 32, spread over the words by q6kIdx as in Q6_K) are applied by
-// VPDPWSSD; the offset term 4·Σ_j scale_j·bsums_j is one VPMADDWD of the
-// scales with the activations' bsums, subtracted once per block. The
+// VPDPWSSD; the offset term -4·Σ_j scale_j·bsums_j, one VPMADDWD of the
+// scales with the activations' bsums times -4 (VPMULLW, Y12), starts the
+// block's one integer accumulator. The
 // integer lanes are exact; they are converted and accumulated with
 // f16(d)·x.D into float lanes, reduced once per row.
 
@@ -1103,6 +1104,8 @@ TEXT ·dotQ3KRowsAVX512(SB), NOSPLIT, $0-40
 	VPBROADCASTD AX, Z14
 	MOVL $0x00200020, AX
 	VPBROADCASTD AX, Y13
+	MOVL $0xfffcfffc, AX
+	VPBROADCASTD AX, Y12
 	VMOVDQU64 q6kIdx<>+0(SB), Z16
 	VMOVDQU64 q6kIdx<>+64(SB), Z17
 	VMOVDQU64 q6kIdx<>+128(SB), Z18
@@ -1127,17 +1130,13 @@ q3kloop:
 	VPERMW Z0, Z17, Z21
 	VPERMW Z0, Z18, Z22
 	VPERMW Z0, Z19, Z23
-	VPMADDWD 260(DI), Y0, Y10
-	VPSLLD $2, Y10, Y10
+	VPMULLW 260(DI), Y12, Y10
+	VPMADDWD Y10, Y0, Y9
 	VBROADCASTI64X4 0(SI), Z4
-	VPXORD Z9, Z9, Z9
-	VPXORD Z11, Z11, Z11
 	Q3K_CHUNK(32, 4, Z29, Z25, Z20, Z9)
-	Q3K_CHUNK(32, 68, Z30, Z26, Z21, Z11)
+	Q3K_CHUNK(32, 68, Z30, Z26, Z21, Z9)
 	Q3K_CHUNK(64, 132, Z29, Z27, Z22, Z9)
-	Q3K_CHUNK(64, 196, Z30, Z28, Z23, Z11)
-	VPADDD Z11, Z9, Z9
-	VPSUBD Z10, Z9, Z9
+	Q3K_CHUNK(64, 196, Z30, Z28, Z23, Z9)
 	VCVTDQ2PS Z9, Z9
 	VPBROADCASTW 108(SI), Y6
 	VCVTPH2PS Y6, Z6
