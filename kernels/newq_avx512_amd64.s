@@ -14,10 +14,12 @@
 // IQ4_NL and IQ4_XS: the codebook value plus 128, 1..241, by a VPSHUFB
 // table lookup), VPDPBUSD sums u·x over each group of four values in a
 // dword lane, and a second VPDPBUSD with the offset o (8, 16 or 128) in
-// every byte gives o·Σx, which is subtracted: each lane holds the exact
-// Σ (u-o)·x of its four values, for every code and every activation byte
-// including -128. (Q5_K's row-run dot is in quant_avx512_amd64.s beside
-// the Q4_K one whose macros and tables it shares.)
+// every byte gives o·Σx, which is subtracted (in the main loops -o·Σx,
+// computed once for all rows, is the accumulator's start; IQ4_XS takes it
+// from the bsums): each lane holds the exact Σ (u-o)·x of its values, for
+// every code and every activation byte including -128. (Q5_K's and Q3_K's
+// row-run dots are in quant_avx512_amd64.s beside the Q4_K one whose
+// macros and tables they share.)
 //
 // Float part: the exact integer lanes are converted to float32 and fused-
 // multiply-added with the block scale product (dw·dx as float32) into
@@ -102,16 +104,15 @@ GLOBL iq4Shifted<>(SB), RODATA|NOPTR, $32
 	VSHUFI64X2   $0xd8, Z2, Z2, Z2 \
 	VPANDD       Z15, Z2, Z2
 
-// The Q8_0-partner row-run dots (Q4_0, Q5_0, IQ4_NL) take two rows at a
+// The Q8_0-partner row-run dots (Q4_0, Q5_0, IQ4_NL) take one row at a
 // time and eight blocks per iteration, four blocks per 512-bit register
-// (see Q80N_NIB below). What depends on the activations alone is done once
-// for both rows: the activation loads, their reordering and the offset
-// lanes -o·Σx. Each row's own steps are the one-row loop's, in the same
-// order (exact integer lanes, then one fused multiply-add per four blocks
-// into the row's float lanes), so a row's result is the same whether it
-// ran beside another or alone (an odd last row, or a run of one: the
-// one-token dot).
-// The last nb%8 blocks go one at a time.
+// (see Q80N_NIB below); the last nb%8 blocks go one at a time. A row's
+// result does not depend on its neighbours: every row of a run equals the
+// one-token dot (a run of one). Two rows in lockstep, which share the
+// activation work, were faster from cache but slower from memory: with
+// weights streamed from DRAM (BenchmarkMatVecStream, a decode step's
+// case) two rows at a time gave 12.1 GB/cpu-s for Q4_0 against 15.9 one
+// row at a time, and 10.0 against 15.4 for IQ4_XS.
 //
 // Scales, which were a third of the time when gathered word by word
 // (VPINSRW, or scalar loads joined in general registers): the activation
@@ -157,9 +158,8 @@ DATA q80W22Idx2<>+48(SB)/8, $0x0000000000000000
 DATA q80W22Idx2<>+56(SB)/8, $0x0000000000000000
 GLOBL q80W22Idx2<>(SB), RODATA|NOPTR, $64
 
-// RA and RB address row A (SI) and row B (SI + R9, the row size).
+// RA addresses the current row.
 #define RA(off) off(SI)
-#define RB(off) off(SI)(R9*1)
 
 // W8_18 and W8_22 convert the f16 scales of the eight blocks at row(0)
 // (of 18 and 22 bytes) into the float32 lanes of dst. Clobber Z10.
@@ -179,12 +179,12 @@ GLOBL q80W22Idx2<>(SB), RODATA|NOPTR, $64
 // the 16 qs bytes of each of four blocks out of a 128-byte window of the
 // row, and the mask and a shift of four split them into the low nibbles
 // (values 0-15 of each block) and the high ones (16-31). The activations
-// are brought into that order instead, once for all the rows of a step
-// (Q80N_X): then both nibble halves of a block sit in the same lane as its
-// scale, one integer accumulator takes both VPDPBUSDs, and every four
-// blocks need one conversion and one fused multiply-add, with dw·dx
-// spread four lanes each; the offset lanes -o·Σx (also shared) start the
-// accumulator, so no subtraction is left per row.
+// are brought into that order instead (Q80N_X): then both nibble halves
+// of a block sit in the same lane as its scale, one integer accumulator
+// takes both VPDPBUSDs, and every four blocks need one conversion and one
+// fused multiply-add, with dw·dx spread four lanes each (before: one per
+// two blocks, and a subtraction); the offset lanes -o·Σx start the
+// accumulator.
 
 // q4Qs03 and q4Qs47 pick the qs words of blocks 0-3 out of bytes 0-127 of
 // eight 18-byte blocks (Q4_0, IQ4_NL) and of blocks 4-7 out of bytes
@@ -356,15 +356,14 @@ GLOBL q5QhBit<>(SB), RODATA|NOPTR, $64
 
 // Q80ROWS_SETUP loads what every Q8_0-partner row-run dot keeps in
 // registers (0x0f bytes in Z15, the permutes that spread eight scales
-// four lanes each in Z16 and Z17, zero in Z24, the row size bs*nb in R9) and converts the nb
+// four lanes each in Z16 and Z17, zero in Z24) and converts the nb
 // activation scales into dx, eight at a time (VPINSRW, VCVTPH2PS) and
 // then one by one.
-#define Q80ROWS_SETUP(bs) \
+#define Q80ROWS_SETUP \
 	VPBROADCASTD X15, Z15 \
 	VMOVDQU64 iq4xsQuad<>+0(SB), Z16 \
 	VMOVDQU64 iq4xsQuad<>+64(SB), Z17 \
 	VPXORD    Z24, Z24, Z24 \
-	IMUL3Q    $bs, R12, R9 \
 	MOVQ      R11, DI \
 	MOVQ      dx+40(FP), R10 \
 	MOVQ      R12, CX \
@@ -408,83 +407,7 @@ TEXT ·dotQ4_0RowsAVX512(SB), NOSPLIT, $0-48
 	VMOVDQU64 q80W18Idx<>(SB), Z21
 	VMOVDQU64 q4Qs03<>(SB), Z18
 	VMOVDQU64 q4Qs47<>(SB), Z19
-	Q80ROWS_SETUP(18)
-q40two:
-	CMPQ R13, $2
-	JLT  q40row
-	MOVQ R11, DI
-	MOVQ dx+40(FP), R10
-	MOVQ R12, CX
-	VPXORD Z0, Z0, Z0
-	VPXORD Z8, Z8, Z8
-	CMPQ CX, $8
-	JLT  q40tail2
-q40loop82:
-	PREFETCHT0 2304(SI)
-	PREFETCHT0 (2304+64)(SI)
-	PREFETCHT0 (2304+128)(SI)
-	PREFETCHT0 2304(SI)(R9*1)
-	PREFETCHT0 (2304+64)(SI)(R9*1)
-	PREFETCHT0 (2304+128)(SI)(R9*1)
-	VMOVUPS (R10), Y3
-	Q80N_X(2, Z4, Z5, Z28)
-	Q80N_X(138, Z6, Z7, Z29)
-	Q80N_S18(RA, Z25, Z26)
-	Q80N_S18(RB, Z27, Z30)
-	Q80N_NIB(RA, 0, Z18)
-	Q80N_DOT(Z4, Z5, Z28, Z25, Z0)
-	Q80N_NIB(RB, 0, Z18)
-	Q80N_DOT(Z4, Z5, Z28, Z27, Z8)
-	Q80N_NIB(RA, 16, Z19)
-	Q80N_DOT(Z6, Z7, Z29, Z26, Z0)
-	Q80N_NIB(RB, 16, Z19)
-	Q80N_DOT(Z6, Z7, Z29, Z30, Z8)
-	ADDQ $144, SI
-	ADDQ $272, DI
-	ADDQ $32, R10
-	SUBQ $8, CX
-	CMPQ CX, $8
-	JGE  q40loop82
-	VEXTRACTF64X4 $1, Z0, Y1
-	VADDPS Y1, Y0, Y0
-	VEXTRACTF64X4 $1, Z8, Y1
-	VADDPS Y1, Y8, Y8
-q40tail2:
-	// Row A's last blocks and sum, then row B's from the same blocks of
-	// the activations (R10, DX) and its own weights (R8).
-	LEAQ (SI)(R9*1), R8
-	MOVQ DI, R10
-	MOVQ CX, DX
-	TESTQ CX, CX
-	JZ   q40doneA
-q40loopA:
-	NIB32(2)
-	OFFDOT(2(DI))
-	Q80FIN
-	ADDQ $18, SI
-	ADDQ $34, DI
-	DECQ CX
-	JNZ  q40loopA
-q40doneA:
-	HSUM0
-	MOVQ R8, SI
-	MOVQ R10, DI
-	MOVQ DX, CX
-	VMOVAPS Y8, Y0
-	TESTQ CX, CX
-	JZ   q40doneB
-q40loopB:
-	NIB32(2)
-	OFFDOT(2(DI))
-	Q80FIN
-	ADDQ $18, SI
-	ADDQ $34, DI
-	DECQ CX
-	JNZ  q40loopB
-q40doneB:
-	HSUM0
-	SUBQ $2, R13
-	JMP  q40two
+	Q80ROWS_SETUP
 q40row:
 	TESTQ R13, R13
 	JZ   q40end
@@ -527,6 +450,8 @@ q40loop:
 	JNZ  q40loop
 q40done:
 	HSUM0
+	DECQ R13
+	JMP  q40row
 q40end:
 	VZEROUPPER
 	RET
@@ -548,89 +473,7 @@ TEXT ·dotQ5_0RowsAVX512(SB), NOSPLIT, $0-48
 	VMOVDQU64 q5QhRepL<>(SB), Z9
 	VMOVDQU64 q5QhRepH<>(SB), Z20
 	VMOVDQU64 q5QhBit<>(SB), Z31
-	Q80ROWS_SETUP(22)
-q50two:
-	CMPQ R13, $2
-	JLT  q50row
-	MOVQ R11, DI
-	MOVQ dx+40(FP), R10
-	MOVQ R12, CX
-	VPXORD Z0, Z0, Z0
-	VPXORD Z8, Z8, Z8
-	CMPQ CX, $8
-	JLT  q50tail2
-q50loop82:
-	PREFETCHT0 2816(SI)
-	PREFETCHT0 (2816+64)(SI)
-	PREFETCHT0 (2816+128)(SI)
-	PREFETCHT0 2816(SI)(R9*1)
-	PREFETCHT0 (2816+64)(SI)(R9*1)
-	PREFETCHT0 (2816+128)(SI)(R9*1)
-	VMOVUPS (R10), Y3
-	Q80N_X(2, Z4, Z5, Z28)
-	Q80N_X(138, Z6, Z7, Z29)
-	Q80N_S22(RA, Z25, Z26)
-	Q80N_S22(RB, Z27, Z30)
-	Q80N_Q5(RA, 0, Z18, Z23)
-	Q80N_DOT(Z4, Z5, Z28, Z25, Z0)
-	Q80N_Q5(RB, 0, Z18, Z23)
-	Q80N_DOT(Z4, Z5, Z28, Z27, Z8)
-	Q80N_Q5(RA, 48, Z19, Z11)
-	Q80N_DOT(Z6, Z7, Z29, Z26, Z0)
-	Q80N_Q5(RB, 48, Z19, Z11)
-	Q80N_DOT(Z6, Z7, Z29, Z30, Z8)
-	ADDQ $176, SI
-	ADDQ $272, DI
-	ADDQ $32, R10
-	SUBQ $8, CX
-	CMPQ CX, $8
-	JGE  q50loop82
-	VEXTRACTF64X4 $1, Z0, Y1
-	VADDPS Y1, Y0, Y0
-	VEXTRACTF64X4 $1, Z8, Y1
-	VADDPS Y1, Y8, Y8
-q50tail2:
-	// Row A's last blocks and sum, then row B's from the same blocks of
-	// the activations (R10, DX) and its own weights (R8).
-	LEAQ (SI)(R9*1), R8
-	MOVQ DI, R10
-	MOVQ CX, DX
-	TESTQ CX, CX
-	JZ   q50doneA
-q50loopA:
-	NIB32(6)
-	MOVL      2(SI), AX
-	KMOVD     AX, K1
-	VPADDB    Y12, Y2, K1, Y2
-	OFFDOT(2(DI))
-	Q80FIN
-	ADDQ $22, SI
-	ADDQ $34, DI
-	DECQ CX
-	JNZ  q50loopA
-q50doneA:
-	HSUM0
-	MOVQ R8, SI
-	MOVQ R10, DI
-	MOVQ DX, CX
-	VMOVAPS Y8, Y0
-	TESTQ CX, CX
-	JZ   q50doneB
-q50loopB:
-	NIB32(6)
-	MOVL      2(SI), AX
-	KMOVD     AX, K1
-	VPADDB    Y12, Y2, K1, Y2
-	OFFDOT(2(DI))
-	Q80FIN
-	ADDQ $22, SI
-	ADDQ $34, DI
-	DECQ CX
-	JNZ  q50loopB
-q50doneB:
-	HSUM0
-	SUBQ $2, R13
-	JMP  q50two
+	Q80ROWS_SETUP
 q50row:
 	TESTQ R13, R13
 	JZ   q50end
@@ -676,6 +519,8 @@ q50loop:
 	JNZ  q50loop
 q50done:
 	HSUM0
+	DECQ R13
+	JMP  q50row
 q50end:
 	VZEROUPPER
 	RET
@@ -689,85 +534,7 @@ TEXT ·dotIQ4NLRowsAVX512(SB), NOSPLIT, $0-48
 	VMOVDQU64 q80W18Idx<>(SB), Z21
 	VMOVDQU64 q4Qs03<>(SB), Z18
 	VMOVDQU64 q4Qs47<>(SB), Z19
-	Q80ROWS_SETUP(18)
-iq4nltwo:
-	CMPQ R13, $2
-	JLT  iq4nlrow
-	MOVQ R11, DI
-	MOVQ dx+40(FP), R10
-	MOVQ R12, CX
-	VPXORD Z0, Z0, Z0
-	VPXORD Z8, Z8, Z8
-	CMPQ CX, $8
-	JLT  iq4nltail2
-iq4nlloop82:
-	PREFETCHT0 2304(SI)
-	PREFETCHT0 (2304+64)(SI)
-	PREFETCHT0 (2304+128)(SI)
-	PREFETCHT0 2304(SI)(R9*1)
-	PREFETCHT0 (2304+64)(SI)(R9*1)
-	PREFETCHT0 (2304+128)(SI)(R9*1)
-	VMOVUPS (R10), Y3
-	Q80N_X(2, Z4, Z5, Z28)
-	Q80N_X(138, Z6, Z7, Z29)
-	Q80N_S18(RA, Z25, Z26)
-	Q80N_S18(RB, Z27, Z30)
-	Q80N_NL(RA, 0, Z18)
-	Q80N_DOT(Z4, Z5, Z28, Z25, Z0)
-	Q80N_NL(RB, 0, Z18)
-	Q80N_DOT(Z4, Z5, Z28, Z27, Z8)
-	Q80N_NL(RA, 16, Z19)
-	Q80N_DOT(Z6, Z7, Z29, Z26, Z0)
-	Q80N_NL(RB, 16, Z19)
-	Q80N_DOT(Z6, Z7, Z29, Z30, Z8)
-	ADDQ $144, SI
-	ADDQ $272, DI
-	ADDQ $32, R10
-	SUBQ $8, CX
-	CMPQ CX, $8
-	JGE  iq4nlloop82
-	VEXTRACTF64X4 $1, Z0, Y1
-	VADDPS Y1, Y0, Y0
-	VEXTRACTF64X4 $1, Z8, Y1
-	VADDPS Y1, Y8, Y8
-iq4nltail2:
-	// Row A's last blocks and sum, then row B's from the same blocks of
-	// the activations (R10, DX) and its own weights (R8).
-	LEAQ (SI)(R9*1), R8
-	MOVQ DI, R10
-	MOVQ CX, DX
-	TESTQ CX, CX
-	JZ   iq4nldoneA
-iq4nlloopA:
-	NIB32(2)
-	VPSHUFB Y2, Y11, Y2
-	OFFDOT(2(DI))
-	Q80FIN
-	ADDQ $18, SI
-	ADDQ $34, DI
-	DECQ CX
-	JNZ  iq4nlloopA
-iq4nldoneA:
-	HSUM0
-	MOVQ R8, SI
-	MOVQ R10, DI
-	MOVQ DX, CX
-	VMOVAPS Y8, Y0
-	TESTQ CX, CX
-	JZ   iq4nldoneB
-iq4nlloopB:
-	NIB32(2)
-	VPSHUFB Y2, Y11, Y2
-	OFFDOT(2(DI))
-	Q80FIN
-	ADDQ $18, SI
-	ADDQ $34, DI
-	DECQ CX
-	JNZ  iq4nlloopB
-iq4nldoneB:
-	HSUM0
-	SUBQ $2, R13
-	JMP  iq4nltwo
+	Q80ROWS_SETUP
 iq4nlrow:
 	TESTQ R13, R13
 	JZ   iq4nlend
@@ -811,6 +578,8 @@ iq4nlloop:
 	JNZ  iq4nlloop
 iq4nldone:
 	HSUM0
+	DECQ R13
+	JMP  iq4nlrow
 iq4nlend:
 	VZEROUPPER
 	RET
@@ -861,12 +630,12 @@ GLOBL iq4xsIdx<>(SB), RODATA|NOPTR, $256
 // 128-bit lane, and the mask and a shift of four split it into the low
 // nibbles (values 0-15 of each sub-block) and the high ones (16-31). The
 // activations are brought into that order instead (two VSHUFI64X2 per 128
-// values, shared by the rows of a run): then both halves of a sub-block
+// values): then both halves of a sub-block
 // sit in the same lane as its scale, so one integer accumulator takes both
 // VPDPBUSDs and every 128 values need one conversion and one fused
 // multiply-add, with the float scales (s-32)·d·dx spread four lanes each:
 // no VPMULLD, no per-pair scale step. The offset -128·Σx of sub-block j
-// (from the bsums, one VPMADDWD per block, shared) starts lane 4j of the
+// (from the bsums, one VPMADDWD per block) starts lane 4j of the
 // accumulator, so every lane sum stays exact (below 2^20 in magnitude).
 
 // iq4xsQuad spreads dword j over lanes 4j..4j+3 (j = 0..3; the second
@@ -889,7 +658,7 @@ DATA iq4xsQuad<>+112(SB)/8, $0x0000000700000007
 DATA iq4xsQuad<>+120(SB)/8, $0x0000000700000007
 GLOBL iq4xsQuad<>(SB), RODATA|NOPTR, $128
 
-// IQ4XS_X does a block's activation-only work for every row of the run:
+// IQ4XS_X does a block's activation-only work:
 // dx in the lanes of Y10; the offsets -128·(bsums 2j + 2j+1) of sub-block
 // j at lane 4j of Z22 (j < 4) and Z23 (j >= 4), zeros elsewhere (K4); the
 // activations of values 0-15 of sub-blocks 0-3 in Z4, 16-31 in Z5, and
@@ -958,9 +727,7 @@ GLOBL iq4xsQuad<>(SB), RODATA|NOPTR, $128
 
 // func dotIQ4XSRowsAVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32)
 //
-// Two rows at a time (the activation work once for both), then an odd
-// last row alone; each row's float steps are the same in both loops, so a
-// row's result does not depend on its neighbour.
+// One row at a time (see the Q8_0-partner dots for why not two).
 TEXT ·dotIQ4XSRowsAVX512(SB), NOSPLIT, $0-40
 	ROWS_PROLOGUE
 	VPBROADCASTD X15, Z15
@@ -975,39 +742,6 @@ TEXT ·dotIQ4XSRowsAVX512(SB), NOSPLIT, $0-40
 	KMOVW AX, K4
 	VMOVDQU64 iq4xsQuad<>+0(SB), Z16
 	VMOVDQU64 iq4xsQuad<>+64(SB), Z17
-	IMUL3Q $136, R12, R9
-
-iq4xstwo:
-	CMPQ R13, $2
-	JLT  iq4xsone
-	MOVQ R11, DI
-	MOVQ R12, CX
-	VPXORD Z24, Z24, Z24
-	VPXORD Z25, Z25, Z25
-	VPXORD Z26, Z26, Z26
-	VPXORD Z27, Z27, Z27
-
-iq4xsloop2:
-	PREFETCHT0 2176(SI)
-	PREFETCHT0 2240(SI)
-	PREFETCHT0 2176(SI)(R9*1)
-	PREFETCHT0 2240(SI)(R9*1)
-	IQ4XS_X
-	IQ4XS_SCALES(RA, Z20, Z21)
-	IQ4XS_SCALES(RB, Z18, Z19)
-	IQ4XS_HALF(RA, 8, Z4, Z5, Z22, Z20, Z24)
-	IQ4XS_HALF(RB, 8, Z4, Z5, Z22, Z18, Z26)
-	IQ4XS_HALF(RA, 72, Z6, Z7, Z23, Z21, Z25)
-	IQ4XS_HALF(RB, 72, Z6, Z7, Z23, Z19, Z27)
-	ADDQ $136, SI
-	ADDQ $292, DI
-	DECQ CX
-	JNZ  iq4xsloop2
-	IQ4XS_STORE(Z24, Z25)
-	IQ4XS_STORE(Z26, Z27)
-	ADDQ R9, SI
-	SUBQ $2, R13
-	JMP  iq4xstwo
 
 iq4xsone:
 	TESTQ R13, R13
@@ -1029,6 +763,8 @@ iq4xsloop1:
 	DECQ CX
 	JNZ  iq4xsloop1
 	IQ4XS_STORE(Z24, Z25)
+	DECQ R13
+	JMP  iq4xsone
 
 iq4xsend:
 	VZEROUPPER
