@@ -14,10 +14,12 @@
 // IQ4_NL and IQ4_XS: the codebook value plus 128, 1..241, by a VPSHUFB
 // table lookup), VPDPBUSD sums u·x over each group of four values in a
 // dword lane, and a second VPDPBUSD with the offset o (8, 16 or 128) in
-// every byte gives o·Σx, which is subtracted: each lane holds the exact
-// Σ (u-o)·x of its four values, for every code and every activation byte
-// including -128. (Q5_K's row-run dot is in quant_avx512_amd64.s beside
-// the Q4_K one whose macros and tables it shares.)
+// every byte gives o·Σx, which is subtracted (in the main loops -o·Σx,
+// computed once for all rows, is the accumulator's start; IQ4_XS takes it
+// from the bsums): each lane holds the exact Σ (u-o)·x of its values, for
+// every code and every activation byte including -128. (Q5_K's and Q3_K's
+// row-run dots are in quant_avx512_amd64.s beside the Q4_K one whose
+// macros and tables they share.)
 //
 // Float part: the exact integer lanes are converted to float32 and fused-
 // multiply-added with the block scale product (dw·dx as float32) into
@@ -102,15 +104,15 @@ GLOBL iq4Shifted<>(SB), RODATA|NOPTR, $32
 	VSHUFI64X2   $0xd8, Z2, Z2, Z2 \
 	VPANDD       Z15, Z2, Z2
 
-// The Q8_0-partner row-run dots (Q4_0, Q5_0, IQ4_NL) take two rows at a
-// time and eight blocks per iteration, two blocks per 512-bit VPDPBUSD.
-// What depends on the activations alone is done once for both rows: the
-// activation loads and the offset lanes o·Σx (a VPDPBUSD of its own). Each
-// row's own steps are the one-row loop's, in the same order (exact integer
-// lanes, then one fused multiply-add per pair of blocks into the row's
-// float lanes), so a row's result is the same whether it ran beside
-// another or alone (an odd last row, or a run of one: the one-token dot).
-// The last nb%8 blocks go one at a time.
+// The Q8_0-partner row-run dots (Q4_0, Q5_0, IQ4_NL) take one row at a
+// time and eight blocks per iteration, four blocks per 512-bit register
+// (see Q80N_NIB below); the last nb%8 blocks go one at a time. A row's
+// result does not depend on its neighbours: every row of a run equals the
+// one-token dot (a run of one). Two rows in lockstep, which share the
+// activation work, were faster from cache but slower from memory: with
+// weights streamed from DRAM (BenchmarkMatVecStream, a decode step's
+// case) two rows at a time gave 12.1 GB/cpu-s for Q4_0 against 15.9 one
+// row at a time, and 10.0 against 15.4 for IQ4_XS.
 //
 // Scales, which were a third of the time when gathered word by word
 // (VPINSRW, or scalar loads joined in general registers): the activation
@@ -156,9 +158,8 @@ DATA q80W22Idx2<>+48(SB)/8, $0x0000000000000000
 DATA q80W22Idx2<>+56(SB)/8, $0x0000000000000000
 GLOBL q80W22Idx2<>(SB), RODATA|NOPTR, $64
 
-// RA and RB address row A (SI) and row B (SI + R9, the row size).
+// RA addresses the current row.
 #define RA(off) off(SI)
-#define RB(off) off(SI)(R9*1)
 
 // W8_18 and W8_22 convert the f16 scales of the eight blocks at row(0)
 // (of 18 and 22 bytes) into the float32 lanes of dst. Clobber Z10.
@@ -173,70 +174,196 @@ GLOBL q80W22Idx2<>(SB), RODATA|NOPTR, $64
 	VPERMW    row(112), Z22, K3, Z10 \
 	VCVTPH2PS X10, dst
 
-// XPAIR loads the activations of two blocks (at x0(DI) and x1(DI)) into
-// Z4 and leaves the offset lanes o·Σx (o in the bytes of Z13) in Z6.
-#define XPAIR(x0, x1) \
-	VMOVDQU      x0(DI), Y4 \
-	VINSERTI64X4 $1, x1(DI), Z4, Z4 \
-	VPXORD       Z6, Z6, Z6 \
-	VPDPBUSD     Z4, Z13, Z6
+// In the main loops a register of codes holds four blocks, one per
+// 128-bit lane, in their stored order: one word permute (VPERMT2W) picks
+// the 16 qs bytes of each of four blocks out of a 128-byte window of the
+// row, and the mask and a shift of four split them into the low nibbles
+// (values 0-15 of each block) and the high ones (16-31). The activations
+// are brought into that order instead (Q80N_X): then both nibble halves
+// of a block sit in the same lane as its scale, one integer accumulator
+// takes both VPDPBUSDs, and every four blocks need one conversion and one
+// fused multiply-add, with dw·dx spread four lanes each (before: one per
+// two blocks, and a subtraction); the offset lanes -o·Σx start the
+// accumulator.
 
-// ROWDOT multiplies the codes u in Z2 with the activations in Z4,
-// subtracts the offset lanes Z6 and accumulates the exact lanes into acc
-// with the blocks' scale products, taken from sc by the permute idx.
-#define ROWDOT(sc, idx, acc) \
-	VPXORD       Z5, Z5, Z5 \
-	VPDPBUSD     Z4, Z2, Z5 \
-	VPSUBD       Z6, Z5, Z5 \
-	VCVTDQ2PS    Z5, Z5 \
-	VPERMPS      sc, idx, Z7 \
-	VFMADD231PS  Z7, Z5, acc
+// q4Qs03 and q4Qs47 pick the qs words of blocks 0-3 out of bytes 0-127 of
+// eight 18-byte blocks (Q4_0, IQ4_NL) and of blocks 4-7 out of bytes
+// 16-143; q5Qs03 and q5Qs47 those of eight 22-byte blocks (Q5_0) out of
+// bytes 0-127 and 48-175.
+DATA q4Qs03<>+0(SB)/8, $0x0004000300020001
+DATA q4Qs03<>+8(SB)/8, $0x0008000700060005
+DATA q4Qs03<>+16(SB)/8, $0x000d000c000b000a
+DATA q4Qs03<>+24(SB)/8, $0x00110010000f000e
+DATA q4Qs03<>+32(SB)/8, $0x0016001500140013
+DATA q4Qs03<>+40(SB)/8, $0x001a001900180017
+DATA q4Qs03<>+48(SB)/8, $0x001f001e001d001c
+DATA q4Qs03<>+56(SB)/8, $0x0023002200210020
+GLOBL q4Qs03<>(SB), RODATA|NOPTR, $64
 
-// NIBPAIR leaves the 64 nibbles of two blocks' 16 qs bytes (at row(q0)
-// and row(q1)) in Z2 in value order: each block's bytes fill two 128-bit
-// lanes ([b0, b0, b1, b1], the second load merged under K2), the second
-// copy of each is shifted down by four bits (Z24), and the mask keeps the
-// nibbles: [b0 low, b0 high, b1 low, b1 high] without a shuffle.
-#define NIBPAIR(row, q0, q1) \
-	VBROADCASTI32X4 row(q0), Z2 \
-	VBROADCASTI32X4 row(q1), K2, Z2 \
-	VPSRLVW         Z24, Z2, Z2 \
-	VPANDD          Z15, Z2, Z2
+DATA q4Qs47<>+0(SB)/8, $0x0020001f001e001d
+DATA q4Qs47<>+8(SB)/8, $0x0024002300220021
+DATA q4Qs47<>+16(SB)/8, $0x0029002800270026
+DATA q4Qs47<>+24(SB)/8, $0x002d002c002b002a
+DATA q4Qs47<>+32(SB)/8, $0x003200310030002f
+DATA q4Qs47<>+40(SB)/8, $0x0036003500340033
+DATA q4Qs47<>+48(SB)/8, $0x003b003a00390038
+DATA q4Qs47<>+56(SB)/8, $0x003f003e003d003c
+GLOBL q4Qs47<>(SB), RODATA|NOPTR, $64
 
-#define Q4_0_CODES(row, q0, q1, h0, h1) \
-	NIBPAIR(row, q0, q1)
+DATA q5Qs03<>+0(SB)/8, $0x0006000500040003
+DATA q5Qs03<>+8(SB)/8, $0x000a000900080007
+DATA q5Qs03<>+16(SB)/8, $0x00110010000f000e
+DATA q5Qs03<>+24(SB)/8, $0x0015001400130012
+DATA q5Qs03<>+32(SB)/8, $0x001c001b001a0019
+DATA q5Qs03<>+40(SB)/8, $0x0020001f001e001d
+DATA q5Qs03<>+48(SB)/8, $0x0027002600250024
+DATA q5Qs03<>+56(SB)/8, $0x002b002a00290028
+GLOBL q5Qs03<>(SB), RODATA|NOPTR, $64
 
-#define IQ4NL_CODES(row, q0, q1, h0, h1) \
-	NIBPAIR(row, q0, q1) \
-	VPSHUFB Z2, Z11, Z2
+DATA q5Qs47<>+0(SB)/8, $0x001a001900180017
+DATA q5Qs47<>+8(SB)/8, $0x001e001d001c001b
+DATA q5Qs47<>+16(SB)/8, $0x0025002400230022
+DATA q5Qs47<>+24(SB)/8, $0x0029002800270026
+DATA q5Qs47<>+32(SB)/8, $0x0030002f002e002d
+DATA q5Qs47<>+40(SB)/8, $0x0034003300320031
+DATA q5Qs47<>+48(SB)/8, $0x003b003a00390038
+DATA q5Qs47<>+56(SB)/8, $0x003f003e003d003c
+GLOBL q5Qs47<>(SB), RODATA|NOPTR, $64
 
-// Q5_0_CODES adds the fifth bits (qh at row(h0) and row(h1), one bit per
-// value) as 16 (Z12) under a mask.
-#define Q5_0_CODES(row, q0, q1, h0, h1) \
-	NIBPAIR(row, q0, q1) \
-	MOVL   row(h0), AX \
-	MOVL   row(h1), BX \
-	SHLQ   $32, BX \
-	ORQ    BX, AX \
-	KMOVQ  AX, K1 \
-	VPADDB Z12, Z2, K1, Z2
+// Q80N_X loads the activations of four blocks, the first at x0(DI), in
+// the codes' order: values 0-15 of each block in xl, 16-31 in xh (one
+// block per 128-bit lane), and leaves -o·Σx of each lane's eight values
+// in on (o in the bytes of Z13, Z24 zero). Clobbers Z1, Z10.
+#define Q80N_X(x0, xl, xh, on) \
+	VMOVDQU64    x0(DI), Y1 \
+	VINSERTI64X4 $1, x0+34(DI), Z1, Z1 \
+	VMOVDQU64    x0+68(DI), Y10 \
+	VINSERTI64X4 $1, x0+102(DI), Z10, Z10 \
+	VSHUFI64X2   $0x88, Z10, Z1, xl \
+	VSHUFI64X2   $0xdd, Z10, Z1, xh \
+	VPXORD       on, on, on \
+	VPDPBUSD     xl, Z13, on \
+	VPDPBUSD     xh, Z13, on \
+	VPSUBD       on, Z24, on
+
+// Q80N_S18 and Q80N_S22 leave dw·dx of the eight blocks at row(0) (of 18
+// and 22 bytes; dx in Y3) spread four lanes each: blocks 0-3 in s0, 4-7
+// in s1. Clobber Z1 and Z10.
+#define Q80N_S18(row, s0, s1) \
+	W8_18(row, Y1) \
+	VMULPS  Y3, Y1, Y1 \
+	VPERMPS Z1, Z16, s0 \
+	VPERMPS Z1, Z17, s1
+
+#define Q80N_S22(row, s0, s1) \
+	W8_22(row, Y1) \
+	VMULPS  Y3, Y1, Y1 \
+	VPERMPS Z1, Z16, s0 \
+	VPERMPS Z1, Z17, s1
+
+// Q80N_NIB leaves the codes of four blocks in Z2 (low nibbles) and Z3
+// (high): their qs words picked by idx out of bytes win..win+127 of the
+// row.
+#define Q80N_NIB(row, win, idx) \
+	VMOVDQU64 row(win), Z2 \
+	VPERMT2W  row(win+64), idx, Z2 \
+	VPSRLW    $4, Z2, Z3 \
+	VPANDD    Z15, Z2, Z2 \
+	VPANDD    Z15, Z3, Z3
+
+// Q80N_NL looks the codes up in IQ4_NL's codebook plus 128 (Z11).
+#define Q80N_NL(row, win, idx) \
+	Q80N_NIB(row, win, idx) \
+	VPSHUFB Z2, Z11, Z2 \
+	VPSHUFB Z3, Z11, Z3
+
+// q5Qh03 and q5Qh47 put the two qh words of block j (of four) at words
+// 8j and 8j+1, out of the same windows as q5Qs03 and q5Qs47; q5QhRepL
+// repeats their bytes 0 and 1 (the low nibbles' bits) eight times each
+// per 128-bit lane, q5QhRepH bytes 2 and 3 (the high ones'), and q5QhBit
+// tests bit i%8 of byte i.
+DATA q5Qh03<>+0(SB)/8, $0x0000000000020001
+DATA q5Qh03<>+8(SB)/8, $0x0000000000000000
+DATA q5Qh03<>+16(SB)/8, $0x00000000000d000c
+DATA q5Qh03<>+24(SB)/8, $0x0000000000000000
+DATA q5Qh03<>+32(SB)/8, $0x0000000000180017
+DATA q5Qh03<>+40(SB)/8, $0x0000000000000000
+DATA q5Qh03<>+48(SB)/8, $0x0000000000230022
+DATA q5Qh03<>+56(SB)/8, $0x0000000000000000
+GLOBL q5Qh03<>(SB), RODATA|NOPTR, $64
+DATA q5Qh47<>+0(SB)/8, $0x0000000000160015
+DATA q5Qh47<>+8(SB)/8, $0x0000000000000000
+DATA q5Qh47<>+16(SB)/8, $0x0000000000210020
+DATA q5Qh47<>+24(SB)/8, $0x0000000000000000
+DATA q5Qh47<>+32(SB)/8, $0x00000000002c002b
+DATA q5Qh47<>+40(SB)/8, $0x0000000000000000
+DATA q5Qh47<>+48(SB)/8, $0x0000000000370036
+DATA q5Qh47<>+56(SB)/8, $0x0000000000000000
+GLOBL q5Qh47<>(SB), RODATA|NOPTR, $64
+DATA q5QhRepL<>+0(SB)/8, $0x0000000000000000
+DATA q5QhRepL<>+8(SB)/8, $0x0101010101010101
+DATA q5QhRepL<>+16(SB)/8, $0x0000000000000000
+DATA q5QhRepL<>+24(SB)/8, $0x0101010101010101
+DATA q5QhRepL<>+32(SB)/8, $0x0000000000000000
+DATA q5QhRepL<>+40(SB)/8, $0x0101010101010101
+DATA q5QhRepL<>+48(SB)/8, $0x0000000000000000
+DATA q5QhRepL<>+56(SB)/8, $0x0101010101010101
+GLOBL q5QhRepL<>(SB), RODATA|NOPTR, $64
+DATA q5QhRepH<>+0(SB)/8, $0x0202020202020202
+DATA q5QhRepH<>+8(SB)/8, $0x0303030303030303
+DATA q5QhRepH<>+16(SB)/8, $0x0202020202020202
+DATA q5QhRepH<>+24(SB)/8, $0x0303030303030303
+DATA q5QhRepH<>+32(SB)/8, $0x0202020202020202
+DATA q5QhRepH<>+40(SB)/8, $0x0303030303030303
+DATA q5QhRepH<>+48(SB)/8, $0x0202020202020202
+DATA q5QhRepH<>+56(SB)/8, $0x0303030303030303
+GLOBL q5QhRepH<>(SB), RODATA|NOPTR, $64
+DATA q5QhBit<>+0(SB)/8, $0x8040201008040201
+DATA q5QhBit<>+8(SB)/8, $0x8040201008040201
+DATA q5QhBit<>+16(SB)/8, $0x8040201008040201
+DATA q5QhBit<>+24(SB)/8, $0x8040201008040201
+DATA q5QhBit<>+32(SB)/8, $0x8040201008040201
+DATA q5QhBit<>+40(SB)/8, $0x8040201008040201
+DATA q5QhBit<>+48(SB)/8, $0x8040201008040201
+DATA q5QhBit<>+56(SB)/8, $0x8040201008040201
+GLOBL q5QhBit<>(SB), RODATA|NOPTR, $64
+
+// Q80N_Q5 adds Q5_0's fifth bits as 16 (Z12): the qh words of the four
+// blocks, picked by hidx out of the same window, are spread one block per
+// 128-bit lane, each byte repeated eight times (Z9: the low nibbles', Z20:
+// the high ones'), and tested against bit i%8 (Z31) for the masks.
+// Clobbers Z10, K1, K5.
+#define Q80N_Q5(row, win, idx, hidx) \
+	Q80N_NIB(row, win, idx) \
+	VMOVDQU64 row(win), Z10 \
+	VPERMT2W  row(win+64), hidx, Z10 \
+	VPSHUFB   Z9, Z10, Z1 \
+	VPSHUFB   Z20, Z10, Z10 \
+	VPTESTMB  Z31, Z1, K1 \
+	VPTESTMB  Z31, Z10, K5 \
+	VPADDB    Z12, Z2, K1, Z2 \
+	VPADDB    Z12, Z3, K5, Z3
+
+// Q80N_DOT accumulates the codes in Z2 and Z3 times the activations xl
+// and xh, from the offset lanes on, exactly into Z14, and then into the
+// float lanes acc with the scales s.
+#define Q80N_DOT(xl, xh, on, s, acc) \
+	VMOVDQA64   on, Z14 \
+	VPDPBUSD    xl, Z2, Z14 \
+	VPDPBUSD    xh, Z3, Z14 \
+	VCVTDQ2PS   Z14, Z14 \
+	VFMADD231PS s, Z14, acc
 
 // Q80ROWS_SETUP loads what every Q8_0-partner row-run dot keeps in
-// registers (0x0f bytes in Z15, the scale permutes in Z16-Z19, the nibble
-// shifts in Z24, the merge mask of NIBPAIR's second load, the upper two
-// 128-bit lanes, in K2, the row size bs*nb in R9) and converts the nb
+// registers (0x0f bytes in Z15, the permutes that spread eight scales
+// four lanes each in Z16 and Z17, zero in Z24) and converts the nb
 // activation scales into dx, eight at a time (VPINSRW, VCVTPH2PS) and
 // then one by one.
-#define Q80ROWS_SETUP(bs) \
+#define Q80ROWS_SETUP \
 	VPBROADCASTD X15, Z15 \
-	VMOVDQU64 iq4xsIdx<>+0(SB), Z16 \
-	VMOVDQU64 iq4xsIdx<>+64(SB), Z17 \
-	VMOVDQU64 iq4xsIdx<>+128(SB), Z18 \
-	VMOVDQU64 iq4xsIdx<>+192(SB), Z19 \
-	VMOVDQU64 iq4PairShift<>(SB), Z24 \
-	MOVL      $0xff00, AX \
-	KMOVW     AX, K2 \
-	IMUL3Q    $bs, R12, R9 \
+	VMOVDQU64 iq4xsQuad<>+0(SB), Z16 \
+	VMOVDQU64 iq4xsQuad<>+64(SB), Z17 \
+	VPXORD    Z24, Z24, Z24 \
 	MOVQ      R11, DI \
 	MOVQ      dx+40(FP), R10 \
 	MOVQ      R12, CX \
@@ -278,95 +405,9 @@ TEXT ·dotQ4_0RowsAVX512(SB), NOSPLIT, $0-48
 	MOVL $0x08080808, AX
 	VPBROADCASTD AX, Z13
 	VMOVDQU64 q80W18Idx<>(SB), Z21
-	Q80ROWS_SETUP(18)
-q40two:
-	CMPQ R13, $2
-	JLT  q40row
-	MOVQ R11, DI
-	MOVQ dx+40(FP), R10
-	MOVQ R12, CX
-	VPXORD Z0, Z0, Z0
-	VPXORD Z8, Z8, Z8
-	CMPQ CX, $8
-	JLT  q40tail2
-q40loop82:
-	PREFETCHT0 2304(SI)
-	PREFETCHT0 (2304+64)(SI)
-	PREFETCHT0 (2304+128)(SI)
-	PREFETCHT0 2304(SI)(R9*1)
-	PREFETCHT0 (2304+64)(SI)(R9*1)
-	PREFETCHT0 (2304+128)(SI)(R9*1)
-	VMOVUPS (R10), Y3
-	W8_18(RA, Y1)
-	VMULPS Y3, Y1, Y1
-	W8_18(RB, Y9)
-	VMULPS Y3, Y9, Y9
-	XPAIR(2, 36)
-	Q4_0_CODES(RA, 2, 20, 0, 0)
-	ROWDOT(Z1, Z16, Z0)
-	Q4_0_CODES(RB, 2, 20, 0, 0)
-	ROWDOT(Z9, Z16, Z8)
-	XPAIR(70, 104)
-	Q4_0_CODES(RA, 38, 56, 0, 0)
-	ROWDOT(Z1, Z17, Z0)
-	Q4_0_CODES(RB, 38, 56, 0, 0)
-	ROWDOT(Z9, Z17, Z8)
-	XPAIR(138, 172)
-	Q4_0_CODES(RA, 74, 92, 0, 0)
-	ROWDOT(Z1, Z18, Z0)
-	Q4_0_CODES(RB, 74, 92, 0, 0)
-	ROWDOT(Z9, Z18, Z8)
-	XPAIR(206, 240)
-	Q4_0_CODES(RA, 110, 128, 0, 0)
-	ROWDOT(Z1, Z19, Z0)
-	Q4_0_CODES(RB, 110, 128, 0, 0)
-	ROWDOT(Z9, Z19, Z8)
-	ADDQ $144, SI
-	ADDQ $272, DI
-	ADDQ $32, R10
-	SUBQ $8, CX
-	CMPQ CX, $8
-	JGE  q40loop82
-	VEXTRACTF64X4 $1, Z0, Y1
-	VADDPS Y1, Y0, Y0
-	VEXTRACTF64X4 $1, Z8, Y1
-	VADDPS Y1, Y8, Y8
-q40tail2:
-	// Row A's last blocks and sum, then row B's from the same blocks of
-	// the activations (R10, DX) and its own weights (R8).
-	LEAQ (SI)(R9*1), R8
-	MOVQ DI, R10
-	MOVQ CX, DX
-	TESTQ CX, CX
-	JZ   q40doneA
-q40loopA:
-	NIB32(2)
-	OFFDOT(2(DI))
-	Q80FIN
-	ADDQ $18, SI
-	ADDQ $34, DI
-	DECQ CX
-	JNZ  q40loopA
-q40doneA:
-	HSUM0
-	MOVQ R8, SI
-	MOVQ R10, DI
-	MOVQ DX, CX
-	VMOVAPS Y8, Y0
-	TESTQ CX, CX
-	JZ   q40doneB
-q40loopB:
-	NIB32(2)
-	OFFDOT(2(DI))
-	Q80FIN
-	ADDQ $18, SI
-	ADDQ $34, DI
-	DECQ CX
-	JNZ  q40loopB
-q40doneB:
-	HSUM0
-	SUBQ $2, R13
-	JMP  q40two
+	VMOVDQU64 q4Qs03<>(SB), Z18
+	VMOVDQU64 q4Qs47<>(SB), Z19
+	Q80ROWS_SETUP
 q40row:
 	TESTQ R13, R13
 	JZ   q40end
@@ -381,20 +422,13 @@ q40loop8:
 	PREFETCHT0 (2304+64)(SI)
 	PREFETCHT0 (2304+128)(SI)
 	VMOVUPS (R10), Y3
-	W8_18(RA, Y1)
-	VMULPS Y3, Y1, Y1
-	XPAIR(2, 36)
-	Q4_0_CODES(RA, 2, 20, 0, 0)
-	ROWDOT(Z1, Z16, Z0)
-	XPAIR(70, 104)
-	Q4_0_CODES(RA, 38, 56, 0, 0)
-	ROWDOT(Z1, Z17, Z0)
-	XPAIR(138, 172)
-	Q4_0_CODES(RA, 74, 92, 0, 0)
-	ROWDOT(Z1, Z18, Z0)
-	XPAIR(206, 240)
-	Q4_0_CODES(RA, 110, 128, 0, 0)
-	ROWDOT(Z1, Z19, Z0)
+	Q80N_X(2, Z4, Z5, Z28)
+	Q80N_X(138, Z6, Z7, Z29)
+	Q80N_S18(RA, Z25, Z26)
+	Q80N_NIB(RA, 0, Z18)
+	Q80N_DOT(Z4, Z5, Z28, Z25, Z0)
+	Q80N_NIB(RA, 16, Z19)
+	Q80N_DOT(Z6, Z7, Z29, Z26, Z0)
 	ADDQ $144, SI
 	ADDQ $272, DI
 	ADDQ $32, R10
@@ -416,6 +450,8 @@ q40loop:
 	JNZ  q40loop
 q40done:
 	HSUM0
+	DECQ R13
+	JMP  q40row
 q40end:
 	VZEROUPPER
 	RET
@@ -430,101 +466,14 @@ TEXT ·dotQ5_0RowsAVX512(SB), NOSPLIT, $0-48
 	VMOVDQU64 q80W22Idx2<>(SB), Z22
 	MOVL $0xc0, AX
 	KMOVD AX, K3
-	Q80ROWS_SETUP(22)
-q50two:
-	CMPQ R13, $2
-	JLT  q50row
-	MOVQ R11, DI
-	MOVQ dx+40(FP), R10
-	MOVQ R12, CX
-	VPXORD Z0, Z0, Z0
-	VPXORD Z8, Z8, Z8
-	CMPQ CX, $8
-	JLT  q50tail2
-q50loop82:
-	PREFETCHT0 2816(SI)
-	PREFETCHT0 (2816+64)(SI)
-	PREFETCHT0 (2816+128)(SI)
-	PREFETCHT0 2816(SI)(R9*1)
-	PREFETCHT0 (2816+64)(SI)(R9*1)
-	PREFETCHT0 (2816+128)(SI)(R9*1)
-	VMOVUPS (R10), Y3
-	W8_22(RA, Y1)
-	VMULPS Y3, Y1, Y1
-	W8_22(RB, Y9)
-	VMULPS Y3, Y9, Y9
-	XPAIR(2, 36)
-	Q5_0_CODES(RA, 6, 28, 2, 24)
-	ROWDOT(Z1, Z16, Z0)
-	Q5_0_CODES(RB, 6, 28, 2, 24)
-	ROWDOT(Z9, Z16, Z8)
-	XPAIR(70, 104)
-	Q5_0_CODES(RA, 50, 72, 46, 68)
-	ROWDOT(Z1, Z17, Z0)
-	Q5_0_CODES(RB, 50, 72, 46, 68)
-	ROWDOT(Z9, Z17, Z8)
-	XPAIR(138, 172)
-	Q5_0_CODES(RA, 94, 116, 90, 112)
-	ROWDOT(Z1, Z18, Z0)
-	Q5_0_CODES(RB, 94, 116, 90, 112)
-	ROWDOT(Z9, Z18, Z8)
-	XPAIR(206, 240)
-	Q5_0_CODES(RA, 138, 160, 134, 156)
-	ROWDOT(Z1, Z19, Z0)
-	Q5_0_CODES(RB, 138, 160, 134, 156)
-	ROWDOT(Z9, Z19, Z8)
-	ADDQ $176, SI
-	ADDQ $272, DI
-	ADDQ $32, R10
-	SUBQ $8, CX
-	CMPQ CX, $8
-	JGE  q50loop82
-	VEXTRACTF64X4 $1, Z0, Y1
-	VADDPS Y1, Y0, Y0
-	VEXTRACTF64X4 $1, Z8, Y1
-	VADDPS Y1, Y8, Y8
-q50tail2:
-	// Row A's last blocks and sum, then row B's from the same blocks of
-	// the activations (R10, DX) and its own weights (R8).
-	LEAQ (SI)(R9*1), R8
-	MOVQ DI, R10
-	MOVQ CX, DX
-	TESTQ CX, CX
-	JZ   q50doneA
-q50loopA:
-	NIB32(6)
-	MOVL      2(SI), AX
-	KMOVD     AX, K1
-	VPADDB    Y12, Y2, K1, Y2
-	OFFDOT(2(DI))
-	Q80FIN
-	ADDQ $22, SI
-	ADDQ $34, DI
-	DECQ CX
-	JNZ  q50loopA
-q50doneA:
-	HSUM0
-	MOVQ R8, SI
-	MOVQ R10, DI
-	MOVQ DX, CX
-	VMOVAPS Y8, Y0
-	TESTQ CX, CX
-	JZ   q50doneB
-q50loopB:
-	NIB32(6)
-	MOVL      2(SI), AX
-	KMOVD     AX, K1
-	VPADDB    Y12, Y2, K1, Y2
-	OFFDOT(2(DI))
-	Q80FIN
-	ADDQ $22, SI
-	ADDQ $34, DI
-	DECQ CX
-	JNZ  q50loopB
-q50doneB:
-	HSUM0
-	SUBQ $2, R13
-	JMP  q50two
+	VMOVDQU64 q5Qs03<>(SB), Z18
+	VMOVDQU64 q5Qs47<>(SB), Z19
+	VMOVDQU64 q5Qh03<>(SB), Z23
+	VMOVDQU64 q5Qh47<>(SB), Z11
+	VMOVDQU64 q5QhRepL<>(SB), Z9
+	VMOVDQU64 q5QhRepH<>(SB), Z20
+	VMOVDQU64 q5QhBit<>(SB), Z31
+	Q80ROWS_SETUP
 q50row:
 	TESTQ R13, R13
 	JZ   q50end
@@ -539,20 +488,13 @@ q50loop8:
 	PREFETCHT0 (2816+64)(SI)
 	PREFETCHT0 (2816+128)(SI)
 	VMOVUPS (R10), Y3
-	W8_22(RA, Y1)
-	VMULPS Y3, Y1, Y1
-	XPAIR(2, 36)
-	Q5_0_CODES(RA, 6, 28, 2, 24)
-	ROWDOT(Z1, Z16, Z0)
-	XPAIR(70, 104)
-	Q5_0_CODES(RA, 50, 72, 46, 68)
-	ROWDOT(Z1, Z17, Z0)
-	XPAIR(138, 172)
-	Q5_0_CODES(RA, 94, 116, 90, 112)
-	ROWDOT(Z1, Z18, Z0)
-	XPAIR(206, 240)
-	Q5_0_CODES(RA, 138, 160, 134, 156)
-	ROWDOT(Z1, Z19, Z0)
+	Q80N_X(2, Z4, Z5, Z28)
+	Q80N_X(138, Z6, Z7, Z29)
+	Q80N_S22(RA, Z25, Z26)
+	Q80N_Q5(RA, 0, Z18, Z23)
+	Q80N_DOT(Z4, Z5, Z28, Z25, Z0)
+	Q80N_Q5(RA, 48, Z19, Z11)
+	Q80N_DOT(Z6, Z7, Z29, Z26, Z0)
 	ADDQ $176, SI
 	ADDQ $272, DI
 	ADDQ $32, R10
@@ -577,6 +519,8 @@ q50loop:
 	JNZ  q50loop
 q50done:
 	HSUM0
+	DECQ R13
+	JMP  q50row
 q50end:
 	VZEROUPPER
 	RET
@@ -588,97 +532,9 @@ TEXT ·dotIQ4NLRowsAVX512(SB), NOSPLIT, $0-48
 	VPBROADCASTD AX, Z13
 	VBROADCASTI32X4 iq4Shifted<>(SB), Z11
 	VMOVDQU64 q80W18Idx<>(SB), Z21
-	Q80ROWS_SETUP(18)
-iq4nltwo:
-	CMPQ R13, $2
-	JLT  iq4nlrow
-	MOVQ R11, DI
-	MOVQ dx+40(FP), R10
-	MOVQ R12, CX
-	VPXORD Z0, Z0, Z0
-	VPXORD Z8, Z8, Z8
-	CMPQ CX, $8
-	JLT  iq4nltail2
-iq4nlloop82:
-	PREFETCHT0 2304(SI)
-	PREFETCHT0 (2304+64)(SI)
-	PREFETCHT0 (2304+128)(SI)
-	PREFETCHT0 2304(SI)(R9*1)
-	PREFETCHT0 (2304+64)(SI)(R9*1)
-	PREFETCHT0 (2304+128)(SI)(R9*1)
-	VMOVUPS (R10), Y3
-	W8_18(RA, Y1)
-	VMULPS Y3, Y1, Y1
-	W8_18(RB, Y9)
-	VMULPS Y3, Y9, Y9
-	XPAIR(2, 36)
-	IQ4NL_CODES(RA, 2, 20, 0, 0)
-	ROWDOT(Z1, Z16, Z0)
-	IQ4NL_CODES(RB, 2, 20, 0, 0)
-	ROWDOT(Z9, Z16, Z8)
-	XPAIR(70, 104)
-	IQ4NL_CODES(RA, 38, 56, 0, 0)
-	ROWDOT(Z1, Z17, Z0)
-	IQ4NL_CODES(RB, 38, 56, 0, 0)
-	ROWDOT(Z9, Z17, Z8)
-	XPAIR(138, 172)
-	IQ4NL_CODES(RA, 74, 92, 0, 0)
-	ROWDOT(Z1, Z18, Z0)
-	IQ4NL_CODES(RB, 74, 92, 0, 0)
-	ROWDOT(Z9, Z18, Z8)
-	XPAIR(206, 240)
-	IQ4NL_CODES(RA, 110, 128, 0, 0)
-	ROWDOT(Z1, Z19, Z0)
-	IQ4NL_CODES(RB, 110, 128, 0, 0)
-	ROWDOT(Z9, Z19, Z8)
-	ADDQ $144, SI
-	ADDQ $272, DI
-	ADDQ $32, R10
-	SUBQ $8, CX
-	CMPQ CX, $8
-	JGE  iq4nlloop82
-	VEXTRACTF64X4 $1, Z0, Y1
-	VADDPS Y1, Y0, Y0
-	VEXTRACTF64X4 $1, Z8, Y1
-	VADDPS Y1, Y8, Y8
-iq4nltail2:
-	// Row A's last blocks and sum, then row B's from the same blocks of
-	// the activations (R10, DX) and its own weights (R8).
-	LEAQ (SI)(R9*1), R8
-	MOVQ DI, R10
-	MOVQ CX, DX
-	TESTQ CX, CX
-	JZ   iq4nldoneA
-iq4nlloopA:
-	NIB32(2)
-	VPSHUFB Y2, Y11, Y2
-	OFFDOT(2(DI))
-	Q80FIN
-	ADDQ $18, SI
-	ADDQ $34, DI
-	DECQ CX
-	JNZ  iq4nlloopA
-iq4nldoneA:
-	HSUM0
-	MOVQ R8, SI
-	MOVQ R10, DI
-	MOVQ DX, CX
-	VMOVAPS Y8, Y0
-	TESTQ CX, CX
-	JZ   iq4nldoneB
-iq4nlloopB:
-	NIB32(2)
-	VPSHUFB Y2, Y11, Y2
-	OFFDOT(2(DI))
-	Q80FIN
-	ADDQ $18, SI
-	ADDQ $34, DI
-	DECQ CX
-	JNZ  iq4nlloopB
-iq4nldoneB:
-	HSUM0
-	SUBQ $2, R13
-	JMP  iq4nltwo
+	VMOVDQU64 q4Qs03<>(SB), Z18
+	VMOVDQU64 q4Qs47<>(SB), Z19
+	Q80ROWS_SETUP
 iq4nlrow:
 	TESTQ R13, R13
 	JZ   iq4nlend
@@ -693,20 +549,13 @@ iq4nlloop8:
 	PREFETCHT0 (2304+64)(SI)
 	PREFETCHT0 (2304+128)(SI)
 	VMOVUPS (R10), Y3
-	W8_18(RA, Y1)
-	VMULPS Y3, Y1, Y1
-	XPAIR(2, 36)
-	IQ4NL_CODES(RA, 2, 20, 0, 0)
-	ROWDOT(Z1, Z16, Z0)
-	XPAIR(70, 104)
-	IQ4NL_CODES(RA, 38, 56, 0, 0)
-	ROWDOT(Z1, Z17, Z0)
-	XPAIR(138, 172)
-	IQ4NL_CODES(RA, 74, 92, 0, 0)
-	ROWDOT(Z1, Z18, Z0)
-	XPAIR(206, 240)
-	IQ4NL_CODES(RA, 110, 128, 0, 0)
-	ROWDOT(Z1, Z19, Z0)
+	Q80N_X(2, Z4, Z5, Z28)
+	Q80N_X(138, Z6, Z7, Z29)
+	Q80N_S18(RA, Z25, Z26)
+	Q80N_NL(RA, 0, Z18)
+	Q80N_DOT(Z4, Z5, Z28, Z25, Z0)
+	Q80N_NL(RA, 16, Z19)
+	Q80N_DOT(Z6, Z7, Z29, Z26, Z0)
 	ADDQ $144, SI
 	ADDQ $272, DI
 	ADDQ $32, R10
@@ -729,6 +578,8 @@ iq4nlloop:
 	JNZ  iq4nlloop
 iq4nldone:
 	HSUM0
+	DECQ R13
+	JMP  iq4nlrow
 iq4nlend:
 	VZEROUPPER
 	RET
@@ -774,107 +625,148 @@ DATA iq4xsIdx<>+240(SB)/8, $0x0000000700000007
 DATA iq4xsIdx<>+248(SB)/8, $0x0000000700000007
 GLOBL iq4xsIdx<>(SB), RODATA|NOPTR, $256
 
-// iq4PairShift holds word shifts 0 (lanes 0 and 2) and 4 (lanes 1 and 3)
-// for nibble codes duplicated per 128-bit lane: [a, a, b, b] shifted and
-// masked is [a low, a high, b low, b high], value order.
-DATA iq4PairShift<>+0(SB)/8, $0x0000000000000000
-DATA iq4PairShift<>+8(SB)/8, $0x0000000000000000
-DATA iq4PairShift<>+16(SB)/8, $0x0004000400040004
-DATA iq4PairShift<>+24(SB)/8, $0x0004000400040004
-DATA iq4PairShift<>+32(SB)/8, $0x0000000000000000
-DATA iq4PairShift<>+40(SB)/8, $0x0000000000000000
-DATA iq4PairShift<>+48(SB)/8, $0x0004000400040004
-DATA iq4PairShift<>+56(SB)/8, $0x0004000400040004
-GLOBL iq4PairShift<>(SB), RODATA|NOPTR, $64
+// The IQ4_XS row-run dot takes a block's codes in their stored order:
+// one 64-byte load holds the 16 code bytes of four sub-blocks, one per
+// 128-bit lane, and the mask and a shift of four split it into the low
+// nibbles (values 0-15 of each sub-block) and the high ones (16-31). The
+// activations are brought into that order instead (two VSHUFI64X2 per 128
+// values): then both halves of a sub-block
+// sit in the same lane as its scale, so one integer accumulator takes both
+// VPDPBUSDs and every 128 values need one conversion and one fused
+// multiply-add, with the float scales (s-32)·d·dx spread four lanes each:
+// no VPMULLD, no per-pair scale step. The offset -128·Σx of sub-block j
+// (from the bsums, one VPMADDWD per block) starts lane 4j of the
+// accumulator, so every lane sum stays exact (below 2^20 in magnitude).
 
-// IQ4XS_PAIR adds the exact Σ s·u·x lanes of sub-blocks 2p and 2p+1 (u =
-// codebook value + 128) to Z9: codes at qoff(SI), activations at
-// xoff(DI), scales spread in sc. The 32 code bytes [a, b] (16 per
-// sub-block) become [a, a, b, b] by one VSHUFI64X2 and the upper copy of
-// each is shifted by four (Z24), so that after the mask the nibbles are
-// in value order, then looked up in Z11: one shuffle fewer than
-// splitting low and high nibbles and interleaving them.
-#define IQ4XS_PAIR(qoff, xoff, sc) \
-	VMOVDQU      qoff(SI), Y2 \
-	VSHUFI64X2   $0x50, Z2, Z2, Z2 \
-	VPSRLVW      Z24, Z2, Z2 \
-	VPANDD       Z15, Z2, Z2 \
-	VPSHUFB      Z2, Z11, Z2 \
-	VPXORD       Z5, Z5, Z5 \
-	VPDPBUSD     xoff(DI), Z2, Z5 \
-	VPMULLD      sc, Z5, Z5 \
-	VPADDD       Z5, Z9, Z9
+// iq4xsQuad spreads dword j over lanes 4j..4j+3 (j = 0..3; the second
+// half j = 4..7).
+DATA iq4xsQuad<>+0(SB)/8, $0x0000000000000000
+DATA iq4xsQuad<>+8(SB)/8, $0x0000000000000000
+DATA iq4xsQuad<>+16(SB)/8, $0x0000000100000001
+DATA iq4xsQuad<>+24(SB)/8, $0x0000000100000001
+DATA iq4xsQuad<>+32(SB)/8, $0x0000000200000002
+DATA iq4xsQuad<>+40(SB)/8, $0x0000000200000002
+DATA iq4xsQuad<>+48(SB)/8, $0x0000000300000003
+DATA iq4xsQuad<>+56(SB)/8, $0x0000000300000003
+DATA iq4xsQuad<>+64(SB)/8, $0x0000000400000004
+DATA iq4xsQuad<>+72(SB)/8, $0x0000000400000004
+DATA iq4xsQuad<>+80(SB)/8, $0x0000000500000005
+DATA iq4xsQuad<>+88(SB)/8, $0x0000000500000005
+DATA iq4xsQuad<>+96(SB)/8, $0x0000000600000006
+DATA iq4xsQuad<>+104(SB)/8, $0x0000000600000006
+DATA iq4xsQuad<>+112(SB)/8, $0x0000000700000007
+DATA iq4xsQuad<>+120(SB)/8, $0x0000000700000007
+GLOBL iq4xsQuad<>(SB), RODATA|NOPTR, $128
+
+// IQ4XS_X does a block's activation-only work:
+// dx in the lanes of Y10; the offsets -128·(bsums 2j + 2j+1) of sub-block
+// j at lane 4j of Z22 (j < 4) and Z23 (j >= 4), zeros elsewhere (K4); the
+// activations of values 0-15 of sub-blocks 0-3 in Z4, 16-31 in Z5, and
+// of sub-blocks 4-7 in Z6 and Z7. Y13 holds -128 in every word.
+#define IQ4XS_X \
+	VBROADCASTSS 0(DI), Y10 \
+	VPMADDWD     260(DI), Y13, Y1 \
+	VPERMD.Z     Z1, Z16, K4, Z22 \
+	VPERMD.Z     Z1, Z17, K4, Z23 \
+	VMOVDQU64    4(DI), Z5 \
+	VSHUFI64X2   $0x88, 68(DI), Z5, Z4 \
+	VSHUFI64X2   $0xdd, 68(DI), Z5, Z5 \
+	VMOVDQU64    132(DI), Z7 \
+	VSHUFI64X2   $0x88, 196(DI), Z7, Z6 \
+	VSHUFI64X2   $0xdd, 196(DI), Z7, Z7
+
+// IQ4XS_SCALES leaves the float scales (s-32)·(d·dx) of the block at
+// row(0), sub-block j at lanes 4j..4j+3, of sub-blocks 0-3 in sLo and 4-7
+// in sHi. The eight 6-bit scales are assembled in a general register by
+// two PDEPs (every AVX-512 processor has BMI2; R8 and R10 hold the
+// masks): the low nibbles of scales_l into bits 0-3 of bytes 0-7, the bit
+// pairs of scales_h into bits 4-5. Y14 holds 32 in every dword. Clobbers
+// AX, BX, Y0, Y1. The rounding is the generic twin's: d·dx, then times
+// s-32.
+#define IQ4XS_SCALES(row, sLo, sHi) \
+	MOVL         row(4), AX \
+	MOVWLZX      row(2), BX \
+	PDEPQ        R8, AX, AX \
+	PDEPQ        R10, BX, BX \
+	ORQ          BX, AX \
+	VMOVQ        AX, X0 \
+	VPMOVZXBD    X0, Y0 \
+	VPSUBD       Y14, Y0, Y0 \
+	VCVTDQ2PS    Y0, Y0 \
+	VPBROADCASTW row(0), X1 \
+	VCVTPH2PS    X1, Y1 \
+	VMULPS       Y10, Y1, Y1 \
+	VMULPS       Y1, Y0, Y0 \
+	VPERMPS      Z0, Z16, sLo \
+	VPERMPS      Z0, Z17, sHi
+
+// IQ4XS_HALF accumulates 128 values (four sub-blocks) of the row at row():
+// codes at row(qoff), activations xl (low nibbles) and xh (high), offset
+// lanes o, float scales s, into the float lanes acc. Y15's 0x0f bytes
+// mask, Z11 holds the codebook plus 128. Clobbers Z2, Z3, Z9.
+#define IQ4XS_HALF(row, qoff, xl, xh, o, s, acc) \
+	VMOVDQU64   row(qoff), Z2 \
+	VPSRLW      $4, Z2, Z3 \
+	VPANDD      Z15, Z2, Z2 \
+	VPANDD      Z15, Z3, Z3 \
+	VPSHUFB     Z2, Z11, Z2 \
+	VPSHUFB     Z3, Z11, Z3 \
+	VMOVDQA64   o, Z9 \
+	VPDPBUSD    xl, Z2, Z9 \
+	VPDPBUSD    xh, Z3, Z9 \
+	VCVTDQ2PS   Z9, Z9 \
+	VFMADD231PS s, Z9, acc
+
+// IQ4XS_STORE stores the sum of the float lanes of a and b to (R14) and
+// advances R14.
+#define IQ4XS_STORE(a, b) \
+	VADDPS        b, a, Z0 \
+	VEXTRACTF64X4 $1, Z0, Y1 \
+	VADDPS        Y1, Y0, Y0 \
+	HSUM0
 
 // func dotIQ4XSRowsAVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32)
 //
-// Per block the eight 6-bit scales are assembled in a general register by
-// two PDEPs (every AVX-512 processor has BMI2): the low nibbles of
-// scales_l into bits 0-3 of bytes 0-7, the bit pairs of scales_h into
-// bits 4-5; that keeps a dozen vector instructions per block off the
-// vector ports the codes need. Minus 32 as words in X0, they are widened
-// to dwords and spread per pair of sub-blocks for VPMULLD; the offset
-// 128·Σx of each sub-block comes from the bsums, one VPMADDWD with the
-// scales doubled, subtracted once per block.
+// One row at a time (see the Q8_0-partner dots for why not two).
 TEXT ·dotIQ4XSRowsAVX512(SB), NOSPLIT, $0-40
 	ROWS_PROLOGUE
 	VPBROADCASTD X15, Z15
 	VBROADCASTI32X4 iq4Shifted<>(SB), Z11
-	VMOVDQU64 iq4PairShift<>(SB), Z24
 	MOVQ $0x0f0f0f0f0f0f0f0f, R8
-	MOVQ $0x3030303030303030, R9
-	MOVL $0x00200020, AX
-	VPBROADCASTD AX, X13
-	VMOVDQU64 iq4xsIdx<>+0(SB), Z16
-	VMOVDQU64 iq4xsIdx<>+64(SB), Z17
-	VMOVDQU64 iq4xsIdx<>+128(SB), Z18
-	VMOVDQU64 iq4xsIdx<>+192(SB), Z19
+	MOVQ $0x3030303030303030, R10
+	MOVL $0xff80ff80, AX
+	VPBROADCASTD AX, Y13
+	MOVL $32, AX
+	VPBROADCASTD AX, Y14
+	MOVL $0x1111, AX
+	KMOVW AX, K4
+	VMOVDQU64 iq4xsQuad<>+0(SB), Z16
+	VMOVDQU64 iq4xsQuad<>+64(SB), Z17
 
-iq4xsrow:
+iq4xsone:
+	TESTQ R13, R13
+	JZ    iq4xsend
 	MOVQ R11, DI
 	MOVQ R12, CX
-	VPXORD Z8, Z8, Z8
+	VPXORD Z24, Z24, Z24
+	VPXORD Z25, Z25, Z25
 
-iq4xsloop:
+iq4xsloop1:
 	PREFETCHT0 2176(SI)
 	PREFETCHT0 2240(SI)
-	MOVL         4(SI), AX
-	MOVWLZX      2(SI), BX
-	PDEPQ        R8, AX, AX
-	PDEPQ        R9, BX, BX
-	ORQ          BX, AX
-	VMOVQ        AX, X0
-	VPMOVZXBW    X0, X0
-	VPSUBW       X13, X0, X0
-	VPMOVSXWD    X0, Y3
-	VPERMD       Z3, Z16, Z20
-	VPERMD       Z3, Z17, Z21
-	VPERMD       Z3, Z18, Z22
-	VPERMD       Z3, Z19, Z23
-	VPUNPCKLWD   X0, X0, X1
-	VPUNPCKHWD   X0, X0, X2
-	VINSERTI128  $1, X2, Y1, Y1
-	VPMADDWD     260(DI), Y1, Y10
-	VPSLLD       $7, Y10, Y10
-	VPXORD       Z9, Z9, Z9
-	IQ4XS_PAIR(8, 4, Z20)
-	IQ4XS_PAIR(40, 68, Z21)
-	IQ4XS_PAIR(72, 132, Z22)
-	IQ4XS_PAIR(104, 196, Z23)
-	VPSUBD       Z10, Z9, Z9
-	VCVTDQ2PS    Z9, Z9
-	VPBROADCASTW 0(SI), Y6
-	VCVTPH2PS    Y6, Z6
-	VMULPS.BCST  0(DI), Z6, Z6
-	VFMADD231PS  Z6, Z9, Z8
+	IQ4XS_X
+	IQ4XS_SCALES(RA, Z20, Z21)
+	IQ4XS_HALF(RA, 8, Z4, Z5, Z22, Z20, Z24)
+	IQ4XS_HALF(RA, 72, Z6, Z7, Z23, Z21, Z25)
 	ADDQ $136, SI
 	ADDQ $292, DI
 	DECQ CX
-	JNZ  iq4xsloop
-	VEXTRACTF64X4 $1, Z8, Y0
-	VADDPS Y8, Y0, Y0
-	HSUM0
+	JNZ  iq4xsloop1
+	IQ4XS_STORE(Z24, Z25)
 	DECQ R13
-	JNZ  iq4xsrow
+	JMP  iq4xsone
+
+iq4xsend:
 	VZEROUPPER
 	RET
 

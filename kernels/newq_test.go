@@ -460,3 +460,62 @@ func checkX4Q8K(t *testing.T, r *rand.Rand, tab *table, c newqType) {
 		}
 	}
 }
+
+// TestNewTypeRowsDistinct checks every path's row-run dots of the types
+// added after Q4_K on runs of different rows (the row-run kernels take
+// two or more rows per step, sharing the activation work): each row of
+// every run length bit for bit equal to the path's one-token dot of that
+// row alone, and no output written past the run. TestNewTypeDots runs
+// copies of one row, which cannot tell one row's scales or codes from
+// another's.
+func TestNewTypeRowsDistinct(t *testing.T) {
+	forEachPath(t, func(t *testing.T, tab *table) {
+		r := rand.New(rand.NewPCG(19, 7))
+		for _, c := range newqTypes() {
+			wk := &tab.weights[c.typ]
+			for _, nb := range []int{1, 7, 8, 9, 17} {
+				// Rows from every input kind, so that neighbours differ in
+				// scales, codes and edge cases.
+				var rows []newqInput
+				for len(rows) < 9 {
+					rows = append(rows, newqInputs(r, c, nb)...)
+				}
+				x := rows[0]
+				for _, n := range []int{1, 2, 3, 4, 5, 6, 7, 9} {
+					var w []byte
+					for _, in := range rows[:n] {
+						w = append(w, in.w...)
+					}
+					out := make([]float32, n+1)
+					out[n] = 42
+					one := make([]float32, n)
+					switch wk.partner {
+					case partnerQ8_0:
+						rowsOf(wk.q80, w, x.q80, out[:n])
+						for i, in := range rows[:n] {
+							one[i] = wk.q80.one(in.w, x.q80)
+						}
+					case partnerQ8_1:
+						rowsOf(wk.q81, w, x.q81, out[:n])
+						for i, in := range rows[:n] {
+							one[i] = wk.q81.one(in.w, x.q81)
+						}
+					case partnerQ8K:
+						rowsOf(wk.q8k, w, x.q8k, out[:n])
+						for i, in := range rows[:n] {
+							one[i] = wk.q8k.one(in.w, x.q8k)
+						}
+					}
+					for i := range n {
+						if !sameFloat(out[i], one[i]) {
+							t.Errorf("%s nb=%d rows=%d: row %d = %v, one-token dot %v", c.typ, nb, n, i, out[i], one[i])
+						}
+					}
+					if out[n] != 42 {
+						t.Errorf("%s nb=%d rows=%d: wrote past the run", c.typ, nb, n)
+					}
+				}
+			}
+		}
+	})
+}

@@ -1009,8 +1009,9 @@ q5kloop:
 // halves, masked to two bits, 4 added under a VPTESTMB mask of hmask) and
 // multiplied with the activations by VPMADDUBSW; the scales (6 bits minus
 // 32, spread over the words by q6kIdx as in Q6_K) are applied by
-// VPDPWSSD; the offset term 4·Σ_j scale_j·bsums_j is one VPMADDWD of the
-// scales with the activations' bsums, subtracted once per block. The
+// VPDPWSSD; the offset term -4·Σ_j scale_j·bsums_j, one VPMADDWD of the
+// scales with the activations' bsums times -4 (VPMULLW, Y12), starts the
+// block's one integer accumulator. The
 // integer lanes are exact; they are converted and accumulated with
 // f16(d)·x.D into float lanes, reduced once per row.
 
@@ -1068,6 +1069,43 @@ GLOBL q3kShift<>(SB), RODATA|NOPTR, $128
 	VPMOVZXBW  X5, Y0 \
 	VPSUBW     Y13, Y0, Y0
 
+// Q3K_SCALESGP leaves the 16 scales of the block at SI, minus 32, as
+// words in Y0 like Q3K_SCALES, decoded in general registers: the low four
+// bits of scales 0-7 are the low nibbles of scale bytes 0-7 (R8 holds
+// 0x0f bytes), of scales 8-15 their high nibbles; the top two bits of
+// scale j are bits 2·(j/4) of byte 8 + j%4, gathered per byte by masks
+// and a shift of 30 and moved to bits 4-5. The row-run dot is bound by
+// its vector instructions, the eight-token dot (which decodes once for
+// eight tokens) keeps Q3K_SCALES. Clobbers AX, BX, DX, R9, R10, X5.
+#define Q3K_SCALESGP \
+	MOVQ  96(SI), AX \
+	MOVL  104(SI), BX \
+	MOVQ  AX, DX \
+	ANDQ  R8, AX \
+	SHRQ  $4, DX \
+	ANDQ  R8, DX \
+	MOVL  BX, R9 \
+	ANDL  $0x03030303, R9 \
+	MOVL  BX, R10 \
+	ANDL  $0x0c0c0c0c, R10 \
+	SHLQ  $30, R10 \
+	ORQ   R10, R9 \
+	SHLQ  $4, R9 \
+	ORQ   R9, AX \
+	SHRL  $4, BX \
+	MOVL  BX, R9 \
+	ANDL  $0x03030303, R9 \
+	ANDL  $0x0c0c0c0c, BX \
+	SHLQ  $30, BX \
+	ORQ   BX, R9 \
+	SHLQ  $4, R9 \
+	ORQ   R9, DX \
+	VMOVQ AX, X0 \
+	VMOVQ DX, X5 \
+	VPUNPCKLQDQ X5, X0, X0 \
+	VPMOVZXBW X0, Y0 \
+	VPSUBW Y13, Y0, Y0
+
 // The constants of Q3K_SCALES: the byte shuffles (scale bytes 0-7 twice;
 // bytes 8-11 four times), the quadword shifts, the dword rotates and the
 // masks of the low and the top bits.
@@ -1103,6 +1141,9 @@ TEXT ·dotQ3KRowsAVX512(SB), NOSPLIT, $0-40
 	VPBROADCASTD AX, Z14
 	MOVL $0x00200020, AX
 	VPBROADCASTD AX, Y13
+	MOVL $0xfffcfffc, AX
+	VPBROADCASTD AX, Y12
+	MOVQ $0x0f0f0f0f0f0f0f0f, R8
 	VMOVDQU64 q6kIdx<>+0(SB), Z16
 	VMOVDQU64 q6kIdx<>+64(SB), Z17
 	VMOVDQU64 q6kIdx<>+128(SB), Z18
@@ -1122,22 +1163,18 @@ q3krow:
 q3kloop:
 	PREFETCHT0 1760(SI)
 	PREFETCHT0 1824(SI)
-	Q3K_SCALES
+	Q3K_SCALESGP
 	VPERMW Z0, Z16, Z20
 	VPERMW Z0, Z17, Z21
 	VPERMW Z0, Z18, Z22
 	VPERMW Z0, Z19, Z23
-	VPMADDWD 260(DI), Y0, Y10
-	VPSLLD $2, Y10, Y10
+	VPMULLW 260(DI), Y12, Y10
+	VPMADDWD Y10, Y0, Y9
 	VBROADCASTI64X4 0(SI), Z4
-	VPXORD Z9, Z9, Z9
-	VPXORD Z11, Z11, Z11
 	Q3K_CHUNK(32, 4, Z29, Z25, Z20, Z9)
-	Q3K_CHUNK(32, 68, Z30, Z26, Z21, Z11)
+	Q3K_CHUNK(32, 68, Z30, Z26, Z21, Z9)
 	Q3K_CHUNK(64, 132, Z29, Z27, Z22, Z9)
-	Q3K_CHUNK(64, 196, Z30, Z28, Z23, Z11)
-	VPADDD Z11, Z9, Z9
-	VPSUBD Z10, Z9, Z9
+	Q3K_CHUNK(64, 196, Z30, Z28, Z23, Z9)
 	VCVTDQ2PS Z9, Z9
 	VPBROADCASTW 108(SI), Y6
 	VCVTPH2PS Y6, Z6
