@@ -25,6 +25,12 @@ for shape in llama3-tiny qwen2-tiny qwen2-tiny-yarn qwen2-tiny-odd qwen3-tiny gr
 		entry "$shape" "$type" "$shape-$type.json"
 	done
 done
+# gpt-oss's own layout: llama-quantize's MXFP4_MOE (stacked experts MXFP4,
+# every other matrix Q8_0), as the published gpt-oss files hold it.
+"$tmp/lisa" gguf synth --shape gpt-oss-tiny --type mxfp4_moe --seed 1 -o "$tmp/gpt-oss-tiny-mxfp4_moe.gguf" > /dev/null
+printf 'n_gen 16\nprompt Once upon a time, there was a little\nprompt The capital of France is\n' |
+	"$root/bench/llamacpp/ref.sh" logits "$tmp/gpt-oss-tiny-mxfp4_moe.gguf" - > "$here/gpt-oss-tiny-mxfp4_moe.json"
+entry gpt-oss-tiny mxfp4_moe gpt-oss-tiny-mxfp4_moe.json
 # RoPE scaling far from position 0: 9000 teacher-forced ids, rows 8180-8200.
 ids=$(awk 'BEGIN { for (i = 0; i < 9000; i++) printf "%s%d", (i ? "," : ""), (i * 7919) % 4000 + 10 }')
 # phi3's LongRoPE: a context of 9216 > the original 4096 takes the long
@@ -41,7 +47,9 @@ done
 # past every window (and past the tiled attention's first 256-key tile).
 ids=$(awk 'BEGIN { for (i = 0; i < 600; i++) printf "%s%d", (i ? "," : ""), (i * 7919) % 4000 + 10 }')
 for shape in gemma2-tiny gemma3-tiny gpt-oss-tiny; do
-	for type in f16 q8_0; do
+	types="f16 q8_0"
+	[ "$shape" = gpt-oss-tiny ] && types="f16 q8_0 mxfp4_moe"
+	for type in $types; do
 		printf 'n_ctx 1024\ngen_batch 512\nprompt_ids 2\nteacher %s\nreport 500-520\n' "$ids" |
 			"$root/bench/llamacpp/ref.sh" logits "$tmp/$shape-$type.gguf" - > "$here/$shape-$type-long.json"
 		entry "$shape" "$type" "$shape-$type-long.json"
