@@ -259,10 +259,14 @@ func describeModel(f *gguf.File) (string, int64, int64) {
 	return fmt.Sprintf("%s %s %s", f.Architecture(), humanParams(params), name), size, params
 }
 
-// fileTypeName is llama.cpp's llama_model_ftype_name for the common types.
+// fileTypeName is llama.cpp's llama_model_ftype_name for the types lisa
+// reads and `lisa gguf synth` writes, so that result files of both engines
+// carry the same model_type (38, MXFP4 MoE, as a current llama.cpp prints it).
 func fileTypeName(ft int32, ok bool) string {
-	names := map[int32]string{0: "all F32", 1: "F16", 2: "Q4_0", 7: "Q8_0", 8: "Q5_0", 10: "Q2_K - Medium",
-		12: "Q3_K - Medium", 14: "Q4_K - Small", 15: "Q4_K - Medium", 17: "Q5_K - Medium", 18: "Q6_K", 32: "BF16"}
+	names := map[int32]string{0: "all F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 7: "Q8_0", 8: "Q5_0", 9: "Q5_1",
+		10: "Q2_K - Medium", 11: "Q3_K - Small", 12: "Q3_K - Medium", 13: "Q3_K - Large", 14: "Q4_K - Small",
+		15: "Q4_K - Medium", 16: "Q5_K - Small", 17: "Q5_K - Medium", 18: "Q6_K", 25: "IQ4_NL - 4.5 bpw",
+		30: "IQ4_XS - 4.25 bpw", 32: "BF16", 38: "MXFP4 MoE"}
 	if n, found := names[ft]; ok && found {
 		return n
 	}

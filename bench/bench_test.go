@@ -714,3 +714,31 @@ func TestOpenWorkerModel(t *testing.T) {
 		})
 	}
 }
+
+// TestFileTypeName checks the names against llama.cpp's llama_model_ftype_name
+// (38 as the npm library prints a gpt-oss MXFP4_MOE file), so that both
+// engines' results of one file carry the same model_type.
+func TestFileTypeName(t *testing.T) {
+	for _, c := range []struct {
+		ft   int32
+		ok   bool
+		want string
+	}{
+		{0, true, "all F32"},
+		{3, true, "Q4_1"},
+		{9, true, "Q5_1"},
+		{11, true, "Q3_K - Small"},
+		{13, true, "Q3_K - Large"},
+		{15, true, "Q4_K - Medium"},
+		{16, true, "Q5_K - Small"},
+		{25, true, "IQ4_NL - 4.5 bpw"},
+		{30, true, "IQ4_XS - 4.25 bpw"},
+		{38, true, "MXFP4 MoE"},
+		{99, true, "file type 99"},
+		{15, false, "unknown type"},
+	} {
+		if got := fileTypeName(c.ft, c.ok); got != c.want {
+			t.Errorf("fileTypeName(%d, %v) = %q, want %q", c.ft, c.ok, got, c.want)
+		}
+	}
+}
