@@ -12,7 +12,7 @@
 // Any other template goes to a small Jinja-subset interpreter of this
 // package (RenderJinja): text, {{ }}, {% if/elif/else %}, {% for %} with
 // else, loop filters, tuple unpacking, break and continue, {% macro %}
-// (bounded calls), {% set %} with
+// and {% call %} blocks (bounded calls), {% set %} with
 // namespace(), the loop variables, string concatenation, arithmetic and
 // comparisons, subscripts and slices (with steps), a few string and dict methods,
 // common filters (trim, length, upper, lower, default, join, tojson, …)
@@ -35,7 +35,7 @@
 // which of the two a template gets (and so which call syntax to parse,
 // see package toolcall); ToolStrings lists the client text tools bring
 // into the prompt, which RenderTraced cannot trace. A construct outside the subset
-// (call blocks, includes, unknown filters) fails with an *UnsupportedError
+// (filter blocks, includes, unknown filters) fails with an *UnsupportedError
 // naming it.
 //
 // RenderTraced also says which bytes of the rendering came from message

@@ -4,15 +4,15 @@ import "fmt"
 
 // stmt is a statement of the template tree.
 type stmt struct {
-	kind     string // "text", "out", "if", "for", "set", "break", "continue", "macro"
-	text     string
-	e        *expr
+	kind     string   // "text", "out", "if", "for", "set", "break", "continue", "macro", "call"
+	text     string   // text: the text; macro: its name; call: "caller"
+	e        *expr    // call: the macro call, an expr of op "call"
 	branches []branch // if: the if and elif branches
 	elseBody []*stmt  // if / for: the else part
-	vars     []string // for: the loop variables; set: target name (and attribute)
+	vars     []string // for: the loop variables; set: target name (and attribute); macro / call: the (caller's) parameters
 	cond     *expr    // for: the "if" filter
-	body     []*stmt  // for: the loop body; macro: its body
-	defaults []*expr  // macro: the parameters' defaults (nil: none)
+	body     []*stmt  // for: the loop body; macro: its body; call: the caller's body
+	defaults []*expr  // macro / call: the parameters' defaults (nil: none)
 	off      int
 }
 
@@ -24,7 +24,7 @@ type branch struct {
 
 // unsupportedTags are Jinja statements the subset refuses by name.
 var unsupportedTags = map[string]bool{
-	"call": true, "filter": true, "include": true, "import": true, "from": true,
+	"filter": true, "include": true, "import": true, "from": true,
 	"extends": true, "block": true, "raw": true, "with": true, "autoescape": true, "do": true,
 }
 
@@ -52,7 +52,8 @@ type treeParser struct {
 }
 
 // block parses statements until a terminator tag (elif, else, endif,
-// endfor), which it returns with its tokens consumed up to the name.
+// endfor, endmacro, endcall), which it returns with its tokens consumed
+// up to the name.
 func (tp *treeParser) block(depth int) (body []*stmt, end string, err error) {
 	if depth > maxDepth {
 		return nil, "", &SyntaxError{tp.ps[tp.i].off, fmt.Sprintf("blocks nested deeper than %d", maxDepth)}
@@ -114,7 +115,7 @@ func (tp *treeParser) statement(pc piece, depth int) (*stmt, string, error) {
 	p := &parser{toks: toks, pos: 1}
 	name := toks[0].text
 	switch name {
-	case "elif", "else", "endif", "endfor", "endmacro":
+	case "elif", "else", "endif", "endfor", "endmacro", "endcall":
 		tp.i-- // let the caller see the tag
 		return nil, name, nil
 	case "generation", "endgeneration":
@@ -132,6 +133,9 @@ func (tp *treeParser) statement(pc piece, depth int) (*stmt, string, error) {
 		return s, "", err
 	case "macro":
 		s, err := tp.macroStmt(p, pc, depth)
+		return s, "", err
+	case "call":
+		s, err := tp.callStmt(p, pc, depth)
 		return s, "", err
 	}
 	if unsupportedTags[name] {
@@ -198,8 +202,9 @@ func (tp *treeParser) ifStmt(p *parser, pc piece, depth int) (*stmt, error) {
 			}
 			tp.i++
 			s.elseBody = body
-		case "endfor":
-			return nil, &SyntaxError{tpc.off, "{% endfor %} closes an {% if %}"}
+		case "endif":
+		default: // endfor, endmacro, endcall
+			return nil, &SyntaxError{tpc.off, fmt.Sprintf("{%% %s %%} closes an {%% if %%}", name)}
 		}
 		return s, nil
 	}
@@ -282,28 +287,8 @@ func (tp *treeParser) macroStmt(p *parser, pc piece, depth int) (*stmt, error) {
 		return nil, err
 	}
 	s := &stmt{kind: "macro", text: name, off: pc.off}
-	if err := p.expect('o', "("); err != nil {
+	if err := params(p, s); err != nil {
 		return nil, err
-	}
-	for !p.accept('o', ")") {
-		v, err := p.name()
-		if err != nil {
-			return nil, err
-		}
-		var def *expr
-		if p.accept('o', "=") {
-			if def, err = p.parseBinary(0); err != nil {
-				return nil, err
-			}
-		}
-		s.vars = append(s.vars, v)
-		s.defaults = append(s.defaults, def)
-		if !p.accept('o', ",") {
-			if err := p.expect('o', ")"); err != nil {
-				return nil, err
-			}
-			break
-		}
 	}
 	if p.pos != len(p.toks) {
 		return nil, p.errf("unexpected %q in {%% macro %%}", p.peek().text)
@@ -314,6 +299,66 @@ func (tp *treeParser) macroStmt(p *parser, pc piece, depth int) (*stmt, error) {
 	}
 	if end != "endmacro" {
 		return nil, &SyntaxError{pc.off, "missing {% endmacro %}"}
+	}
+	tp.i++
+	s.body = body
+	return s, nil
+}
+
+// params parses a parameter list "(a, b=default)" into s.vars and
+// s.defaults.
+func params(p *parser, s *stmt) error {
+	if err := p.expect('o', "("); err != nil {
+		return err
+	}
+	for !p.accept('o', ")") {
+		v, err := p.name()
+		if err != nil {
+			return err
+		}
+		var def *expr
+		if p.accept('o', "=") {
+			if def, err = p.parseBinary(0); err != nil {
+				return err
+			}
+		}
+		s.vars = append(s.vars, v)
+		s.defaults = append(s.defaults, def)
+		if !p.accept('o', ",") {
+			return p.expect('o', ")")
+		}
+	}
+	return nil
+}
+
+// callStmt parses {% call m(args) %}body{% endcall %} and, with the
+// caller's parameters, {% call(a, b=default) m(args) %}: m is called
+// with an implicit caller, a macro whose body is the block's (see
+// execCall). As in llama.cpp's parser, the callee is a name: Jinja2 also
+// takes an attribute (a macro of an imported template), which chat
+// templates, having no imports, do not need.
+func (tp *treeParser) callStmt(p *parser, pc piece, depth int) (*stmt, error) {
+	s := &stmt{kind: "call", text: "caller", off: pc.off}
+	if p.is('o', "(") { // a signature: Jinja2 reads a leading "(" as one
+		if err := params(p, s); err != nil {
+			return nil, err
+		}
+	}
+	callOff := p.peek().off
+	e, err := tail(p)
+	if err != nil {
+		return nil, err
+	}
+	if e.op != "call" || e.args[0].op != "name" {
+		return nil, &SyntaxError{callOff, "{% call %} wants a macro call such as m(x)"}
+	}
+	s.e = e
+	body, end, err := tp.block(depth + 1)
+	if err != nil {
+		return nil, err
+	}
+	if end != "endcall" {
+		return nil, &SyntaxError{pc.off, "missing {% endcall %}"}
 	}
 	tp.i++
 	s.body = body
