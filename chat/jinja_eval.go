@@ -138,6 +138,8 @@ func (m *machine) exec(body []*stmt) error {
 			m.scopes[len(m.scopes)-1][s.text] = &macro{s: s}
 		case "call":
 			err = m.execCall(s)
+		case "filter":
+			err = m.execFilter(s)
 		case "break", "continue":
 			err = loopControl{brk: s.kind == "break"}
 		}
@@ -162,7 +164,13 @@ func (m *machine) execIf(s *stmt) error {
 }
 
 func (m *machine) execSet(s *stmt) error {
-	v, err := m.eval(s.e)
+	var v any
+	var err error
+	if s.e == nil {
+		v, err = m.capture(s.body)
+	} else {
+		v, err = m.eval(s.e)
+	}
 	if err != nil {
 		return err
 	}
@@ -587,6 +595,37 @@ func (m *machine) execCall(s *stmt) error {
 	v, err := m.callMacro(mac, args, kw, caller)
 	if err != nil {
 		return m.wrap(e.off, err)
+	}
+	if err := m.charge(v); err != nil {
+		return err
+	}
+	return m.write(str(v))
+}
+
+// capture runs a block and returns what it wrote. The block runs in the
+// current scope, as llama.cpp runs it: a set inside it stays set after
+// it (Jinja2 would keep it inside).
+func (m *machine) capture(body []*stmt) (string, error) {
+	saved := m.out
+	m.out = &strings.Builder{}
+	err := m.exec(body)
+	out := m.out.String()
+	m.out = saved
+	return out, err
+}
+
+// execFilter runs a {% filter %} block: its output goes through the
+// filter, evaluated with the output bound to blockOutput.
+func (m *machine) execFilter(s *stmt) error {
+	out, err := m.capture(s.body)
+	if err != nil {
+		return err
+	}
+	m.scopes = append(m.scopes, map[string]any{blockOutput: out})
+	v, err := m.eval(s.e)
+	m.scopes = m.scopes[:len(m.scopes)-1]
+	if err != nil {
+		return err
 	}
 	if err := m.charge(v); err != nil {
 		return err

@@ -88,6 +88,8 @@ func TestJinjaTemplates(t *testing.T) {
 		{"call sees the call site", "{% macro m(p) %}{{ caller() }}{% endmacro %}{% for x in 'ab' %}{% call m('P') %}{{ x }}{{ p }}{% endcall %}{% endfor %}", nil, "ab"},
 		{"nested call blocks", "{% macro o() %}O({{ caller() }}){% endmacro %}{% macro i(x) %}I{{ x }}({{ caller() }}){% endmacro %}{% call o() %}{% call i(1) %}b{% endcall %}{% endcall %}", nil, "O(I1(b))"},
 		{"caller only in a call", "{% macro m() %}{{ caller is defined }}{% endmacro %}{{ m() }}{% call m() %}{% endcall %}{{ caller is defined }}", nil, "FalseTrueFalse"},
+		{"set block", "{% set x %}<{{ messages|length }}>{% endset %}{{ x }}{{ x|length }}", conv, "<4>3"},
+		{"filter block", "{% filter upper %}a{% filter replace('b', 'c') %}bb{% endfilter %}{% endfilter %}", nil, "ACC"},
 		{"call whitespace", "{% macro m() %}[{{ caller() }}]{% endmacro %}\nA\n  {%- call m() -%}\n  b\n  {%- endcall %}\nB\n  {% call m() %}\n  c\n  {% endcall %}\n", nil, "A[b]B\n[  c\n]"},
 	}
 	for _, c := range cases {
@@ -142,7 +144,10 @@ func TestJinjaHostile(t *testing.T) {
 		{"repr bomb", "{% set ns = namespace(l=['" + strings.Repeat("x", 1000) + "']) %}{% for i in range(200) %}{% set ns.l = ns.l + ns.l[:1000] %}{% endfor %}{{ ns.l }}", ErrTooLarge, ""},
 		{"deep blocks", strings.Repeat("{% if true %}", 1000) + strings.Repeat("{% endif %}", 1000), ErrUnsupported, ""},
 		{"deep expression", "{{ " + strings.Repeat("(", 1000) + "1" + strings.Repeat(")", 1000) + " }}", ErrUnsupported, ""},
-		{"filter block", "{% filter upper %}x{% endfilter %}", ErrUnsupported, "{% filter %}"},
+		{"raw block", "{% raw %}x{% endraw %}", ErrUnsupported, "{% raw %}"},
+		{"tuple set", "{% set a, b = [1, 2] %}", ErrUnsupported, "{% set %} of a tuple or with a filter"},
+		{"set block doubling", "{% set ns = namespace(s='x') %}{% for i in range(40) %}{% set t %}{{ ns.s }}{{ ns.s }}{% endset %}{% set ns.s = t %}{% endfor %}", ErrTooLarge, ""},
+		{"deep filter blocks", strings.Repeat("{% filter upper %}", 100) + strings.Repeat("{% endfilter %}", 100), ErrUnsupported, ""},
 		{"call recursion", "{% macro m() %}{% call m() %}{% endcall %}{% endmacro %}{{ m() }}", ErrTooLarge, ""},
 		{"caller calls the macro again", "{% macro m() %}{{ caller() }}{% endmacro %}{% macro r() %}{% call m() %}{{ r() }}{% endcall %}{% endmacro %}{{ r() }}", ErrTooLarge, ""},
 		{"caller fan-out", "{% macro m() %}{{ caller() }}{{ caller() }}{% endmacro %}" + strings.Repeat("{% call m() %}", 30) + "x" + strings.Repeat("{% endcall %}", 30), ErrTooLarge, ""},
@@ -206,6 +211,7 @@ func FuzzApply(f *testing.F) {
 		"{% macro m(a) %}[{{ caller(a) }}]{% endmacro %}{% call(x, y=2) m(1) %}{{ x + y }}{% endcall %}",
 		"{% macro m() %}{{ caller() }}{{ caller() }}{% endmacro %}{%- call m() -%}\n {% call m() %}y{% endcall %}\n{%- endcall %}",
 		"{% call(a m() %}{% endcall %}", "{% endcall %}", "{% call m %}",
+		"{% set x %}a{{ 1 }}{% endset %}{{ x }}", "{% filter upper %}{% set y %}b{% endset %}{{ y }}{% endfilter %}", "{% filter f(1, %}",
 	} {
 		f.Add(s, "hello")
 	}
@@ -226,7 +232,7 @@ func TestValidate(t *testing.T) {
 		ok   bool
 	}{
 		{"", true}, {"chatml", true}, {"<|im_start|>{% call %}", true}, {jinjaLlama3, true},
-		{"{% call f() %}{% endcall %}", true}, {"{% call f() %}", false}, {"{% filter upper %}{% endfilter %}", false}, {"{{ 'x' ", false}, {strings.Repeat("x", MaxTemplate+1), false},
+		{"{% call f() %}{% endcall %}", true}, {"{% call f() %}", false}, {"{% filter upper %}{% endfilter %}", true}, {"{% include 'x' %}", false}, {"{{ 'x' ", false}, {strings.Repeat("x", MaxTemplate+1), false},
 	}
 	for _, c := range cases {
 		if err := Validate(c.tmpl); (err == nil) != c.ok {
@@ -235,9 +241,9 @@ func TestValidate(t *testing.T) {
 	}
 }
 
-// TestJinjaCallErrors checks that malformed {% call %} blocks fail with
-// the byte offset of the fault.
-func TestJinjaCallErrors(t *testing.T) {
+// TestJinjaBlockErrors checks that malformed {% call %}, {% set %} and
+// {% filter %} blocks fail with the byte offset of the fault.
+func TestJinjaBlockErrors(t *testing.T) {
 	const m = "{% macro m() %}{% endmacro %}" // 29 bytes
 	cases := []struct {
 		name, tmpl string
@@ -256,6 +262,12 @@ func TestJinjaCallErrors(t *testing.T) {
 		{"empty call", "{% call %}x{% endcall %}", ErrUnsupported, 3},
 		{"call of a non-macro", "{% set f = 1 %}{% call f() %}x{% endcall %}", ErrTemplate, 23},
 		{"call of a built-in", "{% call range(3) %}x{% endcall %}", ErrTemplate, 8},
+		{"missing endset", "ab{% set x %}a", ErrUnsupported, 2},
+		{"endset closing a call", m + "{% call m() %}{% endset %}", ErrUnsupported, 29},
+		{"endfilter without filter", "{% if true %}{% endfilter %}", ErrUnsupported, 13},
+		{"filter without a name", "{% filter 'x' %}{% endfilter %}", ErrUnsupported, 10},
+		{"filter with a chain", "{% filter trim|upper %}{% endfilter %}", ErrUnsupported, 14},
+		{"unknown filter block", "{% filter wordwrap %}x{% endfilter %}", ErrUnsupported, -1},
 		{"caller arguments", m + "{% call(a) m() %}{% endcall %}{% macro n() %}{{ caller(1, 2) }}{% endmacro %}{% call(a) n() %}{% endcall %}", ErrTemplate, 83},
 	}
 	for _, c := range cases {
@@ -265,6 +277,9 @@ func TestJinjaCallErrors(t *testing.T) {
 			continue
 		}
 		var se *SyntaxError
+		if c.off < 0 {
+			continue // an *UnsupportedError, which names the construct instead
+		}
 		if errors.As(err, &se) {
 			if se.Offset != c.off {
 				t.Errorf("%s: %v: offset %d, want %d", c.name, err, se.Offset, c.off)
@@ -382,5 +397,14 @@ func TestJinjaCallMatchesReferences(t *testing.T) {
 			"takes no caller)"},
 		"bad-caller-parameter": {"jinja2", "llama.cpp's parser takes any expression as a caller parameter and fails " +
 			"only when the caller is called with it; Jinja2 refuses the template"},
+	})
+}
+
+// TestJinjaBlocksMatchReferences checks block assignments and filter
+// blocks against llama.cpp and Jinja2 (testdata/jinja/blocks.in).
+func TestJinjaBlocksMatchReferences(t *testing.T) {
+	checkJinjaReference(t, "blocks", map[string]divergence{
+		"set-block-inner-set": {"llama.cpp", "llama.cpp runs the block in the current scope, Jinja2 in one of its own"},
+		"filter-chain":        {"llama.cpp", "llama.cpp's parser takes one filter, Jinja2 a chain"},
 	})
 }
