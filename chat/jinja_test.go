@@ -212,6 +212,7 @@ func FuzzApply(f *testing.F) {
 		"{% macro m() %}{{ caller() }}{{ caller() }}{% endmacro %}{%- call m() -%}\n {% call m() %}y{% endcall %}\n{%- endcall %}",
 		"{% call(a m() %}{% endcall %}", "{% endcall %}", "{% call m %}",
 		"{% set x %}a{{ 1 }}{% endset %}{{ x }}", "{% filter upper %}{% set y %}b{% endset %}{{ y }}{% endfilter %}", "{% filter f(1, %}",
+		"{{ 'a' in ('a', 'b') }}{{ ('x',)|length }}{{ () }}", "{{ ((1, 2), (3,))[0][1] }}", "{{ (1,, }}",
 	} {
 		f.Add(s, "hello")
 	}
@@ -406,5 +407,16 @@ func TestJinjaBlocksMatchReferences(t *testing.T) {
 	checkJinjaReference(t, "blocks", map[string]divergence{
 		"set-block-inner-set": {"llama.cpp", "llama.cpp runs the block in the current scope, Jinja2 in one of its own"},
 		"filter-chain":        {"llama.cpp", "llama.cpp's parser takes one filter, Jinja2 a chain"},
+	})
+}
+
+// TestJinjaSyntaxMatchesReferences checks tuple literals against
+// llama.cpp and Jinja2 (testdata/jinja/syntax.in). A printed tuple is
+// left out: it prints as a list here, ['a', 1], where Jinja2 prints
+// ('a', 1) and llama.cpp a1.
+func TestJinjaSyntaxMatchesReferences(t *testing.T) {
+	checkJinjaReference(t, "syntax", map[string]divergence{
+		"tuple-single": {"jinja2", "llama.cpp's parser refuses a one-element tuple, (x,), and a trailing comma"},
+		"tuple-empty":  {"jinja2", "llama.cpp's parser refuses the empty tuple"},
 	})
 }

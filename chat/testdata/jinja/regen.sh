@@ -9,14 +9,20 @@
 # The model is a vocabulary-only file of ../shared (GPT-2's: its BOS and
 # EOS are <|endoftext|>).
 #
-#   chat/testdata/jinja/regen.sh    (from the repository root)
+#   chat/testdata/jinja/regen.sh [FILE.in ...]   (from the repository root;
+#                                                 default: every .in file)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../../.." && pwd)
 vocab=$root/../shared/ref/vocab/ggml-vocab-gpt-2.gguf
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-for in in "$here"/*.in; do
+if [ $# -gt 0 ]; then
+	files=("$@")
+else
+	files=("$here"/*.in)
+fi
+for in in "${files[@]}"; do
 	rm -f "$tmp"/*
 	n=0
 	while IFS=$'\t' read -r name tmpl; do
