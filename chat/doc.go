@@ -11,10 +11,11 @@
 //
 // Any other template goes to a small Jinja-subset interpreter of this
 // package (RenderJinja): text, {{ }}, {% if/elif/else %}, {% for %} with
-// else, loop filters, tuple unpacking, break and continue, {% macro %}
-// and {% call %} blocks (bounded calls), {% set %} (also of a block)
-// with namespace(), {% filter %} blocks, the loop variables, string
-// concatenation, arithmetic and comparisons, subscripts and slices (with steps), a few string and dict methods,
+// else, loop filters, tuples (as lists) and tuple unpacking, break and
+// continue, {% macro %} and {% call %} blocks (bounded calls), {% set %}
+// (also of a block) with namespace(), {% filter %} blocks, the loop
+// variables, string concatenation, arithmetic and comparisons, subscripts
+// and slices (with steps), a few string and dict methods,
 // common filters (trim, length, upper, lower, default, join, tojson, …)
 // and tests (defined, none, string, …), raise_exception, and Hugging
 // Face's trim_blocks/lstrip_blocks whitespace rules. The template sees
