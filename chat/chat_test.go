@@ -112,7 +112,7 @@ func TestApplyRejects(t *testing.T) {
 	}{
 		{"huge range", "{% for x in range(1000000000) %}{{ x }}{% endfor %}", conv, ErrTooLarge},
 		{"deep nesting", strings.Repeat("{% if true %}", 50000) + "x", conv, ErrUnsupported},
-		{"detected, call block", "[gMASK]<sop>{% call m() %}{% endcall %}", conv, ErrUnsupported},
+		{"detected, include", "[gMASK]<sop>{% include 'x' %}", conv, ErrUnsupported},
 		{"template too big", strings.Repeat("<|im_start|>", MaxTemplate/12+1), conv, ErrTooLarge},
 		{"output too big", "chatml", []Message{{Role: "user", Content: big}}, ErrTooLarge},
 		{"output grows past limit", "llama3", []Message{{Role: "user", Content: big[:MaxOutput-10]}}, ErrTooLarge},
@@ -131,7 +131,7 @@ func TestApplyRejects(t *testing.T) {
 		}
 	}
 	var ue *UnsupportedError
-	if _, err := Apply("[gMASK]<sop>{% call m() %}{% endcall %}", conv, true, "", ""); !errors.As(err, &ue) || ue.Family != "chatglm4" || ue.Construct != "{% call %}" {
+	if _, err := Apply("[gMASK]<sop>{% include 'x' %}", conv, true, "", ""); !errors.As(err, &ue) || ue.Family != "chatglm4" || ue.Construct != "{% include %}" {
 		t.Errorf("unsupported family not named: %v", err)
 	}
 	// A hostile template of a known family is recognised, never run.

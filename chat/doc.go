@@ -11,10 +11,11 @@
 //
 // Any other template goes to a small Jinja-subset interpreter of this
 // package (RenderJinja): text, {{ }}, {% if/elif/else %}, {% for %} with
-// else, loop filters, tuple unpacking, break and continue, {% macro %}
-// (bounded calls), {% set %} with
-// namespace(), the loop variables, string concatenation, arithmetic and
-// comparisons, subscripts and slices (with steps), a few string and dict methods,
+// else, loop filters, tuples (as lists) and tuple unpacking, break and
+// continue, {% macro %} and {% call %} blocks (bounded calls), {% set %}
+// (also of a block) with namespace(), {% filter %} blocks, the loop
+// variables, string concatenation, arithmetic and comparisons, subscripts
+// and slices (with steps), a few string and dict methods,
 // common filters (trim, length, upper, lower, default, join, tojson, …)
 // and tests (defined, none, string, …), raise_exception, and Hugging
 // Face's trim_blocks/lstrip_blocks whitespace rules. The template sees
@@ -35,7 +36,7 @@
 // which of the two a template gets (and so which call syntax to parse,
 // see package toolcall); ToolStrings lists the client text tools bring
 // into the prompt, which RenderTraced cannot trace. A construct outside the subset
-// (call blocks, includes, unknown filters) fails with an *UnsupportedError
+// (includes, raw blocks, tuple assignments, unknown filters) fails with an *UnsupportedError
 // naming it.
 //
 // RenderTraced also says which bytes of the rendering came from message

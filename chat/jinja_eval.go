@@ -3,6 +3,7 @@ package chat
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -134,7 +135,11 @@ func (m *machine) exec(body []*stmt) error {
 		case "set":
 			err = m.execSet(s)
 		case "macro":
-			m.scopes[len(m.scopes)-1][s.text] = &macro{s}
+			m.scopes[len(m.scopes)-1][s.text] = &macro{s: s}
+		case "call":
+			err = m.execCall(s)
+		case "filter":
+			err = m.execFilter(s)
 		case "break", "continue":
 			err = loopControl{brk: s.kind == "break"}
 		}
@@ -159,7 +164,13 @@ func (m *machine) execIf(s *stmt) error {
 }
 
 func (m *machine) execSet(s *stmt) error {
-	v, err := m.eval(s.e)
+	var v any
+	var err error
+	if s.e == nil {
+		v, err = m.capture(s.body)
+	} else {
+		v, err = m.eval(s.e)
+	}
 	if err != nil {
 		return err
 	}
@@ -382,7 +393,7 @@ func (m *machine) evalCall(e *expr) (any, error) {
 		return nil, err
 	}
 	if mac, ok := f.(*macro); ok {
-		v, err := m.callMacro(mac, args, kw)
+		v, err := m.callMacro(mac, args, kw, nil)
 		if err != nil {
 			return nil, m.wrap(e.off, err)
 		}
@@ -483,13 +494,24 @@ func rangeFunc(args []any, _ map[string]any) (any, error) {
 // macro may fan out; Hermes 3 calls one per parameter and nested type).
 const maxMacroCalls = 10_000
 
-// macro is a function a template defined with {% macro %}.
-type macro struct{ s *stmt }
+// macro is a function a template defined with {% macro %}, or the
+// caller of a {% call %} block.
+type macro struct {
+	s *stmt
+	// env is nil for a template's macro, which sees the template's
+	// globals (not its caller's locals, as in Jinja); a caller sees the
+	// scopes of its call site, as in Jinja2 and llama.cpp: the block is
+	// written there.
+	env []map[string]any
+}
 
 // callMacro runs a macro's body with its parameters bound, in a scope
-// above the template's globals (a macro does not see its caller's
-// locals, as in Jinja), and returns what it wrote.
-func (m *machine) callMacro(mac *macro, args []any, kw map[string]any) (any, error) {
+// above the template's globals (or a caller's call site), and returns
+// what it wrote. caller, when not nil, is the body of the {% call %}
+// block that called the macro, which the macro sees as caller. Callers'
+// runs count as macro calls: a caller that calls the macro again
+// recurses as a macro does.
+func (m *machine) callMacro(mac *macro, args []any, kw map[string]any, caller *macro) (any, error) {
 	if m.calls >= maxDepth {
 		return nil, fmt.Errorf("%w: macro calls nested deeper than %d", ErrTooLarge, maxDepth)
 	}
@@ -522,8 +544,17 @@ func (m *machine) callMacro(mac *macro, args []any, kw map[string]any) (any, err
 			return nil, fmt.Errorf("macro %s has no parameter %s", s.text, k)
 		}
 	}
+	if caller != nil {
+		scope["caller"] = caller
+	}
+	env := mac.env
+	if env == nil {
+		env = m.scopes[:1]
+	}
 	saved, savedOut := m.scopes, m.out
-	m.scopes = []map[string]any{m.scopes[0], scope}
+	// Clipped, the append copies env: a caller may run while its call
+	// site's scope stack has grown or shrunk.
+	m.scopes = append(slices.Clip(env), scope)
 	m.out = &strings.Builder{}
 	m.calls++
 	err := m.exec(s.body)
@@ -535,4 +566,69 @@ func (m *machine) callMacro(mac *macro, args []any, kw map[string]any) (any, err
 		return nil, fmt.Errorf("%w: break or continue outside a loop", ErrTemplate)
 	}
 	return out, err
+}
+
+// execCall runs a {% call %} block: the macro called with the block's
+// body as its caller, writing what the macro returns. The callee is
+// evaluated first, then the arguments, as llama.cpp does.
+func (m *machine) execCall(s *stmt) error {
+	e := s.e
+	f, err := m.eval(e.args[0])
+	if err != nil {
+		return err
+	}
+	mac, ok := f.(*macro)
+	if !ok {
+		// Jinja2 fails too (a function given caller=), and llama.cpp
+		// (not a function, or a built-in given arguments it does not take).
+		return m.errf(e.args[0].off, "{%% call %%} of %s, which is not a macro", typeName(f))
+	}
+	args, kw, err := m.evalArgs(e.args[1:])
+	if err != nil {
+		return err
+	}
+	// The caller keeps the call site's scope maps (in a list of its own:
+	// the stack changes as the template goes on), so that it sees the
+	// variables as they are when it runs, as a Jinja2 closure does, even
+	// if the macro stored it and it runs after the block.
+	caller := &macro{s: s, env: slices.Clone(m.scopes)}
+	v, err := m.callMacro(mac, args, kw, caller)
+	if err != nil {
+		return m.wrap(e.off, err)
+	}
+	if err := m.charge(v); err != nil {
+		return err
+	}
+	return m.write(str(v))
+}
+
+// capture runs a block and returns what it wrote. The block runs in the
+// current scope, as llama.cpp runs it: a set inside it stays set after
+// it (Jinja2 would keep it inside).
+func (m *machine) capture(body []*stmt) (string, error) {
+	saved := m.out
+	m.out = &strings.Builder{}
+	err := m.exec(body)
+	out := m.out.String()
+	m.out = saved
+	return out, err
+}
+
+// execFilter runs a {% filter %} block: its output goes through the
+// filter, evaluated with the output bound to blockOutput.
+func (m *machine) execFilter(s *stmt) error {
+	out, err := m.capture(s.body)
+	if err != nil {
+		return err
+	}
+	m.scopes = append(m.scopes, map[string]any{blockOutput: out})
+	v, err := m.eval(s.e)
+	m.scopes = m.scopes[:len(m.scopes)-1]
+	if err != nil {
+		return err
+	}
+	if err := m.charge(v); err != nil {
+		return err
+	}
+	return m.write(str(v))
 }

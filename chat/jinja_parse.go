@@ -587,11 +587,7 @@ func (p *parser) parsePrimary() (*expr, error) {
 	case 'o':
 		switch t.text {
 		case "(":
-			e, err := p.parseExpr()
-			if err != nil {
-				return nil, err
-			}
-			return e, p.expect('o', ")")
+			return p.parseParen(t.off)
 		case "[":
 			return p.parseList(t.off)
 		case "{":
@@ -599,6 +595,33 @@ func (p *parser) parsePrimary() (*expr, error) {
 		}
 	}
 	return nil, &SyntaxError{t.off, fmt.Sprintf("unexpected %q", t.text)}
+}
+
+// parseParen parses a parenthesised expression or a tuple, ("a", "b"),
+// (x,) or (), after the "(". A tuple is a list here, as in llama.cpp's
+// engine: templates only test membership in one, loop over it or index
+// it (Seed-OSS's, Kimi K3's and Functionary v3.2's do), where the two
+// behave alike.
+func (p *parser) parseParen(off int) (*expr, error) {
+	if p.accept('o', ")") {
+		return &expr{op: "list", off: off}, nil
+	}
+	e, err := p.parseExpr()
+	if err != nil {
+		return nil, err
+	}
+	if !p.is('o', ",") {
+		return e, p.expect('o', ")")
+	}
+	tuple := &expr{op: "list", args: []*expr{e}, off: off}
+	for p.accept('o', ",") && !p.is('o', ")") {
+		x, err := p.parseExpr()
+		if err != nil {
+			return nil, err
+		}
+		tuple.args = append(tuple.args, x)
+	}
+	return tuple, p.expect('o', ")")
 }
 
 func (p *parser) parseList(off int) (*expr, error) {

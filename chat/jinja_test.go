@@ -1,7 +1,12 @@
 package chat
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -78,6 +83,14 @@ func TestJinjaTemplates(t *testing.T) {
 		{"tools and dates", "{% if tools is not none %}T{% endif %}{% if strftime_now is defined %}D{% else %}{{ '26 Jul 2024' }}{% endif %}", nil, "26 Jul 2024"},
 		{"selectattr", "{{ messages|selectattr('role', 'equalto', 'user')|map(attribute='content')|join(',') }}|{{ messages|rejectattr('role', 'equalto', 'user')|list|length }}|{{ messages|selectattr('content')|list|length }}", conv, "Hi,Bye|2|4"},
 		{"generation markers", "{% generation %}x{% endgeneration %}", nil, "x"},
+		{"call block", "{% macro m(t) %}<{{ t }}:{{ caller() }}>{% endmacro %}{% call m('a') %}{{ messages|length }}{% endcall %}", conv, "<a:4>"},
+		{"call with caller parameters", "{% macro m() %}{{ caller(1, 'x') }}|{{ caller(2) }}{% endmacro %}{% call(n, s='d') m() %}{{ n }}{{ s }}{% endcall %}", nil, "1x|2d"},
+		{"call sees the call site", "{% macro m(p) %}{{ caller() }}{% endmacro %}{% for x in 'ab' %}{% call m('P') %}{{ x }}{{ p }}{% endcall %}{% endfor %}", nil, "ab"},
+		{"nested call blocks", "{% macro o() %}O({{ caller() }}){% endmacro %}{% macro i(x) %}I{{ x }}({{ caller() }}){% endmacro %}{% call o() %}{% call i(1) %}b{% endcall %}{% endcall %}", nil, "O(I1(b))"},
+		{"caller only in a call", "{% macro m() %}{{ caller is defined }}{% endmacro %}{{ m() }}{% call m() %}{% endcall %}{{ caller is defined }}", nil, "FalseTrueFalse"},
+		{"set block", "{% set x %}<{{ messages|length }}>{% endset %}{{ x }}{{ x|length }}", conv, "<4>3"},
+		{"filter block", "{% filter upper %}a{% filter replace('b', 'c') %}bb{% endfilter %}{% endfilter %}", nil, "ACC"},
+		{"call whitespace", "{% macro m() %}[{{ caller() }}]{% endmacro %}\nA\n  {%- call m() -%}\n  b\n  {%- endcall %}\nB\n  {% call m() %}\n  c\n  {% endcall %}\n", nil, "A[b]B\n[  c\n]"},
 	}
 	for _, c := range cases {
 		got, err := Apply(c.tmpl, c.msgs, true, "", "")
@@ -131,7 +144,18 @@ func TestJinjaHostile(t *testing.T) {
 		{"repr bomb", "{% set ns = namespace(l=['" + strings.Repeat("x", 1000) + "']) %}{% for i in range(200) %}{% set ns.l = ns.l + ns.l[:1000] %}{% endfor %}{{ ns.l }}", ErrTooLarge, ""},
 		{"deep blocks", strings.Repeat("{% if true %}", 1000) + strings.Repeat("{% endif %}", 1000), ErrUnsupported, ""},
 		{"deep expression", "{{ " + strings.Repeat("(", 1000) + "1" + strings.Repeat(")", 1000) + " }}", ErrUnsupported, ""},
-		{"call block", "{% call f() %}x{% endcall %}", ErrUnsupported, "{% call %}"},
+		{"raw block", "{% raw %}x{% endraw %}", ErrUnsupported, "{% raw %}"},
+		{"tuple set", "{% set a, b = [1, 2] %}", ErrUnsupported, "{% set %} of a tuple or with a filter"},
+		{"set block doubling", "{% set ns = namespace(s='x') %}{% for i in range(40) %}{% set t %}{{ ns.s }}{{ ns.s }}{% endset %}{% set ns.s = t %}{% endfor %}", ErrTooLarge, ""},
+		{"deep filter blocks", strings.Repeat("{% filter upper %}", 100) + strings.Repeat("{% endfilter %}", 100), ErrUnsupported, ""},
+		{"call recursion", "{% macro m() %}{% call m() %}{% endcall %}{% endmacro %}{{ m() }}", ErrTooLarge, ""},
+		{"caller calls the macro again", "{% macro m() %}{{ caller() }}{% endmacro %}{% macro r() %}{% call m() %}{{ r() }}{% endcall %}{% endmacro %}{{ r() }}", ErrTooLarge, ""},
+		{"caller fan-out", "{% macro m() %}{{ caller() }}{{ caller() }}{% endmacro %}" + strings.Repeat("{% call m() %}", 30) + "x" + strings.Repeat("{% endcall %}", 30), ErrTooLarge, ""},
+		{"caller output", "{% macro m() %}{% for i in range(1000) %}{{ caller() }}{% endfor %}{% endmacro %}{% call m() %}{{ 'x' * 2000 }}{% endcall %}", ErrTooLarge, ""},
+		{"stored caller", "{% set ns = namespace() %}{% macro m() %}{% set ns.c = caller %}{% endmacro %}{% call m() %}{% set c = ns.c %}{{ c() }}{% endcall %}{% set c = ns.c %}{{ c() }}", ErrTooLarge, ""},
+		{"deep call blocks", "{% macro m() %}{{ caller() }}{% endmacro %}" + strings.Repeat("{% call m() %}", 100) + strings.Repeat("{% endcall %}", 100), ErrUnsupported, ""},
+		{"caller outside a call", "{% macro m() %}{{ caller() }}{% endmacro %}{{ m() }}", ErrTemplate, ""},
+		{"caller break", "{% macro m() %}{{ caller() }}{% endmacro %}{% for i in range(3) %}{% call m() %}{% break %}{% endcall %}{% endfor %}", ErrTemplate, ""},
 		{"macro recursion", "{% macro m() %}{{ m() }}{% endmacro %}{{ m() }}", ErrTooLarge, ""},
 		{"macro fan-out", "{% macro m(n) %}{% if n > 0 %}{{ m(n - 1) }}{{ m(n - 1) }}{% endif %}x{% endmacro %}{{ m(60) }}", ErrTooLarge, ""},
 		{"macro bad argument", "{% macro m(a) %}{% endmacro %}{{ m(b=1) }}", ErrTemplate, ""},
@@ -184,6 +208,11 @@ func FuzzApply(f *testing.F) {
 		jinjaChatML, oneLine(jinjaLlama2), "{% for m in messages %}{{ loop.index }}{% endfor %}",
 		"{{ 'a' * 3 }}{% set ns = namespace(x=1) %}{{ ns.x }}", "{% if %}", "{{ ((( }}", "{#", "{{ messages[0:1]|tojson }}",
 		"{% for k, v in {'a': [1, 2]}.items() %}{{ k ~ v }}{% endfor %}", "chatml", "",
+		"{% macro m(a) %}[{{ caller(a) }}]{% endmacro %}{% call(x, y=2) m(1) %}{{ x + y }}{% endcall %}",
+		"{% macro m() %}{{ caller() }}{{ caller() }}{% endmacro %}{%- call m() -%}\n {% call m() %}y{% endcall %}\n{%- endcall %}",
+		"{% call(a m() %}{% endcall %}", "{% endcall %}", "{% call m %}",
+		"{% set x %}a{{ 1 }}{% endset %}{{ x }}", "{% filter upper %}{% set y %}b{% endset %}{{ y }}{% endfilter %}", "{% filter f(1, %}",
+		"{{ 'a' in ('a', 'b') }}{{ ('x',)|length }}{{ () }}", "{{ ((1, 2), (3,))[0][1] }}", "{{ (1,, }}",
 	} {
 		f.Add(s, "hello")
 	}
@@ -204,11 +233,190 @@ func TestValidate(t *testing.T) {
 		ok   bool
 	}{
 		{"", true}, {"chatml", true}, {"<|im_start|>{% call %}", true}, {jinjaLlama3, true},
-		{"{% call f() %}{% endcall %}", false}, {"{{ 'x' ", false}, {strings.Repeat("x", MaxTemplate+1), false},
+		{"{% call f() %}{% endcall %}", true}, {"{% call f() %}", false}, {"{% filter upper %}{% endfilter %}", true}, {"{% include 'x' %}", false}, {"{{ 'x' ", false}, {strings.Repeat("x", MaxTemplate+1), false},
 	}
 	for _, c := range cases {
 		if err := Validate(c.tmpl); (err == nil) != c.ok {
 			t.Errorf("Validate(%.40q) = %v, want ok=%v", c.tmpl, err, c.ok)
 		}
 	}
+}
+
+// TestJinjaBlockErrors checks that malformed {% call %}, {% set %} and
+// {% filter %} blocks fail with the byte offset of the fault.
+func TestJinjaBlockErrors(t *testing.T) {
+	const m = "{% macro m() %}{% endmacro %}" // 29 bytes
+	cases := []struct {
+		name, tmpl string
+		err        error
+		off        int
+	}{
+		{"missing endcall", m + "{% call m() %}x", ErrUnsupported, 29},
+		{"endcall without call", "x{% endcall %}", ErrUnsupported, 1},
+		{"endcall closing an if", "{% if true %}x{% endcall %}", ErrUnsupported, 14},
+		{"endmacro closing an if", "{% if true %}x{% endmacro %}", ErrUnsupported, 14},
+		{"endcall closing a for", m + "{% call m() %}{% for x in [] %}{% endcall %}", ErrUnsupported, 43},
+		{"bad caller parameter", m + "{% call(1) m() %}x{% endcall %}", ErrUnsupported, 37},
+		{"unclosed caller parameters", m + "{% call(a m() %}x{% endcall %}", ErrUnsupported, 39},
+		{"no call", m + "{% call m %}x{% endcall %}", ErrUnsupported, 37},
+		{"attribute callee", m + "{% call ns.m() %}x{% endcall %}", ErrUnsupported, 37},
+		{"empty call", "{% call %}x{% endcall %}", ErrUnsupported, 3},
+		{"call of a non-macro", "{% set f = 1 %}{% call f() %}x{% endcall %}", ErrTemplate, 23},
+		{"call of a built-in", "{% call range(3) %}x{% endcall %}", ErrTemplate, 8},
+		{"missing endset", "ab{% set x %}a", ErrUnsupported, 2},
+		{"endset closing a call", m + "{% call m() %}{% endset %}", ErrUnsupported, 29},
+		{"endfilter without filter", "{% if true %}{% endfilter %}", ErrUnsupported, 13},
+		{"filter without a name", "{% filter 'x' %}{% endfilter %}", ErrUnsupported, 10},
+		{"filter with a chain", "{% filter trim|upper %}{% endfilter %}", ErrUnsupported, 14},
+		{"unknown filter block", "{% filter wordwrap %}x{% endfilter %}", ErrUnsupported, -1},
+		{"caller arguments", m + "{% call(a) m() %}{% endcall %}{% macro n() %}{{ caller(1, 2) }}{% endmacro %}{% call(a) n() %}{% endcall %}", ErrTemplate, 83},
+	}
+	for _, c := range cases {
+		_, err := RenderJinja(c.tmpl, conv, true, "", "")
+		if !errors.Is(err, c.err) {
+			t.Errorf("%s: err = %v, want %v", c.name, err, c.err)
+			continue
+		}
+		var se *SyntaxError
+		if c.off < 0 {
+			continue // an *UnsupportedError, which names the construct instead
+		}
+		if errors.As(err, &se) {
+			if se.Offset != c.off {
+				t.Errorf("%s: %v: offset %d, want %d", c.name, err, se.Offset, c.off)
+			}
+		} else if want := fmt.Sprintf("at byte %d:", c.off); !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v: want %q", c.name, err, want)
+		}
+	}
+}
+
+// jinjaReference is a file written by testdata/jinja/regen.sh: the
+// templates of the .in file of the same name rendered by llama.cpp's
+// Jinja engine and by Jinja2.
+type jinjaReference struct {
+	LlamaCpp string `json:"llama_cpp"`
+	Cases    []struct {
+		Name     string    `json:"name"`
+		Template string    `json:"template"`
+		LlamaCpp refRender `json:"llama_cpp"`
+		Jinja2   refRender `json:"jinja2"`
+	} `json:"cases"`
+}
+
+// refRender is one engine's rendering of a case, or its error.
+type refRender struct {
+	Rendered *string `json:"rendered"`
+	Error    string  `json:"error"`
+}
+
+func (r refRender) same(o refRender) bool {
+	if r.Rendered == nil || o.Rendered == nil {
+		return r.Rendered == nil && o.Rendered == nil
+	}
+	return *r.Rendered == *o.Rendered
+}
+
+func (r refRender) String() string {
+	if r.Rendered == nil {
+		return "error " + r.Error
+	}
+	return strconv.Quote(*r.Rendered)
+}
+
+// divergence is a case where llama.cpp and Jinja2 disagree: the one this
+// package follows ("llama.cpp" or "jinja2") and why.
+type divergence struct{ follow, why string }
+
+// checkJinjaReference renders the cases of testdata/jinja/name.json and
+// compares them byte for byte with llama.cpp's rendering, or with
+// Jinja2's where the two disagree and divergent says so. A case whose
+// reference failed must fail here too.
+func checkJinjaReference(t *testing.T, name string, divergent map[string]divergence) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", "jinja", name+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ref jinjaReference
+	if err := json.Unmarshal(data, &ref); err != nil {
+		t.Fatal(err)
+	}
+	if len(ref.Cases) == 0 || ref.LlamaCpp == "" {
+		t.Fatalf("%d cases, llama.cpp %q: regenerate the reference", len(ref.Cases), ref.LlamaCpp)
+	}
+	seen := map[string]bool{}
+	for _, c := range ref.Cases {
+		seen[c.Name] = true
+		want := c.LlamaCpp
+		if d, ok := divergent[c.Name]; ok {
+			if c.LlamaCpp.same(c.Jinja2) {
+				t.Errorf("%s: listed as divergent (%s), but llama.cpp and Jinja2 agree (%v)", c.Name, d.why, c.LlamaCpp)
+			}
+			if d.follow == "jinja2" {
+				want = c.Jinja2
+			}
+		} else if !c.LlamaCpp.same(c.Jinja2) {
+			t.Errorf("%s: llama.cpp gives %v, Jinja2 %v: decide which to follow", c.Name, c.LlamaCpp, c.Jinja2)
+			continue
+		}
+		got, err := RenderJinja(c.Template, []Message{{Role: "user", Content: "Hi"}}, true, "<|endoftext|>", "<|endoftext|>")
+		switch {
+		case want.Rendered == nil && err == nil:
+			t.Errorf("%s: rendered %q, the reference fails: %s", c.Name, got, want.Error)
+		case want.Rendered == nil && !errors.Is(err, ErrUnsupported) && !errors.Is(err, ErrTemplate):
+			t.Errorf("%s: err = %v, want a template or syntax error", c.Name, err)
+		case want.Rendered != nil && err != nil:
+			t.Errorf("%s: %v, want %q", c.Name, err, *want.Rendered)
+		case want.Rendered != nil && got != *want.Rendered:
+			t.Errorf("%s:\n got %q\nwant %q", c.Name, got, *want.Rendered)
+		}
+	}
+	for n := range divergent {
+		if !seen[n] {
+			t.Errorf("%s is listed as divergent but is not in %s.json", n, name)
+		}
+	}
+}
+
+// TestJinjaCallMatchesReferences checks {% call %} blocks against
+// llama.cpp and Jinja2 (testdata/jinja/call.in).
+func TestJinjaCallMatchesReferences(t *testing.T) {
+	checkJinjaReference(t, "call", map[string]divergence{
+		"caller-unmentioned": {"llama.cpp", "Jinja2 refuses a call block on a macro that never names caller; " +
+			"llama.cpp renders the macro, and so must a server that takes what llama-server takes"},
+		"outer-caller-in-body": {"llama.cpp", "in a call block's body inside a macro, caller is the macro's caller " +
+			"for llama.cpp; Jinja2 gives the body a caller of its own, which is undefined"},
+		"caller-trailing-comma": {"llama.cpp", "Jinja2 refuses a trailing comma in a signature; llama.cpp and " +
+			"this package's macros take it"},
+		"nested-macro-no-caller": {"jinja2", "llama.cpp scopes macros dynamically (a macro sees its call site's " +
+			"caller); Jinja2 and this package lexically"},
+		"caller-missing-argument": {"jinja2", "llama.cpp fails (\"Not enough arguments\"); Jinja2 binds undefined, " +
+			"as this package's macros do for every missing argument"},
+		"caller-extra-argument": {"jinja2", "llama.cpp drops the extra argument; Jinja2 fails, as this package's macros do"},
+		"call-of-builtin": {"jinja2", "llama.cpp renders range()'s list as the block's output; Jinja2 fails (range " +
+			"takes no caller)"},
+		"bad-caller-parameter": {"jinja2", "llama.cpp's parser takes any expression as a caller parameter and fails " +
+			"only when the caller is called with it; Jinja2 refuses the template"},
+	})
+}
+
+// TestJinjaBlocksMatchReferences checks block assignments and filter
+// blocks against llama.cpp and Jinja2 (testdata/jinja/blocks.in).
+func TestJinjaBlocksMatchReferences(t *testing.T) {
+	checkJinjaReference(t, "blocks", map[string]divergence{
+		"set-block-inner-set": {"llama.cpp", "llama.cpp runs the block in the current scope, Jinja2 in one of its own"},
+		"filter-chain":        {"llama.cpp", "llama.cpp's parser takes one filter, Jinja2 a chain"},
+	})
+}
+
+// TestJinjaSyntaxMatchesReferences checks tuple literals against
+// llama.cpp and Jinja2 (testdata/jinja/syntax.in). A printed tuple is
+// left out: it prints as a list here, ['a', 1], where Jinja2 prints
+// ('a', 1) and llama.cpp a1.
+func TestJinjaSyntaxMatchesReferences(t *testing.T) {
+	checkJinjaReference(t, "syntax", map[string]divergence{
+		"tuple-single": {"jinja2", "llama.cpp's parser refuses a one-element tuple, (x,), and a trailing comma"},
+		"tuple-empty":  {"jinja2", "llama.cpp's parser refuses the empty tuple"},
+	})
 }

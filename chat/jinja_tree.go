@@ -4,15 +4,15 @@ import "fmt"
 
 // stmt is a statement of the template tree.
 type stmt struct {
-	kind     string // "text", "out", "if", "for", "set", "break", "continue", "macro"
-	text     string
-	e        *expr
+	kind     string   // "text", "out", "if", "for", "set", "break", "continue", "macro", "call", "filter"
+	text     string   // text: the text; macro: its name; call: "caller"
+	e        *expr    // out / set: the value (nil for a block set); call: the macro call, an expr of op "call"; filter: the filter applied to blockOutput
 	branches []branch // if: the if and elif branches
 	elseBody []*stmt  // if / for: the else part
-	vars     []string // for: the loop variables; set: target name (and attribute)
+	vars     []string // for: the loop variables; set: target name (and attribute); macro / call: the (caller's) parameters
 	cond     *expr    // for: the "if" filter
-	body     []*stmt  // for: the loop body; macro: its body
-	defaults []*expr  // macro: the parameters' defaults (nil: none)
+	body     []*stmt  // for: the loop body; macro: its body; call: the caller's body; block set, filter: the block
+	defaults []*expr  // macro / call: the parameters' defaults (nil: none)
 	off      int
 }
 
@@ -24,7 +24,7 @@ type branch struct {
 
 // unsupportedTags are Jinja statements the subset refuses by name.
 var unsupportedTags = map[string]bool{
-	"call": true, "filter": true, "include": true, "import": true, "from": true,
+	"include": true, "import": true, "from": true,
 	"extends": true, "block": true, "raw": true, "with": true, "autoescape": true, "do": true,
 }
 
@@ -52,7 +52,8 @@ type treeParser struct {
 }
 
 // block parses statements until a terminator tag (elif, else, endif,
-// endfor), which it returns with its tokens consumed up to the name.
+// endfor, endmacro, endcall, endset, endfilter), which it returns with its tokens consumed
+// up to the name.
 func (tp *treeParser) block(depth int) (body []*stmt, end string, err error) {
 	if depth > maxDepth {
 		return nil, "", &SyntaxError{tp.ps[tp.i].off, fmt.Sprintf("blocks nested deeper than %d", maxDepth)}
@@ -114,7 +115,7 @@ func (tp *treeParser) statement(pc piece, depth int) (*stmt, string, error) {
 	p := &parser{toks: toks, pos: 1}
 	name := toks[0].text
 	switch name {
-	case "elif", "else", "endif", "endfor", "endmacro":
+	case "elif", "else", "endif", "endfor", "endmacro", "endcall", "endset", "endfilter":
 		tp.i-- // let the caller see the tag
 		return nil, name, nil
 	case "generation", "endgeneration":
@@ -128,10 +129,16 @@ func (tp *treeParser) statement(pc piece, depth int) (*stmt, string, error) {
 		s, err := tp.forStmt(p, pc, depth)
 		return s, "", err
 	case "set":
-		s, err := setStmt(p, pc)
+		s, err := tp.setStmt(p, pc, depth)
+		return s, "", err
+	case "filter":
+		s, err := tp.filterStmt(p, pc, depth)
 		return s, "", err
 	case "macro":
 		s, err := tp.macroStmt(p, pc, depth)
+		return s, "", err
+	case "call":
+		s, err := tp.callStmt(p, pc, depth)
 		return s, "", err
 	}
 	if unsupportedTags[name] {
@@ -198,8 +205,9 @@ func (tp *treeParser) ifStmt(p *parser, pc piece, depth int) (*stmt, error) {
 			}
 			tp.i++
 			s.elseBody = body
-		case "endfor":
-			return nil, &SyntaxError{tpc.off, "{% endfor %} closes an {% if %}"}
+		case "endif":
+		default: // endfor, endmacro, endcall, endset, endfilter
+			return nil, &SyntaxError{tpc.off, fmt.Sprintf("{%% %s %%} closes an {%% if %%}", name)}
 		}
 		return s, nil
 	}
@@ -250,7 +258,10 @@ func (tp *treeParser) forStmt(p *parser, pc piece, depth int) (*stmt, error) {
 	return s, nil
 }
 
-func setStmt(p *parser, pc piece) (*stmt, error) {
+// setStmt parses {% set x = v %}, {% set ns.x = v %} and the block
+// assignments {% set x %}body{% endset %} (Apriel's, Cohere's and
+// GigaChat's templates build their long system texts so).
+func (tp *treeParser) setStmt(p *parser, pc piece, depth int) (*stmt, error) {
 	s := &stmt{kind: "set", off: pc.off}
 	v, err := p.name()
 	if err != nil {
@@ -264,8 +275,14 @@ func setStmt(p *parser, pc piece) (*stmt, error) {
 		}
 		s.vars = append(s.vars, attr)
 	}
+	if p.pos == len(p.toks) {
+		if s.body, err = tp.blockTo(pc, depth, "endset"); err != nil {
+			return nil, err
+		}
+		return s, nil
+	}
 	if !p.accept('o', "=") {
-		return nil, &UnsupportedError{Construct: "{% set %} without \"=\" (block assignment or tuple)"}
+		return nil, &UnsupportedError{Construct: "{% set %} of a tuple or with a filter"}
 	}
 	if s.e, err = tail(p); err != nil {
 		return nil, err
@@ -282,40 +299,113 @@ func (tp *treeParser) macroStmt(p *parser, pc piece, depth int) (*stmt, error) {
 		return nil, err
 	}
 	s := &stmt{kind: "macro", text: name, off: pc.off}
-	if err := p.expect('o', "("); err != nil {
+	if err := params(p, s); err != nil {
 		return nil, err
+	}
+	if p.pos != len(p.toks) {
+		return nil, p.errf("unexpected %q in {%% macro %%}", p.peek().text)
+	}
+	if s.body, err = tp.blockTo(pc, depth, "endmacro"); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// params parses a parameter list "(a, b=default)" into s.vars and
+// s.defaults.
+func params(p *parser, s *stmt) error {
+	if err := p.expect('o', "("); err != nil {
+		return err
 	}
 	for !p.accept('o', ")") {
 		v, err := p.name()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		var def *expr
 		if p.accept('o', "=") {
 			if def, err = p.parseBinary(0); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		s.vars = append(s.vars, v)
 		s.defaults = append(s.defaults, def)
 		if !p.accept('o', ",") {
-			if err := p.expect('o', ")"); err != nil {
-				return nil, err
-			}
-			break
+			return p.expect('o', ")")
 		}
 	}
-	if p.pos != len(p.toks) {
-		return nil, p.errf("unexpected %q in {%% macro %%}", p.peek().text)
+	return nil
+}
+
+// callStmt parses {% call m(args) %}body{% endcall %} and, with the
+// caller's parameters, {% call(a, b=default) m(args) %}: m is called
+// with an implicit caller, a macro whose body is the block's (see
+// execCall). As in llama.cpp's parser, the callee is a name: Jinja2 also
+// takes an attribute (a macro of an imported template), which chat
+// templates, having no imports, do not need.
+func (tp *treeParser) callStmt(p *parser, pc piece, depth int) (*stmt, error) {
+	s := &stmt{kind: "call", text: "caller", off: pc.off}
+	if p.is('o', "(") { // a signature: Jinja2 reads a leading "(" as one
+		if err := params(p, s); err != nil {
+			return nil, err
+		}
 	}
-	body, end, err := tp.block(depth + 1)
+	callOff := p.peek().off
+	e, err := tail(p)
 	if err != nil {
 		return nil, err
 	}
-	if end != "endmacro" {
-		return nil, &SyntaxError{pc.off, "missing {% endmacro %}"}
+	if e.op != "call" || e.args[0].op != "name" {
+		return nil, &SyntaxError{callOff, "{% call %} wants a macro call such as m(x)"}
+	}
+	s.e = e
+	if s.body, err = tp.blockTo(pc, depth, "endcall"); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// filterStmt parses {% filter f %}body{% endfilter %} and
+// {% filter f(args) %}: the block's output goes through the filter (the
+// Firefunction v2 template trims its system text so). Like llama.cpp's,
+// the parser takes one filter: Jinja2 would also take a chain (f|g).
+func (tp *treeParser) filterStmt(p *parser, pc piece, depth int) (*stmt, error) {
+	t := p.peek()
+	name, err := p.name()
+	if err != nil {
+		return nil, err
+	}
+	e := &expr{op: "filter", val: name, args: []*expr{{op: "name", val: blockOutput, off: t.off}}, off: t.off}
+	if p.is('o', "(") {
+		args, err := p.parseArgs()
+		if err != nil {
+			return nil, err
+		}
+		e.args = append(e.args, args...)
+	}
+	if p.pos != len(p.toks) {
+		return nil, p.errf("unexpected %q in {%% filter %%}", p.peek().text)
+	}
+	body, err := tp.blockTo(pc, depth, "endfilter")
+	if err != nil {
+		return nil, err
+	}
+	return &stmt{kind: "filter", e: e, body: body, off: pc.off}, nil
+}
+
+// blockOutput is the name under which a filter block's filter finds the
+// block's output: not an identifier, so no template can read or set it.
+const blockOutput = "\x00block"
+
+// blockTo parses the body of the block statement at pc up to its end tag.
+func (tp *treeParser) blockTo(pc piece, depth int, end string) ([]*stmt, error) {
+	body, got, err := tp.block(depth + 1)
+	if err != nil {
+		return nil, err
+	}
+	if got != end {
+		return nil, &SyntaxError{pc.off, fmt.Sprintf("missing {%% %s %%}", end)}
 	}
 	tp.i++
-	s.body = body
-	return s, nil
+	return body, nil
 }

@@ -34,8 +34,8 @@ type Options struct {
 // Render renders msgs with a model's chat template as llama-server does
 // by default: the template's own Jinja, run by this package's
 // interpreter, with strftime_now reading o.Now. A template the
-// interpreter does not support (ErrUnsupported: macros, block
-// assignments, …) is rendered as its family when Detect recognises one,
+// interpreter does not support (ErrUnsupported: tuple assignments,
+// includes, …) is rendered as its family when Detect recognises one,
 // as llama.cpp's built-in renderer (Apply) does; a family name or ""
 // given as tmpl is rendered by Apply directly.
 func Render(tmpl string, msgs []Message, o Options) (string, error) {

@@ -43,9 +43,9 @@ func TestRender(t *testing.T) {
 	msgs := []Message{{Role: "user", Content: "Hi"}}
 	at := time.Date(2025, time.March, 2, 0, 0, 0, 0, time.UTC)
 	dated := `{% if strftime_now is defined %}{{ strftime_now("%d %b %Y") }}{% else %}no clock{% endif %}|{{ messages[0].content }}`
-	// A ChatML template the interpreter refuses (a call block) still renders,
+	// A ChatML template the interpreter refuses (an include) still renders,
 	// as its family.
-	macro := `{% call m(x) %}{{ x }}{% endcall %}<|im_start|>{{ m(1) }}`
+	refused := `{% include 'x' %}<|im_start|>{{ messages[0].content }}`
 	tests := []struct {
 		name, tmpl string
 		now        time.Time
@@ -54,7 +54,7 @@ func TestRender(t *testing.T) {
 		{"jinja with a clock", dated, at, "02 Mar 2025|Hi"},
 		{"jinja without a clock", dated, time.Time{}, "no clock|Hi"},
 		{"family name", "chatml", at, "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"},
-		{"refused template of a known family", macro, at, "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"},
+		{"refused template of a known family", refused, at, "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"},
 	}
 	for _, tc := range tests {
 		got, err := Render(tc.tmpl, msgs, Options{AddGenerationPrompt: true, Now: tc.now})
@@ -62,7 +62,7 @@ func TestRender(t *testing.T) {
 			t.Errorf("%s: %q, %v; want %q", tc.name, got, err, tc.want)
 		}
 	}
-	if _, err := Render(`{% call m() %}{% endcall %}unknown family`, msgs, Options{}); !errors.Is(err, ErrUnsupported) {
+	if _, err := Render(`{% include 'x' %}unknown family`, msgs, Options{}); !errors.Is(err, ErrUnsupported) {
 		t.Errorf("a refused template of no family: %v, want ErrUnsupported", err)
 	}
 }
