@@ -272,23 +272,7 @@ func TestServeHarmony(t *testing.T) {
 // schema. A logit bias on <|end|> keeps the random model's analysis
 // message short; the call is the grammar's work.
 func TestServeHarmonyForced(t *testing.T) {
-	sh, ok := synth.Lookup("gpt-oss-tiny")
-	if !ok {
-		t.Fatal("no shape gpt-oss-tiny")
-	}
-	path := filepath.Join(t.TempDir(), "gpt-oss-tiny.gguf")
-	if _, err := synth.WriteFile(path, synth.Options{Shape: sh, Type: synth.F16, Seed: 1}); err != nil {
-		t.Fatal(err)
-	}
-	f, err := gguf.Open(path, gguf.DefaultLimits())
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := tokenizer.FromGGUF(f)
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	path, tok := synthGptOss(t)
 	end, ok := tok.TokenID("<|end|>")
 	if !ok {
 		t.Fatal("no <|end|> token")
@@ -402,4 +386,28 @@ func harmonyCall(t *testing.T, body []byte, stream bool) (name, args, finish, co
 		}
 	}
 	return name, args, finish, content
+}
+
+// synthGptOss writes gpt-oss-tiny (F16) and returns its path and its
+// tokenizer.
+func synthGptOss(t *testing.T) (string, *tokenizer.Tokenizer) {
+	t.Helper()
+	sh, ok := synth.Lookup("gpt-oss-tiny")
+	if !ok {
+		t.Fatal("no shape gpt-oss-tiny")
+	}
+	path := filepath.Join(t.TempDir(), "gpt-oss-tiny.gguf")
+	if _, err := synth.WriteFile(path, synth.Options{Shape: sh, Type: synth.F16, Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := gguf.Open(path, gguf.DefaultLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tok, err := tokenizer.FromGGUF(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path, tok
 }
