@@ -232,8 +232,10 @@ func TestForcedHarmonyManyTools(t *testing.T) {
 // (any name, any schema) and offers it a reply made of an analysis text,
 // the call's header and arguments: whatever the grammar takes holds no
 // <|end|> in its analysis and reads back as exactly that reasoning (none
-// when it is white space) and that one call, its arguments compacted. Bad names and schemas are
-// errors, never panics.
+// when it is white space) and that one call, its arguments compacted
+// (arguments that are not an object, which a schema of annotations alone
+// lets through, are no call). Bad names and schemas are errors, never
+// panics.
 func FuzzForcedHarmony(f *testing.F) {
 	f.Add("add", `{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]}`, "Sum it.", `{"a": 1}`)
 	f.Add("f", "", "", "{}")
@@ -285,6 +287,15 @@ func FuzzForcedHarmony(f *testing.F) {
 		want := analysis
 		if strings.Trim(want, spaces) == "" {
 			want = "" // reasoning of white space alone is none
+		}
+		if !strings.HasPrefix(compact.String(), "{") {
+			// A schema that does not make the arguments an object (one of
+			// annotations alone) lets other values through, in every
+			// format: they are no call.
+			if r.Reasoning != want || len(r.Calls) != 0 || r.Err == nil {
+				t.Fatalf("%q reads as %+v", out, r)
+			}
+			return
 		}
 		if r.Reasoning != want || len(r.Calls) != 1 || r.Calls[0].Name != name || r.Calls[0].Arguments != compact.String() || r.Content != "" || r.Err != nil {
 			t.Fatalf("%q reads as %+v", out, r)
