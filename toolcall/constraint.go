@@ -54,8 +54,8 @@ const MaxLead = 1000
 // and Schema: a format that names the function before its arguments
 // (Harmony's message header) needs a prefix per function; Infix, when
 // not empty, is a choice of literals between an Alt's prefix and its
-// value, written once for all (so that a matcher follows one path per
-// function until the names part, not one per form). Lead, when not
+// value, written once for all (a matcher then follows one path per
+// function and header form, not one per content type too). Lead, when not
 // nil, is a free-text message the reply may open with; EndToken, when
 // not "", is the text of the end-of-generation token that alone may end
 // a complete reply. The literals may contain the text of special tokens
