@@ -11,6 +11,7 @@ import (
 	"github.com/lisa-llm/lisa/chat"
 	"github.com/lisa-llm/lisa/gen"
 	"github.com/lisa-llm/lisa/grammar"
+	"github.com/lisa-llm/lisa/tokenizer"
 	"github.com/lisa-llm/lisa/toolcall"
 )
 
@@ -60,8 +61,9 @@ func (e *Engine) outPiece(id int32) []byte {
 // grammarVocab returns the model's grammar vocabulary, built on first use
 // (a trie over every token's text: tens of milliseconds on a large
 // vocabulary, which a server that never sees a grammar does not pay).
-// Control tokens other than call markup are never allowed by a grammar;
-// the end-of-generation tokens end it once it is complete.
+// Control tokens other than call markup are never allowed by a grammar
+// (user-defined tokens are text); the end-of-generation tokens end it
+// once it is complete.
 func (e *Engine) grammarVocab() (*grammar.Vocab, error) {
 	e.vocabOnce.Do(func() {
 		n := e.tok.NVocab()
@@ -76,8 +78,18 @@ func (e *Engine) grammarVocab() (*grammar.Vocab, error) {
 			}
 		}
 		special := func(id int32) bool {
-			_, markup := e.markup[id]
-			return control[id] && !markup
+			if _, markup := e.markup[id]; markup {
+				return false
+			}
+			// A user-defined token that ends nothing is text, whatever
+			// other role it has: gpt-oss's <|end|> is its end-of-turn
+			// token (in ControlIDs) but ends a message, not the
+			// generation, and a forced call's analysis message ends
+			// with it.
+			if e.tok.Type(id) == tokenizer.TypeUserDefined && !e.tok.IsEOG(id) {
+				return false
+			}
+			return control[id]
 		}
 		e.vocab, e.vocabErr = grammar.NewVocab(n, e.outPiece, special, eog)
 	})
@@ -117,14 +129,15 @@ func (e *Engine) prepare(req *gen.Request) (plan, error) {
 	lim := grammar.DefaultLimits()
 	// The grammar's source keys the engine's grammars, so that requests
 	// with the same one share a compiled grammar and its masks.
-	var key string
+	var key, end string
 	var build func() (*grammar.Grammar, error)
 	param := "tools"
 	if toolsOn(req) {
-		text, err := e.prepareTools(req, &p, lim)
+		text, endText, err := e.prepareTools(req, &p, lim)
 		if err != nil {
 			return p, err
 		}
+		end = endText
 		if text != "" {
 			key = "gbnf:" + text
 			build = func() (*grammar.Grammar, error) { return grammar.ParseGBNF(text, lim) }
@@ -168,6 +181,16 @@ func (e *Engine) prepare(req *gen.Request) (plan, error) {
 	}
 	if err := p.con.ShareMasks(masks); err != nil {
 		return p, fmt.Errorf("engine: %w", err) // cannot happen: the cache is g's over v
+	}
+	if end != "" {
+		// A call that must end with its own end-of-generation token
+		// (Harmony's <|call|>, not <|return|>); a vocabulary without it
+		// as one ends the call with any.
+		if id, ok := e.tok.TokenID(end); ok && e.tok.IsEOG(id) {
+			if err := p.con.EndWith([]int32{id}); err != nil {
+				return p, fmt.Errorf("engine: %w", err) // cannot happen: the grammar vocabulary's ends are the tokenizer's
+			}
+		}
 	}
 	return p, nil
 }
@@ -222,8 +245,9 @@ func (c *grammarCache) get(key string, v *grammar.Vocab, build func() (*grammar.
 }
 
 // prepareTools fills p's tools and call parser and returns the GBNF text
-// of a forced call's grammar, or "" for tool_choice "auto".
-func (e *Engine) prepareTools(req *gen.Request, p *plan, lim grammar.Limits) (string, error) {
+// of a forced call's grammar, or "" for tool_choice "auto", and the text
+// of the end-of-generation token that must end the call ("": any).
+func (e *Engine) prepareTools(req *gen.Request, p *plan, lim grammar.Limits) (text, end string, err error) {
 	names := make([]string, len(req.Tools))
 	p.tools = make([]chat.Tool, len(req.Tools))
 	forced := -1 // the named function's index
@@ -248,11 +272,11 @@ func (e *Engine) prepareTools(req *gen.Request, p *plan, lim grammar.Limits) (st
 		}
 	case gen.ChoiceFunction:
 		if forced < 0 {
-			return "", promptError(gen.CodeInvalidRequest, "tool_choice", "tool_choice names the function %q, which is not among the tools", req.ToolChoice.Name)
+			return "", "", promptError(gen.CodeInvalidRequest, "tool_choice", "tool_choice names the function %q, which is not among the tools", req.ToolChoice.Name)
 		}
 		offered = []int{forced}
 	default:
-		return "", nil
+		return "", "", nil
 	}
 	tools := make([]toolcall.Tool, len(offered))
 	for k, i := range offered {
@@ -261,20 +285,20 @@ func (e *Engine) prepareTools(req *gen.Request, p *plan, lim grammar.Limits) (st
 		// the tool whose schema it is.
 		if t.Parameters != "" {
 			if _, _, err := grammar.SchemaRules([]byte(t.Parameters), lim); err != nil {
-				return "", grammarError(fmt.Sprintf("tools[%d].function.parameters", i), err)
+				return "", "", grammarError(fmt.Sprintf("tools[%d].function.parameters", i), err)
 			}
 		}
 		tools[k] = toolcall.Tool{Name: t.Name, Parameters: json.RawMessage(t.Parameters)}
 	}
 	c, err := toolcall.Forced(e.callFormat, tools, req.ParallelToolCalls)
 	if err != nil {
-		return "", grammarError("tools", err)
+		return "", "", grammarError("tools", err)
 	}
-	start, rules, err := grammar.SchemaRules(c.Schema, lim)
+	starts, rules, err := grammar.SchemasRules(c.Schemas(), lim)
 	if err != nil {
-		return "", grammarError("tools", err)
+		return "", "", grammarError("tools", err)
 	}
-	return c.GBNF(start) + rules, nil
+	return c.GBNF(starts...) + rules, c.EndToken, nil
 }
 
 // checkToolStrings refuses client text that reaches the prompt untraced

@@ -2,7 +2,9 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -178,8 +180,7 @@ func TestHarmonyReply(t *testing.T) {
 
 // TestHarmonyCalls checks the reader a Harmony model's request with tools
 // gets: calls to offered functions, the analysis as reasoning; a forced
-// call is refused (the function's name is in Harmony's message header,
-// which a call grammar here cannot write).
+// call gets a grammar (TestHarmonyForced generates under it).
 func TestHarmonyCalls(t *testing.T) {
 	tmpl, err := os.ReadFile("../model/synth/vocab/templates/gpt-oss.jinja")
 	if err != nil {
@@ -213,7 +214,173 @@ func TestHarmonyCalls(t *testing.T) {
 		t.Errorf("chunk %+v", c)
 	}
 	req.ToolChoice = gen.ToolChoice{Mode: gen.ChoiceRequired}
-	if _, err := e.prepare(&req); !errors.Is(err, ErrPrompt) {
-		t.Errorf("a forced call: %v", err)
+	if p, err := e.prepare(&req); err != nil || p.con == nil || p.reply == nil || !p.reply.Calls {
+		t.Errorf("a forced call: %v, grammar %v", err, p.con != nil)
+	}
+}
+
+// TestHarmonyForced generates forced calls (tool_choice required and a
+// named function) on gpt-oss-tiny, a random-weight model with gpt-oss's
+// vocabulary and template: every reply is one call to an allowed
+// function whose arguments fit the schema, finish_reason tool_calls. A
+// bias on <|end|> keeps a random model's analysis message short (its
+// grammar allows MaxLead characters, more than this context holds after
+// the prompt); with a bias on the tokens of "analysis" too, the reply
+// opens with an analysis message (kept in the content by
+// reasoning_format none) before its call. The call itself is the
+// grammar's work.
+func TestHarmonyForced(t *testing.T) {
+	e := synthEngine(t, "gpt-oss-tiny", "")
+	end, ok := e.tok.TokenID("<|end|>")
+	if !ok {
+		t.Fatal("no <|end|> token")
+	}
+	tools := []gen.Tool{
+		{Name: "get_weather", Description: "Weather in a city", Parameters: weatherSchema},
+		{Name: "get_time", Parameters: `{"type":"object","properties":{"zone":{"enum":["UTC","CET"]}},"required":["zone"],"additionalProperties":false}`},
+	}
+	for _, tt := range []struct {
+		name     string
+		choice   gen.ToolChoice
+		parallel bool
+		analysis bool
+		want     string
+	}{
+		{"required", gen.ToolChoice{Mode: gen.ChoiceRequired}, false, false, ""},
+		{"named", gen.ToolChoice{Mode: gen.ChoiceFunction, Name: "get_time"}, false, false, "get_time"},
+		{"named parallel", gen.ToolChoice{Mode: gen.ChoiceFunction, Name: "get_weather"}, true, false, "get_weather"},
+		{"required analysis", gen.ToolChoice{Mode: gen.ChoiceRequired}, false, true, ""},
+	} {
+		opened := 0 // replies that opened with an analysis message
+		for seed := range uint64(3) {
+			t.Run(fmt.Sprintf("%s/%d", tt.name, seed), func(t *testing.T) {
+				req := chatReq(200, seed)
+				req.Tools, req.ToolChoice, req.ParallelToolCalls = tools, tt.choice, tt.parallel
+				req.Sampling.LogitBias = []gen.Bias{{Token: end, Bias: 8}}
+				if tt.analysis {
+					// less than <|end|>'s, which then ends the analysis soon
+					req.Sampling.LogitBias[0].Bias = 30
+					for _, id := range e.tok.Encode("analysis", false, false) {
+						req.Sampling.LogitBias = append(req.Sampling.LogitBias, gen.Bias{Token: id, Bias: 10})
+					}
+					req.ReasoningFormat = gen.ReasoningNone
+				}
+				r := runGen(context.Background(), e, req)
+				if r.err != nil {
+					t.Fatal(r.err)
+				}
+				cs := calls(t, r)
+				if r.done.Finish != gen.FinishToolCalls || len(cs) != 1 {
+					t.Fatalf("finish %q with %d calls (text %q)", r.done.Finish, len(cs), r.text)
+				}
+				// reasoning_format none: the analysis message, whole, or
+				// nothing is the content
+				if body, ok := strings.CutPrefix(r.text, "<|channel|>analysis<|message|>"); ok && tt.analysis && strings.Index(body, "<|end|>") == len(body)-len("<|end|>") {
+					opened++
+				} else if r.text != "" {
+					t.Fatalf("content %q", r.text)
+				}
+				c := cs[0]
+				if tt.want != "" && c.Name != tt.want {
+					t.Fatalf("call to %q, want %q", c.Name, tt.want)
+				}
+				switch c.Name {
+				case "get_weather":
+					if _, err := decodeWeather(c.Arguments); err != nil {
+						t.Errorf("arguments %s: %v", c.Arguments, err)
+					}
+				case "get_time":
+					var a struct{ Zone string }
+					if err := json.Unmarshal([]byte(c.Arguments), &a); err != nil || (a.Zone != "UTC" && a.Zone != "CET") {
+						t.Errorf("arguments %s: %v", c.Arguments, err)
+					}
+				default:
+					t.Errorf("call to %q, not a tool", c.Name)
+				}
+			})
+		}
+		if tt.analysis && opened == 0 {
+			t.Errorf("%s: no reply opened with an analysis message", tt.name)
+		}
+	}
+}
+
+// TestHarmonyForcedEnd: the forced call's grammar ends with <|call|>, not
+// with gpt-oss's other ends of generation (<|return|>, <|endoftext|>);
+// its analysis message ends with the <|end|> token (gpt-oss's end of
+// turn, a user-defined token the grammar takes as text), not only with
+// that text spelled in other tokens.
+func TestHarmonyForcedEnd(t *testing.T) {
+	e := synthEngine(t, "gpt-oss-tiny", "")
+	req := chatReq(64, 1)
+	req.Tools = []gen.Tool{{Name: "w", Parameters: `{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`}}
+	req.ToolChoice = gen.ToolChoice{Mode: gen.ChoiceRequired}
+	p, err := e.prepare(&req)
+	if err != nil || p.con == nil {
+		t.Fatalf("prepare: %v", err)
+	}
+	ends := map[string]bool{"<|call|>": true, "<|return|>": false, "<|endoftext|>": false}
+	check := func(complete bool) {
+		t.Helper()
+		for text, ok := range ends {
+			id, found := e.tok.TokenID(text)
+			if !found || !e.tok.IsEOG(id) {
+				t.Fatalf("%s is not an end of generation", text)
+			}
+			if got, err := p.con.AllowsToken(id); err != nil || got != (ok && complete) {
+				t.Errorf("%s allowed %v (complete %v), %v", text, got, complete, err)
+			}
+		}
+	}
+	check(false)
+	for _, id := range e.tok.Encode(`<|channel|>commentary to=functions.w <|constrain|>json<|message|>{"n":5}`, false, true) {
+		if err := p.con.Accept(id); err != nil {
+			t.Fatalf("token %d (%q): %v", id, e.tok.Piece(id), err)
+		}
+	}
+	check(true)
+	q, err := e.prepare(&req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range e.tok.Encode("<|channel|>analysis<|message|>Think.", false, true) {
+		if err := q.con.Accept(id); err != nil {
+			t.Fatalf("token %d (%q): %v", id, e.tok.Piece(id), err)
+		}
+	}
+	end, _ := e.tok.TokenID("<|end|>")
+	if ok, err := q.con.AllowsToken(end); !ok || err != nil {
+		t.Errorf("<|end|> after the analysis: %v %v", ok, err)
+	}
+}
+
+// TestHarmonyForcedRefusals: a forced call's bad input is the client's
+// error, typed and naming its field, as in every format.
+func TestHarmonyForcedRefusals(t *testing.T) {
+	e := synthEngine(t, "gpt-oss-tiny", "")
+	huge := func(n int) string { return `{"type":"object","description":"` + strings.Repeat("x", n) + `"}` }
+	deep := `{"type":"object","properties":{"a":` + strings.Repeat(`{"type":"array","items":`, 100) + `{"type":"integer"}` + strings.Repeat("}", 100) + `}}`
+	for _, c := range []struct {
+		name   string
+		tools  []gen.Tool
+		choice gen.ToolChoice
+		param  string
+	}{
+		{"unknown keyword", []gen.Tool{{Name: "f", Parameters: `{"type":"object","patternProperties":{"a":{}}}`}}, gen.ToolChoice{Mode: gen.ChoiceRequired}, "tools[0].function.parameters"},
+		{"too deep", []gen.Tool{{Name: "f", Parameters: deep}}, gen.ToolChoice{Mode: gen.ChoiceRequired}, "tools[0].function.parameters"},
+		{"huge", []gen.Tool{{Name: "f", Parameters: huge(300 << 10)}}, gen.ToolChoice{Mode: gen.ChoiceRequired}, "tools[0].function.parameters"},
+		{"huge together", []gen.Tool{{Name: "f", Parameters: huge(200 << 10)}, {Name: "g", Parameters: huge(200 << 10)}}, gen.ToolChoice{Mode: gen.ChoiceRequired}, "tools"},
+		{"bad name", []gen.Tool{{Name: "f<|call|>", Parameters: `{"type":"object"}`}}, gen.ToolChoice{Mode: gen.ChoiceRequired}, "tools"},
+		{"unknown function", []gen.Tool{{Name: "f", Parameters: `{"type":"object"}`}}, gen.ToolChoice{Mode: gen.ChoiceFunction, Name: "g"}, "tool_choice"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			req := chatReq(8, 1)
+			req.Tools, req.ToolChoice = c.tools, c.choice
+			_, err := e.prepare(&req)
+			var ge *gen.Error
+			if !errors.Is(err, ErrPrompt) || !errors.As(err, &ge) || ge.Code != gen.CodeInvalidRequest || ge.Param != c.param {
+				t.Errorf("error %v, want an invalid_request on %s", err, c.param)
+			}
+		})
 	}
 }

@@ -1,6 +1,8 @@
 package grammar
 
 import (
+	"errors"
+	"strings"
 	"testing"
 )
 
@@ -85,5 +87,79 @@ func TestSchemaRules(t *testing.T) {
 	start, rules, err = SchemaRules([]byte(`{"type":"integer"}`), DefaultLimits())
 	if err != nil || whole != "root ::= "+start+"\n"+rules {
 		t.Errorf("SchemaToGBNF is not root over SchemaRules: %v", err)
+	}
+}
+
+// TestSchemasRules: several schemas compile into one set of rules, each
+// value's rule named apart, each schema's $refs resolved against itself
+// (two schemas with a definition of the same name mean two things), and
+// one schema gives what SchemaRules gives.
+func TestSchemasRules(t *testing.T) {
+	ints := []byte(`{"$defs":{"v":{"type":"integer"}},"type":"object","properties":{"v":{"$ref":"#/$defs/v"}},"required":["v"],"additionalProperties":false}`)
+	bools := []byte(`{"$defs":{"v":{"type":"boolean"}},"type":"object","properties":{"v":{"$ref":"#/$defs/v"}},"required":["v"],"additionalProperties":false}`)
+	starts, rules, err := SchemasRules([][]byte{ints, bools}, DefaultLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(starts) != 2 || starts[0] == starts[1] {
+		t.Fatalf("starts %q", starts)
+	}
+	g, err := ParseGBNF(`root ::= "i" `+starts[0]+` | "b" `+starts[1]+"\n"+rules, DefaultLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		s  string
+		ok bool
+	}{
+		{`i{"v": 1}`, true},
+		{`b{"v": true}`, true},
+		{`i{"v": true}`, false},
+		{`b{"v": 1}`, false},
+	} {
+		if got := accepts(t, g, tt.s); got != tt.ok {
+			t.Errorf("%q: accepted %v, want %v", tt.s, got, tt.ok)
+		}
+	}
+	start, one, err := SchemaRules(ints, DefaultLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if starts, rules, err := SchemasRules([][]byte{ints}, DefaultLimits()); err != nil || starts[0] != start || rules != one {
+		t.Errorf("one schema: %q %v, want SchemaRules' %q", starts, err, start)
+	}
+}
+
+// TestSchemasRulesLimits: the limits hold for the schemas together: each
+// alone fits, both do not; an error names the schema it is in.
+func TestSchemasRulesLimits(t *testing.T) {
+	s := []byte(`{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"string"},"c":{"type":"boolean"}}}`)
+	alone, _, err := SchemasRules([][]byte{s}, DefaultLimits())
+	if err != nil || len(alone) != 1 {
+		t.Fatal(err)
+	}
+	lim := DefaultLimits()
+	_, r, _ := SchemaRules(s, lim)
+	n := strings.Count(r, " ::= ") - strings.Count(jsonPrimitives, " ::= ") // the schema's own rules
+	if n < 1 {
+		t.Fatalf("no rules of the schema in %q", r)
+	}
+	lim.MaxRules = n + n/2
+	if _, _, err := SchemasRules([][]byte{s}, lim); err != nil {
+		t.Fatalf("one schema within the limit: %v", err)
+	}
+	var le *LimitError
+	if _, _, err := SchemasRules([][]byte{s, s}, lim); !errors.As(err, &le) || le.What != "MaxRules" {
+		t.Errorf("two schemas over MaxRules: %v", err)
+	}
+	lim = DefaultLimits()
+	lim.MaxSource = len(s) + 10
+	if _, _, err := SchemasRules([][]byte{s, s}, lim); !errors.As(err, &le) || le.What != "MaxSource" {
+		t.Errorf("two schemas over MaxSource: %v", err)
+	}
+	var se *SchemaError
+	_, _, err = SchemasRules([][]byte{s, []byte(`{"$ref":"#/$defs/none"}`)}, DefaultLimits())
+	if !errors.As(err, &se) || !strings.Contains(err.Error(), "schema 1") {
+		t.Errorf("a bad second schema: %v", err)
 	}
 }

@@ -373,3 +373,81 @@ func TestJSONObjectOutput(t *testing.T) {
 		}
 	}
 }
+
+// TestEndWith: a Constraint told which end-of-generation tokens end it
+// allows only those once complete (in masks, in AllowsToken, in Accept),
+// refuses a token that is no end, and leaves the masks it shares with
+// another Constraint of the grammar as they were: that one still ends
+// with either.
+func TestEndWith(t *testing.T) {
+	texts := [][]byte{[]byte("<e0>"), []byte("<e1>"), []byte("a"), []byte("b")}
+	text := func(id int32) []byte { return texts[id] }
+	v, err := NewVocab(len(texts), text, func(id int32) bool { return id < 2 }, []int32{0, 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := ParseGBNF(`root ::= "a"`, DefaultLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mc := NewMaskCache(g, v, 1<<20)
+	both, err := NewConstraint(g, v, text, DefaultLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, err := NewConstraint(g, v, text, DefaultLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []*Constraint{both, one} {
+		if err := c.ShareMasks(mc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := one.EndWith([]int32{2}); !errors.Is(err, ErrNotEnd) {
+		t.Errorf("EndWith of a text token: %v", err)
+	}
+	if err := one.EndWith(nil); !errors.Is(err, ErrNotEnd) {
+		t.Errorf("EndWith of no token: %v", err)
+	}
+	if err := one.EndWith([]int32{1}); err != nil {
+		t.Fatal(err)
+	}
+	mask := make([]uint64, 1)
+	for _, c := range []*Constraint{both, one} {
+		if err := c.Allowed(mask); err != nil || mask[0] != 1<<2 {
+			t.Fatalf("mask before the text: %b, %v", mask[0], err)
+		}
+		if ok, err := c.AllowsToken(1); ok || err != nil {
+			t.Errorf("an end before the grammar is complete: %v %v", ok, err)
+		}
+		if err := c.Accept(2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// the shared cache is filled by the first, used by the second
+	for _, tt := range []struct {
+		name string
+		c    *Constraint
+		mask uint64
+	}{{"default", both, 0b11}, {"EndWith", one, 0b10}, {"default again", both, 0b11}} {
+		if err := tt.c.Allowed(mask); err != nil || mask[0] != tt.mask {
+			t.Errorf("%s: mask %b, want %b (%v)", tt.name, mask[0], tt.mask, err)
+		}
+		for id := int32(0); id < 2; id++ {
+			want := tt.mask&(1<<id) != 0
+			if ok, err := tt.c.AllowsToken(id); ok != want || err != nil {
+				t.Errorf("%s: AllowsToken(%d) = %v, want %v (%v)", tt.name, id, ok, want, err)
+			}
+		}
+	}
+	if err := one.Accept(0); !errors.Is(err, ErrRejected) {
+		t.Errorf("another end accepted: %v", err)
+	}
+	if err := one.Accept(1); err != nil {
+		t.Errorf("its end refused: %v", err)
+	}
+	if err := both.Accept(0); err != nil {
+		t.Errorf("the default refuses an end: %v", err)
+	}
+}

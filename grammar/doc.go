@@ -45,6 +45,7 @@
 //	// err is a client error (400): *SyntaxError, *LimitError, *UnsupportedError, *SchemaError, *LeftRecursionError
 //	c, err := grammar.NewConstraint(g, v, tok.Piece, grammar.DefaultLimits())
 //	c.ShareMasks(mc) // optional: mc := grammar.NewMaskCache(g, v, budget), kept with g for later requests
+//	c.EndWith(ids)   // optional: only these EOS tokens end it (a Harmony call's <|call|>)
 //	smp.SetConstraint(c) // model/sample
 //	// per generated token: id := smp.Sample(row); c.Accept(id); smp.Accept(id)
 //	// stop at an EOS (allowed only once c.Matcher().Complete()) or when c.Matcher().Done().

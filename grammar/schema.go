@@ -102,25 +102,37 @@ func SchemaToGBNF(schema []byte, lim Limits) (string, error) {
 // grammar around the value, such as a tool call's envelope: its own root
 // rule refers to start, followed by rules.
 func SchemaRules(schema []byte, lim Limits) (start, rules string, err error) {
-	if len(schema) > lim.MaxSource {
-		return "", "", &LimitError{What: "MaxSource", Limit: lim.MaxSource}
-	}
-	dec := json.NewDecoder(bytes.NewReader(schema))
-	dec.UseNumber()
-	var root any
-	if err := dec.Decode(&root); err != nil {
-		return "", "", &SchemaError{Path: "", Msg: "not JSON: " + err.Error()}
-	}
-	if dec.More() {
-		return "", "", &SchemaError{Path: "", Msg: "text after the schema"}
-	}
-	c := &compiler{root: root, lim: lim, refs: map[string]string{}, order: map[string][]string{}}
-	if err := keyOrder(schema, c.order); err != nil {
-		return "", "", &SchemaError{Path: "", Msg: "not JSON: " + err.Error()}
-	}
-	name, err := c.visit(root, "", 0)
+	starts, rules, err := SchemasRules([][]byte{schema}, lim)
 	if err != nil {
 		return "", "", err
+	}
+	return starts[0], rules, nil
+}
+
+// SchemasRules compiles several JSON Schemas as SchemaRules does, into one
+// set of rules: starts[i] names the rule of the values of schemas[i]. Each
+// schema's "$ref"s resolve against that schema, as if it were compiled
+// alone; the limits hold for the schemas together (their source, their
+// rules). A caller composes one grammar in which each value follows its
+// own text, such as a call whose function's name comes before its
+// arguments.
+func SchemasRules(schemas [][]byte, lim Limits) (starts []string, rules string, err error) {
+	total := 0
+	for _, s := range schemas {
+		if total += len(s); total > lim.MaxSource {
+			return nil, "", &LimitError{What: "MaxSource", Limit: lim.MaxSource}
+		}
+	}
+	c := &compiler{lim: lim}
+	for i, schema := range schemas {
+		name, err := c.schema(schema)
+		if err != nil {
+			if len(schemas) > 1 {
+				err = fmt.Errorf("schema %d: %w", i, err) // the cause names the package
+			}
+			return nil, "", err
+		}
+		starts = append(starts, name)
 	}
 	var b strings.Builder
 	b.WriteString(jsonPrimitives)
@@ -128,16 +140,36 @@ func SchemaRules(schema []byte, lim Limits) (start, rules string, err error) {
 		b.WriteString(r)
 		b.WriteByte('\n')
 		if b.Len() > lim.MaxSource*4 {
-			return "", "", &LimitError{What: "MaxSource (compiled grammar)", Limit: lim.MaxSource * 4}
+			return nil, "", &LimitError{What: "MaxSource (compiled grammar)", Limit: lim.MaxSource * 4}
 		}
 	}
-	return name, b.String(), nil
+	return starts, b.String(), nil
+}
+
+// schema compiles one schema document with the rules compiled so far
+// (rule names go on counting) and returns the rule of its values.
+func (c *compiler) schema(schema []byte) (string, error) {
+	dec := json.NewDecoder(bytes.NewReader(schema))
+	dec.UseNumber()
+	var root any
+	if err := dec.Decode(&root); err != nil {
+		return "", &SchemaError{Path: "", Msg: "not JSON: " + err.Error()}
+	}
+	if dec.More() {
+		return "", &SchemaError{Path: "", Msg: "text after the schema"}
+	}
+	c.root, c.refs, c.order = root, map[string]string{}, map[string][]string{}
+	if err := keyOrder(schema, c.order); err != nil {
+		return "", &SchemaError{Path: "", Msg: "not JSON: " + err.Error()}
+	}
+	return c.visit(root, "", 0)
 }
 
 type compiler struct {
-	root  any
 	lim   Limits
-	rules []string
+	rules []string // of every schema compiled
+	// the schema being compiled
+	root  any
 	refs  map[string]string   // $ref -> rule name
 	order map[string][]string // JSON pointer of an object -> its keys in text order
 }

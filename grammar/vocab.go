@@ -118,6 +118,7 @@ type Constraint struct {
 	text   func(id int32) []byte
 	shared *MaskCache // masks shared with other Constraints (ShareMasks), or nil
 	key    []byte     // scratch of the shared cache's key
+	ends   []int32    // the end-of-generation tokens that may end it (EndWith); nil: all
 }
 
 // NewConstraint starts g over v; text returns a token's bytes (as given to
@@ -134,12 +135,56 @@ func NewConstraint(g *Grammar, v *Vocab, text func(id int32) []byte, lim Limits)
 // accepted so far).
 func (c *Constraint) Matcher() *Matcher { return c.m }
 
+// ErrNotEnd is returned by Constraint.EndWith for a token that is not one
+// of the vocabulary's end-of-generation tokens.
+var ErrNotEnd = errors.New("grammar: not an end-of-generation token of the vocabulary")
+
+// EndWith lets only ids, of the vocabulary's end-of-generation tokens, end
+// the generation once the grammar is complete (by default any of them
+// does): a Harmony call ends with <|call|>, not with <|return|>. The
+// masks shared with other Constraints (ShareMasks) are not changed: the
+// other ends are cleared from each mask given out.
+func (c *Constraint) EndWith(ids []int32) error {
+	if len(ids) == 0 {
+		return fmt.Errorf("%w: no token given", ErrNotEnd)
+	}
+	for _, id := range ids {
+		if !slices.Contains(c.v.eos, id) {
+			return fmt.Errorf("%w: token %d", ErrNotEnd, id)
+		}
+	}
+	c.ends = slices.Clone(ids)
+	return nil
+}
+
+// endAllowed reports whether eos token tok may end the generation (the
+// grammar being complete).
+func (c *Constraint) endAllowed(tok int32) bool {
+	return c.ends == nil || slices.Contains(c.ends, tok)
+}
+
 // Allowed sets in mask (one bit per token, token i at bit i%64 of word
 // i/64) the tokens the grammar can take next and clears the others. EOS
-// tokens are allowed when the grammar is complete, special tokens never.
-// It returns a *LimitError when the walk would cost more than the limits
-// allow.
+// tokens are allowed when the grammar is complete (only those of
+// EndWith, when given), special tokens never. It returns a *LimitError
+// when the walk would cost more than the limits allow.
 func (c *Constraint) Allowed(mask []uint64) error {
+	if err := c.allowed(mask); err != nil {
+		return err
+	}
+	if c.ends != nil {
+		for _, e := range c.v.eos {
+			if !c.endAllowed(e) {
+				mask[e/64] &^= 1 << (e % 64)
+			}
+		}
+	}
+	return nil
+}
+
+// allowed is Allowed with every EOS token of the vocabulary: the masks
+// it remembers and shares are those.
+func (c *Constraint) allowed(mask []uint64) error {
 	if len(mask)*64 < c.v.n {
 		return fmt.Errorf("grammar: mask of %d words for %d tokens", len(mask), c.v.n)
 	}
@@ -248,7 +293,7 @@ func (c *Constraint) AllowsToken(tok int32) (bool, error) {
 		return false, fmt.Errorf("grammar: token %d outside a vocabulary of %d", tok, c.v.n)
 	}
 	if slices.Contains(c.v.eos, tok) {
-		return c.m.Complete(), nil
+		return c.m.Complete() && c.endAllowed(tok), nil
 	}
 	if c.v.tokLen[tok] < 0 {
 		return false, nil
@@ -272,8 +317,8 @@ func (c *Constraint) AllowsToken(tok int32) (bool, error) {
 }
 
 // Accept advances the grammar over token tok. A special token is
-// rejected; an EOS token is accepted only when the grammar is complete and
-// leaves the state unchanged.
+// rejected; an EOS token is accepted only when the grammar is complete
+// (and EndWith lets it end it) and leaves the state unchanged.
 func (c *Constraint) Accept(tok int32) error {
 	if tok < 0 || int(tok) >= c.v.n {
 		return fmt.Errorf("grammar: token %d outside a vocabulary of %d", tok, c.v.n)
@@ -281,6 +326,9 @@ func (c *Constraint) Accept(tok int32) error {
 	if slices.Contains(c.v.eos, tok) {
 		if !c.m.Complete() {
 			return fmt.Errorf("grammar: end of generation before the grammar is complete: %w", ErrRejected)
+		}
+		if !c.endAllowed(tok) {
+			return fmt.Errorf("grammar: end-of-generation token %d is not one that may end this grammar: %w", tok, ErrRejected)
 		}
 		return nil
 	}

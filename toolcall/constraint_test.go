@@ -151,3 +151,111 @@ func TestDetect(t *testing.T) {
 		}
 	}
 }
+
+// TestForcedHarmony: gpt-oss's forced call is one alternative per tool
+// (required: every tool; named: the one), each naming its function in a
+// message header before the tool's own parameter schema, after an
+// optional analysis message, ending with <|call|>; parallel_tool_calls
+// changes nothing (a Harmony reply holds one call).
+func TestForcedHarmony(t *testing.T) {
+	cases := []struct {
+		name     string
+		tools    []Tool
+		parallel bool
+	}{
+		{"required", []Tool{weather, add}, false},
+		{"required parallel", []Tool{weather, add}, true},
+		{"named", []Tool{add}, false},
+		{"named parallel", []Tool{add}, true},
+		{"no parameters", []Tool{{Name: "ping"}}, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			con, err := Forced(Harmony, c.tools, c.parallel)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if con.Prefix != "" || con.Schema != nil || con.Suffix != "" || con.Repeat {
+				t.Errorf("single-call fields set: %+v", con)
+			}
+			if con.EndToken != "<|call|>" {
+				t.Errorf("end token %q", con.EndToken)
+			}
+			if l := con.Lead; l == nil || l.Open != "<|channel|>analysis<|message|>" || l.Stop != "<|end|>" || l.Then != "<|start|>assistant" || l.MaxChars != MaxLead {
+				t.Errorf("lead %+v", con.Lead)
+			}
+			if len(con.Alts) != len(c.tools) {
+				t.Fatalf("%d alternatives for %d tools", len(con.Alts), len(c.tools))
+			}
+			for i, a := range con.Alts {
+				want := []string{"<|channel|>commentary to=functions." + c.tools[i].Name, " to=functions." + c.tools[i].Name + "<|channel|>commentary"}
+				if !reflect.DeepEqual(a.Prefixes, want) {
+					t.Errorf("alternative %d: prefixes %q, want %q", i, a.Prefixes, want)
+				}
+				params, err := parameters(c.tools[i].Parameters)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if string(a.Schema) != string(params) || string(con.Schemas()[i]) != string(params) {
+					t.Errorf("alternative %d: schema %s, want the tool's %s", i, a.Schema, params)
+				}
+			}
+			for _, in := range con.Infix {
+				if !strings.HasSuffix(in, "<|message|>") {
+					t.Errorf("infix %q does not end the header", in)
+				}
+			}
+		})
+	}
+	// the other formats have one schema
+	h, _ := Forced(Hermes, []Tool{weather, add}, false)
+	if s := h.Schemas(); len(s) != 1 || string(s[0]) != string(h.Schema) {
+		t.Errorf("Hermes schemas %q", s)
+	}
+}
+
+// TestForcedHarmonyErrors: the tools are checked as in every format.
+func TestForcedHarmonyErrors(t *testing.T) {
+	big := json.RawMessage(`{"description": "` + strings.Repeat("x", MaxSchema) + `"}`)
+	half := json.RawMessage(`{"description": "` + strings.Repeat("x", MaxSchema/2) + `"}`)
+	if _, err := Forced(Harmony, []Tool{{Name: "f", Parameters: half}}, false); err != nil {
+		t.Fatalf("half the limit: %v", err)
+	}
+	for _, c := range []struct {
+		name  string
+		tools []Tool
+	}{
+		{"no tools", nil},
+		{"bad name", []Tool{{Name: "a b"}}},
+		{"name with markup", []Tool{{Name: "f<|call|>"}}},
+		{"long name", []Tool{{Name: strings.Repeat("a", MaxName+1)}}},
+		{"schema not JSON", []Tool{{Name: "f", Parameters: json.RawMessage(`{`)}}},
+		{"schema not an object", []Tool{{Name: "f", Parameters: json.RawMessage(`[1]`)}}},
+		{"schema too large", []Tool{{Name: "f", Parameters: big}}},
+		{"schemas too large together", []Tool{{Name: "f", Parameters: half}, {Name: "g", Parameters: half}}},
+	} {
+		if _, err := Forced(Harmony, c.tools, false); err == nil {
+			t.Errorf("%s: accepted", c.name)
+		}
+	}
+}
+
+// TestLeadGBNF: the lead's text rules for a stop marker whose first
+// character recurs in it fall back to text without that character.
+func TestLeadGBNF(t *testing.T) {
+	for _, c := range []struct {
+		stop, want string
+	}{
+		{"<|end|>", "lead-6 ::= [^\\u003C\\u003E]\n"},
+		{"abac", "lead-char ::= [^\\u0061]\n"},
+		{"#", "lead-char ::= [^\\u0023]\n"},
+	} {
+		g := Lead{Open: "o", Stop: c.stop, Then: "t", MaxChars: 3}.gbnf()
+		if !strings.HasPrefix(g, `lead ::= "o" lead-char{0,3} "`) || !strings.HasSuffix(g, c.want) {
+			t.Errorf("stop %q: %q", c.stop, g)
+		}
+	}
+	if g := (Lead{Open: "o", Stop: "s", Then: "t"}).gbnf(); g != "lead ::= \"o\" \"s\" \"t\"\n" {
+		t.Errorf("no text: %q", g)
+	}
+}

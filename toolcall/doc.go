@@ -68,5 +68,9 @@
 //
 // Constraint gives, for tool_choice "required" or a named function, the
 // literal text around the call and the JSON Schema of the call's JSON,
-// so a grammar compiler can force a valid call.
+// so a grammar compiler can force a valid call. Harmony's is one
+// alternative per function (its name is in the message header, before
+// the arguments, which the function's own schema then holds), after an
+// optional analysis message of at most MaxLead characters, and ends
+// with <|call|>.
 package toolcall

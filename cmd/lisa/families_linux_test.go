@@ -263,3 +263,151 @@ func TestServeHarmony(t *testing.T) {
 		t.Errorf("content %q reasoning %q", m.Content, m.Reasoning)
 	}
 }
+
+// TestServeHarmonyForced serves gpt-oss-tiny (a random-weight model with
+// gpt-oss's vocabulary and template) through lisa serve with the
+// sandbox on and forces calls: tool_choice "required" and a named
+// function, whole and streamed, each come back as one call with
+// finish_reason "tool_calls" and arguments that parse and fit the
+// schema. A logit bias on <|end|> keeps the random model's analysis
+// message short; the call is the grammar's work.
+func TestServeHarmonyForced(t *testing.T) {
+	path, tok := synthGptOss(t)
+	end, ok := tok.TokenID("<|end|>")
+	if !ok {
+		t.Fatal("no <|end|> token")
+	}
+	s := startServeModel(t, path)
+	tools := []map[string]any{
+		{"type": "function", "function": map[string]any{"name": "get_weather", "parameters": map[string]any{
+			"type": "object", "properties": map[string]any{"city": map[string]any{"enum": []string{"Paris", "Oslo"}}, "days": map[string]any{"type": "integer", "minimum": 1, "maximum": 7}},
+			"required": []string{"city", "days"}, "additionalProperties": false}}},
+		{"type": "function", "function": map[string]any{"name": "get_time", "parameters": map[string]any{
+			"type": "object", "properties": map[string]any{"zone": map[string]any{"enum": []string{"UTC", "CET"}}}, "required": []string{"zone"}, "additionalProperties": false}}},
+	}
+	for _, c := range []struct {
+		name   string
+		choice any
+		stream bool
+		want   string
+	}{
+		{"required", "required", false, ""},
+		{"required stream", "required", true, ""},
+		{"named", map[string]any{"type": "function", "function": map[string]any{"name": "get_time"}}, false, "get_time"},
+		{"named stream", map[string]any{"type": "function", "function": map[string]any{"name": "get_weather"}}, true, "get_weather"},
+	} {
+		for seed := range 2 {
+			t.Run(c.name+"/"+strconv.Itoa(seed), func(t *testing.T) {
+				req := map[string]any{"messages": []map[string]string{{"role": "user", "content": "Weather in Oslo?"}},
+					"tools": tools, "tool_choice": c.choice, "parallel_tool_calls": false, "max_tokens": 200, "seed": seed,
+					"logit_bias": map[string]float64{strconv.Itoa(int(end)): 8}, "stream": c.stream}
+				body, _ := json.Marshal(req)
+				resp, err := http.Post(s.url+"/v1/chat/completions", "application/json", bytes.NewReader(body))
+				if err != nil {
+					t.Fatal(err)
+				}
+				all, err := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if err != nil || resp.StatusCode != http.StatusOK {
+					t.Fatalf("status %d, %v: %s", resp.StatusCode, err, all)
+				}
+				name, args, finish, content := harmonyCall(t, all, c.stream)
+				if finish != "tool_calls" || name == "" || content != "" {
+					t.Fatalf("finish %q, call %q(%s), content %q", finish, name, args, content)
+				}
+				if c.want != "" && name != c.want {
+					t.Errorf("call to %q, want %q", name, c.want)
+				}
+				d := json.NewDecoder(strings.NewReader(args))
+				d.DisallowUnknownFields()
+				var a struct {
+					City, Zone *string
+					Days       *int
+				}
+				if err := d.Decode(&a); err != nil {
+					t.Fatalf("arguments %s: %v", args, err)
+				}
+				switch {
+				case name == "get_weather" && a.City != nil && (*a.City == "Paris" || *a.City == "Oslo") && a.Days != nil && *a.Days >= 1 && *a.Days <= 7 && a.Zone == nil:
+				case name == "get_time" && a.Zone != nil && (*a.Zone == "UTC" || *a.Zone == "CET") && a.City == nil && a.Days == nil:
+				default:
+					t.Errorf("call %s(%s) does not fit its schema", name, args)
+				}
+			})
+		}
+	}
+}
+
+// harmonyCall reads the one call of a chat completion, whole or streamed
+// (its deltas joined, one call index only).
+func harmonyCall(t *testing.T, body []byte, stream bool) (name, args, finish, content string) {
+	t.Helper()
+	type call struct {
+		Index    int
+		Function struct{ Name, Arguments string }
+	}
+	type choice struct {
+		Message, Delta struct {
+			Content   string
+			ToolCalls []call `json:"tool_calls"`
+		}
+		FinishReason *string `json:"finish_reason"`
+	}
+	var payloads []string
+	if !stream {
+		payloads = []string{string(body)}
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if data, ok := strings.CutPrefix(line, "data: "); ok && stream && data != "[DONE]" {
+			payloads = append(payloads, data)
+		}
+	}
+	for _, p := range payloads {
+		var r struct{ Choices []choice }
+		if err := json.Unmarshal([]byte(p), &r); err != nil {
+			t.Fatalf("response %q: %v", p, err)
+		}
+		for _, ch := range r.Choices {
+			m := ch.Message
+			if stream {
+				m = ch.Delta
+			}
+			content += m.Content
+			for _, c := range m.ToolCalls {
+				if c.Index != 0 {
+					t.Fatalf("a call of index %d: one call was asked for", c.Index)
+				}
+				name += c.Function.Name
+				args += c.Function.Arguments
+			}
+			if ch.FinishReason != nil {
+				finish = *ch.FinishReason
+			}
+		}
+	}
+	return name, args, finish, content
+}
+
+// synthGptOss writes gpt-oss-tiny (F16) and returns its path and its
+// tokenizer.
+func synthGptOss(t *testing.T) (string, *tokenizer.Tokenizer) {
+	t.Helper()
+	sh, ok := synth.Lookup("gpt-oss-tiny")
+	if !ok {
+		t.Fatal("no shape gpt-oss-tiny")
+	}
+	path := filepath.Join(t.TempDir(), "gpt-oss-tiny.gguf")
+	if _, err := synth.WriteFile(path, synth.Options{Shape: sh, Type: synth.F16, Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := gguf.Open(path, gguf.DefaultLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tok, err := tokenizer.FromGGUF(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path, tok
+}
