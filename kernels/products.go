@@ -74,14 +74,18 @@ const onePieceBytes = 64 << 10
 
 // prefetchBytes is how far ahead of a one-token product's dots its
 // weights are prefetched: a decode step streams each weight once, and a
-// mapped file's 4 KiB pages stop the hardware prefetchers at every page
-// (and miss the TLB there), so the next few pages are asked for while the
+// mapped file's 4 KiB pages miss the TLB at every page and stop the
+// hardware prefetchers there, so the next pages are touched while the
 // current ones are multiplied.
 const prefetchBytes = 8 << 10
 
-// prefetchStride is the distance between the prefetched lines: every
-// line of the next piece.
-const prefetchStride = 64
+// prefetchStride is the distance between the prefetched lines: one line
+// a page (the dot kernels prefetch the lines within a page themselves).
+// Measured on a mapped Qwen3-MoE-shaped file, two threads, interleaved
+// A/B on a loaded machine: CPU per decode token 10.5 ms with it, 11.6 ms
+// without a prefetch, 13.2 ms prefetching every line (the instructions
+// cost more than they save).
+const prefetchStride = 4096
 
 // NewProducts returns an empty set of products.
 func NewProducts() *Products {
