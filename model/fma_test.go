@@ -1,9 +1,22 @@
 package model
 
 import (
+	"encoding/binary"
 	"math"
 	"testing"
+
+	"github.com/lisa-llm/lisa/kernels"
 )
+
+// dotF32GGML is kernels.DotF32GGML (the production F32 product, in
+// ggml_vec_dot_f32's order) with the weights given as float32 values.
+func dotF32GGML(a, b []float32) float32 {
+	w := make([]byte, 4*len(a))
+	for i, v := range a {
+		binary.LittleEndian.PutUint32(w[4*i:], math.Float32bits(v))
+	}
+	return kernels.DotF32GGML(w, b)
+}
 
 // TestNoFusedMultiplyAdd guards the unfused steps of ggml's orders
 // against Go's fused multiply-adds: the compiler may turn sum += x*y into
@@ -21,8 +34,8 @@ func TestNoFusedMultiplyAdd(t *testing.T) {
 		f    func(a, b []float32) float32
 		n    int // values before the last product, all zero
 	}{
-		{"vecDotF32 tail", vecDotF32, 0},
-		{"vecDotF32 tail after a block of 64", vecDotF32, 64},
+		{"DotF32GGML tail", dotF32GGML, 0},
+		{"DotF32GGML tail after a block of 64", dotF32GGML, 64},
 		{"emuVecDotF32 tail", emuVecDotF32, 0},
 	}
 	for _, c := range cases {

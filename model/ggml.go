@@ -1,7 +1,6 @@
 package model
 
 import (
-	"encoding/binary"
 	"math"
 
 	"github.com/lisa-llm/lisa/kernels"
@@ -20,10 +19,12 @@ import (
 //
 //   - F32 matrix products of a batch of two or more tokens with a row
 //     length that is a multiple of 16 (llamafile's tinyBLAS): one 16-lane
-//     fused accumulator per output, the lanes summed as a tree;
+//     fused accumulator per output, the lanes summed as a tree
+//     (kernels.DotF32Lanes16);
 //   - other F32 products (ggml_vec_dot_f32): four 16-lane fused
 //     accumulators over blocks of 64, summed (0+2)+(1+3), the lanes as a
-//     tree, the tail added one unfused product at a time;
+//     tree, the tail added one unfused product at a time
+//     (kernels.DotF32GGML);
 //   - F16 dot products of attention (ggml_vec_dot_f16): the same blocks of
 //     64, the tail summed in float64; a one-token step's V×softmax runs
 //     over the key count padded to a multiple of 32, a batch's over 16
@@ -50,63 +51,6 @@ func reduce16(x *[16]float32) float32 {
 		u[i] = t[i+4] + t[i]
 	}
 	return (u[0] + u[2]) + (u[1] + u[3])
-}
-
-// lanes16F32 is one 16-lane fused accumulator over a·b.
-func lanes16F32(a, b []float32) float32 {
-	var acc [16]float32
-	b = b[:len(a)]
-	i := 0
-	for ; i+16 <= len(a); i += 16 {
-		for k := range 16 {
-			acc[k] = fma32(a[i+k], b[i+k], acc[k])
-		}
-	}
-	for k := 0; i+k < len(a); k++ {
-		acc[k] = fma32(a[i+k], b[i+k], acc[k])
-	}
-	return reduce16(&acc)
-}
-
-// blocks64F32 accumulates a·b over the first nb values (a multiple of
-// 64; values at len(a) and beyond count as zero) in four 16-lane fused
-// accumulators and returns their tree sum.
-func blocks64F32(a, b []float32, nb int) float32 {
-	var s [4][16]float32
-	b = b[:len(a)]
-	full := min(nb, len(a)&^63)
-	for i := 0; i < full; i += 64 {
-		for j := range 4 {
-			o := i + j*16
-			for k := range 16 {
-				s[j][k] = fma32(a[o+k], b[o+k], s[j][k])
-			}
-		}
-	}
-	// A block running into the zero extension: the zero products leave
-	// their lanes as they are.
-	for i := full; i < min(nb, len(a)); i++ {
-		j, k := (i%64)/16, i%16
-		s[j][k] = fma32(a[i], b[i], s[j][k])
-	}
-	for k := range 16 {
-		s[0][k] = (s[0][k] + s[2][k]) + (s[1][k] + s[3][k])
-	}
-	return reduce16(&s[0])
-}
-
-// vecDotF32 is ggml_vec_dot_f32.
-func vecDotF32(a, b []float32) float32 {
-	nb := len(a) &^ 63
-	sum := blocks64F32(a, b, nb)
-	for i := nb; i < len(a); i++ {
-		// ggml adds the tail's products unfused. The conversion rounds the
-		// product first, which keeps Go from fusing the two into one
-		// multiply-add: it does on arm64 (never on amd64), and that alone
-		// moved stories260K's logits by up to 4e-3 there.
-		sum += float32(a[i] * b[i])
-	}
-	return sum
 }
 
 // vExpf is ggml's vectorised e^x, one lane.
@@ -167,37 +111,66 @@ func ggmlSiLUMul(dst, gate, up []float32) {
 	}
 }
 
-// ggmlScratch holds the widened rows the ggml-order products need, so
-// that a step allocates nothing. One per Runner (not safe for concurrent
-// use, like the Runner).
+// ggmlScratch is the state of the ggml-order F32 products: the product
+// the pool's goroutines share and the function they run it with (made
+// once, so that a step allocates nothing). One per Runner (not safe for
+// concurrent use, like the Runner).
 type ggmlScratch struct {
-	row []float32 // one F32 weight row
+	pool  *kernels.Pool
+	out   []float32
+	w     kernels.Matrix
+	x     []float32
+	n     int
+	group []int32
+	part  func(part int)
+	one   *kernels.Products // one-token quantized products (oneTokenProducts)
 }
 
-// grow returns s[:n], reallocating when it is too short.
-func grow(s []float32, n int) []float32 {
-	if cap(s) < n {
-		return make([]float32, n)
-	}
-	return s[:n]
-}
+// oneTokenProducts sends one-token products of the quantized types
+// through kernels.Products instead of MatMul.
+const oneTokenProducts = true
+
+// f32ParallelMin is the multiply-adds of an F32 product from which its
+// rows are split across the pool (a Qwen3-MoE router's 128×2048 for one
+// token is 2^18; stories260K's products are a few thousand).
+const f32ParallelMin = 1 << 16
 
 // matmulF32 computes out = w·x for F32 weights in ggml's orders, row t
-// as in a batch of group[t] tokens.
-func (g *ggmlScratch) matmulF32(out []float32, w kernels.Matrix, x []float32, n int, group []int32) {
-	g.row = grow(g.row, w.Cols)
-	row := g.row
-	for r := range w.Rows {
-		d := w.Data[r*w.Cols*4 : (r+1)*w.Cols*4]
-		for i := range row {
-			row[i] = math.Float32frombits(binary.LittleEndian.Uint32(d[4*i:]))
-		}
-		for t := range n {
-			xt := x[t*w.Cols : (t+1)*w.Cols]
-			if group[t] >= 2 && w.Cols%16 == 0 {
-				out[t*w.Rows+r] = lanes16F32(row, xt)
-			} else {
-				out[t*w.Rows+r] = vecDotF32(row, xt)
+// as in a batch of group[t] tokens, the weight rows split across the
+// pool when the product is large. Each output is one goroutine's dot
+// product in a fixed order, so the split does not change it.
+func (g *ggmlScratch) matmulF32(out []float32, w kernels.Matrix, x []float32, n int, group []int32) error {
+	g.out, g.w, g.x, g.n, g.group = out, w, x, n, group
+	defer func() { g.out, g.w, g.x, g.group = nil, kernels.Matrix{}, nil, nil }()
+	if th := g.pool.Threads(); th > 1 && n*w.Rows*w.Cols >= f32ParallelMin {
+		return g.pool.Run(g.part)
+	}
+	g.rows(0, w.Rows)
+	return nil
+}
+
+// f32TokenBlock is how many tokens' activations an F32 product
+// multiplies every row of a goroutine's share by before it moves on (32
+// rows of 2048 values: 256 KiB, which stay in the second-level cache
+// while the rows go by, instead of a long prompt's streaming from memory
+// once per row).
+const f32TokenBlock = 32
+
+// rows computes the outputs of weight rows r0..r1-1 of the current
+// product for every token (the order of the dots changes none of them).
+func (g *ggmlScratch) rows(r0, r1 int) {
+	w, rb := g.w, g.w.Cols*4
+	for t0 := 0; t0 < g.n; t0 += f32TokenBlock {
+		t1 := min(t0+f32TokenBlock, g.n)
+		for r := r0; r < r1; r++ {
+			row := w.Data[r*rb : (r+1)*rb]
+			for t := t0; t < t1; t++ {
+				xt := g.x[t*w.Cols : (t+1)*w.Cols]
+				if g.group[t] >= 2 && w.Cols%16 == 0 {
+					g.out[t*w.Rows+r] = kernels.DotF32Lanes16(row, xt)
+				} else {
+					g.out[t*w.Rows+r] = kernels.DotF32GGML(row, xt)
+				}
 			}
 		}
 	}
@@ -255,11 +228,16 @@ func lanes16F16(a, b []uint16) float32 {
 // are rounded anyway, stay well within the 0.05 on package
 // kernels' assembly: small-110m 0.046, mini-24m-q4_k_m 0.017).
 //
-// The matmul scratch is sized for weight rows of up to cols values, so
-// that a step allocates nothing; matmul is for one goroutine at a time,
-// the other functions keep no state.
-func ggmlArith(pool *kernels.Pool, cols int, exactAttn bool) arith {
-	g := &ggmlScratch{row: make([]float32, cols)}
+// The F32 products read the weight rows in place (the second argument,
+// the widest row, sized a scratch they no longer need) and split large
+// products across pool; matmul is for one goroutine at a time, the other
+// functions keep no state.
+func ggmlArith(pool *kernels.Pool, _ int, exactAttn bool) arith {
+	g := &ggmlScratch{pool: pool, one: kernels.NewProducts()}
+	g.part = func(part int) {
+		th := g.pool.Threads()
+		g.rows(g.w.Rows*part/th, g.w.Rows*(part+1)/th)
+	}
 	softmax, siluMul := kernels.Softmax, kernels.SiLUMul
 	if exactAttn {
 		softmax, siluMul = ggmlSoftmax, ggmlSiLUMul
@@ -267,10 +245,19 @@ func ggmlArith(pool *kernels.Pool, cols int, exactAttn bool) arith {
 	return arith{
 		matmul: func(out []float32, w kernels.Matrix, x []float32, n int, group []int32) error {
 			if w.Type != tensor.F32 || len(out) != n*w.Rows || len(x) != n*w.Cols || len(w.Data) != w.Rows*w.Cols*4 || len(group) < n {
+				if oneTokenProducts && n == 1 && kernels.ProductsSupport(w.Type) {
+					// kernels.Products's pieces prefetch a one-token
+					// product's weights across the pages of a mapped file;
+					// the outputs are MatMul's.
+					if err := g.one.Add(out, w, x, n); err != nil {
+						g.one.Reset()
+						return err
+					}
+					return g.one.Run(pool)
+				}
 				return pool.MatMul(out, w, x, n)
 			}
-			g.matmulF32(out, w, x, n, group)
-			return nil
+			return g.matmulF32(out, w, x, n, group)
 		},
 		rope:    func(x []float32, nHeads, headDim, pos int, r *kernels.Rope) { r.Apply(x, nHeads, headDim, pos) },
 		softmax: softmax,

@@ -25,8 +25,13 @@ import (
 // The experts' products are batched per expert: the rows of the tokens
 // that chose an expert are gathered, multiplied by it in one product
 // each for gate, up and down, and scattered back weighted to the tokens'
-// slots. Every value is computed by one goroutine in a fixed order, so
-// the results do not depend on the thread count, and a token's output is
+// slots. The experts are taken in groups (all of a decode step's, a
+// prompt's a few hundred pairs at a time), and the quantized experts'
+// gate and up products of a group are one pool job, their down products
+// another (kernels.Products): a decode step of Qwen3-30B-A3B would
+// otherwise start and wait for 24 small products per layer. Every value
+// is computed by one goroutine in a fixed order, so the results do not
+// depend on the thread count or the grouping, and a token's output is
 // bit for bit what computing it alone through the same products gives.
 
 // Limits on the experts a file may declare: llama.cpp's LLAMA_MAX_EXPERTS,
@@ -285,26 +290,57 @@ type moeScratch struct {
 	start   []int32   // per expert: where its pairs begin in pairs
 	pairs   []int32   // token·k+slot, grouped by expert in token order
 	ones    []int32   // product groups of one row (each row in the one-token order)
-	xg      []float32 // the gathered rows of one expert
+	rows    int       // the most pairs one group of experts is multiplied with at once
+	xg      []float32 // the gathered rows of a group of experts' pairs
 	gate    []float32 // their gate products, then the SwiGLU
 	up      []float32 // their up products
 	down    []float32 // their down products
 	slots   []float32 // per token·k+slot: the weighted expert output
 	nExpert int
+
+	// prod multiplies a group's experts in one pool job per stage (gate
+	// and up, then down) when every expert matrix of the model is of a
+	// type it takes; nil otherwise (each product is then the
+	// arithmetic's, one pool job each).
+	prod *kernels.Products
 }
+
+// moeGroupRows is the most (token, expert) pairs a prompt's experts are
+// multiplied with in one group (a decode step's are always one group):
+// enough that each stage of a group is one large pool job, few enough
+// that the gathered rows and products stay a few MiB (Qwen3-30B-A3B:
+// 512 rows of 2048 gathered values and 768 of each product).
+const moeGroupRows = 512
+
+// moeRows returns the rows of the gathered-rows and product scratch for
+// batches of up to maxBatch tokens with k experts each.
+func moeRows(maxBatch, k int) int { return min(maxBatch*k, max(maxBatch, moeGroupRows)) }
 
 // ExpertScratchBytes returns the bytes a Runner of batches of up to
 // maxBatch tokens allocates for c's experts beyond the dense scratch (0
-// without experts), for memory budgets.
+// without experts), for memory budgets: its own buffers, and the
+// activations its grouped products convert (expertArenaBytes).
 func (c Config) ExpertScratchBytes(maxBatch int) float64 {
 	if c.NExpert == 0 {
 		return 0
 	}
 	b, k := float64(maxBatch), float64(c.NExpertUsed)
-	return 4 * (b*float64(c.NExpert) + // router probabilities
-		3*b*k + b + // choices, weights, pairs; the unit groups
-		2*b*float64(c.NEmbd) + 2*b*float64(c.NFFExp) + // gathered rows, products
-		b*k*float64(c.NEmbd)) // weighted slots
+	g := float64(moeRows(maxBatch, c.NExpertUsed))
+	return 4*(b*float64(c.NExpert)+ // router probabilities
+		3*b*k+b+ // choices, weights, pairs; the unit groups
+		2*g*float64(c.NEmbd)+2*g*float64(c.NFFExp)+ // gathered rows, products
+		b*k*float64(c.NEmbd)) + // weighted slots
+		c.expertArenaBytes(maxBatch)
+}
+
+// expertArenaBytes bounds the activations kernels.Products keeps for a
+// group's products: at most 2.5 bytes a value (a Q8_K or Q8_0 block and
+// the prompt tile's codes and scales) of both stages, the gate and up
+// products' rows of NEmbd and the down products' of NFFExp (the arenas
+// of one partner format serve both when the types share it).
+func (c Config) expertArenaBytes(maxBatch int) float64 {
+	g := float64(moeRows(maxBatch, c.NExpertUsed))
+	return 2.5 * g * float64(2*c.NEmbd+c.NFFExp)
 }
 
 // newMoEScratch returns the scratch for m's experts and batches of up to
@@ -315,16 +351,31 @@ func newMoEScratch(m *Model, maxBatch int) *moeScratch {
 		return nil
 	}
 	k := c.NExpertUsed
+	g := moeRows(maxBatch, k)
 	s := &moeScratch{
-		k: k, nExpert: c.NExpert,
+		k: k, nExpert: c.NExpert, rows: g,
 		probs: make([]float32, maxBatch*c.NExpert), sel: make([]int32, maxBatch*k), wts: make([]float32, maxBatch*k),
 		count: make([]int32, c.NExpert), start: make([]int32, c.NExpert+1), pairs: make([]int32, maxBatch*k),
 		ones: make([]int32, maxBatch),
-		xg:   make([]float32, maxBatch*c.NEmbd), gate: make([]float32, maxBatch*c.NFFExp), up: make([]float32, maxBatch*c.NFFExp),
-		down: make([]float32, maxBatch*c.NEmbd), slots: make([]float32, maxBatch*k*c.NEmbd),
+		xg:   make([]float32, g*c.NEmbd), gate: make([]float32, g*c.NFFExp), up: make([]float32, g*c.NFFExp),
+		down: make([]float32, g*c.NEmbd), slots: make([]float32, maxBatch*k*c.NEmbd),
 	}
 	for i := range s.ones {
 		s.ones[i] = 1
+	}
+	batched := true
+	for _, l := range m.Layers {
+		if l.MoE == nil {
+			continue
+		}
+		for _, ms := range [][]kernels.Matrix{l.MoE.Gate, l.MoE.Up, l.MoE.Down} {
+			for _, w := range ms {
+				batched = batched && kernels.ProductsSupport(w.Type)
+			}
+		}
+	}
+	if batched {
+		s.prod = kernels.NewProducts()
 	}
 	return s
 }
@@ -373,7 +424,7 @@ func topK(p []float32, sel []int32) {
 func (r *Runner) moeFFN(l, n int) error {
 	cfg := r.m.Config
 	mo, s := r.m.Layers[l].MoE, r.moe
-	e, ff, k := cfg.NEmbd, cfg.NFFExp, s.k
+	e, k := cfg.NEmbd, s.k
 	probs := s.probs[:n*cfg.NExpert]
 	if err := r.matmul(probs, mo.Router, r.xn, n, "ffn_gate_inp", l); err != nil {
 		return err
@@ -410,47 +461,18 @@ func (r *Runner) moeFFN(l, n int) error {
 		s.pairs[fill[x]] = int32(i)
 		fill[x]++
 	}
-	for x := range cfg.NExpert {
-		ps := s.pairs[s.start[x]:s.start[x+1]]
-		if len(ps) == 0 {
-			continue // its weights are never read
+	// The experts in index order, in groups of at most s.rows pairs (an
+	// expert's pairs are at most the batch's tokens, which fit).
+	for x0 := 0; x0 < cfg.NExpert; {
+		base := s.start[x0]
+		x1 := x0 + 1
+		for x1 < cfg.NExpert && int(s.start[x1+1]-base) <= s.rows {
+			x1++
 		}
-		m := len(ps)
-		for j, pi := range ps {
-			t := int(pi) / k
-			copy(s.xg[j*e:(j+1)*e], r.xn[t*e:(t+1)*e])
-		}
-		if err := r.expertMatmul(s.gate, mo.Gate[x], s.xg, m, "ffn_gate_exps", l); err != nil {
+		if err := r.moeGroup(l, x0, x1); err != nil {
 			return err
 		}
-		if err := r.expertMatmul(s.up, mo.Up[x], s.xg, m, "ffn_up_exps", l); err != nil {
-			return err
-		}
-		if mo.GateBias != nil {
-			addBias(s.gate[:m*ff], mo.GateBias[x])
-			addBias(s.up[:m*ff], mo.UpBias[x])
-		}
-		for j := range m {
-			g := s.gate[j*ff : (j+1)*ff]
-			if cfg.MoESwiGLULimit != 0 {
-				swigluOAI(g, g, s.up[j*ff:(j+1)*ff], cfg.MoESwiGLUAlpha, cfg.MoESwiGLULimit)
-			} else {
-				r.ar.siluMul(g, g, s.up[j*ff:(j+1)*ff])
-			}
-		}
-		if err := r.expertMatmul(s.down, mo.Down[x], s.gate, m, "ffn_down_exps", l); err != nil {
-			return err
-		}
-		if mo.DownBias != nil {
-			addBias(s.down[:m*e], mo.DownBias[x])
-		}
-		for j, pi := range ps {
-			dst := s.slots[int(pi)*e : (int(pi)+1)*e]
-			w := s.wts[pi]
-			for d, v := range s.down[j*e : (j+1)*e] {
-				dst[d] = v * w
-			}
-		}
+		x0 = x1
 	}
 	// Each token's slots summed best first, as llama.cpp adds its views.
 	for t := range n {
@@ -458,6 +480,105 @@ func (r *Runner) moeFFN(l, n int) error {
 		copy(out, s.slots[t*k*e:(t*k+1)*e])
 		for j := 1; j < k; j++ {
 			kernels.Add(out, out, s.slots[(t*k+j)*e:(t*k+j+1)*e])
+		}
+	}
+	return nil
+}
+
+// moeGroup runs the products of experts x0..x1-1 (at most s.rows pairs
+// together) of block l on their gathered rows and leaves each pair's
+// weighted output in its slot. With s.prod the gate and up products of
+// every expert of the group are one pool job, the down products another;
+// else each product is one.
+func (r *Runner) moeGroup(l, x0, x1 int) error {
+	cfg := r.m.Config
+	mo, s := r.m.Layers[l].MoE, r.moe
+	e, ff, k := cfg.NEmbd, cfg.NFFExp, s.k
+	base := int(s.start[x0])
+	ps := s.pairs[base:s.start[x1]]
+	if len(ps) == 0 {
+		return nil // no token chose these: their weights are never read
+	}
+	for j, pi := range ps {
+		t := int(pi) / k
+		copy(s.xg[j*e:(j+1)*e], r.xn[t*e:(t+1)*e])
+	}
+	// Expert x's pairs are the gathered rows o..o+m-1.
+	for x := x0; x < x1; x++ {
+		o, m := int(s.start[x])-base, int(s.start[x+1]-s.start[x])
+		if m == 0 {
+			continue
+		}
+		if err := r.expertProduct(s.gate[o*ff:], mo.Gate[x], s.xg[o*e:], m, "ffn_gate_exps", l); err != nil {
+			return err
+		}
+		if err := r.expertProduct(s.up[o*ff:], mo.Up[x], s.xg[o*e:], m, "ffn_up_exps", l); err != nil {
+			return err
+		}
+	}
+	if err := r.expertRun("ffn_gate_exps", l); err != nil {
+		return err
+	}
+	for x := x0; x < x1 && mo.GateBias != nil; x++ {
+		o, m := int(s.start[x])-base, int(s.start[x+1]-s.start[x])
+		addBias(s.gate[o*ff:(o+m)*ff], mo.GateBias[x])
+		addBias(s.up[o*ff:(o+m)*ff], mo.UpBias[x])
+	}
+	for j := range ps {
+		g := s.gate[j*ff : (j+1)*ff]
+		if cfg.MoESwiGLULimit != 0 {
+			swigluOAI(g, g, s.up[j*ff:(j+1)*ff], cfg.MoESwiGLUAlpha, cfg.MoESwiGLULimit)
+		} else {
+			r.ar.siluMul(g, g, s.up[j*ff:(j+1)*ff])
+		}
+	}
+	for x := x0; x < x1; x++ {
+		o, m := int(s.start[x])-base, int(s.start[x+1]-s.start[x])
+		if m == 0 {
+			continue
+		}
+		if err := r.expertProduct(s.down[o*e:], mo.Down[x], s.gate[o*ff:], m, "ffn_down_exps", l); err != nil {
+			return err
+		}
+	}
+	if err := r.expertRun("ffn_down_exps", l); err != nil {
+		return err
+	}
+	for x := x0; x < x1 && mo.DownBias != nil; x++ {
+		o, m := int(s.start[x])-base, int(s.start[x+1]-s.start[x])
+		addBias(s.down[o*e:(o+m)*e], mo.DownBias[x])
+	}
+	for j, pi := range ps {
+		dst := s.slots[int(pi)*e : (int(pi)+1)*e]
+		w := s.wts[pi]
+		for d, v := range s.down[j*e : (j+1)*e] {
+			dst[d] = v * w
+		}
+	}
+	return nil
+}
+
+// expertProduct computes out = w·x for the m gathered rows of one
+// expert: added to the group's pool job when the experts are batched
+// (expertRun runs it), else at once.
+func (r *Runner) expertProduct(out []float32, w kernels.Matrix, x []float32, m int, what string, layer int) error {
+	p := r.moe.prod
+	if p == nil {
+		return r.expertMatmul(out, w, x, m, what, layer)
+	}
+	if err := p.Add(out[:m*w.Rows], w, x[:m*w.Cols], m); err != nil {
+		p.Reset()
+		return fmt.Errorf("model: layer %d %s: %w", layer, what, err)
+	}
+	return nil
+}
+
+// expertRun runs the products expertProduct added (none when the experts
+// are not batched).
+func (r *Runner) expertRun(what string, layer int) error {
+	if p := r.moe.prod; p != nil {
+		if err := p.Run(r.pool); err != nil {
+			return fmt.Errorf("model: layer %d %s: %w", layer, what, err)
 		}
 	}
 	return nil

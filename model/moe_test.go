@@ -391,6 +391,10 @@ func TestMoEBatchedEqualsPerToken(t *testing.T) {
 			defer pool.Close()
 			r := NewRunner(m, c, pool, 16)
 			r.ar = rowArith(r.ar)
+			// Every expert product through the arithmetic, one row at a
+			// time (TestMoEGroupedProducts compares the grouped pool jobs
+			// with the per-expert products).
+			r.moe.prod = nil
 			e := m.Config.NEmbd
 			rng := rand.New(rand.NewPCG(1, 2))
 			for _, n := range []int{1, 3, 16} {
@@ -437,6 +441,66 @@ func TestMoEBatchedEqualsPerToken(t *testing.T) {
 				for i, v := range got {
 					if math.Float32bits(v) != math.Float32bits(r.proj[i]) {
 						t.Fatalf("%d tokens: value %d is %g with the unchosen experts poisoned, %g before", n, i, r.proj[i], v)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestMoEGroupedProducts checks that multiplying a group's experts in one
+// pool job per stage (kernels.Products), in groups of any size, gives bit
+// for bit what one product per expert (MatMul) gives.
+func TestMoEGroupedProducts(t *testing.T) {
+	for _, sp := range []moeSpec{
+		{arch: "llama", nExp: 8, used: 2, wtype: tensor.F16, xtype: tensor.Q8_0},
+		{arch: "qwen3moe", nExp: 32, used: 8, ffExp: 64, wtype: tensor.Q8_0, xtype: tensor.Q8_0},
+		{arch: "llama", nExp: 8, used: 4, wtype: tensor.Q8_0, xtype: tensor.MXFP4},
+		{arch: "qwen3moe", nExp: 16, used: 2, ffExp: 32, wtype: tensor.F32, xtype: tensor.Q4_0},
+	} {
+		t.Run(fmt.Sprintf("%s-%d-%d-%s", sp.arch, sp.nExp, sp.used, sp.xtype), func(t *testing.T) {
+			m, err := newMoESynth(t, sp).load(t)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := NewCache(m.Config, KVF16, 1, 32)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pool := kernels.NewPool(2)
+			defer pool.Close()
+			r := NewRunner(m, c, pool, 16)
+			prod, rows := r.moe.prod, r.moe.rows
+			if prod == nil {
+				t.Fatalf("%s experts are not batched", sp.xtype)
+			}
+			e := m.Config.NEmbd
+			rng := rand.New(rand.NewPCG(3, 4))
+			for _, n := range []int{1, 3, 16} {
+				for i := range r.xn[:n*e] {
+					r.xn[i] = float32(rng.NormFloat64())
+				}
+				xn := slices.Clone(r.xn[:n*e])
+				var want []float32
+				for _, v := range []struct {
+					name string
+					prod *kernels.Products
+					rows int
+				}{{"per expert", nil, rows}, {"one group", prod, rows}, {"groups of the batch's size", prod, n}} {
+					r.moe.prod, r.moe.rows = v.prod, v.rows
+					copy(r.xn, xn)
+					if err := r.moeFFN(1, n); err != nil {
+						t.Fatal(err)
+					}
+					got := r.proj[:n*e]
+					if want == nil {
+						want = slices.Clone(got)
+						continue
+					}
+					for i, x := range want {
+						if math.Float32bits(x) != math.Float32bits(got[i]) {
+							t.Fatalf("%d tokens, %s: value %d is %g, per expert %g", n, v.name, i, got[i], x)
+						}
 					}
 				}
 			}
@@ -571,9 +635,10 @@ func TestExpertScratchBytes(t *testing.T) {
 	for _, c := range []Config{{NEmbd: 2048, NExpert: 128, NExpertUsed: 8, NFFExp: 768}, {NEmbd: 64, NExpert: 8, NExpertUsed: 2, NFFExp: 96}} {
 		for _, batch := range []int{1, 512} {
 			s := newMoEScratch(&Model{Config: c}, batch)
-			held := 4 * (len(s.probs) + len(s.sel) + len(s.wts) + len(s.pairs) + len(s.ones) + len(s.xg) + len(s.gate) + len(s.up) + len(s.down) + len(s.slots))
-			if got := c.ExpertScratchBytes(batch); got < float64(held) || got > 1.01*float64(held) {
-				t.Errorf("%+v batch %d: budget %g, scratch %d", c, batch, got, held)
+			held := float64(4*(len(s.probs)+len(s.sel)+len(s.wts)+len(s.pairs)+len(s.ones)+len(s.xg)+len(s.gate)+len(s.up)+len(s.down)+len(s.slots))) +
+				c.expertArenaBytes(batch)
+			if got := c.ExpertScratchBytes(batch); got < held || got > 1.01*held {
+				t.Errorf("%+v batch %d: budget %g, scratch %g", c, batch, got, held)
 			}
 		}
 	}
