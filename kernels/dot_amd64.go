@@ -175,9 +175,14 @@ func kRowsN(q6 bool, w []byte, x []quant.BlockQ8K, nb, rows, tokens int, out []f
 	var acc [knAccFloats]float32
 	for t := 0; t < tokens; t += xnTokens {
 		k := min(xnTokens, tokens-t)
-		if q6 {
+		switch {
+		case k == 8 && q6:
+			dotQ6KRows8AVX512(&w[0], &x[t*nb], nb, rows, &out[t*stride], stride)
+		case k == 8:
+			dotQ4KRows8AVX512(&w[0], &x[t*nb], nb, rows, &out[t*stride], stride)
+		case q6:
 			dotQ6KRowsNAVX512(&w[0], &x[t*nb], nb, rows, k, &out[t*stride], stride, &acc)
-		} else {
+		default:
 			dotQ4KRowsNAVX512(&w[0], &x[t*nb], nb, rows, k, &out[t*stride], stride, &acc)
 		}
 	}
@@ -194,6 +199,18 @@ func dotQ4KRowsNAVX512(w *byte, x *quant.BlockQ8K, nb, rows, tokens int, out *fl
 //
 //go:noescape
 func dotQ6KRowsNAVX512(w *byte, x *quant.BlockQ8K, nb, rows, tokens int, out *float32, stride int, acc *[knAccFloats]float32)
+
+// dotQ4KRows8AVX512 works like dotQ4KRowsNAVX512 for eight tokens, with
+// every token's float lanes in registers (the prompt's common case).
+//
+//go:noescape
+func dotQ4KRows8AVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32, stride int)
+
+// dotQ6KRows8AVX512 works like dotQ6KRowsNAVX512 for eight tokens, with
+// every token's float lanes in registers.
+//
+//go:noescape
+func dotQ6KRows8AVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32, stride int)
 
 // dotQ4KRowsAVX512 works like dotQ4KRowsAVX512Go on rows rows of nb
 // blocks at w, x and out (nb, rows >= 1).

@@ -1392,3 +1392,257 @@ q2kloop:
 	JNZ q2krow
 	VZEROUPPER
 	RET
+
+// Eight-token row-run dots of Q4_K and Q6_K: dotQ4KRowsNAVX512's and
+// dotQ6KRowsNAVX512's work for exactly eight tokens, with every token's
+// float lanes in registers instead of memory (Z16-Z19 and Z25-Z28 or
+// Z24-Z27 the 16 scaled-sum lanes of tokens 0-7; the 8 mins or bsum lanes
+// of tokens 2p and 2p+1 share one register, the low and high half). The
+// float steps are those of the one-token row-run dots, lane for lane:
+// each token's result equals theirs bit for bit. The scale permutations'
+// indices and Q6_K's shift counts come from memory to free registers.
+
+// K8_MINS adds the mins (Q6_K: bsum) sums of tokens a and b, their bsums
+// at bsa and bsb times the words in wd, times mult·dx (mult broadcast,
+// dx at xa and xb) to macc: token a in its low eight lanes, b in its high.
+#define K8_MINS(wd, mult, bsa, bsb, xa, xb, macc) \
+	VPMADDWD bsa, wd, Y11 \
+	VPMADDWD bsb, wd, Y12 \
+	VINSERTI64X4 $1, Y12, Z11, Z11 \
+	VCVTDQ2PS Z11, Z11 \
+	VBROADCASTSS xa, Y12 \
+	VBROADCASTSS xb, Y13 \
+	VINSERTF64X4 $1, Y13, Z12, Z12 \
+	VMULPS mult, Z12, Z12 \
+	VFMADD231PS Z12, Z11, macc
+
+// K8_TOK adds one token's block to its float lanes facc: the four chunks'
+// integer sums (codes in Z3, Z4, Z5, Z8 times the activations at x4..x196,
+// scales Z20-Z23) converted, times d·dx (d broadcast in dreg, dx at xd).
+#define K8_TOK(x4, x68, x132, x196, xd, dreg, facc) \
+	VPMADDUBSW x4, Z3, Z10 \
+	VPMADDWD Z20, Z10, Z9 \
+	VPMADDUBSW x68, Z4, Z10 \
+	VPDPWSSD Z21, Z10, Z9 \
+	VPMADDUBSW x132, Z5, Z10 \
+	VPDPWSSD Z22, Z10, Z9 \
+	VPMADDUBSW x196, Z8, Z10 \
+	VPDPWSSD Z23, Z10, Z9 \
+	VCVTDQ2PS Z9, Z9 \
+	VMULPS.BCST xd, dreg, Z7 \
+	VFMADD231PS Z7, Z9, facc
+
+#define K8_TOKT(xt, dreg, facc) K8_TOK(xt(4), xt(68), xt(132), xt(196), xt(0), dreg, facc)
+
+// K8_PERMS spreads the scale words in Z0 over Z20-Z23 with the index
+// vectors at idx.
+#define K8_PERMS(idx) \
+	VMOVDQU64 idx+0(SB), Z13 \
+	VPERMW Z0, Z13, Z20 \
+	VMOVDQU64 idx+64(SB), Z13 \
+	VPERMW Z0, Z13, Z21 \
+	VMOVDQU64 idx+128(SB), Z13 \
+	VPERMW Z0, Z13, Z22 \
+	VMOVDQU64 idx+192(SB), Z13 \
+	VPERMW Z0, Z13, Z23
+
+// K8_RED folds one token's lanes, facc and the mins (bsum) lanes already
+// in Y12, as the one-token row-run dots do, and stores the result at
+// (AX), then moves AX to the next token's output. q6fold is the mins
+// step: VSUBPS Y12, Y8, Y8 for Q4_K, VFNMADD231PS Y13, Y12, Y8 (32.0 in
+// Y13) for Q6_K.
+#define K8_RED(facc, q6fold) \
+	VMOVAPS facc, Z8 \
+	VEXTRACTF64X4 $1, Z8, Y0 \
+	VADDPS Y0, Y8, Y8 \
+	q6fold \
+	VEXTRACTF128 $1, Y8, X0 \
+	VADDPS X0, X8, X8 \
+	VMOVHLPS X8, X0, X0 \
+	VADDPS X0, X8, X8 \
+	VMOVSHDUP X8, X0 \
+	VADDSS X0, X8, X8 \
+	VMOVSS X8, (AX) \
+	ADDQ DX, AX
+
+#define Q4K8_FOLD VSUBPS Y12, Y8, Y8
+#define Q6K8_FOLD VFNMADD231PS Y13, Y12, Y8
+
+// K8_REDPAIR folds tokens 2p (mins in the low half of macc) and 2p+1
+// (the high half).
+#define K8_REDPAIR(fa, fb, macc, fold) \
+	VMOVAPS macc, Z12 \
+	K8_RED(fa, fold) \
+	VEXTRACTF64X4 $1, macc, Y12 \
+	K8_RED(fb, fold)
+
+// func dotQ4KRows8AVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32, stride int)
+//
+// dotQ4KRowsNAVX512 for eight tokens (nb, rows >= 1).
+TEXT ·dotQ4KRows8AVX512(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), SI
+	MOVQ out+32(FP), R14
+	MOVQ nb+16(FP), R11
+	IMUL3Q $292, R11, R11
+	LEAQ (R11)(R11*2), R13
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z15
+	VMOVDQU64 q4kShift<>+0(SB), Z24
+
+q4k8row:
+	MOVQ x+8(FP), DI
+	LEAQ (DI)(R11*4), R12
+	MOVQ nb+16(FP), CX
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z25, Z25, Z25
+	VPXORD Z26, Z26, Z26
+	VPXORD Z27, Z27, Z27
+	VPXORD Z28, Z28, Z28
+	VPXORD Z14, Z14, Z14
+	VPXORD Z29, Z29, Z29
+	VPXORD Z30, Z30, Z30
+	VPXORD Z31, Z31, Z31
+
+q4k8loop:
+	PREFETCHT0 2304(SI)
+	PREFETCHT0 2368(SI)
+	PREFETCHT0 2432(SI)
+	Q4K_SCALES512
+	K8_PERMS(q4kIdx<>)
+	VPUNPCKLWD X1, X1, X2
+	VPUNPCKHWD X1, X1, X7
+	VINSERTI128 $1, X7, Y2, Y2
+	Q4KN_UNPACK(16, Z3)
+	Q4KN_UNPACK(48, Z4)
+	Q4KN_UNPACK(80, Z5)
+	Q4KN_UNPACK(112, Z8)
+	VCVTPH2PS (SI), X6
+	VBROADCASTSS X6, Z0
+	VMOVSHDUP X6, X7
+	VBROADCASTSS X7, Z1
+	K8_TOKT(X8T0, Z0, Z16)
+	K8_TOKT(X8T1, Z0, Z17)
+	K8_TOKT(X8T2, Z0, Z18)
+	K8_TOKT(X8T3, Z0, Z19)
+	K8_TOKT(X8T4, Z0, Z25)
+	K8_TOKT(X8T5, Z0, Z26)
+	K8_TOKT(X8T6, Z0, Z27)
+	K8_TOKT(X8T7, Z0, Z28)
+	K8_MINS(Y2, Z1, X8T0(260), X8T1(260), X8T0(0), X8T1(0), Z14)
+	K8_MINS(Y2, Z1, X8T2(260), X8T3(260), X8T2(0), X8T3(0), Z29)
+	K8_MINS(Y2, Z1, X8T4(260), X8T5(260), X8T4(0), X8T5(0), Z30)
+	K8_MINS(Y2, Z1, X8T6(260), X8T7(260), X8T6(0), X8T7(0), Z31)
+	ADDQ $144, SI
+	ADDQ $292, DI
+	ADDQ $292, R12
+	DECQ CX
+	JNZ q4k8loop
+
+	MOVQ stride+40(FP), DX
+	SHLQ $2, DX
+	MOVQ R14, AX
+	K8_REDPAIR(Z16, Z17, Z14, Q4K8_FOLD)
+	K8_REDPAIR(Z18, Z19, Z29, Q4K8_FOLD)
+	K8_REDPAIR(Z25, Z26, Z30, Q4K8_FOLD)
+	K8_REDPAIR(Z27, Z28, Z31, Q4K8_FOLD)
+	ADDQ $4, R14
+	DECQ rows+24(FP)
+	JNZ q4k8row
+	VZEROUPPER
+	RET
+
+// Q6K8_UNPACK works like Q6KN_UNPACK with the shift counts from memory
+// and 0x30 in every byte of Z14. Clobbers Z9-Z11.
+#define Q6K8_UNPACK(qoff, hoff, lo, hi) \
+	VMOVDQU64 qoff(SI), lo \
+	VBROADCASTI64X4 hoff(SI), Z9 \
+	VPSRLW $4, lo, hi \
+	VPANDD Z15, lo, lo \
+	VPANDD Z15, hi, hi \
+	VPSLLVW q6kShift<>+0(SB), Z9, Z10 \
+	VPSRLVW q6kShift<>+64(SB), Z9, Z11 \
+	VPANDD Z14, Z10, Z10 \
+	VPANDD Z14, Z11, Z11 \
+	VPORD Z10, lo, lo \
+	VPORD Z11, hi, hi
+
+// func dotQ6KRows8AVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32, stride int)
+//
+// dotQ6KRowsNAVX512 for eight tokens (nb, rows >= 1).
+TEXT ·dotQ6KRows8AVX512(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), SI
+	MOVQ out+32(FP), R14
+	MOVQ nb+16(FP), R11
+	IMUL3Q $292, R11, R11
+	LEAQ (R11)(R11*2), R13
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z15
+	MOVL $0x30303030, AX
+	VPBROADCASTD AX, Z14
+
+q6k8row:
+	MOVQ x+8(FP), DI
+	LEAQ (DI)(R11*4), R12
+	MOVQ nb+16(FP), CX
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z24, Z24, Z24
+	VPXORD Z25, Z25, Z25
+	VPXORD Z26, Z26, Z26
+	VPXORD Z27, Z27, Z27
+	VPXORD Z28, Z28, Z28
+	VPXORD Z29, Z29, Z29
+	VPXORD Z30, Z30, Z30
+	VPXORD Z31, Z31, Z31
+
+q6k8loop:
+	PREFETCHT0 2520(SI)
+	PREFETCHT0 2584(SI)
+	PREFETCHT0 2648(SI)
+	PREFETCHT0 2712(SI)
+	VPMOVSXBW 192(SI), Y0
+	K8_PERMS(q6kIdx<>)
+	Q6K8_UNPACK(0, 128, Z3, Z4)
+	Q6K8_UNPACK(64, 160, Z5, Z8)
+	MOVWLZX 208(SI), AX
+	VMOVD AX, X6
+	VCVTPH2PS X6, X6
+	VBROADCASTSS X6, Z1
+	K8_TOKT(X8T0, Z1, Z16)
+	K8_TOKT(X8T1, Z1, Z17)
+	K8_TOKT(X8T2, Z1, Z18)
+	K8_TOKT(X8T3, Z1, Z19)
+	K8_TOKT(X8T4, Z1, Z24)
+	K8_TOKT(X8T5, Z1, Z25)
+	K8_TOKT(X8T6, Z1, Z26)
+	K8_TOKT(X8T7, Z1, Z27)
+	K8_MINS(Y0, Z1, X8T0(260), X8T1(260), X8T0(0), X8T1(0), Z28)
+	K8_MINS(Y0, Z1, X8T2(260), X8T3(260), X8T2(0), X8T3(0), Z29)
+	K8_MINS(Y0, Z1, X8T4(260), X8T5(260), X8T4(0), X8T5(0), Z30)
+	K8_MINS(Y0, Z1, X8T6(260), X8T7(260), X8T6(0), X8T7(0), Z31)
+	ADDQ $210, SI
+	ADDQ $292, DI
+	ADDQ $292, R12
+	DECQ CX
+	JNZ q6k8loop
+
+	MOVQ stride+40(FP), DX
+	SHLQ $2, DX
+	MOVQ R14, AX
+	MOVL $0x42000000, BX // 32.0
+	VMOVD BX, X13
+	VBROADCASTSS X13, Y13
+	K8_REDPAIR(Z16, Z17, Z28, Q6K8_FOLD)
+	K8_REDPAIR(Z18, Z19, Z29, Q6K8_FOLD)
+	K8_REDPAIR(Z24, Z25, Z30, Q6K8_FOLD)
+	K8_REDPAIR(Z26, Z27, Z31, Q6K8_FOLD)
+	ADDQ $4, R14
+	DECQ rows+24(FP)
+	JNZ q6k8row
+	VZEROUPPER
+	RET
