@@ -180,6 +180,10 @@ func kRowsN(q6 bool, w []byte, x []quant.BlockQ8K, nb, rows, tokens int, out []f
 			dotQ6KRows8AVX512(&w[0], &x[t*nb], nb, rows, &out[t*stride], stride)
 		case k == 8:
 			dotQ4KRows8AVX512(&w[0], &x[t*nb], nb, rows, &out[t*stride], stride)
+		case k == 4 && q6:
+			dotQ6KRows4AVX512(&w[0], &x[t*nb], nb, rows, &out[t*stride], stride)
+		case k == 4:
+			dotQ4KRows4AVX512(&w[0], &x[t*nb], nb, rows, &out[t*stride], stride)
 		case q6:
 			dotQ6KRowsNAVX512(&w[0], &x[t*nb], nb, rows, k, &out[t*stride], stride, &acc)
 		default:
@@ -211,6 +215,17 @@ func dotQ4KRows8AVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32, s
 //
 //go:noescape
 func dotQ6KRows8AVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32, stride int)
+
+// dotQ4KRows4AVX512 works like dotQ4KRows8AVX512 for four tokens (a
+// serving step's batch of four sequences).
+//
+//go:noescape
+func dotQ4KRows4AVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32, stride int)
+
+// dotQ6KRows4AVX512 works like dotQ6KRows8AVX512 for four tokens.
+//
+//go:noescape
+func dotQ6KRows4AVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32, stride int)
 
 // dotQ4KRowsAVX512 works like dotQ4KRowsAVX512Go on rows rows of nb
 // blocks at w, x and out (nb, rows >= 1).
