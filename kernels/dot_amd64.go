@@ -147,9 +147,11 @@ func dotQ6KRowsNAVX512Go(w []byte, x []quant.BlockQ8K, nb, rows, tokens int, out
 // scratch: 32 floats a token from the first 64-byte boundary on.
 const knAccFloats = xnTokens*32 + 16
 
-// kRowsN runs the Q4_K (or, q6, the Q6_K) multi-token row-run kernel
+// kRowsN runs the Q4_K (or, q6, the Q6_K) multi-token row-run kernels
 // over the tokens in groups of up to xnTokens, after checking every slice
-// it reads or writes. The kernels are called directly, not through a
+// it reads or writes: groups of 2, 3, 4 and 8 tokens with the kernels
+// that keep the tokens' float lanes in registers, the others with the one
+// that keeps them in acc. The kernels are called directly, not through a
 // function value, so that acc stays on the stack.
 func kRowsN(q6 bool, w []byte, x []quant.BlockQ8K, nb, rows, tokens int, out []float32, stride int) {
 	size := q4KBytes
@@ -184,6 +186,14 @@ func kRowsN(q6 bool, w []byte, x []quant.BlockQ8K, nb, rows, tokens int, out []f
 			dotQ6KRows4AVX512(&w[0], &x[t*nb], nb, rows, &out[t*stride], stride)
 		case k == 4:
 			dotQ4KRows4AVX512(&w[0], &x[t*nb], nb, rows, &out[t*stride], stride)
+		case k == 3 && q6:
+			dotQ6KRows3AVX512(&w[0], &x[t*nb], nb, rows, &out[t*stride], stride)
+		case k == 3:
+			dotQ4KRows3AVX512(&w[0], &x[t*nb], nb, rows, &out[t*stride], stride)
+		case k == 2 && q6:
+			dotQ6KRows2AVX512(&w[0], &x[t*nb], nb, rows, &out[t*stride], stride)
+		case k == 2:
+			dotQ4KRows2AVX512(&w[0], &x[t*nb], nb, rows, &out[t*stride], stride)
 		case q6:
 			dotQ6KRowsNAVX512(&w[0], &x[t*nb], nb, rows, k, &out[t*stride], stride, &acc)
 		default:
@@ -226,6 +236,26 @@ func dotQ4KRows4AVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32, s
 //
 //go:noescape
 func dotQ6KRows4AVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32, stride int)
+
+// dotQ4KRows3AVX512 works like dotQ4KRows8AVX512 for three tokens.
+//
+//go:noescape
+func dotQ4KRows3AVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32, stride int)
+
+// dotQ6KRows3AVX512 works like dotQ6KRows8AVX512 for three tokens.
+//
+//go:noescape
+func dotQ6KRows3AVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32, stride int)
+
+// dotQ4KRows2AVX512 works like dotQ4KRows8AVX512 for two tokens.
+//
+//go:noescape
+func dotQ4KRows2AVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32, stride int)
+
+// dotQ6KRows2AVX512 works like dotQ6KRows8AVX512 for two tokens.
+//
+//go:noescape
+func dotQ6KRows2AVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32, stride int)
 
 // dotQ4KRowsAVX512 works like dotQ4KRowsAVX512Go on rows rows of nb
 // blocks at w, x and out (nb, rows >= 1).
