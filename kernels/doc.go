@@ -46,18 +46,20 @@
 // claimed piece in one call of a row-run dot. Quantized dot products
 // multiply 8-bit codes with integer arithmetic and apply one float scale
 // per block; the integer sums are exact on every path. The Q4_K and
-// Q6_K dots of the generic and avx2 paths and the avx512 four-token ones
-// run the same scalar float sequence and agree bit for bit; the avx512
-// Q8_0 dots and the avx512 one- and eight-token Q4_K/Q6_K dots accumulate
-// in float32 vector lanes, reduced once per row, and agree with the
-// generic twins within a summation-order tolerance. For n > 1 the rows
+// Q6_K dots of the generic and avx2 paths run the same scalar float
+// sequence and agree bit for bit; the avx512 Q8_0 dots and the avx512
+// Q4_K/Q6_K dots accumulate in float32 vector lanes, reduced once per
+// row, and agree with the generic twins within a summation-order
+// tolerance. For n > 1 the rows
 // are processed in tiles small enough to stay in cache
 // while every token column is multiplied by them, so each weight block is
 // read from memory once per call; the quantized types take eight tokens at
 // a time, then four, with kernels that unpack each weight block once for
 // all of them (the Q8_0 four- and eight-token dots equal the path's
-// one-token dot bit for bit, the K-quant four-token dots the generic
-// twin's). Tokens are taken in blocks whose activations fit the
+// one-token dot bit for bit, the K-quant four-token dots too), and the
+// avx512 Q4_K and Q6_K ones up to eight tokens at a time with a kernel
+// (dots.xn) whose every token equals the one-token row-run dot bit for
+// bit, so that a sequence's results never depend on its batch. Tokens are taken in blocks whose activations fit the
 // second-level cache, each block multiplied by every row tile of a piece
 // before the next. For Q8_0 the conversion also lays out the block
 // scales of each group of eight tokens as float32, block-major, so that
@@ -115,8 +117,8 @@
 // # Which types have which kernels
 //
 // avx512: one-token (row-run) dots for every quantized type but Q4_1 and
-// Q5_1, which take the AVX2 ones; eight-token dots for all of those but Q2_K (four-token ones for
-// Q4_K, Q6_K and Q8_0 too); the rest multiply a prompt token by token,
+// Q5_1, which take the AVX2 ones; eight-token dots for all of those but Q2_K, Q4_K and Q6_K
+// (four-token ones for Q8_0 too), and for Q4_K and Q6_K one multi-token dot for 1..8 tokens; the rest multiply a prompt token by token,
 // each weight tile staying in cache. avx2: one- and four-token dots for
 // Q4_K, Q6_K and Q8_0; one-token dots for Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL
 // and IQ4_XS that equal the generic ones bit for bit (MXFP4: one- and

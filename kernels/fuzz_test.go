@@ -15,8 +15,8 @@ import (
 // the rest fills the weight blocks and then the activation codes (zero when
 // short). Every path's one-token dot must equal the generic twin (bit for
 // bit, or within nearTwin's tolerance on a path that reorders its sums),
-// its Q8_0 multi-token dots its one-token dot and its four-token K-quant
-// dots the generic twin bit for bit; when the result is finite it must be
+// its Q8_0 multi-token dots and its four-token K-quant dots its
+// one-token dot bit for bit; when the result is finite it must be
 // within tolerance of quant's reference.
 func FuzzQuantDot(f *testing.F) {
 	f.Add([]byte{0, 1, 0, 0, 0x80, 0x3f, 0x00, 0x3c, 1, 2, 3})
@@ -83,14 +83,21 @@ func FuzzQuantDot(f *testing.F) {
 			if q6 {
 				dot, dot4 = tableFor(p).dotQ6K, tableFor(p).dotQ6Kx4
 			}
-			if got := dot(w, x); !nearTwin(tableFor(p), typ, got, want, nb, abs) {
+			got := dot(w, x)
+			if !nearTwin(tableFor(p), typ, got, want, nb, abs) {
 				t.Fatalf("%s: got %v, generic %v", p, got, want)
+			}
+			if tableFor(p).q8k(typ).xn != nil {
+				// The lane-summing one-token kernel and its Go twin.
+				if tw := dotKLanesGo(q6, w, x); !sameFloat(got, tw) {
+					t.Fatalf("%s: got %v, lane twin %v", p, got, tw)
+				}
 			}
 			var o4 [4]float32
 			dot4(w, x4, nb, &o4)
 			for tok := range 4 {
-				if w1 := generic(q6)(w, x4[tok*nb:(tok+1)*nb]); !sameFloat(o4[tok], w1) {
-					t.Fatalf("%s four-token dot, token %d: got %v, generic %v", p, tok, o4[tok], w1)
+				if w1 := dot(w, x4[tok*nb:(tok+1)*nb]); !sameFloat(o4[tok], w1) {
+					t.Fatalf("%s four-token dot, token %d: got %v, one-token %v", p, tok, o4[tok], w1)
 				}
 			}
 		}

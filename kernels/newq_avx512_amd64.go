@@ -274,7 +274,7 @@ func setNewQAVX2(t *table) {
 
 // dotQ5Kx8AVX512 sets out[t] to the dot of the nb Q5_K blocks at w with
 // token t's nb blocks at x[t*nb:], for eight tokens (nb >= 1), summing in
-// vector lanes like dotQ4Kx8AVX512.
+// vector lanes (see quant_avx512_amd64.s).
 //
 //go:noescape
 func dotQ5Kx8AVX512(w *byte, x *quant.BlockQ8K, nb int, out *[8]float32)

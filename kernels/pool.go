@@ -523,13 +523,15 @@ func (j *job) rows(tab *table, part, r0, r1 int) {
 	}
 }
 
-// tiledQ works like tiled for the quantized types, taking eight tokens
-// at a time with d.x8 (when the path has one; two rows at a time with
-// d.x8r2 when it has that too), then four with d.x4 (when
-// it has one; its results equal four one-token dots, see dots) and the
-// rest with d.one, or d.rows over a tile's rows when the path has a
-// row-run dot (equal to d.one row by row). A one-token product on such a
-// path takes all its rows in one call. res is the calling
+// tiledQ works like tiled for the quantized types. On a path with a
+// multi-token kernel d.xn it takes up to xnTokens tokens at a time with
+// it, over a tile's rows. Otherwise it takes eight tokens at a time with
+// d.x8 (when the path has one; two rows at a time with d.x8r2 when it has
+// that too), then four with d.x4 (when it has one; its results equal four
+// one-token dots, see dots) and the rest with d.one, or d.rows over a
+// tile's rows when the path has a row-run dot (equal to d.one row by
+// row). A one-token product on a path with a row-run dot takes all its
+// rows in one call. res is the calling
 // goroutine's own result buffer; blockBytes is the size of one X; dx is
 // the eight-token groups' block scales for dot8 (job.q80dx), or nil.
 //
@@ -551,6 +553,15 @@ func tiledQ[X any](j *job, r0, r1 int, res *[8]float32, xs []X, dx []float32, nb
 		t1 := min(t0+tb, j.n)
 		for r := r0; r < r1; r += tile {
 			re := min(r+tile, r1)
+			if d.xn != nil {
+				// Up to xnTokens tokens per call, each equal to its
+				// one-token dot whatever the group.
+				for t := t0; t < t1; t += xnTokens {
+					k := min(xnTokens, t1-t)
+					d.xn(data[r*rb:re*rb], xs[t*nb:(t+k)*nb], nb, re-r, k, out[t*rows+r:], rows)
+				}
+				continue
+			}
 			t := t0
 			for ; dot8 != nil && t+8 <= t1; t += 8 {
 				xa := xs[t*nb : (t+8)*nb]

@@ -121,12 +121,15 @@ func batchRounds(tab *table, typ tensor.Type, n int) bool {
 
 // batchTokens returns how many of the first tokens of an n-token product
 // of type typ on tab may round differently from a one-token product (see
-// batchRounds): the tokens the product takes eight, or four, at a time.
+// batchRounds): the tokens the product takes eight, or four, at a time,
+// none where the path has a multi-token kernel (dots.xn).
 func batchTokens(tab *table, typ tensor.Type, n int) int {
 	k := typ == tensor.Q4_K || typ == tensor.Q6_K
 	switch {
 	case n >= qtMinTokens && tab.qtile != nil && tab.weights[typ].qtRepack != nil:
 		return n // the prompt tile (qtile.go) takes every token
+	case k && tab.q8k(typ).xn != nil:
+		return 0 // every token equals its one-token dot (dots.xn)
 	case k && reordered(tab, typ):
 		return n / 4 * 4
 	case n >= 8 && (tab.q8k(typ).x8 != nil || typ != tensor.Q8_0 && tab.q80(typ).x8 != nil):

@@ -5,12 +5,12 @@
 // Quantized dot products, AVX-512 path (F, BW, VL, VNNI). Each works like
 // its generic twin in dot_generic.go: exact integer sums per block
 // (VPMADDUBSW, then VPDPWSSD to apply the sub-block scales and
-// accumulate). The four-token dots then take the same scalar float32
-// steps in block order as the AVX2 path and equal the twin bit for bit;
-// the one- and eight-token dots accumulate in float32 vector lanes and
-// reduce them once, so they equal the twin up to the rounding of the
-// summation order. Every function reads exactly nb blocks of weights and
-// of activations and nothing else.
+// accumulate). The dots accumulate in float32 vector lanes and reduce
+// them once, so they equal the twin up to the rounding of the summation
+// order; the multi-token Q4_K and Q6_K dots take each token's float steps
+// exactly as the one-token ones, so that a token's result does not depend
+// on the tokens beside it. Every function reads exactly nb blocks of
+// weights and of activations and nothing else.
 
 // Permutation indices that spread scale words over the int16 lanes of a
 // VPMADDUBSW result: q4kIdx[p] puts scale 2p on lanes 0-15 and 2p+1 on
@@ -339,51 +339,42 @@ q6k5loop:
 	VZEROUPPER
 	RET
 
-// Four-token quantized dot products, AVX-512 path: like the AVX2 ones in
-// quant4_avx2_amd64.s (same integer sums, same float32 steps in the four
-// lanes of X12, so the results equal four one-token generic calls bit
-// for bit),
-// with 512-bit VPMADDUBSW and VPDPWSSD.
+// Multi-token row-run dots, AVX-512 path: dotQ4KRowsNAVX512 and
+// dotQ6KRowsNAVX512 multiply a run of weight rows with up to eight
+// tokens at once. Each weight block is loaded, its scales and codes
+// unpacked once, and then multiplied with every token's activations.
+// Every token takes exactly the float32 steps of the one-token row-run
+// dot above (dotQ4KRowsAVX512, dotQ6KRowsAVX512): the same integer lane
+// sums, converted and accumulated with the same products into the same
+// 16+8 float lanes, reduced in the same order. So a token's result does
+// not depend on the other tokens of its product, bit for bit. The
+// tokens' float lanes live in acc, from its first 64-byte boundary on,
+// 128 bytes a token (the 16 scaled sums, the 8 mins or bsum sums, and
+// Q4_K's d·dx and dmin·dx, which the multiply-adds broadcast from there),
+// read and written once per token and block, which frees the registers
+// for the unpacked block; the alignment keeps those loads and stores
+// within cache lines.
 
-#define T0(off) off(DI)
-#define T1(off) off(DI)(R11*1)
-#define T2(off) off(DI)(R11*2)
-#define T3(off) off(DI)(R13*1)
+// Q4KN_UNPACK puts the 32 qs bytes at qoff(SI) in dst as 64 codes
+// (sub-blocks 2c and 2c+1) lined up with 64 activations.
+#define Q4KN_UNPACK(qoff, dst) \
+	VBROADCASTI64X4 qoff(SI), dst \
+	VPSRLVW Z24, dst, dst \
+	VPANDD Z15, dst, dst
 
-// Q4K5X4_CHUNK unpacks the 32 qs bytes at qoff(SI) into Z13 (sub-blocks
-// 2c and 2c+1, lined up with 64 activations) and multiplies them with the
-// four tokens' activations at xoff, scales sc.
-#define Q4K5X4_CHUNK(qoff, xoff, sc) \
-	VBROADCASTI64X4 qoff(SI), Z13 \
-	VPSRLVW Z24, Z13, Z13 \
-	VPANDD Z15, Z13, Z13 \
-	VPMADDUBSW T0(xoff), Z13, Z3 \
-	VPMADDUBSW T1(xoff), Z13, Z4 \
-	VPMADDUBSW T2(xoff), Z13, Z5 \
-	VPMADDUBSW T3(xoff), Z13, Z6 \
-	VPDPWSSD sc, Z3, Z8 \
-	VPDPWSSD sc, Z4, Z9 \
-	VPDPWSSD sc, Z5, Z10 \
-	VPDPWSSD sc, Z6, Z11
-
-// Q4K5X4_RED folds token accumulator acc (zmm; accy its low half) and its
-// mins (bsums at bs times Y2) to [isum, mins, isum, mins] in dst.
-#define Q4K5X4_RED(bs, acc, accy, dst) \
-	VEXTRACTI64X4 $1, acc, Y6 \
-	VPADDD Y6, accy, accy \
-	VPMADDWD bs, Y2, Y6 \
-	VPHADDD Y6, accy, Y6 \
-	VEXTRACTI128 $1, Y6, dst \
-	VPADDD dst, X6, dst \
-	VPHADDD dst, dst, dst
-
-// func dotQ4Kx4AVX512(w *byte, x *quant.BlockQ8K, nb int, out *[4]float32)
-TEXT ·dotQ4Kx4AVX512(SB), NOSPLIT, $0-32
+// func dotQ4KRowsNAVX512(w *byte, x *quant.BlockQ8K, nb, rows, tokens int, out *float32, stride int, acc *[knAccFloats]float32)
+//
+// For each of rows consecutive weight rows r of nb blocks at w and each
+// of tokens tokens t (nb blocks each, one after another at x),
+// out[t*stride+r] is dotQ4KRowsAVX512's dot of row r with token t, bit
+// for bit (nb, rows >= 1, 1 <= tokens <= 8; acc holds 32*tokens+16
+// floats).
+TEXT ·dotQ4KRowsNAVX512(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
-	MOVQ x+8(FP), DI
-	MOVQ nb+16(FP), CX
-	IMUL3Q $292, CX, R11
-	LEAQ (R11)(R11*2), R13
+	MOVQ x+8(FP), R11
+	MOVQ nb+16(FP), R12
+	MOVQ rows+24(FP), R13
+	MOVQ out+40(FP), R14
 	MOVL $0x0f0f0f0f, AX
 	VPBROADCASTD AX, Z15
 	VMOVDQU64 q4kIdx<>+0(SB), Z16
@@ -391,11 +382,24 @@ TEXT ·dotQ4Kx4AVX512(SB), NOSPLIT, $0-32
 	VMOVDQU64 q4kIdx<>+128(SB), Z18
 	VMOVDQU64 q4kIdx<>+192(SB), Z19
 	VMOVDQU64 q4kShift<>+0(SB), Z24
-	VXORPS X12, X12, X12
-	TESTQ CX, CX
-	JEQ q4k54done
+	VPXORD Z31, Z31, Z31
+	MOVQ acc+56(FP), R9
+	ADDQ $63, R9
+	ANDQ $-64, R9
+	MOVQ tokens+32(FP), BX
 
-q4k54loop:
+q4knzero:
+	VMOVUPS Z31, (R9)
+	VMOVUPS Y31, 64(R9)
+	ADDQ $128, R9
+	DECQ BX
+	JNZ q4knzero
+
+q4knrow:
+	MOVQ R11, DI
+	MOVQ R12, CX
+
+q4knloop:
 	PREFETCHT0 2304(SI)
 	PREFETCHT0 2368(SI)
 	PREFETCHT0 2432(SI)
@@ -405,108 +409,111 @@ q4k54loop:
 	VPERMW Z0, Z18, Z22
 	VPERMW Z0, Z19, Z23
 	VPUNPCKLWD X1, X1, X2
-	VPUNPCKHWD X1, X1, X3
-	VINSERTI128 $1, X3, Y2, Y2
-	VPXORD Z8, Z8, Z8
-	VPXORD Z9, Z9, Z9
-	VPXORD Z10, Z10, Z10
-	VPXORD Z11, Z11, Z11
-	Q4K5X4_CHUNK(16, 4, Z20)
-	Q4K5X4_CHUNK(48, 68, Z21)
-	Q4K5X4_CHUNK(80, 132, Z22)
-	Q4K5X4_CHUNK(112, 196, Z23)
-	Q4K5X4_RED(T0(260), Z8, Y8, X0)
-	Q4K5X4_RED(T1(260), Z9, Y9, X1)
-	Q4K5X4_RED(T2(260), Z10, Y10, X3)
-	Q4K5X4_RED(T3(260), Z11, Y11, X4)
-	VPUNPCKLDQ X1, X0, X0
-	VPUNPCKLDQ X4, X3, X3
-	VPUNPCKLQDQ X3, X0, X5
-	VPUNPCKHQDQ X3, X0, X6
-	VCVTDQ2PS X5, X5
-	VCVTDQ2PS X6, X6
-	VMOVSS T0(0), X7
-	VPINSRD $1, T1(0), X7, X7
-	VPINSRD $2, T2(0), X7, X7
-	VPINSRD $3, T3(0), X7, X7
-	MOVL (SI), AX
-	VMOVD AX, X0
-	VCVTPH2PS X0, X0
-	VMOVSHDUP X0, X1
-	VBROADCASTSS X0, X0
-	VBROADCASTSS X1, X1
-	VMULPS X7, X0, X0
-	VMULPS X7, X1, X1
-	VMULPS X5, X0, X0
-	VMULPS X6, X1, X1
-	VADDPS X0, X12, X12
-	VSUBPS X1, X12, X12
+	VPUNPCKHWD X1, X1, X7
+	VINSERTI128 $1, X7, Y2, Y2
+	Q4KN_UNPACK(16, Z3)
+	Q4KN_UNPACK(48, Z4)
+	Q4KN_UNPACK(80, Z5)
+	Q4KN_UNPACK(112, Z8)
+	VCVTPH2PS (SI), X6
+	MOVQ DI, R8
+	MOVQ acc+56(FP), R9
+	ADDQ $63, R9
+	ANDQ $-64, R9
+	MOVQ tokens+32(FP), BX
+	IMUL3Q $292, R12, R10
+
+q4kntok:
+	VPMADDUBSW 4(R8), Z3, Z9
+	VPMADDUBSW 68(R8), Z4, Z10
+	VPMADDUBSW 132(R8), Z5, Z11
+	VPMADDUBSW 196(R8), Z8, Z13
+	VPMADDWD Z20, Z9, Z9
+	VPMADDWD Z21, Z10, Z10
+	VPDPWSSD Z22, Z11, Z9
+	VPDPWSSD Z23, Z13, Z10
+	VPADDD Z10, Z9, Z9
+	VPMADDWD 260(R8), Y2, Y12
+	VCVTDQ2PS Z9, Z9
+	VCVTDQ2PS Y12, Y12
+	VBROADCASTSS (R8), X7
+	VMULPS X7, X6, X7
+	VMOVQ X7, 96(R9)
+	VMOVUPS (R9), Z10
+	VFMADD231PS.BCST 96(R9), Z9, Z10
+	VMOVUPS Z10, (R9)
+	VMOVUPS 64(R9), Y14
+	VFMADD231PS.BCST 100(R9), Y12, Y14
+	VMOVUPS Y14, 64(R9)
+	ADDQ R10, R8
+	ADDQ $128, R9
+	DECQ BX
+	JNZ q4kntok
+
 	ADDQ $144, SI
 	ADDQ $292, DI
 	DECQ CX
-	JNZ q4k54loop
+	JNZ q4knloop
 
-q4k54done:
-	MOVQ out+24(FP), AX
-	VMOVUPS X12, (AX)
+	MOVQ acc+56(FP), R9
+	ADDQ $63, R9
+	ANDQ $-64, R9
+	MOVQ tokens+32(FP), BX
+	MOVQ stride+48(FP), DX
+	SHLQ $2, DX
+	MOVQ R14, AX
+
+q4knred:
+	VMOVUPS (R9), Z8
+	VMOVUPS 64(R9), Y12
+	VEXTRACTF64X4 $1, Z8, Y0
+	VADDPS Y0, Y8, Y8
+	VSUBPS Y12, Y8, Y8
+	VEXTRACTF128 $1, Y8, X0
+	VADDPS X0, X8, X8
+	VMOVHLPS X8, X0, X0
+	VADDPS X0, X8, X8
+	VMOVSHDUP X8, X0
+	VADDSS X0, X8, X8
+	VMOVSS X8, (AX)
+	VMOVUPS Z31, (R9)
+	VMOVUPS Y31, 64(R9)
+	ADDQ DX, AX
+	ADDQ $128, R9
+	DECQ BX
+	JNZ q4knred
+
+	ADDQ $4, R14
+	DECQ R13
+	JNZ q4knrow
 	VZEROUPPER
 	RET
 
-// Q6K5X4_HALF unpacks one half (128 values) of a Q6_K block (ql at
-// qoff(SI), qh at hoff(SI)) into Z2 (values 0-63) and Z4 (64-127) and
-// multiplies them with the four tokens' activations at xoff, scales sa
-// and sb.
-#define Q6K5X4_TOK(xoff, acc) \
-	VPMADDUBSW xoff, Z2, Z5 \
-	VPDPWSSD Z26, Z5, acc
+// Q6KN_UNPACK unpacks one half (128 values) of a Q6_K block, ql at
+// qoff(SI) and qh at hoff(SI), into lo (values 0-63) and hi (64-127).
+// Clobbers Z9-Z11.
+#define Q6KN_UNPACK(qoff, hoff, lo, hi) \
+	VMOVDQU64 qoff(SI), lo \
+	VBROADCASTI64X4 hoff(SI), Z9 \
+	VPSRLW $4, lo, hi \
+	VPANDD Z15, lo, lo \
+	VPANDD Z15, hi, hi \
+	VPSLLVW Z24, Z9, Z10 \
+	VPSRLVW Z25, Z9, Z11 \
+	VPANDD Z14, Z10, Z10 \
+	VPANDD Z14, Z11, Z11 \
+	VPORD Z10, lo, lo \
+	VPORD Z11, hi, hi
 
-#define Q6K5X4_HALF(qoff, hoff, xoff, sa, sb) \
-	VMOVDQU64 qoff(SI), Z2 \
-	VBROADCASTI64X4 hoff(SI), Z3 \
-	VPSRLW $4, Z2, Z4 \
-	VPANDD Z15, Z2, Z2 \
-	VPANDD Z15, Z4, Z4 \
-	VPSLLVW Z24, Z3, Z5 \
-	VPSRLVW Z25, Z3, Z6 \
-	VPANDD Z14, Z5, Z5 \
-	VPANDD Z14, Z6, Z6 \
-	VPORD Z5, Z2, Z2 \
-	VPORD Z6, Z4, Z4 \
-	VMOVDQA64 sa, Z26 \
-	Q6K5X4_TOK(T0(xoff), Z8) \
-	Q6K5X4_TOK(T1(xoff), Z9) \
-	Q6K5X4_TOK(T2(xoff), Z10) \
-	Q6K5X4_TOK(T3(xoff), Z11) \
-	VMOVDQA64 Z4, Z2 \
-	VMOVDQA64 sb, Z26 \
-	Q6K5X4_TOK(T0(xoff+64), Z8) \
-	Q6K5X4_TOK(T1(xoff+64), Z9) \
-	Q6K5X4_TOK(T2(xoff+64), Z10) \
-	Q6K5X4_TOK(T3(xoff+64), Z11)
-
-// Q6K5X4_RED folds token accumulator acc (accy, accx its low halves) minus
-// 32 times its scaled bsums (at bs; scale words in Y0) to the integer sum
-// in lane 0 of dst.
-#define Q6K5X4_RED(bs, acc, accy, accx, dst) \
-	VEXTRACTI64X4 $1, acc, Y6 \
-	VPADDD Y6, accy, accy \
-	VPMADDWD bs, Y0, Y6 \
-	VPSLLD $5, Y6, Y6 \
-	VPSUBD Y6, accy, accy \
-	VEXTRACTI128 $1, accy, dst \
-	VPADDD dst, accx, dst \
-	VPSHUFD $0x4e, dst, X6 \
-	VPADDD X6, dst, dst \
-	VPSHUFD $0xb1, dst, X6 \
-	VPADDD X6, dst, dst
-
-// func dotQ6Kx4AVX512(w *byte, x *quant.BlockQ8K, nb int, out *[4]float32)
-TEXT ·dotQ6Kx4AVX512(SB), NOSPLIT, $0-32
+// func dotQ6KRowsNAVX512(w *byte, x *quant.BlockQ8K, nb, rows, tokens int, out *float32, stride int, acc *[knAccFloats]float32)
+//
+// Like dotQ4KRowsNAVX512, each token bit for bit dotQ6KRowsAVX512's.
+TEXT ·dotQ6KRowsNAVX512(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
-	MOVQ x+8(FP), DI
-	MOVQ nb+16(FP), CX
-	IMUL3Q $292, CX, R11
-	LEAQ (R11)(R11*2), R13
+	MOVQ x+8(FP), R11
+	MOVQ nb+16(FP), R12
+	MOVQ rows+24(FP), R13
+	MOVQ out+40(FP), R14
 	MOVL $0x0f0f0f0f, AX
 	VPBROADCASTD AX, Z15
 	MOVL $0x30303030, AX
@@ -517,11 +524,26 @@ TEXT ·dotQ6Kx4AVX512(SB), NOSPLIT, $0-32
 	VMOVDQU64 q6kIdx<>+192(SB), Z19
 	VMOVDQU64 q6kShift<>+0(SB), Z24
 	VMOVDQU64 q6kShift<>+64(SB), Z25
-	VXORPS X12, X12, X12
-	TESTQ CX, CX
-	JEQ q6k54done
+	MOVL $0x42000000, AX // 32.0
+	VPBROADCASTD AX, Y30
+	VPXORD Z31, Z31, Z31
+	MOVQ acc+56(FP), R9
+	ADDQ $63, R9
+	ANDQ $-64, R9
+	MOVQ tokens+32(FP), BX
 
-q6k54loop:
+q6knzero:
+	VMOVUPS Z31, (R9)
+	VMOVUPS Y31, 64(R9)
+	ADDQ $128, R9
+	DECQ BX
+	JNZ q6knzero
+
+q6knrow:
+	MOVQ R11, DI
+	MOVQ R12, CX
+
+q6knloop:
 	PREFETCHT0 2520(SI)
 	PREFETCHT0 2584(SI)
 	PREFETCHT0 2648(SI)
@@ -531,51 +553,94 @@ q6k54loop:
 	VPERMW Z0, Z17, Z21
 	VPERMW Z0, Z18, Z22
 	VPERMW Z0, Z19, Z23
-	VPXORD Z8, Z8, Z8
-	VPXORD Z9, Z9, Z9
-	VPXORD Z10, Z10, Z10
-	VPXORD Z11, Z11, Z11
-	Q6K5X4_HALF(0, 128, 4, Z20, Z21)
-	Q6K5X4_HALF(64, 160, 132, Z22, Z23)
-	Q6K5X4_RED(T0(260), Z8, Y8, X8, X2)
-	Q6K5X4_RED(T1(260), Z9, Y9, X9, X3)
-	Q6K5X4_RED(T2(260), Z10, Y10, X10, X4)
-	Q6K5X4_RED(T3(260), Z11, Y11, X11, X5)
-	VPUNPCKLDQ X3, X2, X2
-	VPUNPCKLDQ X5, X4, X4
-	VPUNPCKLQDQ X4, X2, X2
-	VCVTDQ2PS X2, X2
-	VMOVSS T0(0), X7
-	VPINSRD $1, T1(0), X7, X7
-	VPINSRD $2, T2(0), X7, X7
-	VPINSRD $3, T3(0), X7, X7
+	Q6KN_UNPACK(0, 128, Z3, Z4)
+	Q6KN_UNPACK(64, 160, Z5, Z8)
 	MOVWLZX 208(SI), AX
-	VMOVD AX, X1
-	VCVTPH2PS X1, X1
-	VBROADCASTSS X1, X1
-	VMULPS X7, X1, X1
-	VMULPS X2, X1, X1
-	VADDPS X1, X12, X12
+	VMOVD AX, X6
+	VCVTPH2PS X6, X6
+	MOVQ DI, R8
+	MOVQ acc+56(FP), R9
+	ADDQ $63, R9
+	ANDQ $-64, R9
+	MOVQ tokens+32(FP), BX
+	IMUL3Q $292, R12, R10
+
+q6kntok:
+	VPMADDUBSW 4(R8), Z3, Z9
+	VPMADDUBSW 68(R8), Z4, Z10
+	VPMADDUBSW 132(R8), Z5, Z11
+	VPMADDUBSW 196(R8), Z8, Z13
+	VPMADDWD Z20, Z9, Z9
+	VPMADDWD Z21, Z10, Z10
+	VPDPWSSD Z22, Z11, Z9
+	VPDPWSSD Z23, Z13, Z10
+	VPADDD Z10, Z9, Z9
+	VPMADDWD 260(R8), Y0, Y12
+	VCVTDQ2PS Z9, Z9
+	VCVTDQ2PS Y12, Y12
+	VMULSS (R8), X6, X7
+	VBROADCASTSS X7, Z11
+	VMOVUPS (R9), Z10
+	VFMADD231PS Z11, Z9, Z10
+	VMOVUPS Z10, (R9)
+	VMOVUPS 64(R9), Y13
+	VFMADD231PS Y11, Y12, Y13
+	VMOVUPS Y13, 64(R9)
+	ADDQ R10, R8
+	ADDQ $128, R9
+	DECQ BX
+	JNZ q6kntok
+
 	ADDQ $210, SI
 	ADDQ $292, DI
 	DECQ CX
-	JNZ q6k54loop
+	JNZ q6knloop
 
-q6k54done:
-	MOVQ out+24(FP), AX
-	VMOVUPS X12, (AX)
+	MOVQ acc+56(FP), R9
+	ADDQ $63, R9
+	ANDQ $-64, R9
+	MOVQ tokens+32(FP), BX
+	MOVQ stride+48(FP), DX
+	SHLQ $2, DX
+	MOVQ R14, AX
+
+q6knred:
+	VMOVUPS (R9), Z8
+	VMOVUPS 64(R9), Y12
+	VEXTRACTF64X4 $1, Z8, Y0
+	VADDPS Y0, Y8, Y8
+	VFNMADD231PS Y30, Y12, Y8
+	VEXTRACTF128 $1, Y8, X0
+	VADDPS X0, X8, X8
+	VMOVHLPS X8, X0, X0
+	VADDPS X0, X8, X8
+	VMOVSHDUP X8, X0
+	VADDSS X0, X8, X8
+	VMOVSS X8, (AX)
+	VMOVUPS Z31, (R9)
+	VMOVUPS Y31, 64(R9)
+	ADDQ DX, AX
+	ADDQ $128, R9
+	DECQ BX
+	JNZ q6knred
+
+	ADDQ $4, R14
+	DECQ R13
+	JNZ q6knrow
 	VZEROUPPER
 	RET
 
-// Eight-token Q4_K dot, AVX-512 path, for prompt processing. Each weight
-// block is unpacked once and multiplied with eight tokens' activations.
-// The integer sums are exact as in the one-token dot, but they stay in
-// vector lanes: per block each token's int32 lanes (sub-block sums times
-// their scales, and the bsums times the mins) are converted to float32,
-// scaled by d and dmin, multiplied by the token's d and added to a
-// float32 vector accumulator, which is reduced once at the end. No lane
-// value reaches 2^24, so the conversions are exact; only the float32
-// steps round, in another order than the generic twin's.
+// The eight-token dots of the K-quants other than Q4_K and Q6_K (whose
+// multi-token dots are dotQ4KRowsNAVX512 and dotQ6KRowsNAVX512 above),
+// for prompt processing. Each weight block is unpacked once and
+// multiplied with eight tokens' activations. The integer sums are exact
+// as in the one-token dot, but they stay in vector lanes: per block each
+// token's int32 lanes (sub-block sums times their scales, and the bsums
+// times the mins) are converted to float32, scaled by d and dmin,
+// multiplied by the token's d and added to a float32 vector accumulator,
+// which is reduced once at the end. No lane value reaches 2^24, so the
+// conversions are exact; only the float32 steps round, in another order
+// than the generic twin's. The codes of a chunk are in Z13.
 
 #define X8T0(off) off(DI)
 #define X8T1(off) off(DI)(R11*1)
@@ -586,13 +651,6 @@ q6k54done:
 #define X8T6(off) off(R12)(R11*2)
 #define X8T7(off) off(R12)(R13*1)
 
-// Q4KX8_UNPACK puts the 32 qs bytes at qoff(SI) in Z13 as 64 codes
-// (sub-blocks 2c and 2c+1) lined up with 64 activations.
-#define Q4KX8_UNPACK(qoff) \
-	VBROADCASTI64X4 qoff(SI), Z13 \
-	VPSRLVW Z24, Z13, Z13 \
-	VPANDD Z15, Z13, Z13
-
 // Q4KX8_FIRST multiplies the codes in Z13 with the activations at xa and
 // sets acc to the scaled pair sums (scales sc); Q4KX8_NEXT adds them.
 #define Q4KX8_FIRST(xa, sc, acc) \
@@ -602,28 +660,6 @@ q6k54done:
 #define Q4KX8_NEXT(xa, sc, acc) \
 	VPMADDUBSW xa, Z13, Z14 \
 	VPDPWSSD sc, Z14, acc
-
-#define Q4KX8_CHUNK0(qoff, xoff, sc) \
-	Q4KX8_UNPACK(qoff) \
-	Q4KX8_FIRST(X8T0(xoff), sc, Z8) \
-	Q4KX8_FIRST(X8T1(xoff), sc, Z9) \
-	Q4KX8_FIRST(X8T2(xoff), sc, Z10) \
-	Q4KX8_FIRST(X8T3(xoff), sc, Z11) \
-	Q4KX8_FIRST(X8T4(xoff), sc, Z25) \
-	Q4KX8_FIRST(X8T5(xoff), sc, Z26) \
-	Q4KX8_FIRST(X8T6(xoff), sc, Z27) \
-	Q4KX8_FIRST(X8T7(xoff), sc, Z28)
-
-#define Q4KX8_CHUNK(qoff, xoff, sc) \
-	Q4KX8_UNPACK(qoff) \
-	Q4KX8_NEXT(X8T0(xoff), sc, Z8) \
-	Q4KX8_NEXT(X8T1(xoff), sc, Z9) \
-	Q4KX8_NEXT(X8T2(xoff), sc, Z10) \
-	Q4KX8_NEXT(X8T3(xoff), sc, Z11) \
-	Q4KX8_NEXT(X8T4(xoff), sc, Z25) \
-	Q4KX8_NEXT(X8T5(xoff), sc, Z26) \
-	Q4KX8_NEXT(X8T6(xoff), sc, Z27) \
-	Q4KX8_NEXT(X8T7(xoff), sc, Z28)
 
 // Q4KX8_FIN adds one token's block to its float accumulator facc: acc
 // (the scaled sums) times d (Z0), minus the bsums at bs times the mins
@@ -649,228 +685,6 @@ q6k54done:
 	VMOVSHDUP x, X12 \
 	VADDSS X12, x, x \
 	VMOVSS x, dst
-
-// func dotQ4Kx8AVX512(w *byte, x *quant.BlockQ8K, nb int, out *[8]float32)
-TEXT ·dotQ4Kx8AVX512(SB), NOSPLIT, $0-32
-	MOVQ w+0(FP), SI
-	MOVQ x+8(FP), DI
-	MOVQ nb+16(FP), CX
-	IMUL3Q $292, CX, R11
-	LEAQ (R11)(R11*2), R13
-	LEAQ (DI)(R11*4), R12
-	MOVL $0x0f0f0f0f, AX
-	VPBROADCASTD AX, Z15
-	VMOVDQU64 q4kIdx<>+0(SB), Z16
-	VMOVDQU64 q4kIdx<>+64(SB), Z17
-	VMOVDQU64 q4kIdx<>+128(SB), Z18
-	VMOVDQU64 q4kIdx<>+192(SB), Z19
-	VMOVDQU64 q4kShift<>+0(SB), Z24
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
-	VPXORD Z6, Z6, Z6
-	VPXORD Z7, Z7, Z7
-	VPXORD Z29, Z29, Z29
-	VPXORD Z30, Z30, Z30
-	VPXORD Z31, Z31, Z31
-	TESTQ CX, CX
-	JEQ q4k58done
-
-q4k58loop:
-	PREFETCHT0 2304(SI)
-	PREFETCHT0 2368(SI)
-	PREFETCHT0 2432(SI)
-	Q4K_SCALES512
-	VPERMW Z0, Z16, Z20
-	VPERMW Z0, Z17, Z21
-	VPERMW Z0, Z18, Z22
-	VPERMW Z0, Z19, Z23
-	VPUNPCKLWD X1, X1, X2
-	VPUNPCKHWD X1, X1, X12
-	VINSERTI128 $1, X12, Y2, Y2
-	MOVL (SI), AX
-	VMOVD AX, X0
-	VCVTPH2PS X0, X0
-	VMOVSHDUP X0, X1
-	VBROADCASTSS X0, Z0
-	VBROADCASTSS X1, Z1
-	Q4KX8_CHUNK0(16, 4, Z20)
-	Q4KX8_CHUNK(48, 68, Z21)
-	Q4KX8_CHUNK(80, 132, Z22)
-	Q4KX8_CHUNK(112, 196, Z23)
-	Q4KX8_FIN(X8T0(0), X8T0(260), Z8, Z3)
-	Q4KX8_FIN(X8T1(0), X8T1(260), Z9, Z4)
-	Q4KX8_FIN(X8T2(0), X8T2(260), Z10, Z5)
-	Q4KX8_FIN(X8T3(0), X8T3(260), Z11, Z6)
-	Q4KX8_FIN(X8T4(0), X8T4(260), Z25, Z7)
-	Q4KX8_FIN(X8T5(0), X8T5(260), Z26, Z29)
-	Q4KX8_FIN(X8T6(0), X8T6(260), Z27, Z30)
-	Q4KX8_FIN(X8T7(0), X8T7(260), Z28, Z31)
-	ADDQ $144, SI
-	ADDQ $292, DI
-	ADDQ $292, R12
-	DECQ CX
-	JNZ q4k58loop
-
-q4k58done:
-	MOVQ out+24(FP), AX
-	HSUM8(Z3, Y3, X3, 0(AX))
-	HSUM8(Z4, Y4, X4, 4(AX))
-	HSUM8(Z5, Y5, X5, 8(AX))
-	HSUM8(Z6, Y6, X6, 12(AX))
-	HSUM8(Z7, Y7, X7, 16(AX))
-	HSUM8(Z29, Y29, X29, 20(AX))
-	HSUM8(Z30, Y30, X30, 24(AX))
-	HSUM8(Z31, Y31, X31, 28(AX))
-	VZEROUPPER
-	RET
-
-// Eight-token Q6_K dot, AVX-512 path: like the eight-token Q4_K dot. Per
-// block each token's lanes hold the scaled code sums (below 2^24) and its
-// bsum correction, 32 times the scaled bsums (below 2^24 too); both are
-// converted exactly and folded into the float32 accumulator with the
-// scale d·d_token. The shift counts are read from memory, and the scale
-// permutations' indices pass through Z13, to leave registers for the
-// eight tokens' integer and float accumulators.
-
-// Q6KX8_UNPACK unpacks one half (128 values) of a Q6_K block, ql at
-// qoff(SI) and qh at hoff(SI), into Z2 (values 0-63) and Z4 (64-127).
-#define Q6KX8_UNPACK(qoff, hoff) \
-	VMOVDQU64 qoff(SI), Z2 \
-	VBROADCASTI64X4 hoff(SI), Z3 \
-	VPSRLW $4, Z2, Z4 \
-	VPANDD Z15, Z2, Z2 \
-	VPANDD Z15, Z4, Z4 \
-	VPSLLVW q6kShift<>+0(SB), Z3, Z5 \
-	VPSRLVW q6kShift<>+64(SB), Z3, Z6 \
-	VPANDD Z14, Z5, Z5 \
-	VPANDD Z14, Z6, Z6 \
-	VPORD Z5, Z2, Z2 \
-	VPORD Z6, Z4, Z4
-
-// Q6KX8_FIRST sets each token's accumulator to its scaled pair sums of
-// codes with the activations at xoff (scales sc); Q6KX8_NEXT adds them.
-#define Q6KX8_FIRST(codes, xoff, sc) \
-	VPMADDUBSW X8T0(xoff), codes, Z7 \
-	VPMADDWD sc, Z7, Z8 \
-	VPMADDUBSW X8T1(xoff), codes, Z7 \
-	VPMADDWD sc, Z7, Z9 \
-	VPMADDUBSW X8T2(xoff), codes, Z7 \
-	VPMADDWD sc, Z7, Z10 \
-	VPMADDUBSW X8T3(xoff), codes, Z7 \
-	VPMADDWD sc, Z7, Z11 \
-	VPMADDUBSW X8T4(xoff), codes, Z7 \
-	VPMADDWD sc, Z7, Z16 \
-	VPMADDUBSW X8T5(xoff), codes, Z7 \
-	VPMADDWD sc, Z7, Z17 \
-	VPMADDUBSW X8T6(xoff), codes, Z7 \
-	VPMADDWD sc, Z7, Z18 \
-	VPMADDUBSW X8T7(xoff), codes, Z7 \
-	VPMADDWD sc, Z7, Z19
-
-#define Q6KX8_NEXT(codes, xoff, sc) \
-	VPMADDUBSW X8T0(xoff), codes, Z7 \
-	VPDPWSSD sc, Z7, Z8 \
-	VPMADDUBSW X8T1(xoff), codes, Z7 \
-	VPDPWSSD sc, Z7, Z9 \
-	VPMADDUBSW X8T2(xoff), codes, Z7 \
-	VPDPWSSD sc, Z7, Z10 \
-	VPMADDUBSW X8T3(xoff), codes, Z7 \
-	VPDPWSSD sc, Z7, Z11 \
-	VPMADDUBSW X8T4(xoff), codes, Z7 \
-	VPDPWSSD sc, Z7, Z16 \
-	VPMADDUBSW X8T5(xoff), codes, Z7 \
-	VPDPWSSD sc, Z7, Z17 \
-	VPMADDUBSW X8T6(xoff), codes, Z7 \
-	VPDPWSSD sc, Z7, Z18 \
-	VPMADDUBSW X8T7(xoff), codes, Z7 \
-	VPDPWSSD sc, Z7, Z19
-
-// Q6KX8_FIN adds one token's block to facc: (acc − 32·Σ scale·bsums at
-// bs, scale words in Y0) times d (Z1) times the token's d at xd.
-#define Q6KX8_FIN(xd, bs, acc, facc) \
-	VCVTDQ2PS acc, acc \
-	VPMADDWD bs, Y0, Y12 \
-	VPSLLD $5, Y12, Y12 \
-	VCVTDQ2PS Y12, Y12 \
-	VBROADCASTSS xd, Z13 \
-	VMULPS Z1, Z13, Z13 \
-	VFMADD231PS Z13, acc, facc \
-	VFNMADD231PS Z13, Z12, facc
-
-// func dotQ6Kx8AVX512(w *byte, x *quant.BlockQ8K, nb int, out *[8]float32)
-TEXT ·dotQ6Kx8AVX512(SB), NOSPLIT, $0-32
-	MOVQ w+0(FP), SI
-	MOVQ x+8(FP), DI
-	MOVQ nb+16(FP), CX
-	IMUL3Q $292, CX, R11
-	LEAQ (R11)(R11*2), R13
-	LEAQ (DI)(R11*4), R12
-	MOVL $0x0f0f0f0f, AX
-	VPBROADCASTD AX, Z15
-	MOVL $0x30303030, AX
-	VPBROADCASTD AX, Z14
-	VPXORD Z24, Z24, Z24
-	VPXORD Z25, Z25, Z25
-	VPXORD Z26, Z26, Z26
-	VPXORD Z27, Z27, Z27
-	VPXORD Z28, Z28, Z28
-	VPXORD Z29, Z29, Z29
-	VPXORD Z30, Z30, Z30
-	VPXORD Z31, Z31, Z31
-	TESTQ CX, CX
-	JEQ q6k58done
-
-q6k58loop:
-	PREFETCHT0 2520(SI)
-	PREFETCHT0 2584(SI)
-	PREFETCHT0 2648(SI)
-	PREFETCHT0 2712(SI)
-	VPMOVSXBW 192(SI), Y0
-	VMOVDQU64 q6kIdx<>+0(SB), Z13
-	VPERMW Z0, Z13, Z20
-	VMOVDQU64 q6kIdx<>+64(SB), Z13
-	VPERMW Z0, Z13, Z21
-	VMOVDQU64 q6kIdx<>+128(SB), Z13
-	VPERMW Z0, Z13, Z22
-	VMOVDQU64 q6kIdx<>+192(SB), Z13
-	VPERMW Z0, Z13, Z23
-	MOVWLZX 208(SI), AX
-	VMOVD AX, X1
-	VCVTPH2PS X1, X1
-	VBROADCASTSS X1, Z1
-	Q6KX8_UNPACK(0, 128)
-	Q6KX8_FIRST(Z2, 4, Z20)
-	Q6KX8_NEXT(Z4, 68, Z21)
-	Q6KX8_UNPACK(64, 160)
-	Q6KX8_NEXT(Z2, 132, Z22)
-	Q6KX8_NEXT(Z4, 196, Z23)
-	Q6KX8_FIN(X8T0(0), X8T0(260), Z8, Z24)
-	Q6KX8_FIN(X8T1(0), X8T1(260), Z9, Z25)
-	Q6KX8_FIN(X8T2(0), X8T2(260), Z10, Z26)
-	Q6KX8_FIN(X8T3(0), X8T3(260), Z11, Z27)
-	Q6KX8_FIN(X8T4(0), X8T4(260), Z16, Z28)
-	Q6KX8_FIN(X8T5(0), X8T5(260), Z17, Z29)
-	Q6KX8_FIN(X8T6(0), X8T6(260), Z18, Z30)
-	Q6KX8_FIN(X8T7(0), X8T7(260), Z19, Z31)
-	ADDQ $210, SI
-	ADDQ $292, DI
-	ADDQ $292, R12
-	DECQ CX
-	JNZ q6k58loop
-
-q6k58done:
-	MOVQ out+24(FP), AX
-	HSUM8(Z24, Y24, X24, 0(AX))
-	HSUM8(Z25, Y25, X25, 4(AX))
-	HSUM8(Z26, Y26, X26, 8(AX))
-	HSUM8(Z27, Y27, X27, 12(AX))
-	HSUM8(Z28, Y28, X28, 16(AX))
-	HSUM8(Z29, Y29, X29, 20(AX))
-	HSUM8(Z30, Y30, X30, 24(AX))
-	HSUM8(Z31, Y31, X31, 28(AX))
-	VZEROUPPER
-	RET
 
 // Q5_K row-run dot: the Q4_K one with the fifth bits added to the codes
 // under a mask (VPTESTMB, then a masked VPADDB of 16).
@@ -1200,7 +1014,7 @@ q3kloop:
 	VZEROUPPER
 	RET
 
-// Eight-token Q5_K dot: the eight-token Q4_K dot with the fifth bits. The
+// Eight-token Q5_K dot: the scheme above with the fifth bits. The
 // four chunks' bit masks are computed once per block (qh broadcast in
 // Z12, which is free until the float steps) into K1-K4, and 16 is added
 // to the codes under them.
@@ -1323,7 +1137,7 @@ q5k58done:
 	VZEROUPPER
 	RET
 
-// Eight-token Q3_K dot: the eight-token Q4_K dot's structure with the
+// Eight-token Q3_K dot: the scheme above with the
 // Q3_K one-token dot's unpacking (codes 0..7 by shift, mask and a masked
 // add of 4 under the chunk's hmask bits, computed once per block into
 // K1-K4). Its offset term 4·Σ scale_j·bsums_j goes through the Q4_K
@@ -1576,5 +1390,623 @@ q2kloop:
 	ADDQ $4, R14
 	DECQ R13
 	JNZ q2krow
+	VZEROUPPER
+	RET
+
+// Eight-token row-run dots of Q4_K and Q6_K: dotQ4KRowsNAVX512's and
+// dotQ6KRowsNAVX512's work for exactly eight tokens, with every token's
+// float lanes in registers instead of memory (Z16-Z19 and Z25-Z28 or
+// Z24-Z27 the 16 scaled-sum lanes of tokens 0-7; the 8 mins or bsum lanes
+// of tokens 2p and 2p+1 share one register, the low and high half). The
+// float steps are those of the one-token row-run dots, lane for lane:
+// each token's result equals theirs bit for bit. The scale permutations'
+// indices and Q6_K's shift counts come from memory to free registers.
+
+// K8_MINS adds the mins (Q6_K: bsum) sums of tokens a and b, their bsums
+// at bsa and bsb times the words in wd, times mult·dx (mult broadcast,
+// dx at xa and xb) to macc: token a in its low eight lanes, b in its high.
+#define K8_MINS(wd, mult, bsa, bsb, xa, xb, macc) \
+	VPMADDWD bsa, wd, Y11 \
+	VPMADDWD bsb, wd, Y12 \
+	VINSERTI64X4 $1, Y12, Z11, Z11 \
+	VCVTDQ2PS Z11, Z11 \
+	VBROADCASTSS xa, Y12 \
+	VBROADCASTSS xb, Y13 \
+	VINSERTF64X4 $1, Y13, Z12, Z12 \
+	VMULPS mult, Z12, Z12 \
+	VFMADD231PS Z12, Z11, macc
+
+// K8_TOK adds one token's block to its float lanes facc: the four chunks'
+// integer sums (codes in Z3, Z4, Z5, Z8 times the activations at x4..x196,
+// scales Z20-Z23) converted, times d·dx (d broadcast in dreg, dx at xd).
+#define K8_TOK(x4, x68, x132, x196, xd, dreg, facc) \
+	VPMADDUBSW x4, Z3, Z10 \
+	VPMADDWD Z20, Z10, Z9 \
+	VPMADDUBSW x68, Z4, Z10 \
+	VPDPWSSD Z21, Z10, Z9 \
+	VPMADDUBSW x132, Z5, Z10 \
+	VPDPWSSD Z22, Z10, Z9 \
+	VPMADDUBSW x196, Z8, Z10 \
+	VPDPWSSD Z23, Z10, Z9 \
+	VCVTDQ2PS Z9, Z9 \
+	VMULPS.BCST xd, dreg, Z7 \
+	VFMADD231PS Z7, Z9, facc
+
+#define K8_TOKT(xt, dreg, facc) K8_TOK(xt(4), xt(68), xt(132), xt(196), xt(0), dreg, facc)
+
+// K8_PERMS spreads the scale words in Z0 over Z20-Z23 with the index
+// vectors at idx.
+#define K8_PERMS(idx) \
+	VMOVDQU64 idx+0(SB), Z13 \
+	VPERMW Z0, Z13, Z20 \
+	VMOVDQU64 idx+64(SB), Z13 \
+	VPERMW Z0, Z13, Z21 \
+	VMOVDQU64 idx+128(SB), Z13 \
+	VPERMW Z0, Z13, Z22 \
+	VMOVDQU64 idx+192(SB), Z13 \
+	VPERMW Z0, Z13, Z23
+
+// K8_RED folds one token's lanes, facc and the mins (bsum) lanes already
+// in Y12, as the one-token row-run dots do, and stores the result at
+// (AX), then moves AX to the next token's output. q6fold is the mins
+// step: VSUBPS Y12, Y8, Y8 for Q4_K, VFNMADD231PS Y13, Y12, Y8 (32.0 in
+// Y13) for Q6_K.
+#define K8_RED(facc, q6fold) \
+	VMOVAPS facc, Z8 \
+	VEXTRACTF64X4 $1, Z8, Y0 \
+	VADDPS Y0, Y8, Y8 \
+	q6fold \
+	VEXTRACTF128 $1, Y8, X0 \
+	VADDPS X0, X8, X8 \
+	VMOVHLPS X8, X0, X0 \
+	VADDPS X0, X8, X8 \
+	VMOVSHDUP X8, X0 \
+	VADDSS X0, X8, X8 \
+	VMOVSS X8, (AX) \
+	ADDQ DX, AX
+
+#define Q4K8_FOLD VSUBPS Y12, Y8, Y8
+#define Q6K8_FOLD VFNMADD231PS Y13, Y12, Y8
+
+// K8_REDPAIR folds tokens 2p (mins in the low half of macc) and 2p+1
+// (the high half).
+#define K8_REDPAIR(fa, fb, macc, fold) \
+	VMOVAPS macc, Z12 \
+	K8_RED(fa, fold) \
+	VEXTRACTF64X4 $1, macc, Y12 \
+	K8_RED(fb, fold)
+
+// func dotQ4KRows8AVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32, stride int)
+//
+// dotQ4KRowsNAVX512 for eight tokens (nb, rows >= 1).
+TEXT ·dotQ4KRows8AVX512(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), SI
+	MOVQ out+32(FP), R14
+	MOVQ nb+16(FP), R11
+	IMUL3Q $292, R11, R11
+	LEAQ (R11)(R11*2), R13
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z15
+	VMOVDQU64 q4kShift<>+0(SB), Z24
+
+q4k8row:
+	MOVQ x+8(FP), DI
+	LEAQ (DI)(R11*4), R12
+	MOVQ nb+16(FP), CX
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z25, Z25, Z25
+	VPXORD Z26, Z26, Z26
+	VPXORD Z27, Z27, Z27
+	VPXORD Z28, Z28, Z28
+	VPXORD Z14, Z14, Z14
+	VPXORD Z29, Z29, Z29
+	VPXORD Z30, Z30, Z30
+	VPXORD Z31, Z31, Z31
+
+q4k8loop:
+	PREFETCHT0 2304(SI)
+	PREFETCHT0 2368(SI)
+	PREFETCHT0 2432(SI)
+	Q4K_SCALES512
+	K8_PERMS(q4kIdx<>)
+	VPUNPCKLWD X1, X1, X2
+	VPUNPCKHWD X1, X1, X7
+	VINSERTI128 $1, X7, Y2, Y2
+	Q4KN_UNPACK(16, Z3)
+	Q4KN_UNPACK(48, Z4)
+	Q4KN_UNPACK(80, Z5)
+	Q4KN_UNPACK(112, Z8)
+	VCVTPH2PS (SI), X6
+	VBROADCASTSS X6, Z0
+	VMOVSHDUP X6, X7
+	VBROADCASTSS X7, Z1
+	K8_TOKT(X8T0, Z0, Z16)
+	K8_TOKT(X8T1, Z0, Z17)
+	K8_TOKT(X8T2, Z0, Z18)
+	K8_TOKT(X8T3, Z0, Z19)
+	K8_TOKT(X8T4, Z0, Z25)
+	K8_TOKT(X8T5, Z0, Z26)
+	K8_TOKT(X8T6, Z0, Z27)
+	K8_TOKT(X8T7, Z0, Z28)
+	K8_MINS(Y2, Z1, X8T0(260), X8T1(260), X8T0(0), X8T1(0), Z14)
+	K8_MINS(Y2, Z1, X8T2(260), X8T3(260), X8T2(0), X8T3(0), Z29)
+	K8_MINS(Y2, Z1, X8T4(260), X8T5(260), X8T4(0), X8T5(0), Z30)
+	K8_MINS(Y2, Z1, X8T6(260), X8T7(260), X8T6(0), X8T7(0), Z31)
+	ADDQ $144, SI
+	ADDQ $292, DI
+	ADDQ $292, R12
+	DECQ CX
+	JNZ q4k8loop
+
+	MOVQ stride+40(FP), DX
+	SHLQ $2, DX
+	MOVQ R14, AX
+	K8_REDPAIR(Z16, Z17, Z14, Q4K8_FOLD)
+	K8_REDPAIR(Z18, Z19, Z29, Q4K8_FOLD)
+	K8_REDPAIR(Z25, Z26, Z30, Q4K8_FOLD)
+	K8_REDPAIR(Z27, Z28, Z31, Q4K8_FOLD)
+	ADDQ $4, R14
+	DECQ rows+24(FP)
+	JNZ q4k8row
+	VZEROUPPER
+	RET
+
+// Q6K8_UNPACK works like Q6KN_UNPACK with the shift counts from memory
+// and 0x30 in every byte of Z14. Clobbers Z9-Z11.
+#define Q6K8_UNPACK(qoff, hoff, lo, hi) \
+	VMOVDQU64 qoff(SI), lo \
+	VBROADCASTI64X4 hoff(SI), Z9 \
+	VPSRLW $4, lo, hi \
+	VPANDD Z15, lo, lo \
+	VPANDD Z15, hi, hi \
+	VPSLLVW q6kShift<>+0(SB), Z9, Z10 \
+	VPSRLVW q6kShift<>+64(SB), Z9, Z11 \
+	VPANDD Z14, Z10, Z10 \
+	VPANDD Z14, Z11, Z11 \
+	VPORD Z10, lo, lo \
+	VPORD Z11, hi, hi
+
+// func dotQ6KRows8AVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32, stride int)
+//
+// dotQ6KRowsNAVX512 for eight tokens (nb, rows >= 1).
+TEXT ·dotQ6KRows8AVX512(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), SI
+	MOVQ out+32(FP), R14
+	MOVQ nb+16(FP), R11
+	IMUL3Q $292, R11, R11
+	LEAQ (R11)(R11*2), R13
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z15
+	MOVL $0x30303030, AX
+	VPBROADCASTD AX, Z14
+
+q6k8row:
+	MOVQ x+8(FP), DI
+	LEAQ (DI)(R11*4), R12
+	MOVQ nb+16(FP), CX
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z24, Z24, Z24
+	VPXORD Z25, Z25, Z25
+	VPXORD Z26, Z26, Z26
+	VPXORD Z27, Z27, Z27
+	VPXORD Z28, Z28, Z28
+	VPXORD Z29, Z29, Z29
+	VPXORD Z30, Z30, Z30
+	VPXORD Z31, Z31, Z31
+
+q6k8loop:
+	PREFETCHT0 2520(SI)
+	PREFETCHT0 2584(SI)
+	PREFETCHT0 2648(SI)
+	PREFETCHT0 2712(SI)
+	VPMOVSXBW 192(SI), Y0
+	K8_PERMS(q6kIdx<>)
+	Q6K8_UNPACK(0, 128, Z3, Z4)
+	Q6K8_UNPACK(64, 160, Z5, Z8)
+	MOVWLZX 208(SI), AX
+	VMOVD AX, X6
+	VCVTPH2PS X6, X6
+	VBROADCASTSS X6, Z1
+	K8_TOKT(X8T0, Z1, Z16)
+	K8_TOKT(X8T1, Z1, Z17)
+	K8_TOKT(X8T2, Z1, Z18)
+	K8_TOKT(X8T3, Z1, Z19)
+	K8_TOKT(X8T4, Z1, Z24)
+	K8_TOKT(X8T5, Z1, Z25)
+	K8_TOKT(X8T6, Z1, Z26)
+	K8_TOKT(X8T7, Z1, Z27)
+	K8_MINS(Y0, Z1, X8T0(260), X8T1(260), X8T0(0), X8T1(0), Z28)
+	K8_MINS(Y0, Z1, X8T2(260), X8T3(260), X8T2(0), X8T3(0), Z29)
+	K8_MINS(Y0, Z1, X8T4(260), X8T5(260), X8T4(0), X8T5(0), Z30)
+	K8_MINS(Y0, Z1, X8T6(260), X8T7(260), X8T6(0), X8T7(0), Z31)
+	ADDQ $210, SI
+	ADDQ $292, DI
+	ADDQ $292, R12
+	DECQ CX
+	JNZ q6k8loop
+
+	MOVQ stride+40(FP), DX
+	SHLQ $2, DX
+	MOVQ R14, AX
+	MOVL $0x42000000, BX // 32.0
+	VMOVD BX, X13
+	VBROADCASTSS X13, Y13
+	K8_REDPAIR(Z16, Z17, Z28, Q6K8_FOLD)
+	K8_REDPAIR(Z18, Z19, Z29, Q6K8_FOLD)
+	K8_REDPAIR(Z24, Z25, Z30, Q6K8_FOLD)
+	K8_REDPAIR(Z26, Z27, Z31, Q6K8_FOLD)
+	ADDQ $4, R14
+	DECQ rows+24(FP)
+	JNZ q6k8row
+	VZEROUPPER
+	RET
+
+// func dotQ4KRows4AVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32, stride int)
+//
+// dotQ4KRows8AVX512 for four tokens (a serving step's batch of four).
+TEXT ·dotQ4KRows4AVX512(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), SI
+	MOVQ out+32(FP), R14
+	MOVQ nb+16(FP), R11
+	IMUL3Q $292, R11, R11
+	LEAQ (R11)(R11*2), R13
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z15
+	VMOVDQU64 q4kShift<>+0(SB), Z24
+
+q4k4row:
+	MOVQ x+8(FP), DI
+	MOVQ nb+16(FP), CX
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z14, Z14, Z14
+	VPXORD Z29, Z29, Z29
+
+q4k4loop:
+	PREFETCHT0 2304(SI)
+	PREFETCHT0 2368(SI)
+	PREFETCHT0 2432(SI)
+	Q4K_SCALES512
+	K8_PERMS(q4kIdx<>)
+	VPUNPCKLWD X1, X1, X2
+	VPUNPCKHWD X1, X1, X7
+	VINSERTI128 $1, X7, Y2, Y2
+	Q4KN_UNPACK(16, Z3)
+	Q4KN_UNPACK(48, Z4)
+	Q4KN_UNPACK(80, Z5)
+	Q4KN_UNPACK(112, Z8)
+	VCVTPH2PS (SI), X6
+	VBROADCASTSS X6, Z0
+	VMOVSHDUP X6, X7
+	VBROADCASTSS X7, Z1
+	K8_TOKT(X8T0, Z0, Z16)
+	K8_TOKT(X8T1, Z0, Z17)
+	K8_TOKT(X8T2, Z0, Z18)
+	K8_TOKT(X8T3, Z0, Z19)
+	K8_MINS(Y2, Z1, X8T0(260), X8T1(260), X8T0(0), X8T1(0), Z14)
+	K8_MINS(Y2, Z1, X8T2(260), X8T3(260), X8T2(0), X8T3(0), Z29)
+	ADDQ $144, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ q4k4loop
+
+	MOVQ stride+40(FP), DX
+	SHLQ $2, DX
+	MOVQ R14, AX
+	K8_REDPAIR(Z16, Z17, Z14, Q4K8_FOLD)
+	K8_REDPAIR(Z18, Z19, Z29, Q4K8_FOLD)
+	ADDQ $4, R14
+	DECQ rows+24(FP)
+	JNZ q4k4row
+	VZEROUPPER
+	RET
+
+// func dotQ6KRows4AVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32, stride int)
+//
+// dotQ6KRows8AVX512 for four tokens.
+TEXT ·dotQ6KRows4AVX512(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), SI
+	MOVQ out+32(FP), R14
+	MOVQ nb+16(FP), R11
+	IMUL3Q $292, R11, R11
+	LEAQ (R11)(R11*2), R13
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z15
+	MOVL $0x30303030, AX
+	VPBROADCASTD AX, Z14
+
+q6k4row:
+	MOVQ x+8(FP), DI
+	MOVQ nb+16(FP), CX
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z28, Z28, Z28
+	VPXORD Z29, Z29, Z29
+
+q6k4loop:
+	PREFETCHT0 2520(SI)
+	PREFETCHT0 2584(SI)
+	PREFETCHT0 2648(SI)
+	PREFETCHT0 2712(SI)
+	VPMOVSXBW 192(SI), Y0
+	K8_PERMS(q6kIdx<>)
+	Q6K8_UNPACK(0, 128, Z3, Z4)
+	Q6K8_UNPACK(64, 160, Z5, Z8)
+	MOVWLZX 208(SI), AX
+	VMOVD AX, X6
+	VCVTPH2PS X6, X6
+	VBROADCASTSS X6, Z1
+	K8_TOKT(X8T0, Z1, Z16)
+	K8_TOKT(X8T1, Z1, Z17)
+	K8_TOKT(X8T2, Z1, Z18)
+	K8_TOKT(X8T3, Z1, Z19)
+	K8_MINS(Y0, Z1, X8T0(260), X8T1(260), X8T0(0), X8T1(0), Z28)
+	K8_MINS(Y0, Z1, X8T2(260), X8T3(260), X8T2(0), X8T3(0), Z29)
+	ADDQ $210, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ q6k4loop
+
+	MOVQ stride+40(FP), DX
+	SHLQ $2, DX
+	MOVQ R14, AX
+	MOVL $0x42000000, BX // 32.0
+	VMOVD BX, X13
+	VBROADCASTSS X13, Y13
+	K8_REDPAIR(Z16, Z17, Z28, Q6K8_FOLD)
+	K8_REDPAIR(Z18, Z19, Z29, Q6K8_FOLD)
+	ADDQ $4, R14
+	DECQ rows+24(FP)
+	JNZ q6k4row
+	VZEROUPPER
+	RET
+
+// func dotQ4KRows3AVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32, stride int)
+//
+// dotQ4KRows8AVX512 for three tokens.
+TEXT ·dotQ4KRows3AVX512(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), SI
+	MOVQ out+32(FP), R14
+	MOVQ nb+16(FP), R11
+	IMUL3Q $292, R11, R11
+	LEAQ (R11)(R11*2), R13
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z15
+	VMOVDQU64 q4kShift<>+0(SB), Z24
+
+q4k3row:
+	MOVQ x+8(FP), DI
+	MOVQ nb+16(FP), CX
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z14, Z14, Z14
+	VPXORD Z29, Z29, Z29
+
+q4k3loop:
+	PREFETCHT0 2304(SI)
+	PREFETCHT0 2368(SI)
+	PREFETCHT0 2432(SI)
+	Q4K_SCALES512
+	K8_PERMS(q4kIdx<>)
+	VPUNPCKLWD X1, X1, X2
+	VPUNPCKHWD X1, X1, X7
+	VINSERTI128 $1, X7, Y2, Y2
+	Q4KN_UNPACK(16, Z3)
+	Q4KN_UNPACK(48, Z4)
+	Q4KN_UNPACK(80, Z5)
+	Q4KN_UNPACK(112, Z8)
+	VCVTPH2PS (SI), X6
+	VBROADCASTSS X6, Z0
+	VMOVSHDUP X6, X7
+	VBROADCASTSS X7, Z1
+	K8_TOKT(X8T0, Z0, Z16)
+	K8_TOKT(X8T1, Z0, Z17)
+	K8_TOKT(X8T2, Z0, Z18)
+	K8_MINS(Y2, Z1, X8T0(260), X8T1(260), X8T0(0), X8T1(0), Z14)
+	K8_MINS(Y2, Z1, X8T2(260), X8T2(260), X8T2(0), X8T2(0), Z29)
+	ADDQ $144, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ q4k3loop
+
+	MOVQ stride+40(FP), DX
+	SHLQ $2, DX
+	MOVQ R14, AX
+	K8_REDPAIR(Z16, Z17, Z14, Q4K8_FOLD)
+	VMOVAPS Z29, Z12
+	K8_RED(Z18, Q4K8_FOLD)
+	ADDQ $4, R14
+	DECQ rows+24(FP)
+	JNZ q4k3row
+	VZEROUPPER
+	RET
+
+// func dotQ4KRows2AVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32, stride int)
+//
+// dotQ4KRows8AVX512 for two tokens.
+TEXT ·dotQ4KRows2AVX512(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), SI
+	MOVQ out+32(FP), R14
+	MOVQ nb+16(FP), R11
+	IMUL3Q $292, R11, R11
+	LEAQ (R11)(R11*2), R13
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z15
+	VMOVDQU64 q4kShift<>+0(SB), Z24
+
+q4k2row:
+	MOVQ x+8(FP), DI
+	MOVQ nb+16(FP), CX
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z14, Z14, Z14
+	VPXORD Z29, Z29, Z29
+
+q4k2loop:
+	PREFETCHT0 2304(SI)
+	PREFETCHT0 2368(SI)
+	PREFETCHT0 2432(SI)
+	Q4K_SCALES512
+	K8_PERMS(q4kIdx<>)
+	VPUNPCKLWD X1, X1, X2
+	VPUNPCKHWD X1, X1, X7
+	VINSERTI128 $1, X7, Y2, Y2
+	Q4KN_UNPACK(16, Z3)
+	Q4KN_UNPACK(48, Z4)
+	Q4KN_UNPACK(80, Z5)
+	Q4KN_UNPACK(112, Z8)
+	VCVTPH2PS (SI), X6
+	VBROADCASTSS X6, Z0
+	VMOVSHDUP X6, X7
+	VBROADCASTSS X7, Z1
+	K8_TOKT(X8T0, Z0, Z16)
+	K8_TOKT(X8T1, Z0, Z17)
+	K8_MINS(Y2, Z1, X8T0(260), X8T1(260), X8T0(0), X8T1(0), Z14)
+	ADDQ $144, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ q4k2loop
+
+	MOVQ stride+40(FP), DX
+	SHLQ $2, DX
+	MOVQ R14, AX
+	K8_REDPAIR(Z16, Z17, Z14, Q4K8_FOLD)
+	ADDQ $4, R14
+	DECQ rows+24(FP)
+	JNZ q4k2row
+	VZEROUPPER
+	RET
+
+// func dotQ6KRows3AVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32, stride int)
+//
+// dotQ6KRows8AVX512 for three tokens.
+TEXT ·dotQ6KRows3AVX512(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), SI
+	MOVQ out+32(FP), R14
+	MOVQ nb+16(FP), R11
+	IMUL3Q $292, R11, R11
+	LEAQ (R11)(R11*2), R13
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z15
+	MOVL $0x30303030, AX
+	VPBROADCASTD AX, Z14
+
+q6k3row:
+	MOVQ x+8(FP), DI
+	MOVQ nb+16(FP), CX
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z28, Z28, Z28
+	VPXORD Z29, Z29, Z29
+
+q6k3loop:
+	PREFETCHT0 2520(SI)
+	PREFETCHT0 2584(SI)
+	PREFETCHT0 2648(SI)
+	PREFETCHT0 2712(SI)
+	VPMOVSXBW 192(SI), Y0
+	K8_PERMS(q6kIdx<>)
+	Q6K8_UNPACK(0, 128, Z3, Z4)
+	Q6K8_UNPACK(64, 160, Z5, Z8)
+	MOVWLZX 208(SI), AX
+	VMOVD AX, X6
+	VCVTPH2PS X6, X6
+	VBROADCASTSS X6, Z1
+	K8_TOKT(X8T0, Z1, Z16)
+	K8_TOKT(X8T1, Z1, Z17)
+	K8_TOKT(X8T2, Z1, Z18)
+	K8_MINS(Y0, Z1, X8T0(260), X8T1(260), X8T0(0), X8T1(0), Z28)
+	K8_MINS(Y0, Z1, X8T2(260), X8T2(260), X8T2(0), X8T2(0), Z29)
+	ADDQ $210, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ q6k3loop
+
+	MOVQ stride+40(FP), DX
+	SHLQ $2, DX
+	MOVQ R14, AX
+	MOVL $0x42000000, BX // 32.0
+	VMOVD BX, X13
+	VBROADCASTSS X13, Y13
+	K8_REDPAIR(Z16, Z17, Z28, Q6K8_FOLD)
+	VMOVAPS Z29, Z12
+	K8_RED(Z18, Q6K8_FOLD)
+	ADDQ $4, R14
+	DECQ rows+24(FP)
+	JNZ q6k3row
+	VZEROUPPER
+	RET
+
+// func dotQ6KRows2AVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32, stride int)
+//
+// dotQ6KRows8AVX512 for two tokens.
+TEXT ·dotQ6KRows2AVX512(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), SI
+	MOVQ out+32(FP), R14
+	MOVQ nb+16(FP), R11
+	IMUL3Q $292, R11, R11
+	LEAQ (R11)(R11*2), R13
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z15
+	MOVL $0x30303030, AX
+	VPBROADCASTD AX, Z14
+
+q6k2row:
+	MOVQ x+8(FP), DI
+	MOVQ nb+16(FP), CX
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z28, Z28, Z28
+	VPXORD Z29, Z29, Z29
+
+q6k2loop:
+	PREFETCHT0 2520(SI)
+	PREFETCHT0 2584(SI)
+	PREFETCHT0 2648(SI)
+	PREFETCHT0 2712(SI)
+	VPMOVSXBW 192(SI), Y0
+	K8_PERMS(q6kIdx<>)
+	Q6K8_UNPACK(0, 128, Z3, Z4)
+	Q6K8_UNPACK(64, 160, Z5, Z8)
+	MOVWLZX 208(SI), AX
+	VMOVD AX, X6
+	VCVTPH2PS X6, X6
+	VBROADCASTSS X6, Z1
+	K8_TOKT(X8T0, Z1, Z16)
+	K8_TOKT(X8T1, Z1, Z17)
+	K8_MINS(Y0, Z1, X8T0(260), X8T1(260), X8T0(0), X8T1(0), Z28)
+	ADDQ $210, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ q6k2loop
+
+	MOVQ stride+40(FP), DX
+	SHLQ $2, DX
+	MOVQ R14, AX
+	MOVL $0x42000000, BX // 32.0
+	VMOVD BX, X13
+	VBROADCASTSS X13, Y13
+	K8_REDPAIR(Z16, Z17, Z28, Q6K8_FOLD)
+	ADDQ $4, R14
+	DECQ rows+24(FP)
+	JNZ q6k2row
 	VZEROUPPER
 	RET

@@ -35,15 +35,11 @@ func dotTile(tab *table, out []float32, ldo int, a []float32, lda, rows int, b [
 	if k < 0 || lda < k || ldb < k || len(a) < (ra-1)*lda+k || len(b) < (cb-1)*ldb+k || len(out) < (cols-1)*ldo+rows {
 		panic("kernels: DotTile: operand shorter than its tiles")
 	}
-	gemm := tab.gemm
-	if gemm == nil {
-		gemm = gemmGeneric
-	}
 	var acc [gemmR * gemmT]float32
 	for r0 := 0; r0 < rows; r0 += gemmR {
 		nr := min(gemmR, rows-r0)
 		for t0 := 0; t0 < cols; t0 += gemmT {
-			gemm(a[r0*lda:], lda, b[t0*ldb:], ldb, k, &acc, nil)
+			tileGEMM(tab, a[r0*lda:], lda, b[t0*ldb:], ldb, k, &acc)
 			for t := range min(gemmT, cols-t0) {
 				o := out[(t0+t)*ldo+r0:][:nr]
 				for r := range o {

@@ -52,3 +52,49 @@ func TestDotTile(t *testing.T) {
 		}
 	}
 }
+
+// TestTileGEMMMatchesTable checks that tileGEMM, DotTile's direct call
+// of the blocked product kernel, runs the kernel each path's table holds:
+// the same bits on a tile whose sums round differently in each order.
+func TestTileGEMMMatchesTable(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	const k, ld = 77, 80
+	w := make([]float32, TileRows*ld)
+	x := make([]float32, TileCols*ld)
+	for i := range w {
+		w[i] = float32(rng.NormFloat64()) * 1e3
+	}
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	for _, p := range Available() {
+		tab := tableFor(p)
+		gemm := tab.gemm
+		if gemm == nil {
+			gemm = gemmGeneric
+		}
+		var want, got [gemmR * gemmT]float32
+		gemm(w, ld, x, ld, k, &want, nil)
+		tileGEMM(tab, w, ld, x, ld, k, &got)
+		for i := range got {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("%s: tileGEMM out[%d] = %g, the table's kernel %g", p, i, got[i], want[i])
+			}
+		}
+	}
+}
+
+// TestDotTileNoAllocs checks that DotTile allocates nothing (attention
+// calls it for every tile of keys and values).
+func TestDotTileNoAllocs(t *testing.T) {
+	const rows, cols, k = 13, 5, 64
+	a := make([]float32, RoundTile(rows, TileRows)*k)
+	b := make([]float32, RoundTile(cols, TileCols)*k)
+	out := make([]float32, rows*cols)
+	for _, p := range Available() {
+		tab := tableFor(p)
+		if allocs := testing.AllocsPerRun(50, func() { dotTile(tab, out, rows, a, k, rows, b, k, cols, k) }); allocs != 0 {
+			t.Errorf("%s: %v allocations per DotTile", p, allocs)
+		}
+	}
+}

@@ -29,14 +29,13 @@ type dots[X any] struct {
 	// len(x) blocks of w) with x, for len(out) rows in one call.
 	rows func(w []byte, x []X, out []float32)
 	// x4 sets out[t] to a one-token dot of w with token t's nb blocks
-	// x[t*nb:(t+1)*nb], for four tokens: exactly the path's one (Q8_0,
-	// and the types added after Q4_K: the avx512 path, whose one-token
-	// dots of those sum in vector lanes, has no x4 for them) or the
-	// generic twin's (Q4_K, Q6_K: the avx512 one-token K-quant dots sum
-	// in vector lanes and round differently).
+	// x[t*nb:(t+1)*nb], for four tokens: exactly the path's one (the
+	// avx512 path, whose one-token dots of the types added after Q4_K
+	// sum in vector lanes, has no x4 for those; its Q4_K and Q6_K x4 is
+	// xn on one row).
 	x4 func(w []byte, x []X, nb int, out *[4]float32)
 	// x8 does so for eight tokens, up to float32 rounding when the
-	// kernel sums in vector lanes. dx holds the tokens' block scales as
+	// kernel sums in vector lanes (exactly when it is xn on one row). dx holds the tokens' block scales as
 	// float32 (q80Scales's layout) for Q8_0 activations, nil otherwise; a
 	// kernel that reads the scales from x ignores it.
 	x8 func(w []byte, x []X, dx []float32, nb int, out *[8]float32)
@@ -44,7 +43,19 @@ type dots[X any] struct {
 	// consecutive weight rows (w holds both): it sets out[t*stride+k] to
 	// the dot of row k (0, 1) with token t, each equal to x8's.
 	x8r2 func(w []byte, x []X, dx []float32, nb int, out []float32, stride int)
+	// xn, where set, multiplies a run of rows weight rows (the r-th nb
+	// blocks of w) with tokens tokens (token t's nb blocks at
+	// x[t*nb:(t+1)*nb]), 1 <= tokens <= xnTokens, loading each weight
+	// block once for all of them: it sets out[t*stride+r] to exactly
+	// rows's dot of row r with token t, bit for bit, so a token's result
+	// does not depend on the other tokens of its product. MatMul then
+	// takes every group of up to xnTokens tokens with it, and x4, x8 and
+	// x8r2 are not used.
+	xn func(w []byte, x []X, nb, rows, tokens int, out []float32, stride int)
 }
+
+// xnTokens is the most tokens one call of a dots.xn kernel takes.
+const xnTokens = 8
 
 // weightKernels is one weight type's row of a path's table: its partner
 // format and its dots against that format (only the matching field is

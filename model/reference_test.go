@@ -313,13 +313,32 @@ func TestGreedyStories(t *testing.T) {
 // TestBatchSplitInvariance: with the default summation orders a
 // sequence's logits are bit for bit the same however its prompt is split
 // into batches and whatever other sequence shares them (the serving
-// engine's prefix reuse and batching rely on it).
+// engine's prefix reuse and batching rely on it), for float (F32) and
+// K-quant (Q4_K_M: Q4_K and Q6_K) weights, whose products take a batch's
+// tokens several at a time.
 func TestBatchSplitInvariance(t *testing.T) {
-	ref := readRef(t, "stories260K.gguf")
-	m := loadModel(t, "stories260K.gguf")
+	for _, tc := range []struct {
+		model  string
+		prompt int // the reference prompt whose ids are fed
+		n      int // how many of its ids
+	}{
+		{"stories260K.gguf", 1, 10},
+		{"mini-24m-q4_k_m.gguf", 2, 13},
+	} {
+		t.Run(tc.model, func(t *testing.T) {
+			ref := readRef(t, tc.model)
+			m := loadModel(t, tc.model)
+			ids := ref.Prompts[tc.prompt].PromptIDs[:tc.n]
+			testBatchSplit(t, m, ids)
+		})
+	}
+}
+
+// testBatchSplit runs TestBatchSplitInvariance's checks on model m with
+// the prompt ids.
+func testBatchSplit(t *testing.T, m *Model, ids []int32) {
 	pool := kernels.NewPool(2)
 	defer pool.Close()
-	ids := ref.Prompts[1].PromptIDs
 	run := func(splits []int, other bool) []float32 {
 		c, err := NewCache(m.Config, KVF16, 2, 128)
 		if err != nil {
@@ -358,6 +377,61 @@ func TestBatchSplitInvariance(t *testing.T) {
 		if got := run(tc.splits, tc.other); !slices.Equal(got, whole) {
 			t.Errorf("split %v (other sequence %v): logits differ by %.3g from one batch", tc.splits, tc.other, maxDiff(got, whole))
 		}
+	}
+}
+
+// TestDecodeStepBatchInvariance: a sequence's one-token decode step
+// gives the same logits bit for bit whether it runs alone or beside 1..7
+// other sequences' steps in the same batch, as a serving step batches
+// its streaming clients; for F32 and Q4_K_M weights.
+func TestDecodeStepBatchInvariance(t *testing.T) {
+	for _, name := range []string{"stories260K.gguf", "mini-24m-q4_k_m.gguf"} {
+		t.Run(name, func(t *testing.T) {
+			ref := readRef(t, name)
+			m := loadModel(t, name)
+			ids := ref.Prompts[1].PromptIDs
+			pool := kernels.NewPool(2)
+			defer pool.Close()
+			const seqs = 8
+			c, err := NewCache(m.Config, KVF16, seqs, 128)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := NewRunner(m, c, pool, 64)
+			// Every sequence gets the prompt, shifted so that they differ.
+			for s := range seqs {
+				var b Batch
+				for i, id := range ids {
+					b.Tokens, b.Pos, b.Seq = append(b.Tokens, (id+int32(s))%int32(m.Config.NVocab)), append(b.Pos, int32(i)), append(b.Seq, int32(s))
+					b.Logits = append(b.Logits, false)
+				}
+				if _, err := r.Decode(b); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// step decodes one token in each of sequences 0..k-1 at the
+			// prompt's end (overwriting the same cache position) and
+			// returns sequence 0's logits.
+			step := func(k int) []float32 {
+				var b Batch
+				for s := range k {
+					b.Tokens, b.Pos, b.Seq = append(b.Tokens, int32(30+s)), append(b.Pos, int32(len(ids))), append(b.Seq, int32(s))
+					b.Logits = append(b.Logits, true)
+					c.lens[s] = len(ids)
+				}
+				out, err := r.Decode(b)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return slices.Clone(out[0])
+			}
+			alone := step(1)
+			for k := 2; k <= seqs; k++ {
+				if got := step(k); !slices.Equal(got, alone) {
+					t.Errorf("beside %d other sequences: logits differ by %.3g from a step alone", k-1, maxDiff(got, alone))
+				}
+			}
+		})
 	}
 }
 
