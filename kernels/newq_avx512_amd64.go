@@ -11,37 +11,6 @@ import (
 // Q4_1, Q5_1, IQ4_XS, Q5_K, Q3_K and Q2_K (newq_avx512_amd64.s, quant_avx512_amd64.s) into t's
 // rows: the one-token dot is a run of one row.
 func setNewQAVX512(t *table) {
-	q80 := func(typ tensor.Type, bb int, f func(w *byte, x *quant.BlockQ8_0, nb, rows int, out, dx *float32), twin func(w []byte, x []quant.BlockQ8_0) float32) {
-		rows := func(w []byte, x []quant.BlockQ8_0, out []float32) {
-			w = w[:bb*len(x)*len(out)]
-			if len(x) == 0 || len(out) == 0 {
-				clear(out)
-				return
-			}
-			if len(x) > q80RowsMaxBlocks {
-				// Wider than any model's rows: the generic twin, row
-				// by row, so that the one-token dot (a run of one)
-				// still equals every row.
-				rb := bb * len(x)
-				for r := range out {
-					out[r] = twin(w[r*rb:(r+1)*rb], x)
-				}
-				return
-			}
-			// The activation scales as float32, converted by the kernel
-			// once per call: on the stack, no allocation. The common
-			// widths (up to 8192 columns) take a small array: Go zeroes
-			// the array at every call.
-			if len(x) <= q80RowsSmallBlocks {
-				var dx [q80RowsSmallBlocks]float32
-				f(&w[0], &x[0], len(x), len(out), &out[0], &dx[0])
-				return
-			}
-			var dx [q80RowsMaxBlocks]float32
-			f(&w[0], &x[0], len(x), len(out), &out[0], &dx[0])
-		}
-		t.weights[typ].q80 = dots[quant.BlockQ8_0]{one: oneOfRows(rows), rows: rows}
-	}
 	q8k := func(typ tensor.Type, bb int, f func(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32)) {
 		rows := func(w []byte, x []quant.BlockQ8K, out []float32) {
 			w = w[:bb*len(x)*len(out)]
@@ -66,9 +35,9 @@ func setNewQAVX512(t *table) {
 	}
 	q81(tensor.Q4_1, quant.BlockQ4_1Bytes, dotQ4_1RowsAVX512)
 	q81(tensor.Q5_1, quant.BlockQ5_1Bytes, dotQ5_1RowsAVX512)
-	q80(tensor.Q4_0, quant.BlockQ4_0Bytes, dotQ4_0RowsAVX512, quant.DotQ4_0Q8_0)
-	q80(tensor.Q5_0, quant.BlockQ5_0Bytes, dotQ5_0RowsAVX512, quant.DotQ5_0Q8_0)
-	q80(tensor.IQ4_NL, quant.BlockIQ4_NLBytes, dotIQ4NLRowsAVX512, quant.DotIQ4NLQ8_0)
+	for _, k := range []q80Kernel{q80Q4_0, q80Q5_0, q80IQ4NL} {
+		t.weights[k.typ()].q80 = dots[quant.BlockQ8_0]{one: oneOfRows(k.rows), rows: k.rows}
+	}
 	q80x8 := func(typ tensor.Type, bb int, f func(w *byte, x *quant.BlockQ8_0, dx *float32, nb int, out *[8]float32)) {
 		t.weights[typ].q80.x8 = func(w []byte, x []quant.BlockQ8_0, dx []float32, nb int, out *[8]float32) {
 			x, dx = x[:8*nb], dx[:8*nb]
@@ -127,23 +96,103 @@ func oneOfRows[X any](rows func(w []byte, x []X, out []float32)) func(w []byte, 
 
 // q80RowsMaxBlocks bounds the blocks of a row (65536 columns) that the
 // Q8_0-partner row-run dots take: their caller keeps the activation
-// scales as float32 in an array of this many on its stack.
+// scales as float32 and the reordered activations in arrays on its stack.
 const q80RowsMaxBlocks = 2048
 
-// q80RowsSmallBlocks is the size of the smaller array the callers use for
-// rows of up to 8192 columns.
-const q80RowsSmallBlocks = 256
+// q80RowsSmallBlocks and q80RowsTinyBlocks are the widths (8192 and 2048
+// columns) up to which the callers use smaller arrays: Go zeroes them at
+// every call, 52 bytes per block.
+const (
+	q80RowsSmallBlocks = 256
+	q80RowsTinyBlocks  = 64
+)
+
+// q80XsGroupBytes is the activation scratch (xs) of the Q8_0-partner
+// row-run dots per whole group of eight blocks: the activations of values
+// 0-15 and 16-31 of four blocks and their offset lanes, 64 bytes each,
+// twice. The kernels align xs up to 64 bytes, so it takes 64 bytes more.
+const q80XsGroupBytes = 384
 
 // The row-run dots: for each of rows weight rows of nb blocks at w,
 // out[r] is its dot with the nb blocks at x (nb, rows >= 1). The
-// Q8_0-partner ones write the nb activation scales as float32 to dx
-// first (nb <= q80RowsMaxBlocks).
+// Q8_0-partner ones first write the nb activation scales as float32 to dx
+// and the activations of every whole group of eight blocks, in the order
+// the kernel takes the codes, to xs (nb <= q80RowsMaxBlocks).
+
+// q80Kernel names one of the Q8_0-partner row-run kernels. Its methods
+// call the kernel directly, so that the compiler sees the scratch arrays
+// on the caller's stack do not escape (no allocation per call).
+type q80Kernel uint8
+
+const (
+	q80Q4_0 q80Kernel = iota
+	q80Q5_0
+	q80IQ4NL
+)
+
+// typ returns the weight type of kernel k.
+func (k q80Kernel) typ() tensor.Type {
+	return [...]tensor.Type{tensor.Q4_0, tensor.Q5_0, tensor.IQ4_NL}[k]
+}
+
+// rows is k's row-run dot: the kernel with its scratch in stack arrays
+// of one of three sizes; rows wider than q80RowsMaxBlocks take the
+// generic twin row by row, so that the one-token dot (a run of one) still
+// equals every row.
+func (k q80Kernel) rows(w []byte, x []quant.BlockQ8_0, out []float32) {
+	nb := len(x)
+	w = w[:k.typ().BlockBytes()*nb*len(out)]
+	switch {
+	case nb == 0 || len(out) == 0:
+		clear(out)
+	case nb <= q80RowsTinyBlocks:
+		var dx [q80RowsTinyBlocks]float32
+		var xs [q80RowsTinyBlocks/8*q80XsGroupBytes + 64]byte
+		k.call(w, x, out, &dx[0], &xs[0])
+	case nb <= q80RowsSmallBlocks:
+		k.rowsSmall(w, x, out)
+	case nb <= q80RowsMaxBlocks:
+		k.rowsLarge(w, x, out)
+	default:
+		twin := [...]func([]byte, []quant.BlockQ8_0) float32{quant.DotQ4_0Q8_0, quant.DotQ5_0Q8_0, quant.DotIQ4NLQ8_0}[k]
+		rb := k.typ().BlockBytes() * nb
+		for r := range out {
+			out[r] = twin(w[r*rb:(r+1)*rb], x)
+		}
+	}
+}
+
+// rowsSmall and rowsLarge keep their arrays out of the narrower rows'
+// frames.
+func (k q80Kernel) rowsSmall(w []byte, x []quant.BlockQ8_0, out []float32) {
+	var dx [q80RowsSmallBlocks]float32
+	var xs [q80RowsSmallBlocks/8*q80XsGroupBytes + 64]byte
+	k.call(w, x, out, &dx[0], &xs[0])
+}
+
+func (k q80Kernel) rowsLarge(w []byte, x []quant.BlockQ8_0, out []float32) {
+	var dx [q80RowsMaxBlocks]float32
+	var xs [q80RowsMaxBlocks/8*q80XsGroupBytes + 64]byte
+	k.call(w, x, out, &dx[0], &xs[0])
+}
+
+// call runs kernel k on len(out) rows (len(x), len(out) >= 1).
+func (k q80Kernel) call(w []byte, x []quant.BlockQ8_0, out []float32, dx *float32, xs *byte) {
+	switch k {
+	case q80Q4_0:
+		dotQ4_0RowsAVX512(&w[0], &x[0], len(x), len(out), &out[0], dx, xs)
+	case q80Q5_0:
+		dotQ5_0RowsAVX512(&w[0], &x[0], len(x), len(out), &out[0], dx, xs)
+	case q80IQ4NL:
+		dotIQ4NLRowsAVX512(&w[0], &x[0], len(x), len(out), &out[0], dx, xs)
+	}
+}
 
 //go:noescape
-func dotQ4_0RowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out, dx *float32)
+func dotQ4_0RowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out, dx *float32, xs *byte)
 
 //go:noescape
-func dotQ5_0RowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out, dx *float32)
+func dotQ5_0RowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out, dx *float32, xs *byte)
 
 //go:noescape
 func dotQ4_1RowsAVX512(w *byte, x *quant.BlockQ8_1, nb, rows int, out *float32)
@@ -152,7 +201,7 @@ func dotQ4_1RowsAVX512(w *byte, x *quant.BlockQ8_1, nb, rows int, out *float32)
 func dotQ5_1RowsAVX512(w *byte, x *quant.BlockQ8_1, nb, rows int, out *float32)
 
 //go:noescape
-func dotIQ4NLRowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out, dx *float32)
+func dotIQ4NLRowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out, dx *float32, xs *byte)
 
 //go:noescape
 func dotIQ4XSRowsAVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32)

@@ -114,14 +114,20 @@ GLOBL iq4Shifted<>(SB), RODATA|NOPTR, $32
 // case) two rows at a time gave 12.1 GB/cpu-s for Q4_0 against 15.9 one
 // row at a time, and 10.0 against 15.4 for IQ4_XS.
 //
+// Their software prefetches run 32 iterations (256 blocks) ahead: against
+// 16, called alternately in one process on weights streamed from DRAM
+// (a loaded machine, 150 calls of 5632 rows each, four runs), that was
+// 1.05 times as fast for Q5_0 and 1.07 for Q4_0 (medians of the paired
+// ratios; 24 iterations ahead gave about half of that).
+//
 // Scales, which were a third of the time when gathered word by word
 // (VPINSRW, or scalar loads joined in general registers): the activation
 // scales are converted to float32 once per call into dx (nb floats the
 // caller provides), and a row's eight f16 weight scales, at a stride of
 // the block size, are picked out of the eight blocks' bytes by one
-// two-table word permute (VPERMT2W) of two 64-byte loads (Q5_0's 176
-// bytes take a third load and a masked VPERMW; no load passes the eight
-// blocks).
+// two-table word permute (VPERMT2W) of two 64-byte loads (no load passes
+// the eight blocks; Q5_0 picks its scales with its fifth bits, see
+// Q5R).
 
 // q80W18Idx picks the scale words of eight 18-byte blocks (Q4_0, IQ4_NL)
 // out of their first 128 bytes.
@@ -135,43 +141,14 @@ DATA q80W18Idx<>+48(SB)/8, $0x0000000000000000
 DATA q80W18Idx<>+56(SB)/8, $0x0000000000000000
 GLOBL q80W18Idx<>(SB), RODATA|NOPTR, $64
 
-// q80W22Idx picks the first six scale words of eight 22-byte blocks
-// (Q5_0) out of their first 128 bytes, q80W22Idx2 the last two (words 6
-// and 7, under K3) out of bytes 112-175.
-DATA q80W22Idx<>+0(SB)/8, $0x00210016000b0000
-DATA q80W22Idx<>+8(SB)/8, $0x000000000037002c
-DATA q80W22Idx<>+16(SB)/8, $0x0000000000000000
-DATA q80W22Idx<>+24(SB)/8, $0x0000000000000000
-DATA q80W22Idx<>+32(SB)/8, $0x0000000000000000
-DATA q80W22Idx<>+40(SB)/8, $0x0000000000000000
-DATA q80W22Idx<>+48(SB)/8, $0x0000000000000000
-DATA q80W22Idx<>+56(SB)/8, $0x0000000000000000
-GLOBL q80W22Idx<>(SB), RODATA|NOPTR, $64
-
-DATA q80W22Idx2<>+0(SB)/8, $0x0000000000000000
-DATA q80W22Idx2<>+8(SB)/8, $0x0015000a00000000
-DATA q80W22Idx2<>+16(SB)/8, $0x0000000000000000
-DATA q80W22Idx2<>+24(SB)/8, $0x0000000000000000
-DATA q80W22Idx2<>+32(SB)/8, $0x0000000000000000
-DATA q80W22Idx2<>+40(SB)/8, $0x0000000000000000
-DATA q80W22Idx2<>+48(SB)/8, $0x0000000000000000
-DATA q80W22Idx2<>+56(SB)/8, $0x0000000000000000
-GLOBL q80W22Idx2<>(SB), RODATA|NOPTR, $64
-
 // RA addresses the current row.
 #define RA(off) off(SI)
 
-// W8_18 and W8_22 convert the f16 scales of the eight blocks at row(0)
-// (of 18 and 22 bytes) into the float32 lanes of dst. Clobber Z10.
+// W8_18 converts the f16 scales of the eight 18-byte blocks at row(0)
+// into the float32 lanes of dst. Clobbers Z10.
 #define W8_18(row, dst) \
 	VMOVDQU64 row(0), Z10 \
 	VPERMT2W  row(64), Z21, Z10 \
-	VCVTPH2PS X10, dst
-
-#define W8_22(row, dst) \
-	VMOVDQU64 row(0), Z10 \
-	VPERMT2W  row(64), Z21, Z10 \
-	VPERMW    row(112), Z22, K3, Z10 \
 	VCVTPH2PS X10, dst
 
 // In the main loops a register of codes holds four blocks, one per
@@ -246,17 +223,11 @@ GLOBL q5Qs47<>(SB), RODATA|NOPTR, $64
 	VPDPBUSD     xh, Z13, on \
 	VPSUBD       on, Z24, on
 
-// Q80N_S18 and Q80N_S22 leave dw·dx of the eight blocks at row(0) (of 18
-// and 22 bytes; dx in Y3) spread four lanes each: blocks 0-3 in s0, 4-7
-// in s1. Clobber Z1 and Z10.
+// Q80N_S18 leaves dw·dx of the eight 18-byte blocks at row(0) (dx in Y3)
+// spread four lanes each: blocks 0-3 in s0, 4-7 in s1. Clobbers Z1 and
+// Z10.
 #define Q80N_S18(row, s0, s1) \
 	W8_18(row, Y1) \
-	VMULPS  Y3, Y1, Y1 \
-	VPERMPS Z1, Z16, s0 \
-	VPERMPS Z1, Z17, s1
-
-#define Q80N_S22(row, s0, s1) \
-	W8_22(row, Y1) \
 	VMULPS  Y3, Y1, Y1 \
 	VPERMPS Z1, Z16, s0 \
 	VPERMPS Z1, Z17, s1
@@ -277,47 +248,7 @@ GLOBL q5Qs47<>(SB), RODATA|NOPTR, $64
 	VPSHUFB Z2, Z11, Z2 \
 	VPSHUFB Z3, Z11, Z3
 
-// q5Qh03 and q5Qh47 put the two qh words of block j (of four) at words
-// 8j and 8j+1, out of the same windows as q5Qs03 and q5Qs47; q5QhRepL
-// repeats their bytes 0 and 1 (the low nibbles' bits) eight times each
-// per 128-bit lane, q5QhRepH bytes 2 and 3 (the high ones'), and q5QhBit
-// tests bit i%8 of byte i.
-DATA q5Qh03<>+0(SB)/8, $0x0000000000020001
-DATA q5Qh03<>+8(SB)/8, $0x0000000000000000
-DATA q5Qh03<>+16(SB)/8, $0x00000000000d000c
-DATA q5Qh03<>+24(SB)/8, $0x0000000000000000
-DATA q5Qh03<>+32(SB)/8, $0x0000000000180017
-DATA q5Qh03<>+40(SB)/8, $0x0000000000000000
-DATA q5Qh03<>+48(SB)/8, $0x0000000000230022
-DATA q5Qh03<>+56(SB)/8, $0x0000000000000000
-GLOBL q5Qh03<>(SB), RODATA|NOPTR, $64
-DATA q5Qh47<>+0(SB)/8, $0x0000000000160015
-DATA q5Qh47<>+8(SB)/8, $0x0000000000000000
-DATA q5Qh47<>+16(SB)/8, $0x0000000000210020
-DATA q5Qh47<>+24(SB)/8, $0x0000000000000000
-DATA q5Qh47<>+32(SB)/8, $0x00000000002c002b
-DATA q5Qh47<>+40(SB)/8, $0x0000000000000000
-DATA q5Qh47<>+48(SB)/8, $0x0000000000370036
-DATA q5Qh47<>+56(SB)/8, $0x0000000000000000
-GLOBL q5Qh47<>(SB), RODATA|NOPTR, $64
-DATA q5QhRepL<>+0(SB)/8, $0x0000000000000000
-DATA q5QhRepL<>+8(SB)/8, $0x0101010101010101
-DATA q5QhRepL<>+16(SB)/8, $0x0000000000000000
-DATA q5QhRepL<>+24(SB)/8, $0x0101010101010101
-DATA q5QhRepL<>+32(SB)/8, $0x0000000000000000
-DATA q5QhRepL<>+40(SB)/8, $0x0101010101010101
-DATA q5QhRepL<>+48(SB)/8, $0x0000000000000000
-DATA q5QhRepL<>+56(SB)/8, $0x0101010101010101
-GLOBL q5QhRepL<>(SB), RODATA|NOPTR, $64
-DATA q5QhRepH<>+0(SB)/8, $0x0202020202020202
-DATA q5QhRepH<>+8(SB)/8, $0x0303030303030303
-DATA q5QhRepH<>+16(SB)/8, $0x0202020202020202
-DATA q5QhRepH<>+24(SB)/8, $0x0303030303030303
-DATA q5QhRepH<>+32(SB)/8, $0x0202020202020202
-DATA q5QhRepH<>+40(SB)/8, $0x0303030303030303
-DATA q5QhRepH<>+48(SB)/8, $0x0202020202020202
-DATA q5QhRepH<>+56(SB)/8, $0x0303030303030303
-GLOBL q5QhRepH<>(SB), RODATA|NOPTR, $64
+// q5QhBit tests bit i%8 of byte i.
 DATA q5QhBit<>+0(SB)/8, $0x8040201008040201
 DATA q5QhBit<>+8(SB)/8, $0x8040201008040201
 DATA q5QhBit<>+16(SB)/8, $0x8040201008040201
@@ -328,21 +259,122 @@ DATA q5QhBit<>+48(SB)/8, $0x8040201008040201
 DATA q5QhBit<>+56(SB)/8, $0x8040201008040201
 GLOBL q5QhBit<>(SB), RODATA|NOPTR, $64
 
-// Q80N_Q5 adds Q5_0's fifth bits as 16 (Z12): the qh words of the four
-// blocks, picked by hidx out of the same window, are spread one block per
-// 128-bit lane, each byte repeated eight times (Z9: the low nibbles', Z20:
-// the high ones'), and tested against bit i%8 (Z31) for the masks.
-// Clobbers Z10, K1, K5.
-#define Q80N_Q5(row, win, idx, hidx) \
-	Q80N_NIB(row, win, idx) \
-	VMOVDQU64 row(win), Z10 \
-	VPERMT2W  row(win+64), hidx, Z10 \
-	VPSHUFB   Z9, Z10, Z1 \
-	VPSHUFB   Z20, Z10, Z10 \
-	VPTESTMB  Z31, Z1, K1 \
-	VPTESTMB  Z31, Z10, K5 \
-	VPADDB    Z12, Z2, K1, Z2 \
-	VPADDB    Z12, Z3, K5, Z3
+// The three also take the activation work out of their row loops: once
+// per call, Q80X_PREP brings the activations of every whole group of
+// eight blocks into the codes' order and stores them with their offset
+// lanes in xs (scratch the caller provides), which every row then reads
+// as memory operands of its VPDPBUSDs instead of redoing, per four blocks
+// and row, four loads, two lane shuffles and two more VPDPBUSDs (the
+// 512-bit ones issue on one port only). The integer lanes and the float
+// steps stay those of the loop that did that work per row, in the same
+// order. Q5_0 needs two word permutes per four blocks: one for the qs
+// bytes (q5Qs03, q5Qs47) and one (q5Hd03, q5Hd47) for both the qh words
+// and the four f16 scales, so its scales cost a 128-bit conversion, a
+// multiply and a spread, and no permute of their own.
+
+// q5Hd03 and q5Hd47 put the two qh words of block j (of four) at words 4
+// and 5 of 128-bit lane j and the four blocks' scale words at words 0-3
+// of lane 0, out of the same windows as q5Qs03 and q5Qs47; q5HdRepL
+// repeats bytes 8 and 9 of each lane (the low nibbles' fifth bits) eight
+// times each, q5HdRepH bytes 10 and 11 (the high ones').
+DATA q5Hd03<>+0(SB)/8, $0x00210016000b0000
+DATA q5Hd03<>+8(SB)/8, $0x0000000000020001
+DATA q5Hd03<>+16(SB)/8, $0x0000000000000000
+DATA q5Hd03<>+24(SB)/8, $0x00000000000d000c
+DATA q5Hd03<>+32(SB)/8, $0x0000000000000000
+DATA q5Hd03<>+40(SB)/8, $0x0000000000180017
+DATA q5Hd03<>+48(SB)/8, $0x0000000000000000
+DATA q5Hd03<>+56(SB)/8, $0x0000000000230022
+GLOBL q5Hd03<>(SB), RODATA|NOPTR, $64
+DATA q5Hd47<>+0(SB)/8, $0x0035002a001f0014
+DATA q5Hd47<>+8(SB)/8, $0x0000000000160015
+DATA q5Hd47<>+16(SB)/8, $0x0000000000000000
+DATA q5Hd47<>+24(SB)/8, $0x0000000000210020
+DATA q5Hd47<>+32(SB)/8, $0x0000000000000000
+DATA q5Hd47<>+40(SB)/8, $0x00000000002c002b
+DATA q5Hd47<>+48(SB)/8, $0x0000000000000000
+DATA q5Hd47<>+56(SB)/8, $0x0000000000370036
+GLOBL q5Hd47<>(SB), RODATA|NOPTR, $64
+DATA q5HdRepL<>+0(SB)/8, $0x0808080808080808
+DATA q5HdRepL<>+8(SB)/8, $0x0909090909090909
+DATA q5HdRepL<>+16(SB)/8, $0x0808080808080808
+DATA q5HdRepL<>+24(SB)/8, $0x0909090909090909
+DATA q5HdRepL<>+32(SB)/8, $0x0808080808080808
+DATA q5HdRepL<>+40(SB)/8, $0x0909090909090909
+DATA q5HdRepL<>+48(SB)/8, $0x0808080808080808
+DATA q5HdRepL<>+56(SB)/8, $0x0909090909090909
+GLOBL q5HdRepL<>(SB), RODATA|NOPTR, $64
+DATA q5HdRepH<>+0(SB)/8, $0x0a0a0a0a0a0a0a0a
+DATA q5HdRepH<>+8(SB)/8, $0x0b0b0b0b0b0b0b0b
+DATA q5HdRepH<>+16(SB)/8, $0x0a0a0a0a0a0a0a0a
+DATA q5HdRepH<>+24(SB)/8, $0x0b0b0b0b0b0b0b0b
+DATA q5HdRepH<>+32(SB)/8, $0x0a0a0a0a0a0a0a0a
+DATA q5HdRepH<>+40(SB)/8, $0x0b0b0b0b0b0b0b0b
+DATA q5HdRepH<>+48(SB)/8, $0x0a0a0a0a0a0a0a0a
+DATA q5HdRepH<>+56(SB)/8, $0x0b0b0b0b0b0b0b0b
+GLOBL q5HdRepH<>(SB), RODATA|NOPTR, $64
+
+// Q80X_ALIGN leaves xs (the last argument of the Q8_0-partner row-run
+// dots) aligned up to 64 bytes in R8.
+#define Q80X_ALIGN \
+	MOVQ xs+48(FP), R8 \
+	ADDQ $63, R8 \
+	ANDQ $-64, R8
+
+// Q80X_PREP stores, for every whole group of eight activation blocks at
+// R11 (nb R12), Q80N_X's xl, xh and offset lanes of blocks 0-3 and then
+// of blocks 4-7 to xs (R8, 64-byte aligned): 384 bytes per group. Clobbers
+// BX, CX, DI, Z1, Z4, Z5, Z10, Z28.
+#define Q80X_PREP \
+	MOVQ      R11, DI \
+	MOVQ      R8, BX \
+	MOVQ      R12, CX \
+	SHRQ      $3, CX \
+	JZ        xprepdone \
+xprep: \
+	Q80N_X(2, Z4, Z5, Z28) \
+	VMOVDQA64 Z4, 0(BX) \
+	VMOVDQA64 Z5, 64(BX) \
+	VMOVDQA64 Z28, 128(BX) \
+	Q80N_X(138, Z4, Z5, Z28) \
+	VMOVDQA64 Z4, 192(BX) \
+	VMOVDQA64 Z5, 256(BX) \
+	VMOVDQA64 Z28, 320(BX) \
+	ADDQ      $272, DI \
+	ADDQ      $384, BX \
+	DECQ      CX \
+	JNZ       xprep \
+xprepdone:
+
+// Q5R accumulates four Q5_0 blocks of the row at SI (their qs words picked
+// by qidx, their qh and scale words by hidx out of bytes win..win+127)
+// into the float lanes of acc: the codes with their fifth bits added as 16
+// (Z12) where bit i%8 (Z31) of the byte repeated by Z9 (low nibbles) or
+// Z20 (high) is set; the offset lanes and the activations from xoff(BX)
+// (Q80X_PREP's layout); the four scales converted, times dx at dxoff(R10),
+// spread four lanes each (Z16). Clobbers Z1-Z3, Z8, Z10, Z14, K1, K5.
+#define Q5R(win, qidx, hidx, xoff, dxoff, acc) \
+	VMOVDQU64   win(SI), Z2 \
+	VPERMT2W    win+64(SI), qidx, Z2 \
+	VMOVDQU64   win(SI), Z10 \
+	VPERMT2W    win+64(SI), hidx, Z10 \
+	VPSRLW      $4, Z2, Z3 \
+	VPANDD      Z15, Z2, Z2 \
+	VPANDD      Z15, Z3, Z3 \
+	VPSHUFB     Z9, Z10, Z1 \
+	VPSHUFB     Z20, Z10, Z8 \
+	VPTESTMB    Z31, Z1, K1 \
+	VPTESTMB    Z31, Z8, K5 \
+	VPADDB      Z12, Z2, K1, Z2 \
+	VPADDB      Z12, Z3, K5, Z3 \
+	VCVTPH2PS   X10, X8 \
+	VMULPS      dxoff(R10), X8, X8 \
+	VPERMPS     Z8, Z16, Z8 \
+	VMOVDQA64   xoff+128(BX), Z14 \
+	VPDPBUSD    xoff(BX), Z2, Z14 \
+	VPDPBUSD    xoff+64(BX), Z3, Z14 \
+	VCVTDQ2PS   Z14, Z14 \
+	VFMADD231PS Z8, Z14, acc
 
 // Q80N_DOT accumulates the codes in Z2 and Z3 times the activations xl
 // and xh, from the offset lanes on, exactly into Z14, and then into the
@@ -399,8 +431,8 @@ dxloop1: \
 	JNZ       dxloop1 \
 dxdone:
 
-// func dotQ4_0RowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32, dx *float32)
-TEXT ·dotQ4_0RowsAVX512(SB), NOSPLIT, $0-48
+// func dotQ4_0RowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32, dx *float32, xs *byte)
+TEXT ·dotQ4_0RowsAVX512(SB), NOSPLIT, $0-56
 	ROWS_PROLOGUE
 	MOVL $0x08080808, AX
 	VPBROADCASTD AX, Z13
@@ -408,29 +440,31 @@ TEXT ·dotQ4_0RowsAVX512(SB), NOSPLIT, $0-48
 	VMOVDQU64 q4Qs03<>(SB), Z18
 	VMOVDQU64 q4Qs47<>(SB), Z19
 	Q80ROWS_SETUP
+	Q80X_ALIGN
+	Q80X_PREP
 q40row:
 	TESTQ R13, R13
 	JZ   q40end
 	MOVQ R11, DI
 	MOVQ dx+40(FP), R10
+	MOVQ R8, BX
 	MOVQ R12, CX
 	VPXORD Z0, Z0, Z0
 	CMPQ CX, $8
 	JLT  q40tail
 q40loop8:
-	PREFETCHT0 2304(SI)
-	PREFETCHT0 (2304+64)(SI)
-	PREFETCHT0 (2304+128)(SI)
+	PREFETCHT0 4608(SI)
+	PREFETCHT0 (4608+64)(SI)
+	PREFETCHT0 (4608+128)(SI)
 	VMOVUPS (R10), Y3
-	Q80N_X(2, Z4, Z5, Z28)
-	Q80N_X(138, Z6, Z7, Z29)
 	Q80N_S18(RA, Z25, Z26)
 	Q80N_NIB(RA, 0, Z18)
-	Q80N_DOT(Z4, Z5, Z28, Z25, Z0)
+	Q80N_DOT(0(BX), 64(BX), 128(BX), Z25, Z0)
 	Q80N_NIB(RA, 16, Z19)
-	Q80N_DOT(Z6, Z7, Z29, Z26, Z0)
+	Q80N_DOT(192(BX), 256(BX), 320(BX), Z26, Z0)
 	ADDQ $144, SI
 	ADDQ $272, DI
+	ADDQ $384, BX
 	ADDQ $32, R10
 	SUBQ $8, CX
 	CMPQ CX, $8
@@ -456,47 +490,41 @@ q40end:
 	VZEROUPPER
 	RET
 
-// func dotQ5_0RowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32, dx *float32)
-TEXT ·dotQ5_0RowsAVX512(SB), NOSPLIT, $0-48
+// func dotQ5_0RowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32, dx *float32, xs *byte)
+TEXT ·dotQ5_0RowsAVX512(SB), NOSPLIT, $0-56
 	ROWS_PROLOGUE
 	MOVL $0x10101010, AX
 	VPBROADCASTD AX, Z13
 	VPBROADCASTD AX, Z12
-	VMOVDQU64 q80W22Idx<>(SB), Z21
-	VMOVDQU64 q80W22Idx2<>(SB), Z22
-	MOVL $0xc0, AX
-	KMOVD AX, K3
 	VMOVDQU64 q5Qs03<>(SB), Z18
 	VMOVDQU64 q5Qs47<>(SB), Z19
-	VMOVDQU64 q5Qh03<>(SB), Z23
-	VMOVDQU64 q5Qh47<>(SB), Z11
-	VMOVDQU64 q5QhRepL<>(SB), Z9
-	VMOVDQU64 q5QhRepH<>(SB), Z20
+	VMOVDQU64 q5Hd03<>(SB), Z23
+	VMOVDQU64 q5Hd47<>(SB), Z11
+	VMOVDQU64 q5HdRepL<>(SB), Z9
+	VMOVDQU64 q5HdRepH<>(SB), Z20
 	VMOVDQU64 q5QhBit<>(SB), Z31
 	Q80ROWS_SETUP
+	Q80X_ALIGN
+	Q80X_PREP
 q50row:
 	TESTQ R13, R13
 	JZ   q50end
 	MOVQ R11, DI
 	MOVQ dx+40(FP), R10
+	MOVQ R8, BX
 	MOVQ R12, CX
 	VPXORD Z0, Z0, Z0
 	CMPQ CX, $8
 	JLT  q50tail
 q50loop8:
-	PREFETCHT0 2816(SI)
-	PREFETCHT0 (2816+64)(SI)
-	PREFETCHT0 (2816+128)(SI)
-	VMOVUPS (R10), Y3
-	Q80N_X(2, Z4, Z5, Z28)
-	Q80N_X(138, Z6, Z7, Z29)
-	Q80N_S22(RA, Z25, Z26)
-	Q80N_Q5(RA, 0, Z18, Z23)
-	Q80N_DOT(Z4, Z5, Z28, Z25, Z0)
-	Q80N_Q5(RA, 48, Z19, Z11)
-	Q80N_DOT(Z6, Z7, Z29, Z26, Z0)
+	PREFETCHT0 5632(SI)
+	PREFETCHT0 (5632+64)(SI)
+	PREFETCHT0 (5632+128)(SI)
+	Q5R(0, Z18, Z23, 0, 0, Z0)
+	Q5R(48, Z19, Z11, 192, 16, Z0)
 	ADDQ $176, SI
 	ADDQ $272, DI
+	ADDQ $384, BX
 	ADDQ $32, R10
 	SUBQ $8, CX
 	CMPQ CX, $8
@@ -525,8 +553,8 @@ q50end:
 	VZEROUPPER
 	RET
 
-// func dotIQ4NLRowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32, dx *float32)
-TEXT ·dotIQ4NLRowsAVX512(SB), NOSPLIT, $0-48
+// func dotIQ4NLRowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32, dx *float32, xs *byte)
+TEXT ·dotIQ4NLRowsAVX512(SB), NOSPLIT, $0-56
 	ROWS_PROLOGUE
 	MOVL $0x80808080, AX
 	VPBROADCASTD AX, Z13
@@ -535,29 +563,31 @@ TEXT ·dotIQ4NLRowsAVX512(SB), NOSPLIT, $0-48
 	VMOVDQU64 q4Qs03<>(SB), Z18
 	VMOVDQU64 q4Qs47<>(SB), Z19
 	Q80ROWS_SETUP
+	Q80X_ALIGN
+	Q80X_PREP
 iq4nlrow:
 	TESTQ R13, R13
 	JZ   iq4nlend
 	MOVQ R11, DI
 	MOVQ dx+40(FP), R10
+	MOVQ R8, BX
 	MOVQ R12, CX
 	VPXORD Z0, Z0, Z0
 	CMPQ CX, $8
 	JLT  iq4nltail
 iq4nlloop8:
-	PREFETCHT0 2304(SI)
-	PREFETCHT0 (2304+64)(SI)
-	PREFETCHT0 (2304+128)(SI)
+	PREFETCHT0 4608(SI)
+	PREFETCHT0 (4608+64)(SI)
+	PREFETCHT0 (4608+128)(SI)
 	VMOVUPS (R10), Y3
-	Q80N_X(2, Z4, Z5, Z28)
-	Q80N_X(138, Z6, Z7, Z29)
 	Q80N_S18(RA, Z25, Z26)
 	Q80N_NL(RA, 0, Z18)
-	Q80N_DOT(Z4, Z5, Z28, Z25, Z0)
+	Q80N_DOT(0(BX), 64(BX), 128(BX), Z25, Z0)
 	Q80N_NL(RA, 16, Z19)
-	Q80N_DOT(Z6, Z7, Z29, Z26, Z0)
+	Q80N_DOT(192(BX), 256(BX), 320(BX), Z26, Z0)
 	ADDQ $144, SI
 	ADDQ $272, DI
+	ADDQ $384, BX
 	ADDQ $32, R10
 	SUBQ $8, CX
 	CMPQ CX, $8
