@@ -66,8 +66,24 @@ const attnChunk = 256
 const gemmGroup = 4
 
 // tileRows is about how many query rows one job takes (rounded to whole
-// tokens of a KV head's query heads).
-const tileRows = 64
+// tokens of a KV head's query heads); colRows the same for the column
+// form, whose widened key and value tiles are the part of its work that
+// does not grow with the rows (at 64 rows they were a fifth of a
+// 512-token prompt's attention at depth 4096, read from the last-level
+// cache once per job).
+const (
+	tileRows = 64
+	colRows  = 128
+)
+
+// jobTokens returns how many tokens of one sequence a job takes with grp
+// query heads per KV head, in the column form when cols is set.
+func jobTokens(grp int, cols bool) int {
+	if cols {
+		return max(1, colRows/grp)
+	}
+	return max(1, tileRows/grp)
+}
 
 // partialBudget bounds the float32s the split mode's partial results may
 // take (4 MiB); a step that needs more runs unsplit.
@@ -122,7 +138,7 @@ func (r *Runner) newTiledAttn() {
 	cfg := r.m.Config
 	c := r.c
 	hd, grp := cfg.HeadDim, cfg.NHead/cfg.NHeadKV
-	rows := max(1, tileRows/grp) * grp
+	rows := jobTokens(grp, grp >= gemmGroup && kernels.HasColTile()) * grp
 	at := &r.at
 	at.tok = make([]int32, r.maxBatch)
 	at.count = make([]int32, c.nSeq)
@@ -189,7 +205,7 @@ func AttnScratchBytes(cfg Config, tk, tv KVType, nCtx, maxBatch, threads int) fl
 	maxBatch = min(max(maxBatch, 1), MaxBatch)
 	threads = max(threads, 1)
 	hd, grp := cfg.HeadDim, max(cfg.NHead/max(cfg.NHeadKV, 1), 1)
-	rows := max(1, tileRows/grp) * grp
+	rows := jobTokens(grp, grp >= gemmGroup && kernels.HasColTile()) * grp
 	const f32, u16, i32, job = 4, 2, 4, 24 // bytes of a float32, a uint16, an int32 and a tileJob
 	nChunk := (nCtx + attnChunk - 1) / attnChunk
 	part := min(int64(maxBatch)*int64(cfg.NHead)*int64(nChunk)*int64(hd+2), partialBudget)
@@ -275,7 +291,7 @@ func (r *Runner) tiledAttention(l int, b Batch, n int, ap attnParams) error {
 	cfg := r.m.Config
 	at := &r.at
 	hd, grp := cfg.HeadDim, cfg.NHead/cfg.NHeadKV
-	perJob := max(1, tileRows/grp)
+	perJob := jobTokens(grp, at.cols)
 	// Group the batch's tokens by sequence (a counting sort, stable).
 	clear(at.count)
 	for i := range n {
