@@ -247,12 +247,50 @@ DATA colexp<>+56(SB)/4, $0x0000007e // int32 126, the bias of 2^(n-1)
 DATA colexp<>+60(SB)/4, $0xff800000 // -Inf
 GLOBL colexp<>(SB), RODATA|NOPTR, $64
 
+// EXPZ sets Z7 to expf(Z2) lane by lane with expf's operations in
+// expf's order (as the AVX2 path's expSubSum), using Z3-Z9, K2-K4 and the
+// constants in Z10 and Z16-Z30.
+#define EXPZ \
+	VMINPS      Z16, Z2, Z3; \
+	VMAXPS      Z17, Z3, Z3; \
+	VMULPS      Z18, Z3, Z4; \
+	VRNDSCALEPS $0, Z4, Z4; \
+	VMULPS      Z19, Z4, Z5; \
+	VSUBPS      Z5, Z3, Z6; \
+	VMULPS      Z20, Z4, Z5; \
+	VSUBPS      Z5, Z6, Z6; \
+	VMULPS      Z21, Z6, Z7; \
+	VADDPS      Z22, Z7, Z7; \
+	VMULPS      Z6, Z7, Z7; \
+	VADDPS      Z23, Z7, Z7; \
+	VMULPS      Z6, Z7, Z7; \
+	VADDPS      Z24, Z7, Z7; \
+	VMULPS      Z6, Z7, Z7; \
+	VADDPS      Z25, Z7, Z7; \
+	VMULPS      Z6, Z7, Z7; \
+	VADDPS      Z26, Z7, Z7; \
+	VMULPS      Z6, Z6, Z8; \
+	VMULPS      Z8, Z7, Z7; \
+	VADDPS      Z6, Z7, Z7; \
+	VADDPS      Z27, Z7, Z7; \
+	VCVTPS2DQ   Z4, Z9; \
+	VPADDD      Z30, Z9, Z9; \
+	VPSLLD      $23, Z9, Z9; \
+	VMULPS      Z9, Z7, Z7; \
+	VMULPS      Z28, Z7, Z7; \
+	VCMPPS      $0x1e, Z16, Z2, K2; \
+	VMOVAPS     Z29, K2, Z7; \
+	VCMPPS      $0x11, Z17, Z2, K3; \
+	VMOVAPS     Z10, K3, Z7; \
+	VCMPPS      $3, Z2, Z2, K4; \
+	VMOVAPS     Z2, K4, Z7
+
 // func softmaxColsAVX512(x *float32, ld, rows, n int, mx, sum *float32)
 //
 // For each group of sixteen columns (AX its first row; the last group
-// may be eight, K1 masking the loads and stores): the maxima in Z0 over
-// the rows, then each row's exponentials (expf's operations in expf's
-// order, as the AVX2 path's expSubSum) written back and added to Z1. The
+// may be eight, loaded and stored as YMM registers, no masked memory
+// operations): the maxima in Z0 over the rows, then each row's
+// exponentials (EXPZ of x = v - m) written back and added to Z1. The
 // constants stay in Z10 (zero) and Z16-Z31.
 TEXT ·softmaxColsAVX512(SB), NOSPLIT, $0-48
 	MOVQ x+0(FP), AX
@@ -281,14 +319,8 @@ TEXT ·softmaxColsAVX512(SB), NOSPLIT, $0-48
 	VPXORD       Z10, Z10, Z10
 
 sm_group:
-	// K1: the group's lanes, sixteen or the last eight.
-	MOVL  $0xffff, DX
-	CMPQ  R9, $16
-	JGE   sm_mask
-	MOVL  $0xff, DX
-
-sm_mask:
-	KMOVW DX, K1
+	CMPQ R9, $16
+	JL   sm_half
 
 	// The maxima: m = v unless m > v.
 	VMOVAPS Z31, Z0
@@ -296,60 +328,56 @@ sm_mask:
 	MOVQ    BX, CX
 
 sm_max:
-	VMOVUPS.Z (SI), K1, Z2
-	VMAXPS    Z2, Z0, Z0
-	ADDQ      R10, SI
-	DECQ      CX
-	JNZ       sm_max
-	VMOVUPS   Z0, K1, (R11)
-
-	VPXORD Z1, Z1, Z1
-	MOVQ   AX, SI
-	MOVQ   BX, CX
+	VMAXPS  (SI), Z0, Z0
+	ADDQ    R10, SI
+	DECQ    CX
+	JNZ     sm_max
+	VMOVUPS Z0, (R11)
+	VPXORD  Z1, Z1, Z1
+	MOVQ    AX, SI
+	MOVQ    BX, CX
 
 sm_exp:
-	VMOVUPS.Z   (SI), K1, Z2
-	VSUBPS      Z0, Z2, Z2 // x = v - m
-	VMINPS      Z16, Z2, Z3
-	VMAXPS      Z17, Z3, Z3 // xc: x clamped to [lo, hi]
-	VMULPS      Z18, Z3, Z4
-	VRNDSCALEPS $0, Z4, Z4  // n = round(xc*log2e), to even
-	VMULPS      Z19, Z4, Z5
-	VSUBPS      Z5, Z3, Z6
-	VMULPS      Z20, Z4, Z5
-	VSUBPS      Z5, Z6, Z6  // r = xc - n*C1 - n*C2
-	VMULPS      Z21, Z6, Z7 // p = P0*r
-	VADDPS      Z22, Z7, Z7
-	VMULPS      Z6, Z7, Z7
-	VADDPS      Z23, Z7, Z7
-	VMULPS      Z6, Z7, Z7
-	VADDPS      Z24, Z7, Z7
-	VMULPS      Z6, Z7, Z7
-	VADDPS      Z25, Z7, Z7
-	VMULPS      Z6, Z7, Z7
-	VADDPS      Z26, Z7, Z7
-	VMULPS      Z6, Z6, Z8  // rr
-	VMULPS      Z8, Z7, Z7
-	VADDPS      Z6, Z7, Z7
-	VADDPS      Z27, Z7, Z7 // p = p*rr + r + 1
-	VCVTPS2DQ   Z4, Z9
-	VPADDD      Z30, Z9, Z9
-	VPSLLD      $23, Z9, Z9 // 2^(n-1)
-	VMULPS      Z9, Z7, Z7
-	VMULPS      Z28, Z7, Z7
-	VCMPPS      $0x1e, Z16, Z2, K2 // x > hi: +Inf
-	VMOVAPS     Z29, K2, Z7
-	VCMPPS      $0x11, Z17, Z2, K3 // x < lo: 0
-	VMOVAPS     Z10, K3, Z7
-	VCMPPS      $3, Z2, Z2, K4     // NaN: x itself
-	VMOVAPS     Z2, K4, Z7
-	VMOVUPS     Z7, K1, (SI)
-	VADDPS      Z7, Z1, Z1
-	ADDQ        R10, SI
-	DECQ        CX
-	JNZ         sm_exp
-	VMOVUPS     Z1, K1, (R12)
+	VMOVUPS (SI), Z2
+	VSUBPS  Z0, Z2, Z2
+	EXPZ
+	VMOVUPS Z7, (SI)
+	VADDPS  Z7, Z1, Z1
+	ADDQ    R10, SI
+	DECQ    CX
+	JNZ     sm_exp
+	VMOVUPS Z1, (R12)
+	JMP     sm_next
 
+sm_half:
+	// Eight columns: YMM loads (the upper lanes zero) and stores.
+	VMOVAPS Z31, Z0
+	MOVQ    AX, SI
+	MOVQ    BX, CX
+
+sm_max8:
+	VMOVUPS (SI), Y2
+	VMAXPS  Z2, Z0, Z0
+	ADDQ    R10, SI
+	DECQ    CX
+	JNZ     sm_max8
+	VMOVUPS Y0, (R11)
+	VPXORD  Z1, Z1, Z1
+	MOVQ    AX, SI
+	MOVQ    BX, CX
+
+sm_exp8:
+	VMOVUPS (SI), Y2
+	VSUBPS  Z0, Z2, Z2
+	EXPZ
+	VMOVUPS Y7, (SI)
+	VADDPS  Z7, Z1, Z1
+	ADDQ    R10, SI
+	DECQ    CX
+	JNZ     sm_exp8
+	VMOVUPS Y1, (R12)
+
+sm_next:
 	ADDQ $64, AX
 	ADDQ $64, R11
 	ADDQ $64, R12
