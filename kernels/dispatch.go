@@ -54,6 +54,15 @@ type table struct {
 	widenBF16 func(dst []float32, w []byte)
 	widenF32  func(dst []float32, w []byte)
 
+	// colTile, softmaxCols, foldCols and widenQ8_0 are ColTile (for a
+	// multiple of ColTileRows rows, the shapes checked), SoftmaxCols
+	// (n > 0), FoldCols (rows > 0, len(a) > 0) and WidenQ8_0 (whole
+	// blocks) in assembly; nil on a path without them (coltile.go).
+	colTile     func(c []float32, ldc int, a []float32, lda, ak, mr int, b []float32, ldb, n, k int)
+	softmaxCols func(x []float32, ld, rows, n int, mx, sum []float32)
+	foldCols    func(o []float32, ldo int, u []float32, ldu, rows int, a, b []float32)
+	widenQ8_0   func(dst []float32, src []byte)
+
 	// qtile is the prompt tile kernel of the 32-value block types
 	// (qtile.go), nil on a path without one.
 	qtile qtTileFunc

@@ -27,6 +27,7 @@ func setGEMMAVX512(t *table) {
 		w = w[:4*len(dst)]
 		widenF32AVX512(&dst[0], &w[0], len(dst))
 	}
+	setColTileAVX512(t)
 }
 
 // gemmAVX512Go works like gemmGeneric, in AVX-512 assembly. It checks

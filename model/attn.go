@@ -41,6 +41,14 @@ import (
 // Q8_0 keys and values are dequantized one tile at a time (into F16, the
 // keys row-major and the values transposed) by the job, once for all its
 // rows, and then go through the same F16 dot products.
+//
+// With gemmGroup or more query heads per KV head a job runs as matrix
+// products instead: on a path with column tiles (kernels.ColTile:
+// AVX-512) with the query rows along the vector lanes (tileJobCols), which
+// reads keys and values as the cache lays them out and needs no
+// horizontal sums, otherwise with DotTile's register tiles
+// (tileJobGEMM). The form is a property of the model and the kernel path,
+// never of the batch.
 
 // attnChunk is how many key positions one tile covers. 256 keys of a
 // 128-wide head are 64 KiB of F16 keys and values: they stay in L2 while
@@ -58,8 +66,24 @@ const attnChunk = 256
 const gemmGroup = 4
 
 // tileRows is about how many query rows one job takes (rounded to whole
-// tokens of a KV head's query heads).
-const tileRows = 64
+// tokens of a KV head's query heads); colRows the same for the column
+// form, whose widened key and value tiles are the part of its work that
+// does not grow with the rows (at 64 rows they were a fifth of a
+// 512-token prompt's attention at depth 4096, read from the last-level
+// cache once per job).
+const (
+	tileRows = 64
+	colRows  = 128
+)
+
+// jobTokens returns how many tokens of one sequence a job takes with grp
+// query heads per KV head, in the column form when cols is set.
+func jobTokens(grp int, cols bool) int {
+	if cols {
+		return max(1, colRows/grp)
+	}
+	return max(1, tileRows/grp)
+}
 
 // partialBudget bounds the float32s the split mode's partial results may
 // take (4 MiB); a step that needs more runs unsplit.
@@ -99,6 +123,7 @@ type tiledAttn struct {
 	next   atomic.Int64 // the next job to claim
 	split  bool         // jobs hold one tile each and store partials
 	gemm   bool         // the matrix-product form of a job (tileJobGEMM)
+	cols   bool         // the matrix-product form with the rows along the lanes (tileJobCols)
 	nChunk int          // tiles per row in part (split mode)
 	part   []float32    // split mode: per (token, head, tile): max, sum, output[hd]
 	scr    []tileScratch
@@ -113,7 +138,7 @@ func (r *Runner) newTiledAttn() {
 	cfg := r.m.Config
 	c := r.c
 	hd, grp := cfg.HeadDim, cfg.NHead/cfg.NHeadKV
-	rows := max(1, tileRows/grp) * grp
+	rows := jobTokens(grp, grp >= gemmGroup && kernels.HasColTile()) * grp
 	at := &r.at
 	at.tok = make([]int32, r.maxBatch)
 	at.count = make([]int32, c.nSeq)
@@ -130,21 +155,23 @@ func (r *Runner) newTiledAttn() {
 	at.scr = make([]tileScratch, max(r.pool.Threads(), 1))
 	q8 := c.tk == KVQ8_0 || c.tv == KVQ8_0
 	at.gemm = grp >= gemmGroup
+	at.cols = at.gemm && kernels.HasColTile()
 	for w := range at.scr {
 		s := &at.scr[w]
 		*s = tileScratch{q16: make([]uint16, rows*hd), m: make([]float32, rows), l: make([]float32, rows),
-			o: make([]float32, rows*hd), sc: make([]float32, attnChunk), p16: make([]uint16, attnChunk),
-			oc: make([]float32, hd)}
+			sc: make([]float32, attnChunk), p16: make([]uint16, attnChunk), oc: make([]float32, hd)}
 		if at.gemm {
-			rp := kernels.RoundTile(rows, kernels.TileCols)
-			s.qf, s.of, s.ms = make([]float32, rp*hd), make([]float32, rp*hd), make([]float32, 2*rows)
-			s.s = make([]float32, rp*attnChunk)
-			s.kf = make([]float32, kernels.RoundTile(attnChunk, kernels.TileRows)*hd)
-			s.vf = make([]float32, kernels.RoundTile(hd, kernels.TileRows)*attnChunk)
-			if c.tv == KVQ8_0 {
+			g := newGemmScratch(rows, hd)
+			s.qf, s.of, s.ms = make([]float32, g.qf), make([]float32, g.of), make([]float32, g.ms)
+			s.s, s.o = make([]float32, g.s), make([]float32, g.o)
+			s.kf, s.vf = make([]float32, g.kf), make([]float32, g.vf)
+			if c.tv == KVQ8_0 && !at.cols { // dequantQ8_0T's scales
 				s.f = make([]float32, attnChunk*hd)
 			}
-		} else if q8 {
+			continue
+		}
+		s.o = make([]float32, rows*hd)
+		if q8 {
 			s.kt = make([]uint16, attnChunk*hd)
 			s.vt = make([]uint16, attnChunk*hd)
 			s.f = make([]float32, attnChunk*hd)
@@ -157,7 +184,9 @@ func (r *Runner) newTiledAttn() {
 			if k >= len(at.jobs) {
 				return
 			}
-			if at.gemm {
+			if at.cols {
+				r.tileJobCols(&at.scr[w], at.jobs[k])
+			} else if at.gemm {
 				r.tileJobGEMM(&at.scr[w], at.jobs[k])
 			} else {
 				r.tileJob(&at.scr[w], at.jobs[k])
@@ -176,28 +205,60 @@ func AttnScratchBytes(cfg Config, tk, tv KVType, nCtx, maxBatch, threads int) fl
 	maxBatch = min(max(maxBatch, 1), MaxBatch)
 	threads = max(threads, 1)
 	hd, grp := cfg.HeadDim, max(cfg.NHead/max(cfg.NHeadKV, 1), 1)
-	rows := max(1, tileRows/grp) * grp
+	rows := jobTokens(grp, grp >= gemmGroup && kernels.HasColTile()) * grp
 	const f32, u16, i32, job = 4, 2, 4, 24 // bytes of a float32, a uint16, an int32 and a tileJob
 	nChunk := (nCtx + attnChunk - 1) / attnChunk
 	part := min(int64(maxBatch)*int64(cfg.NHead)*int64(nChunk)*int64(hd+2), partialBudget)
 	b := float64(part)*f32 + float64(maxBatch*i32) + // partials and the tokens by sequence
 		float64(max(maxBatch*cfg.NHeadKV, int(part)/(hd+2))*job) // the jobs
-	per := rows*hd*u16 + 2*rows*f32 + rows*hd*f32 + attnChunk*(f32+u16) + hd*f32
+	per := rows*hd*u16 + 2*rows*f32 + attnChunk*(f32+u16) + hd*f32
 	switch {
 	case grp >= gemmGroup:
-		rp := kernels.RoundTile(rows, kernels.TileCols)
-		per += 2*rp*hd*f32 + 2*rows*f32 + rp*attnChunk*f32 +
-			kernels.RoundTile(attnChunk, kernels.TileRows)*hd*f32 + kernels.RoundTile(hd, kernels.TileRows)*attnChunk*f32
-		if tv == KVQ8_0 {
+		g := newGemmScratch(rows, hd)
+		per += (g.qf + g.s + g.of + g.o + g.ms + g.kf + g.vf) * f32
+		if tv == KVQ8_0 && !kernels.HasColTile() {
 			per += attnChunk * hd * f32
 		}
 	case tk == KVQ8_0 || tv == KVQ8_0:
-		per += 2*attnChunk*hd*u16 + 2*attnChunk*hd*f32
+		per += 2*attnChunk*hd*u16 + 2*attnChunk*hd*f32 + rows*hd*f32
+	default:
+		per += rows * hd * f32
 	}
 	// The per-head path's rows: scores and weights over the context.
 	per += nCtx*(f32+u16) + hd*u16
 	return b + float64(threads)*float64(per)
 }
+
+// gemmScratch is the float32 count of each of the matrix-product form's
+// buffers for blocks of rows query rows of head dimension hd, sized for
+// both of its layouts: DotTile's (tileJobGEMM: query rows padded to
+// TileCols, keys and dimensions to TileRows) and ColTile's (tileJobCols:
+// the rows along the lanes, padded to colLd, keys and dimensions to
+// ColTileRows). Each count of the second is at least the first's.
+type gemmScratch struct {
+	qf, s, of, o, ms, kf, vf int
+}
+
+// newGemmScratch returns the buffer sizes for rows query rows of head
+// dimension hd.
+func newGemmScratch(rows, hd int) gemmScratch {
+	ld := colLd(rows)
+	kr := max(kernels.RoundTile(attnChunk, kernels.TileRows), kernels.RoundTile(attnChunk, kernels.ColTileRows))
+	dr := max(kernels.RoundTile(hd, kernels.TileRows), kernels.RoundTile(hd, kernels.ColTileRows))
+	return gemmScratch{
+		qf: hd * ld,        // queries: transposed, hd rows of ld lanes
+		s:  kr * ld,        // scores and weights: a row of lanes per key
+		of: dr * ld,        // a tile's outputs: a row of lanes per dimension
+		o:  hd * ld,        // running outputs, the same
+		ms: 2 * ld,         // per lane: the tile's maximum and sum
+		kf: kr * hd,        // keys widened
+		vf: dr * attnChunk, // values widened, transposed
+	}
+}
+
+// colLd returns the lanes a column tile of rows query rows takes: rows
+// rounded up to whole vectors.
+func colLd(rows int) int { return kernels.RoundTile(rows, kernels.ColTileLanes) }
 
 // useTiled reports whether the layers' attention runs tiled: always for
 // Q8_0 caches, never for F32 ones (whose keys and values the per-head
@@ -230,7 +291,7 @@ func (r *Runner) tiledAttention(l int, b Batch, n int, ap attnParams) error {
 	cfg := r.m.Config
 	at := &r.at
 	hd, grp := cfg.HeadDim, cfg.NHead/cfg.NHeadKV
-	perJob := max(1, tileRows/grp)
+	perJob := jobTokens(grp, at.cols)
 	// Group the batch's tokens by sequence (a counting sort, stable).
 	clear(at.count)
 	for i := range n {
@@ -602,6 +663,209 @@ func (r *Runner) tileJobGEMM(ws *tileScratch, j tileJob) {
 	r.tileOut(ws, toks, g)
 }
 
+// tileJobCols runs one job as tileJobGEMM does, with the query rows along
+// the vector lanes (kernels.ColTile, kernels.SoftmaxCols): the queries
+// are transposed once per job (rounded to F16 as ggml rounds them, then
+// scaled), and per tile the scores are S[key][row] = Σ_d K[key][d]·Qᵀ[d][row]
+// with the keys widened (or dequantized) to float32 as they lie in the
+// cache, and the outputs O[d][row] = Σ_key Vᵀ[d][key]·P[key][row] with
+// the values widened as the cache keeps them, transposed. The keys outside
+// a row's window or past its position get -Inf scores, so weight 0; the
+// sums run over the tile's keys in order from the job's first, and the
+// leading and trailing zero weights leave a row's sums unchanged: its bits
+// depend neither on the rows beside it nor on the job. The softmax is per
+// lane (unnormalised weights, the tile's maximum and sum), and foldCoef
+// folds each tile into the row's running (maximum, sum, output) in tile
+// order, here and in the split mode's reduceRow alike.
+func (r *Runner) tileJobCols(ws *tileScratch, j tileJob) {
+	cfg := r.m.Config
+	c, at := r.c, &r.at
+	hd, qd, grp := cfg.HeadDim, cfg.QDim(), cfg.NHead/cfg.NHeadKV
+	const C = attnChunk
+	l, b, ap := at.l, at.b, at.p
+	s, g := int(j.seq), int(j.g)
+	toks := at.tok[j.t0:j.t1]
+	rows := len(toks) * grp
+	ld := colLd(rows)
+	// Without a soft cap the scale goes into the queries, once per job.
+	preScale := ap.softcap == 0 && ap.scale != 1
+	qt := ws.qf[:hd*ld]
+	for ti, i := range toks {
+		for hh := range grp {
+			ri, h := ti*grp+hh, g*grp+hh
+			q16, qf := ws.q16[:hd], ws.oc[:hd]
+			kernels.F32ToF16Row(q16, r.q[int(i)*qd+h*hd:int(i)*qd+(h+1)*hd])
+			kernels.F16ToF32Row(qf, q16)
+			if preScale {
+				kernels.Scale(qf, ap.scale)
+			}
+			for d, v := range qf {
+				qt[d*ld+ri] = v
+			}
+		}
+	}
+	for d := range hd {
+		clear(qt[d*ld+rows : (d+1)*ld])
+	}
+	if !at.split {
+		for ri := range rows {
+			ws.m[ri], ws.l[ri] = float32(math.Inf(-1)), 0
+		}
+		clear(ws.o[:hd*ld])
+	}
+	uLo, uHi := math.MaxInt, 0
+	for _, i := range toks {
+		p := int(b.Pos[i])
+		uLo, uHi = min(uLo, ap.first(p)), max(uHi, p+1)
+	}
+	inf := float32(math.Inf(-1))
+	mx, sum := ws.ms[:ld], ws.ms[ld:2*ld]
+	for ch := int(j.c0); ch < int(j.c1); ch++ {
+		cs, ce := ch*C, (ch+1)*C
+		ua, ub := max(cs, uLo), min(ce, uHi)
+		if ua >= ub {
+			continue
+		}
+		nk := ub - ua
+		// Scores: ws.s[(key-ua)*ld + row].
+		if o := c.keyOff(l, s, g, ua); c.tk == KVQ8_0 {
+			kernels.WidenQ8_0(ws.kf[:nk*hd], c.kq[o:o+nk*c.kRow])
+		} else {
+			kernels.F16ToF32Row(ws.kf[:nk*hd], c.k16[o:o+nk*hd])
+		}
+		kernels.ColTile(ws.s, ld, ws.kf, hd, 1, nk, qt, ld, ld, hd)
+		if !preScale && (ap.softcap != 0 || ap.scale != 1) {
+			for k := range nk {
+				row := ws.s[k*ld : k*ld+ld]
+				if ap.softcap != 0 {
+					kernels.Softcap(row, ap.softcap)
+				}
+				if ap.scale != 1 {
+					kernels.Scale(row, ap.scale)
+				}
+			}
+		}
+		// The keys each token does not see, masked (after the soft cap,
+		// which would turn -Inf into -cap).
+		for ti, i := range toks {
+			p := int(b.Pos[i])
+			a, e := max(cs, ap.first(p)), min(ce, p+1)
+			if a >= e {
+				continue // the token sees no key here: its lanes are dropped
+			}
+			for k := ua; k < a; k++ {
+				row := ws.s[(k-ua)*ld+ti*grp:][:grp]
+				for x := range row {
+					row[x] = inf
+				}
+			}
+			for k := e; k < ub; k++ {
+				row := ws.s[(k-ua)*ld+ti*grp:][:grp]
+				for x := range row {
+					row[x] = inf
+				}
+			}
+		}
+		kernels.SoftmaxCols(ws.s, ld, nk, ld, mx, sum)
+		// Values: F16 ones as the cache keeps them, transposed
+		// (ws.vf[d*C + key-ua]); Q8_0 ones by position (ws.vf[(key-ua)*hd
+		// + d]), read transposed by the product.
+		if c.tv == KVQ8_0 {
+			o := c.valRowOff(l, s, g, ua)
+			kernels.WidenQ8_0(ws.vf[:nk*hd], c.vq[o:o+nk*c.vRow])
+			kernels.ColTile(ws.of, ld, ws.vf, 1, hd, hd, ws.s, ld, ld, nk)
+		} else {
+			for d := range hd {
+				o := c.valOff(l, s, g*hd+d) + ua
+				kernels.F16ToF32Row(ws.vf[d*C:d*C+nk], c.v16[o:o+nk])
+			}
+			kernels.ColTile(ws.of, ld, ws.vf, C, 1, hd, ws.s, ld, ld, nk)
+		}
+		if at.split {
+			for ti, i := range toks {
+				p := int(b.Pos[i])
+				if max(cs, ap.first(p)) >= min(ce, p+1) {
+					continue
+				}
+				for hh := range grp {
+					ri, h := ti*grp+hh, g*grp+hh
+					pt := at.part[((int(i)*cfg.NHead+h)*at.nChunk+ch)*(hd+2):][:hd+2]
+					pt[0], pt[1] = mx[ri], sum[ri]
+					for d := range hd {
+						pt[2+d] = ws.of[d*ld+ri]
+					}
+				}
+			}
+			continue
+		}
+		// The fold's factors replace the tile's maxima and sums.
+		all := true
+		for ti, i := range toks {
+			p := int(b.Pos[i])
+			if max(cs, ap.first(p)) >= min(ce, p+1) {
+				all = false
+				continue
+			}
+			for ri := ti * grp; ri < (ti+1)*grp; ri++ {
+				mx[ri], sum[ri], ws.m[ri], ws.l[ri] = foldCoef(ws.m[ri], ws.l[ri], mx[ri], sum[ri])
+			}
+		}
+		if all {
+			// Every lane at once (the padding lanes' outputs are dropped).
+			kernels.FoldCols(ws.o, ld, ws.of, ld, hd, mx, sum)
+			continue
+		}
+		for d := range hd {
+			o, u := ws.o[d*ld:d*ld+rows], ws.of[d*ld:d*ld+rows]
+			for ti, i := range toks {
+				p := int(b.Pos[i])
+				if max(cs, ap.first(p)) >= min(ce, p+1) {
+					continue
+				}
+				for ri := ti * grp; ri < (ti+1)*grp; ri++ {
+					o[ri] = float32(o[ri]*mx[ri]) + float32(u[ri]*sum[ri])
+				}
+			}
+		}
+	}
+	if at.split {
+		return
+	}
+	sinks := ap.sinks
+	for ti, i := range toks {
+		for hh := range grp {
+			ri, h := ti*grp+hh, g*grp+hh
+			dst := r.att[int(i)*qd+h*hd : int(i)*qd+(h+1)*hd]
+			for d := range dst {
+				dst[d] = ws.o[d*ld+ri]
+			}
+			if sinks != nil {
+				kernels.Scale(dst, sinkScale(ws.m[ri], ws.l[ri], sinks[h]))
+			}
+		}
+	}
+}
+
+// foldCoef returns the factors a and b that fold a tile's scores of
+// largest value m and exponential sum l (against m), with unnormalised
+// output u, into a row's running output O (normalised, zero before the
+// first tile), maximum M (-Inf before it) and sum L (0) as O·a + u·b,
+// and the new maximum and sum. The first tile gives a = 0 and b = 1/l.
+// Of the two rescaling factors one is e^0 = 1: one exponential per row
+// and tile. The products are rounded before they are added so that no
+// platform fuses them.
+func foldCoef(M, L, m, l float32) (a, b, nm, sum float32) {
+	ea, eb := float32(1), float32(1)
+	if m > M {
+		nm, ea = m, expf32(M-m)
+	} else {
+		nm, eb = M, expf32(m-M)
+	}
+	a = float32(L * ea)
+	sum = a + float32(l*eb)
+	return a / sum, eb / sum, nm, sum
+}
+
 // dequantQ8_0T dequantizes n rows of Q8_0 blocks (hd values each, rows
 // of hd/32 blocks in src) into dst transposed: value d of row j at
 // dst[d*ld+j]. The writes run along dst's rows; the reads stride over
@@ -681,9 +945,20 @@ func (r *Runner) reduceRow(row int) {
 	p := int(at.b.Pos[i])
 	M, L := float32(math.Inf(-1)), float32(0)
 	out := r.att[i*qd+h*hd : i*qd+(h+1)*hd]
+	if at.cols {
+		clear(out)
+	}
 	for ch := at.p.first(p) / attnChunk; ch*attnChunk <= p; ch++ {
 		pt := at.part[(row*at.nChunk+ch)*(hd+2):][:hd+2]
-		foldTile(&M, &L, out, pt[0], pt[1], pt[2:])
+		if !at.cols {
+			foldTile(&M, &L, out, pt[0], pt[1], pt[2:])
+			continue
+		}
+		var a, b float32
+		a, b, M, L = foldCoef(M, L, pt[0], pt[1])
+		for d, u := range pt[2:] {
+			out[d] = float32(out[d]*a) + float32(u*b)
+		}
 	}
 	if at.p.sinks != nil {
 		kernels.Scale(out, sinkScale(M, L, at.p.sinks[h]))

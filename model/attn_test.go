@@ -225,6 +225,17 @@ func TestTiledAttention(t *testing.T) {
 		tc{8, 4, 256, KVF16, KVF16, 700, 2, attnParams{scale: 1, softcap: 50, window: 400}},
 		// Granite's own scale; MHA.
 		tc{4, 4, 64, KVF16, KVF16, 90, 7, attnParams{scale: 0.0078125}},
+		// The matrix-product form (4 or more query heads per KV head) on
+		// what its column layout must mask and fold: tinyllama's shape
+		// with a prompt crossing a tile boundary, Q8_0 keys and values, a
+		// soft cap with a window reaching back across a tile, a deep
+		// decoding step (split) of 16 query heads per KV head, a batch
+		// whose blocks start past a tile's first keys.
+		tc{32, 4, 64, KVF16, KVF16, 740, 40, attnParams{scale: scale(64)}},
+		tc{8, 1, 64, KVQ8_0, KVQ8_0, 700, 40, attnParams{scale: scale(64)}},
+		tc{8, 2, 128, KVF16, KVF16, 450, 30, attnParams{scale: 1, softcap: 30, window: 300}},
+		tc{16, 1, 64, KVF16, KVQ8_0, 2000, 1, attnParams{scale: scale(64)}},
+		tc{12, 2, 64, KVF16, KVF16, 300, 9, attnParams{scale: scale(64), window: 20}},
 	)
 	for _, c := range tests {
 		name := fmt.Sprintf("h%d_kv%d_hd%d_%v_%v_d%d_n%d_w%d_cap%g", c.heads, c.kvHeads, c.hd, c.tk, c.tv, c.depth, c.n, c.ap.window, c.ap.softcap)
@@ -309,6 +320,9 @@ func TestTiledMatchesPerHead(t *testing.T) {
 			head := g.r.att[:2*cfg.QDim()]
 			if g.r.at.gemm != (cfg.NHead/kvHeads >= gemmGroup) {
 				t.Fatalf("%d KV heads: matrix-product form %v", kvHeads, g.r.at.gemm)
+			}
+			if g.r.at.cols != (g.r.at.gemm && kernels.HasColTile()) {
+				t.Fatalf("%d KV heads: column form %v with the matrix-product form %v", kvHeads, g.r.at.cols, g.r.at.gemm)
 			}
 			if depth+2 <= attnChunk && !g.r.at.gemm {
 				if k := sameBits(tiled, head); k >= 0 {
