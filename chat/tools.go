@@ -343,6 +343,30 @@ func DescribesTools(tmpl string) bool {
 	return probeCaps(tree, bos, eos).tools
 }
 
+// ToolsUntold reports whether Render tells the model of no tools at all
+// for tmpl: a Jinja template the interpreter runs that does not show
+// tools (Gemma 2/3, Phi-3.5, Phi-4-mini, Mixtral), rendered as the
+// current llama.cpp renders it. llama.cpp then reads the reply as
+// content; a caller does the same when calls are not forced. A family
+// rendered in Go, or a template that falls back to one, is told of them
+// in the generic format instead (false), as is a template that shows
+// tools itself.
+func ToolsUntold(tmpl string) bool {
+	fam := Detect(tmpl)
+	if _, ok := renderers[fam]; ok && (tmpl == fam || fam == Plain) {
+		return false
+	}
+	if check(tmpl, nil) != nil {
+		return false
+	}
+	tree, err := parseTemplate(tmpl)
+	if err != nil {
+		return false
+	}
+	bos, eos := defaults("", "")
+	return !probeCaps(tree, bos, eos).tools
+}
+
 // ToolStrings returns the client text that tools and tool calls bring
 // into a prompt untraced (see RenderTraced): each tool's name,
 // description and parameter schema, each call's id, name and arguments,

@@ -290,6 +290,12 @@ func TestDescribesTools(t *testing.T) {
 		if got := DescribesTools(c.tmpl); got != c.want {
 			t.Errorf("case %d: %v, want %v", i, got, c.want)
 		}
+		// A Jinja template that shows no tools is told of none; the Go
+		// families ("chatml", "") are told in the generic format.
+		untold := !c.want && c.tmpl != "chatml" && c.tmpl != ""
+		if got := ToolsUntold(c.tmpl); got != untold {
+			t.Errorf("case %d: ToolsUntold %v, want %v", i, got, untold)
+		}
 	}
 }
 
