@@ -219,7 +219,7 @@ func applyJinjaAt(tmpl, fam string, msgs []Message, tools []Tool, addAss bool, b
 	var caps toolCaps
 	if needsToolHandling(msgs, tools) {
 		caps = probeCaps(tree, bosText, eosText)
-		if msgs, err = polyfill(msgs, tools, caps); err != nil {
+		if msgs, err = polyfill(msgs, tools, caps, false); err != nil {
 			return "", err
 		}
 	}

@@ -30,11 +30,13 @@
 // schemas are printed with tojson, in the order the client wrote them).
 //
 // Tools (Options.Tools), assistant tool calls and tool responses reach
-// the template in llama.cpp's shapes (see tools.go); a template that does
-// not show them, and every family rendered in Go, gets them as plain
-// messages in llama.cpp's generic JSON tool format. DescribesTools says
-// which of the two a template gets (and so which call syntax to parse,
-// see package toolcall); ToolStrings lists the client text tools bring
+// the template in llama.cpp's shapes (see tools.go). A template that
+// does not show tools renders without them, as the current llama.cpp
+// renders it; calls and responses it does not show become plain messages
+// holding JSON, and a family rendered in Go also gets the tools in
+// llama.cpp's generic JSON tool format. DescribesTools says whether a
+// template shows tools (and so which call syntax to parse, see package
+// toolcall); ToolStrings lists the client text tools bring
 // into the prompt, which RenderTraced cannot trace. A construct outside the subset
 // (includes, raw blocks, tuple assignments, unknown filters) fails with an *UnsupportedError
 // naming it.

@@ -21,9 +21,11 @@ type Options struct {
 	// fall back to the date they carry.
 	Now time.Time
 	// Tools are the functions the model may call, given to the template
-	// as its tools variable; a template that does not describe tools (and
-	// every family rendered in Go) gets them in a system message with
-	// llama.cpp's generic JSON call format instead (see polyfill).
+	// as its tools variable, as llama-server gives them: a template that
+	// does not show tools renders the plain conversation, as in the
+	// current llama.cpp. Only a family rendered in Go gets them in a
+	// system message with llama.cpp's generic JSON call format (see
+	// polyfill).
 	Tools []Tool
 	// ReasoningEffort is the template's reasoning_effort (gpt-oss writes
 	// "Reasoning: high"; "" leaves it undefined, its default medium), as
@@ -66,7 +68,7 @@ func applyFamily(tmpl string, msgs []Message, o Options) (string, error) {
 	}
 	if needsToolHandling(msgs, o.Tools) {
 		var err error
-		if msgs, err = polyfill(msgs, o.Tools, toolCaps{}); err != nil {
+		if msgs, err = polyfill(msgs, o.Tools, toolCaps{}, true); err != nil {
 			return "", err
 		}
 	}

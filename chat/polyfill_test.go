@@ -15,26 +15,41 @@ const gemma2Template = "{{ bos_token }}{% if messages[0]['role'] == 'system' %}{
 // and that a template with one sees them unchanged.
 func TestPolyfillSystem(t *testing.T) {
 	chatml := "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}"
+	tools := []Tool{{Name: "add", Description: "Add.", Parameters: `{"type":"object"}`}}
 	for _, tc := range []struct {
 		name, tmpl string
 		msgs       []Message
+		tools      []Tool
 		want       string
 	}{
 		{"gemma2", gemma2Template,
 			[]Message{{Role: "system", Content: "Be brief."}, {Role: "user", Content: "Hi!"}, {Role: "assistant", Content: "Hello. How can I help?"}, {Role: "user", Content: "What is 2+2?"}},
-			"<bos><start_of_turn>user\nBe brief.\nHi!<end_of_turn>\n<start_of_turn>model\nHello. How can I help?<end_of_turn>\n<start_of_turn>user\nWhat is 2+2?<end_of_turn>\n<start_of_turn>model\n"},
+			nil, "<bos><start_of_turn>user\nBe brief.\nHi!<end_of_turn>\n<start_of_turn>model\nHello. How can I help?<end_of_turn>\n<start_of_turn>user\nWhat is 2+2?<end_of_turn>\n<start_of_turn>model\n"},
+		// With tools the template shows none of, nothing is added: a
+		// system message would be refused (llama.cpp renders this).
+		{"gemma2 tools", gemma2Template,
+			[]Message{{Role: "system", Content: "Be brief."}, {Role: "user", Content: "Hi!"}},
+			tools, "<bos><start_of_turn>user\nBe brief.\nHi!<end_of_turn>\n<start_of_turn>model\n"},
+		// A call and its result in the history become JSON turns that
+		// keep the roles alternating (llama.cpp fails on the tool role).
+		{"gemma2 tool history", gemma2Template,
+			[]Message{{Role: "system", Content: "S"}, {Role: "user", Content: "U"},
+				{Role: "assistant", ToolCalls: []ToolCall{{Name: "add", Arguments: `{"a":1}`}}},
+				{Role: "tool", Content: "1"}},
+			tools, "<bos><start_of_turn>user\nS\nU<end_of_turn>\n<start_of_turn>model\n{\n  \"tool_calls\": [\n    {\n      \"name\": \"add\",\n      \"arguments\": {\n        \"a\": 1\n      }\n    }\n  ]\n}<end_of_turn>\n" +
+				"<start_of_turn>user\n{\n  \"tool_response\": {\n    \"content\": \"1\"\n  }\n}<end_of_turn>\n<start_of_turn>model\n"},
 		{"gemma2 two systems", gemma2Template,
 			[]Message{{Role: "system", Content: "A."}, {Role: "system", Content: "B."}, {Role: "user", Content: "Hi!"}},
-			"<bos><start_of_turn>user\nA.\nB.\nHi!<end_of_turn>\n<start_of_turn>model\n"},
+			nil, "<bos><start_of_turn>user\nA.\nB.\nHi!<end_of_turn>\n<start_of_turn>model\n"},
 		{"gemma2 no system", gemma2Template,
 			[]Message{{Role: "user", Content: "Hi!"}},
-			"<bos><start_of_turn>user\nHi!<end_of_turn>\n<start_of_turn>model\n"},
+			nil, "<bos><start_of_turn>user\nHi!<end_of_turn>\n<start_of_turn>model\n"},
 		{"system role kept", chatml,
 			[]Message{{Role: "system", Content: "S"}, {Role: "user", Content: "U"}},
-			"<|system|>S\n<|user|>U\n"},
+			nil, "<|system|>S\n<|user|>U\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := Render(tc.tmpl, tc.msgs, Options{AddGenerationPrompt: true, BOS: "<bos>", EOS: "<eos>"})
+			got, err := Render(tc.tmpl, tc.msgs, Options{AddGenerationPrompt: true, BOS: "<bos>", EOS: "<eos>", Tools: tc.tools})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -210,16 +210,23 @@ func needsToolHandling(msgs []Message, tools []Tool) bool {
 	return false
 }
 
-// polyfill rewrites what a template cannot show into plain messages, as
-// llama.cpp's generic handler and minja's polyfills did: tools it does
-// not describe become a system message (the generic JSON instruction and
-// the tools as indented JSON), tool calls it does not render become the
-// assistant's content as JSON, tool responses it does not render become
-// user messages holding JSON. A template that supports all of it gets
-// msgs unchanged.
-func polyfill(msgs []Message, tools []Tool, c toolCaps) ([]Message, error) {
+// polyfill rewrites what a template cannot show into plain messages.
+// Tool calls it does not render become the assistant's content as JSON
+// and tool responses it does not render become user messages holding
+// JSON, as minja's polyfills did: the conversation's history stays
+// readable (and renders: Gemma's and Mixtral's templates refuse a tool
+// role, where the current llama.cpp then fails the request). With
+// describe, tools it does not show become a system message (the generic
+// JSON instruction and the tools as indented JSON), as llama.cpp's
+// generic handler did; that is for the families rendered in Go. A Jinja
+// template is rendered without it (describe false), as the current
+// llama.cpp renders it: it gets the tools variable and shows what it
+// shows, so a template without tool support gives the plain
+// conversation, and the prompt's ids are llama.cpp's. A template that
+// supports all of it gets msgs unchanged.
+func polyfill(msgs []Message, tools []Tool, c toolCaps, describe bool) ([]Message, error) {
 	out := msgs
-	if len(tools) > 0 && !c.tools {
+	if describe && len(tools) > 0 && !c.tools {
 		tv, err := toolValues(tools)
 		if err != nil {
 			return nil, err
@@ -313,10 +320,13 @@ func addSystem(msgs []Message, text string) []Message {
 
 // DescribesTools reports whether the chat template tmpl shows tools to
 // the model itself (its Jinja prints the tools it is given), so that the
-// model answers in its family's call syntax; otherwise Render describes
-// them in llama.cpp's generic JSON format, and the reply must be parsed
-// as that (toolcall.Detect takes this answer). Families rendered in Go
-// and templates the interpreter cannot render describe none.
+// model answers in its family's call syntax. A Jinja template that does
+// not is rendered with no description of the tools, as the current
+// llama.cpp renders it; a family rendered in Go, or a template the
+// interpreter cannot render, gets them in a system message in llama.cpp's
+// generic JSON format. Either way the reply is read as that generic
+// format (toolcall.Detect takes this answer): a model that was not told
+// of it answers in plain text, which is content.
 func DescribesTools(tmpl string) bool {
 	fam := Detect(tmpl)
 	if _, ok := renderers[fam]; ok && (tmpl == fam || fam == Plain) {
@@ -331,6 +341,30 @@ func DescribesTools(tmpl string) bool {
 	}
 	bos, eos := defaults("", "")
 	return probeCaps(tree, bos, eos).tools
+}
+
+// ToolsUntold reports whether Render tells the model of no tools at all
+// for tmpl: a Jinja template the interpreter runs that does not show
+// tools (Gemma 2/3, Phi-3.5, Phi-4-mini, Mixtral), rendered as the
+// current llama.cpp renders it. llama.cpp then reads the reply as
+// content; a caller does the same when calls are not forced. A family
+// rendered in Go, or a template that falls back to one, is told of them
+// in the generic format instead (false), as is a template that shows
+// tools itself.
+func ToolsUntold(tmpl string) bool {
+	fam := Detect(tmpl)
+	if _, ok := renderers[fam]; ok && (tmpl == fam || fam == Plain) {
+		return false
+	}
+	if check(tmpl, nil) != nil {
+		return false
+	}
+	tree, err := parseTemplate(tmpl)
+	if err != nil {
+		return false
+	}
+	bos, eos := defaults("", "")
+	return !probeCaps(tree, bos, eos).tools
 }
 
 // ToolStrings returns the client text that tools and tool calls bring

@@ -23,6 +23,7 @@ type toolRef struct {
 		Effort      string            `json:"reasoning_effort"`
 		RenderedHex string            `json:"rendered_hex"`
 		Error       string            `json:"error"`
+		Grammar     string            `json:"grammar"`
 	} `json:"results"`
 }
 
@@ -105,6 +106,13 @@ func TestToolRendersMatchLlamaCpp(t *testing.T) {
 		{"hermes-3", "<|begin_of_text|>", "<|eot_id|>", ""},
 		{"gpt-oss", "", "<|im_end|>", ""},
 		{"qwen3-reasoning", "", "<|im_end|>", ""},
+		// Templates that show no tools: llama.cpp renders the plain
+		// conversation (Gemma 2's system text merged into the user's).
+		{"plain-gemma-2", "<bos>", "<eos>", ""},
+		{"plain-gemma-3", "<bos>", "<eos>", ""},
+		{"plain-phi-3.5", "<s>", "<|endoftext|>", ""},
+		{"plain-phi-4-mini", "<s>", "<|endoftext|>", ""},
+		{"plain-mixtral", "<s>", "</s>", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {
@@ -121,6 +129,16 @@ func TestToolRendersMatchLlamaCpp(t *testing.T) {
 			}
 			if len(ref.Results) == 0 {
 				t.Fatal("no results in the reference")
+			}
+			if plain := strings.HasPrefix(c.file, "plain-"); plain && DescribesTools(ref.Template) {
+				t.Errorf("DescribesTools says the template shows tools")
+			}
+			for i, r := range ref.Results {
+				if strings.HasPrefix(c.file, "plain-") && r.Grammar != "" {
+					// lisa's engine reads such replies in the generic
+					// format; a grammar here means llama.cpp changed.
+					t.Errorf("conversation %d: llama.cpp set a grammar: %.80q", i, r.Grammar)
+				}
 			}
 			for i, r := range ref.Results {
 				msgs := refMessages(t, r.Messages)
@@ -185,18 +203,20 @@ func TestToolPolyfill(t *testing.T) {
 ]`
 	wantCall := "{\n  \"tool_calls\": [\n    {\n      \"name\": \"add\",\n      \"arguments\": {\n        \"b\": 3,\n        \"a\": 2.5\n      },\n      \"id\": \"c1\"\n    }\n  ]\n}"
 	wantResp := "{\n  \"tool_response\": {\n    \"content\": \"5.5\",\n    \"tool_call_id\": \"c1\"\n  }\n}"
-	// The Go family shows no tool response; the Jinja template prints
-	// the tool message's content, so it keeps its tool role.
-	for _, c := range []struct{ tmpl, resp string }{
-		{"chatml", "<|im_start|>user\n" + wantResp},
-		{"{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}", "<|im_start|>tool\n5.5"},
+	// The Go family shows no tool response and gets the tools described;
+	// the Jinja template prints the tool message's content, so it keeps
+	// its tool role, and is rendered without the tools, as llama.cpp
+	// renders a template that shows none.
+	for _, c := range []struct{ tmpl, sys, resp string }{
+		{"chatml", wantSys, "<|im_start|>user\n" + wantResp},
+		{"{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}", "Be brief.", "<|im_start|>tool\n5.5"},
 	} {
 		tmpl := c.tmpl
 		got, err := Render(tmpl, msgs, Options{Tools: tools})
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := "<|im_start|>system\n" + wantSys + "<|im_end|>\n<|im_start|>user\n2+3?<|im_end|>\n" +
+		want := "<|im_start|>system\n" + c.sys + "<|im_end|>\n<|im_start|>user\n2+3?<|im_end|>\n" +
 			"<|im_start|>assistant\n" + wantCall + "<|im_end|>\n" + c.resp + "<|im_end|>\n"
 		if got != want {
 			t.Errorf("%.20q:\n got %q\nwant %q", tmpl, got, want)
@@ -257,6 +277,11 @@ func TestDescribesTools(t *testing.T) {
 		{read("llama-3.1.jinja"), true},
 		{read("qwen2.5.jinja"), true},
 		{read("mistral-nemo.jinja"), true},
+		{read("gemma-2.jinja"), false},
+		{read("gemma-3.jinja"), false},
+		{read("phi-3.5.jinja"), false},
+		{read("phi-4-mini.jinja"), false},
+		{read("mixtral.jinja"), false},
 		{"chatml", false},
 		{"", false},
 		{"{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}", false},
@@ -264,6 +289,12 @@ func TestDescribesTools(t *testing.T) {
 	for i, c := range cases {
 		if got := DescribesTools(c.tmpl); got != c.want {
 			t.Errorf("case %d: %v, want %v", i, got, c.want)
+		}
+		// A Jinja template that shows no tools is told of none; the Go
+		// families ("chatml", "") are told in the generic format.
+		untold := !c.want && c.tmpl != "chatml" && c.tmpl != ""
+		if got := ToolsUntold(c.tmpl); got != untold {
+			t.Errorf("case %d: ToolsUntold %v, want %v", i, got, untold)
 		}
 	}
 }

@@ -32,6 +32,7 @@ type plan struct {
 // them).
 func (e *Engine) initOutputs() {
 	e.callFormat = toolcall.Detect(e.tmpl, e.tmplErr == nil && chat.DescribesTools(e.tmpl))
+	e.toolsUntold = e.tmplErr == nil && chat.ToolsUntold(e.tmpl)
 	e.thinking = toolcall.DetectThinking(e.tmpl)
 	markup := toolcall.Markup()
 	if e.callFormat == toolcall.Harmony {
@@ -262,7 +263,11 @@ func (e *Engine) prepareTools(req *gen.Request, p *plan, lim grammar.Limits) (te
 	if !req.ParallelToolCalls {
 		maxCalls = 1
 	}
-	p.reply.Calls = true
+	// A model told of no tools (its template shows none) answers in
+	// plain text, read as content as llama.cpp reads it, unless a call
+	// is forced: then the grammar writes one in the generic format
+	// (llama.cpp sets no grammar there and ignores tool_choice).
+	p.reply.Calls = !e.toolsUntold || req.ToolChoice.Mode == gen.ChoiceRequired || req.ToolChoice.Mode == gen.ChoiceFunction
 	p.reply.Options = toolcall.Options{Tools: names, MaxCalls: maxCalls, NewID: callID}
 	var offered []int // the tools a forced call may name
 	switch req.ToolChoice.Mode {

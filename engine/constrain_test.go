@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/lisa-llm/lisa/chat"
 	"github.com/lisa-llm/lisa/gen"
 	"github.com/lisa-llm/lisa/gguf"
 	"github.com/lisa-llm/lisa/grammar"
@@ -358,5 +360,57 @@ func TestForcedToolCallFormats(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestUntoldToolsReadAsContent: a model whose template shows no tools
+// (Gemma 2's: the prompt tells it of none, as in llama.cpp) has its reply
+// read as content, as llama.cpp reads it, unless tool_choice forces a
+// call, whose grammar writes one in the generic format; a template that
+// shows tools, or a family rendered in Go, is read for calls.
+func TestUntoldToolsReadAsContent(t *testing.T) {
+	e := newModelEngine(t, randomModel, Options{Threads: 1, Parallel: 1, CtxSize: 64})
+	gemma2, err := os.ReadFile(filepath.Join("..", "model", "synth", "vocab", "templates", "gemma-2.jinja"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	llama31, err := os.ReadFile(filepath.Join("..", "model", "synth", "vocab", "templates", "llama-3.1.jinja"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl, tmplErr := e.tmpl, e.tmplErr
+	t.Cleanup(func() { e.tmpl, e.tmplErr = tmpl, tmplErr; e.initOutputs() })
+	for _, tc := range []struct {
+		name, tmpl string
+		mode       string
+		calls      bool
+	}{
+		{"untold auto", string(gemma2), gen.ChoiceAuto, false},
+		{"untold default", string(gemma2), "", false},
+		{"untold required", string(gemma2), gen.ChoiceRequired, true},
+		{"untold named", string(gemma2), gen.ChoiceFunction, true},
+		{"native auto", string(llama31), gen.ChoiceAuto, true},
+		{"go family auto", "chatml", gen.ChoiceAuto, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e.tmpl, e.tmplErr = tc.tmpl, chat.Validate(tc.tmpl)
+			e.initOutputs()
+			req := chatReq(4, 1)
+			req.Tools = []gen.Tool{{Name: "get_weather", Parameters: weatherSchema}}
+			req.ToolChoice = gen.ToolChoice{Mode: tc.mode}
+			if tc.mode == gen.ChoiceFunction {
+				req.ToolChoice.Name = "get_weather"
+			}
+			p, err := e.prepare(&req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.reply == nil || p.reply.Calls != tc.calls {
+				t.Errorf("reply options %+v, want calls read: %v", p.reply, tc.calls)
+			}
+			if forced := tc.mode == gen.ChoiceRequired || tc.mode == gen.ChoiceFunction; (p.con != nil) != forced {
+				t.Errorf("grammar %v, want one: %v", p.con != nil, forced)
+			}
+		})
 	}
 }

@@ -82,13 +82,14 @@ type Engine struct {
 	pool    *kernels.Pool
 	sched   *scheduler
 
-	callFormat toolcall.Format   // how the model writes tool calls
-	thinking   toolcall.Thinking // how the model marks its reasoning
-	markup     map[int32]string  // call markup tokens, shown as text in parsed and constrained outputs
-	vocabOnce  sync.Once         // builds vocab on first use
-	vocab      *grammar.Vocab
-	vocabErr   error
-	grammars   grammarCache // recent requests' grammars and their shared masks
+	callFormat  toolcall.Format   // how the model writes tool calls
+	toolsUntold bool              // the template shows no tools: an unforced reply is content
+	thinking    toolcall.Thinking // how the model marks its reasoning
+	markup      map[int32]string  // call markup tokens, shown as text in parsed and constrained outputs
+	vocabOnce   sync.Once         // builds vocab on first use
+	vocab       *grammar.Vocab
+	vocabErr    error
+	grammars    grammarCache // recent requests' grammars and their shared masks
 }
 
 // Load is the worker's worker.EngineLoader: it reads the model from the

@@ -11,8 +11,10 @@ import (
 
 // Detect returns the call format of a chat template: the family's own
 // when the template describes tools itself (native, as chat.DescribesTools
-// reports), else Generic, the format chat.Render describes to the model
-// in its place.
+// reports), else Generic, the format chat.Render describes to a family it
+// renders in Go, and the syntax of a forced call for a Jinja template
+// that shows no tools (its model is told of none, as in the current
+// llama.cpp, and its unforced reply is content: chat.ToolsUntold).
 func Detect(tmpl string, native bool) Format {
 	if strings.Contains(tmpl, "<|channel|>") {
 		return Harmony // gpt-oss: its replies are channels, whatever its tools
