@@ -3,10 +3,8 @@ package model
 import (
 	"errors"
 	"math"
-	"path/filepath"
 	"testing"
 
-	"github.com/lisa-llm/lisa/gguf"
 	msynth "github.com/lisa-llm/lisa/model/synth"
 )
 
@@ -42,19 +40,7 @@ func TestCopyFits(t *testing.T) {
 	}) {
 		t.Error("no limit: the copy does not fit")
 	}
-	sh, ok := msynth.Lookup("llama3-tiny")
-	if !ok {
-		t.Fatal("no shape llama3-tiny")
-	}
-	path := filepath.Join(t.TempDir(), "tiny.gguf")
-	if _, err := msynth.WriteFile(path, msynth.Options{Shape: sh, Type: msynth.F16, Seed: 1}); err != nil {
-		t.Fatal(err)
-	}
-	f, err := gguf.Open(path, gguf.DefaultLimits())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := openShape(t, "llama3-tiny", msynth.F16, 1)
 	cfg, err := ConfigFromGGUF(f)
 	if err != nil {
 		t.Fatal(err)

@@ -92,25 +92,35 @@ type chatMessage struct {
 
 // postChat posts req to the chat completions of the server at url and
 // returns the message of the reply's one choice; what names the request
-// in a failure (a status other than 200, a reply not JSON, not one
-// choice).
+// in a failure (as postJSON's, or not one choice).
 func postChat(t *testing.T, url string, req map[string]any, what string) chatMessage {
 	t.Helper()
-	body, _ := json.Marshal(req)
-	resp, err := http.Post(url+"/v1/chat/completions", "application/json", bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
 	var got struct {
 		Choices []struct {
 			Message chatMessage `json:"message"`
 		} `json:"choices"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil || resp.StatusCode != http.StatusOK || len(got.Choices) != 1 {
-		t.Fatalf("%s: status %d, %v", what, resp.StatusCode, err)
+	postJSON(t, url+"/v1/chat/completions", req, &got, what)
+	if len(got.Choices) != 1 {
+		t.Fatalf("%s: %d choices", what, len(got.Choices))
 	}
 	return got.Choices[0].Message
+}
+
+// postJSON posts req as JSON to url and decodes the reply into got; what
+// names the request in a failure (the post failing, a status other than
+// 200, a reply that is not JSON).
+func postJSON(t *testing.T, url string, req, got any, what string) {
+	t.Helper()
+	body, _ := json.Marshal(req)
+	resp, err := http.Post(url, "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(got); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("%s: status %d, %v", what, resp.StatusCode, err)
+	}
 }
 
 // checkGreedy asks the server for llama.cpp reference's first prompt,
@@ -141,19 +151,14 @@ func checkGreedy(t *testing.T, url, shape, modelPath string) {
 	for _, sp := range tok.SpecialTexts() {
 		wantText = strings.ReplaceAll(wantText, sp, "")
 	}
-	body, _ := json.Marshal(map[string]any{"prompt": *want.Prompt, "max_tokens": len(want.GeneratedIDs), "temperature": 0})
-	resp, err := http.Post(url+"/v1/completions", "application/json", bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
 	var got struct {
 		Choices []struct {
 			Text string `json:"text"`
 		} `json:"choices"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil || resp.StatusCode != http.StatusOK || len(got.Choices) != 1 {
-		t.Fatalf("completion: status %d, %v", resp.StatusCode, err)
+	postJSON(t, url+"/v1/completions", map[string]any{"prompt": *want.Prompt, "max_tokens": len(want.GeneratedIDs), "temperature": 0}, &got, "completion")
+	if len(got.Choices) != 1 {
+		t.Fatalf("completion: %d choices", len(got.Choices))
 	}
 	// Generation ends early at an end-of-generation token; llama.cpp's
 	// reference goes on, so the served text is a prefix of it.
