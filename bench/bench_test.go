@@ -22,6 +22,7 @@ import (
 	"github.com/lisa-llm/lisa/gguf"
 	"github.com/lisa-llm/lisa/internal/shared"
 	"github.com/lisa-llm/lisa/internal/splitgguf"
+	"github.com/lisa-llm/lisa/kernels"
 	"github.com/lisa-llm/lisa/model"
 	"github.com/lisa-llm/lisa/model/synth"
 )
@@ -691,28 +692,36 @@ func TestOpenWorkerModel(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			fh, err := os.Open(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer fh.Close()
-			f, err := openWorkerModel([]*os.File{fh}, p, tc.limit)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			maps, err := os.ReadFile("/proc/self/maps")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if mapped := strings.Contains(string(maps), path); mapped != tc.mapped {
+			if mapped := openedMapped(t, path, p, tc.limit); mapped != tc.mapped {
 				t.Errorf("limit %d: file mapped %v, want %v", tc.limit, mapped, tc.mapped)
-			}
-			if _, err := model.Load(f); err != nil {
-				t.Errorf("limit %d: %v", tc.limit, err)
 			}
 		})
 	}
+}
+
+// openedMapped opens the model at path as the worker does for p under
+// limit and reports whether it stayed mapped (its file in
+// /proc/self/maps); the model must load either way.
+func openedMapped(t *testing.T, path string, p Params, limit int64) bool {
+	t.Helper()
+	fh, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	f, err := openWorkerModel([]*os.File{fh}, p, limit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	maps, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := model.Load(f); err != nil {
+		t.Errorf("limit %d: %v", limit, err)
+	}
+	return strings.Contains(string(maps), path)
 }
 
 // TestFileTypeName checks the names against llama.cpp's llama_model_ftype_name
@@ -740,5 +749,88 @@ func TestFileTypeName(t *testing.T) {
 		if got := fileTypeName(c.ft, c.ok); got != c.want {
 			t.Errorf("fileTypeName(%d, %v) = %q, want %q", c.ft, c.ok, got, c.want)
 		}
+	}
+}
+
+// TestWorkerModelSharesEstimate: the worker decides between a copy and
+// the mapping with the serving engine's estimate (model.CopyFits over the
+// plan of p's cache and runners), so the decision flips where that
+// estimate says, attention scratch included; and the estimate bounds
+// what the cache and the largest runner really allocate.
+func TestWorkerModelSharesEstimate(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("/proc/self/maps is Linux's")
+	}
+	path := miniModel(t)
+	// A private copy: the file stays out of /proc/self/maps, which
+	// openedMapped reads.
+	f, err := gguf.Load(path, gguf.DefaultLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cfg, err := model.ConfigFromGGUF(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := model.Load(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	heap := func() uint64 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	for _, p := range []Params{
+		{NPrompt: 16, NGen: 4, Reps: 1, Threads: []int{1}},
+		{NPrompt: 512, NGen: 16, Depths: []int{0, 1024}, Reps: 1, Threads: []int{3, 1}, NUBatch: 64},
+		{NPrompt: 128, NGen: 8, Reps: 1, Threads: []int{2}, NBatch: 32, TypeK: "q8_0", TypeV: "f16"},
+	} {
+		plan, err := p.memoryPlan(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nb, nub := p.batches()
+		tk, tv, _ := p.cacheTypes()
+		if want := (model.MemoryPlan{TypeK: tk, TypeV: tv, Seqs: 1, Ctx: p.context(), Batch: min(nb, nub), Threads: slices.Max(p.Threads)}); plan != want {
+			t.Errorf("%+v: plan %+v, want %+v", p, plan, want)
+		}
+		cache, scratch := plan.Need(cfg)
+		attn := model.AttnScratchBytes(cfg, tk, tv, plan.Ctx, plan.Batch, plan.Threads)
+		if attn <= 0 || scratch < attn {
+			t.Errorf("%+v: scratch %.0f does not hold the attention's %.0f", p, scratch, attn)
+		}
+		limit := (float64(f.FileSize) + cache + scratch) / model.MemoryShare
+		for _, c := range []struct {
+			limit  int64
+			mapped bool
+		}{
+			{int64(limit) + 4096, false},
+			{int64(limit) - 4096, true},
+			{int64(limit - attn), true}, // room but for the attention's scratch
+		} {
+			if got := openedMapped(t, path, p, c.limit); got != c.mapped {
+				t.Errorf("%+v: limit %d (copy fits from %.0f): mapped %v, want %v", p, c.limit, limit, got, c.mapped)
+			}
+		}
+		// The cache and the runner of the most threads (the runners are
+		// made one at a time): what they allocate is within the estimate.
+		pool := kernels.NewPool(plan.Threads)
+		before := heap()
+		c, err := model.NewCacheTypes(m.Config, tk, tv, 1, p.context())
+		if err != nil {
+			pool.Close()
+			t.Fatal(err)
+		}
+		r := newRunner(m, c, pool, p)
+		grown := float64(heap()) - float64(before)
+		runtime.KeepAlive(r)
+		pool.Close()
+		if grown > cache+scratch {
+			t.Errorf("%+v: the cache and runner grew the heap by %.0f bytes, the estimate is %.0f", p, grown, cache+scratch)
+		}
+		t.Logf("%+v: heap +%.0f, cache %.0f, scratch %.0f of which attention %.0f", p, grown, cache, scratch, attn)
 	}
 }

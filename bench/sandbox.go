@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -94,11 +93,7 @@ func runWorker(path string, p Params, sandboxed bool, execArgs []string, progres
 	}
 	defer broker.CloseShards(shards)
 	arg, _ := json.Marshal(workerParams{p.NPrompt, p.NGen, p.PG, p.Depths, p.NBatch, p.NUBatch, p.Reps, p.Threads, p.TypeK, p.TypeV})
-	threads := 0
-	for _, t := range p.Threads {
-		threads = max(threads, t)
-	}
-	proc, err := sandbox.Start(sandbox.Config{Enabled: sandboxed, ModelPath: abs, Model: f, ShardPaths: shardPaths, Shards: shards, Threads: threads, Kernels: p.Kernels,
+	proc, err := sandbox.Start(sandbox.Config{Enabled: sandboxed, ModelPath: abs, Model: f, ShardPaths: shardPaths, Shards: shards, Threads: p.maxThreads(), Kernels: p.Kernels,
 		MemoryLimit: workerMemoryLimit(p, sandboxed), ExecArgs: execArgs, Args: []string{string(arg)}, Stderr: progress})
 	if err != nil {
 		return nil, fmt.Errorf("bench: start worker: %w", err)
@@ -196,58 +191,34 @@ func WorkerMain(args []string) int {
 	return reply(workerReply{Results: rs})
 }
 
-// copyShare is the share of the worker's memory limit a private copy of
-// the model, the KV cache and the scratch may fill: the serving
-// engine's (engine.memoryShare).
-const copyShare = 0.85
-
-// openWorkerModel opens the model's files as the serving worker does:
-// mapped first (which parses and checks the header), then replaced by a
-// private in-memory copy (gguf.LoadSplit, which decode streams faster)
-// when the copy, the KV cache and the scratch fit in copyShare of the
-// memory limit (the Go memory limit the sandbox set). A model larger than that stays mapped: the page cache's
-// pages do not count against RLIMIT_DATA, and only the tensors a test
-// reads (for a mixture of experts, the experts its tokens choose) are
-// paged in. Before this, the worker always copied, so a model larger
-// than the limit could not be measured at all.
+// openWorkerModel opens the model's files as the serving worker does
+// (model.OpenWithinLimit): mapped, or a private in-memory copy when the
+// copy, the KV cache and the scratch fit in the serving engine's share of
+// the memory limit (the Go memory limit the sandbox set). A model larger
+// than that stays mapped: only the tensors a test reads (for a mixture of
+// experts, the experts its tokens choose) are paged in. Before this, the
+// worker always copied, so a model larger than the limit could not be
+// measured at all.
 func openWorkerModel(mf []*os.File, p Params, limit int64) (*gguf.File, error) {
-	f, err := gguf.OpenSplit(mf, gguf.DefaultLimits())
-	if err != nil {
-		return nil, err
-	}
-	if !copyFits(f, p, limit) {
-		return f, nil
-	}
-	g, err := gguf.LoadSplit(mf, gguf.DefaultLimits())
-	if err != nil {
-		return f, nil // the mapping still serves
-	}
-	f.Close()
-	return g, nil
+	return model.OpenWithinLimit(mf, limit, p.memoryPlan)
 }
 
-// copyFits reports whether a private copy of f, the cache and scratch of
-// p fit in copyShare of limit (no limit: they fit). The scratch is
-// counted as the engine counts it for a batch of p's ubatch. A file
-// whose configuration cannot be read stays mapped; Prepare then reports
-// why.
-func copyFits(f *gguf.File, p Params, limit int64) bool {
-	if limit <= 0 || limit == math.MaxInt64 {
-		return true
-	}
-	cfg, err := model.ConfigFromGGUF(f)
-	if err != nil {
-		return false
-	}
+// memoryPlan is the plan of the cache and the runners p's tests make,
+// whatever the model's configuration: one sequence of p.context()
+// positions, forward passes of at most n_ubatch tokens (and n_batch:
+// newRunner clamps to both), on at most the most threads p lists (the
+// runners are made one at a time).
+func (p Params) memoryPlan(model.Config) (model.MemoryPlan, error) {
 	tk, tv, err := p.cacheTypes()
-	if err != nil {
-		return false
-	}
 	nb, nub := p.batches()
-	batch := min(nb, nub)
-	perToken := 3*cfg.NEmbd + 2*cfg.QDim() + 2*cfg.KVDim() + 2*cfg.NFF
-	scratch := 4*float64(batch)*float64(perToken) + 4*float64(cfg.NVocab) +
-		float64(batch)*float64(max(cfg.NEmbd, cfg.NFF))*4 + cfg.ExpertScratchBytes(batch)
-	need := float64(f.FileSize) + float64(model.CacheBytes(cfg, tk, tv, 1, p.context())) + scratch
-	return need <= copyShare*float64(limit)
+	return model.MemoryPlan{TypeK: tk, TypeV: tv, Seqs: 1, Ctx: p.context(), Batch: min(nb, nub), Threads: p.maxThreads()}, err
+}
+
+// maxThreads is the largest of p's thread counts (0 for none).
+func (p Params) maxThreads() int {
+	n := 0
+	for _, t := range p.Threads {
+		n = max(n, t)
+	}
+	return n
 }

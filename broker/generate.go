@@ -138,6 +138,26 @@ func budget(req *genRequest, info ModelInfo) error {
 }
 
 func (s *Server) generate(w http.ResponseWriter, r *http.Request, ri *reqInfo, req *genRequest) error {
+	return s.serveGeneration(w, r, ri, req, func(g *generation, rc *http.ResponseController, info ModelInfo) error {
+		g.shape = newShaper(req.chat, s.servedName(info), time.Now().Unix())
+		if req.Stream {
+			return g.stream(w, rc)
+		}
+		return g.collect(w)
+	})
+}
+
+// serveGeneration takes a decoded generation request through what every
+// generation route does before its reply: the deadlines extended, the
+// prompt logged (log_prompts), the model checked, a queue slot taken, the
+// output budgeted, the echo text read (echo), and the backend's
+// generation started under request_timeout, with the configured
+// reasoning format where a chat request names none. It then calls reply
+// with the generation, the response controller and the model's info;
+// when reply returns, the generation is cancelled and drained and the
+// slot given back.
+func (s *Server) serveGeneration(w http.ResponseWriter, r *http.Request, ri *reqInfo, req *genRequest,
+	reply func(g *generation, rc *http.ResponseController, info ModelInfo) error) error {
 	rc := s.extendDeadlines(w)
 	ri.stream = req.Stream
 	if s.cfg.LogPrompts {
@@ -172,13 +192,9 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, ri *reqInfo, r
 		return err
 	}
 	g := &generation{s: s, ri: ri, req: req, ctx: ctx, events: events, cancel: cancel,
-		shape: newShaper(req.chat, s.servedName(info), time.Now().Unix()),
 		limit: max(minOutputCap, req.Choices()*req.MaxTokens*maxBytesPerToken), echo: echo}
 	defer g.drain()
-	if req.Stream {
-		return g.stream(w, rc)
-	}
-	return g.collect(w)
+	return reply(g, rc, info)
 }
 
 // echoText is the prompt's text when the request asks for it back (echo

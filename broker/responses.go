@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -983,42 +982,18 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, ri *reqInfo) er
 	if err != nil {
 		return err
 	}
-	rc := s.extendDeadlines(w)
-	ri.stream = req.Stream
-	if s.cfg.LogPrompts {
-		ri.prompt = promptText(&req.genRequest)
-	}
-	info, err := s.modelInfo(r.Context())
-	if err != nil {
-		return err
-	}
-	if err := s.checkModel(&req.genRequest, info); err != nil {
-		return err
-	}
-	release, err := s.admit(r.Context())
-	if err != nil {
-		return err
-	}
-	defer release()
-	if err := budget(&req.genRequest, info); err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout.D())
-	defer cancel()
-	if req.ReasoningFormat == "" {
-		req.ReasoningFormat = s.cfg.ReasoningFormat
-	}
-	events, err := s.backend.Generate(ctx, req.Request)
-	if err != nil {
-		return err
-	}
-	g := &generation{s: s, ri: ri, req: &req.genRequest, ctx: ctx, events: events, cancel: cancel,
-		limit: max(minOutputCap, req.MaxTokens*maxBytesPerToken)}
-	defer g.drain()
-	shape := newResponseShaper(req, s.servedName(info), time.Now().Unix())
-	if req.Stream {
-		return streamResponse(g, shape, w, rc)
-	}
+	return s.serveGeneration(w, r, ri, &req.genRequest, func(g *generation, rc *http.ResponseController, info ModelInfo) error {
+		shape := newResponseShaper(req, s.servedName(info), time.Now().Unix())
+		if req.Stream {
+			return streamResponse(g, shape, w, rc)
+		}
+		return collectResponse(g, shape, w)
+	})
+}
+
+// collectResponse sends the generation as one Response object once it
+// has ended.
+func collectResponse(g *generation, shape *responseShaper, w http.ResponseWriter) error {
 	var text, reasoning strings.Builder
 	var calls []gen.CallDelta
 	for {
@@ -1036,7 +1011,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, ri *reqInfo) er
 		}
 		u := ev.Usage
 		if u.PromptTokens == 0 {
-			u.PromptTokens = ri.promptTokens
+			u.PromptTokens = g.ri.promptTokens
 		}
 		return writeJSON(w, http.StatusOK, shape.final(text.String(), reasoning.String(), calls, ev.Finish, u))
 	}
@@ -1052,16 +1027,11 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, ri *reqInfo) er
 // after them ends the stream with response.failed, the Response with its
 // error and the output so far, then an error event (the SDKs raise it).
 func streamResponse(g *generation, shape *responseShaper, w http.ResponseWriter, rc *http.ResponseController) error {
-	first, err := g.next()
+	first, out, err := g.startStream(w, rc)
 	if err != nil {
 		return err
 	}
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	st := &responseStream{g: g, shape: shape, out: &sse{w: w, rc: rc, timeout: g.s.cfg.WriteTimeout.D()}, open: -1}
+	st := &responseStream{g: g, shape: shape, out: out, open: -1}
 	g.ri.streamError = st.fail
 	return st.run(first)
 }
@@ -1087,9 +1057,7 @@ func (st *responseStream) send(typ string, fields map[string]any) error {
 		return err
 	}
 	if err := st.out.sendNamed(typ, b); err != nil {
-		st.g.s.metrics.cancelled.Add(1)
-		st.g.cancel()
-		return &APIError{Status: 499, Type: "server_error", Code: "client_closed", Message: "client stopped reading", Err: err}
+		return st.g.clientGone(err)
 	}
 	return nil
 }
@@ -1260,20 +1228,6 @@ func (st *responseStream) fail(e *APIError) {
 		respStep{"response.failed", map[string]any{"response": r}},
 		respStep{"error", map[string]any{"code": optional(e.Code), "message": e.Message, "param": optional(e.Param)}},
 	)
-}
-
-// sendNamed writes one event with an event: line, as the Responses API
-// streams.
-func (e *sse) sendNamed(name string, data []byte) error {
-	if err := e.rc.SetWriteDeadline(time.Now().Add(e.timeout)); err != nil {
-		return fmt.Errorf("set write deadline: %w", err)
-	}
-	buf := make([]byte, 0, len(data)+len(name)+16)
-	buf = append(append(append(append(append(buf, "event: "...), name...), "\ndata: "...), data...), "\n\n"...)
-	if _, err := e.w.Write(buf); err != nil {
-		return err
-	}
-	return e.rc.Flush()
 }
 
 // getResponse answers GET /v1/responses/{id}: nothing is stored.

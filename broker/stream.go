@@ -17,11 +17,19 @@ type sse struct {
 	timeout time.Duration
 }
 
-func (e *sse) send(data []byte) error {
+// send writes one unnamed event, as the chat and completion streams do.
+func (e *sse) send(data []byte) error { return e.sendNamed("", data) }
+
+// sendNamed writes one event, with an event: line when name is not
+// empty (the Responses API names its events).
+func (e *sse) sendNamed(name string, data []byte) error {
 	if err := e.rc.SetWriteDeadline(time.Now().Add(e.timeout)); err != nil {
 		return fmt.Errorf("set write deadline: %w", err)
 	}
-	buf := make([]byte, 0, len(data)+8)
+	buf := make([]byte, 0, len(data)+len(name)+16)
+	if name != "" {
+		buf = append(append(append(buf, "event: "...), name...), '\n')
+	}
 	buf = append(append(append(buf, "data: "...), data...), "\n\n"...)
 	if _, err := e.w.Write(buf); err != nil {
 		return err
@@ -37,27 +45,40 @@ func (e *sse) sendJSON(v any) error {
 	return e.send(b)
 }
 
-// stream sends the generation as server-sent events ending in [DONE].
-//
-// The headers wait for the generation's first event: the worker refuses a
-// request it cannot serve (a prompt too long for the context, say) before
-// it generates anything, and that refusal is a whole error response with
+// startStream begins an event stream: it waits for the generation's
+// first event, then sends the headers, and returns that event and the
+// stream's writer. The headers wait because the worker refuses a request
+// it cannot serve (a prompt too long for the context, say) before it
+// generates anything, and that refusal is a whole error response with
 // its 4xx status, not an event in a stream that began with 200.
-func (g *generation) stream(w http.ResponseWriter, rc *http.ResponseController) error {
+func (g *generation) startStream(w http.ResponseWriter, rc *http.ResponseController) (Event, *sse, error) {
 	first, err := g.next()
 	if err != nil {
-		return err
+		return Event{}, nil, err
 	}
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	out := &sse{w: w, rc: rc, timeout: g.s.cfg.WriteTimeout.D()}
-	clientGone := func(err error) error {
-		g.s.metrics.cancelled.Add(1)
-		g.cancel()
-		return &APIError{Status: 499, Type: "server_error", Code: "client_closed", Message: "client stopped reading", Err: err}
+	return first, &sse{w: w, rc: rc, timeout: g.s.cfg.WriteTimeout.D()}, nil
+}
+
+// clientGone stops the generation of a client that stopped reading (a
+// write to it failed with err) and returns the error that ends the
+// request: 499, which the log and metrics record and nobody is sent.
+func (g *generation) clientGone(err error) error {
+	g.s.metrics.cancelled.Add(1)
+	g.cancel()
+	return &APIError{Status: 499, Type: "server_error", Code: "client_closed", Message: "client stopped reading", Err: err}
+}
+
+// stream sends the generation as server-sent events ending in [DONE]
+// (its headers as startStream says).
+func (g *generation) stream(w http.ResponseWriter, rc *http.ResponseController) error {
+	first, out, err := g.startStream(w, rc)
+	if err != nil {
+		return err
 	}
 	n := g.req.Choices()
 	for i := range n {
@@ -70,13 +91,13 @@ func (g *generation) stream(w http.ResponseWriter, rc *http.ResponseController) 
 		}
 		if head != nil {
 			if err := out.sendJSON(head); err != nil {
-				return clientGone(err)
+				return g.clientGone(err)
 			}
 		}
 	}
 	if !g.req.chat && g.echo == "" {
 		if err := rc.Flush(); err != nil {
-			return clientGone(err)
+			return g.clientGone(err)
 		}
 	}
 	for ev := first; ; {
@@ -86,7 +107,7 @@ func (g *generation) stream(w http.ResponseWriter, rc *http.ResponseController) 
 				chunk = g.shape.callChunk(ev.Index, ev.Text, ev.Reasoning, ev.Logprobs, ev.ToolCalls)
 			}
 			if err := out.sendJSON(chunk); err != nil {
-				return clientGone(err)
+				return g.clientGone(err)
 			}
 			if ev, err = g.next(); err != nil {
 				return err
@@ -96,7 +117,7 @@ func (g *generation) stream(w http.ResponseWriter, rc *http.ResponseController) 
 		end := gen.End{Finish: ev.Finish, Choices: ev.Choices}
 		for i := range n {
 			if err := out.sendJSON(g.shape.finishChunk(i, end.Reason(i))); err != nil {
-				return clientGone(err)
+				return g.clientGone(err)
 			}
 		}
 		if g.req.IncludeUsage {
@@ -105,11 +126,11 @@ func (g *generation) stream(w http.ResponseWriter, rc *http.ResponseController) 
 				u.PromptTokens = g.ri.promptTokens
 			}
 			if err := out.sendJSON(g.shape.usageChunk(u)); err != nil {
-				return clientGone(err)
+				return g.clientGone(err)
 			}
 		}
 		if err := out.send([]byte("[DONE]")); err != nil {
-			return clientGone(err)
+			return g.clientGone(err)
 		}
 		return nil
 	}

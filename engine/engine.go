@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"os"
 	"runtime"
@@ -34,10 +33,6 @@ const (
 	DefaultBatchSize = 512
 	// MaxParallel bounds the slots.
 	MaxParallel = 256
-	// memoryShare is the share of the memory limit the cache and the
-	// runner's scratch may take; the rest is for the Go runtime, the
-	// samplers and the requests.
-	memoryShare = 0.85
 )
 
 // ErrClosed is returned by Generate once the engine is closed.
@@ -147,53 +142,18 @@ func cacheTypes(hello ipc.Hello) (k, v model.KVType, err error) {
 }
 
 // openModel opens the model for o from its files (one, or a split
-// model's shards, each checked as a file of its own). It maps the files
-// first (which parses
-// and checks its header); if a private in-memory copy of the whole file
-// (gguf.LoadFile: decode streams it markedly faster than the page cache's
-// mapping) fits in the share of the memory limit beside the KV cache and
-// scratch o needs, it reads that copy instead. Otherwise it keeps the
-// mapping: the page cache's pages do not count against the worker's
-// RLIMIT_DATA, so a model larger than the limit's share still serves.
+// model's shards, each checked as a file of its own):
+// model.OpenWithinLimit, with a private in-memory copy when it fits in
+// the share of the memory limit beside the KV cache and scratch o needs,
+// mapped otherwise.
 func openModel(fhs []*os.File, o Options) (*gguf.File, error) {
-	f, err := gguf.OpenSplit(fhs, gguf.DefaultLimits())
-	if err != nil {
-		return nil, err
-	}
-	if !fitsInMemory(f, o) {
-		return f, nil
-	}
-	g, err := gguf.LoadSplit(fhs, gguf.DefaultLimits())
-	if err != nil {
-		return f, nil // the mapping still serves
-	}
-	f.Close()
-	return g, nil
+	return model.OpenWithinLimit(fhs, o.memoryLimit(), o.planFor)
 }
 
-// fitsInMemory reports whether a private copy of f, the KV cache and the
-// scratch o needs fit in the share of the memory limit (o.MemoryLimit, or
-// the Go runtime's limit the sandbox sets). A file whose configuration
-// cannot be read stays mapped; New then reports why.
-func fitsInMemory(f *gguf.File, o Options) bool {
-	limit := o.MemoryLimit
-	if limit <= 0 {
-		limit = debug.SetMemoryLimit(-1)
-	}
-	if limit <= 0 || limit == math.MaxInt64 {
-		return true
-	}
-	// The configuration is metadata alone: the tensors are bound once,
-	// by New, from whichever form of the file this decides on.
-	cfg, err := model.ConfigFromGGUF(f)
-	if err != nil {
-		return false
-	}
-	if err := o.resolve(cfg); err != nil {
-		return false
-	}
-	cache, scratch := o.memoryNeed(cfg)
-	return float64(f.FileSize)+cache+scratch <= memoryShare*float64(limit)
+// planFor resolves o for cfg and returns its memory plan.
+func (o *Options) planFor(cfg model.Config) (model.MemoryPlan, error) {
+	err := o.resolve(cfg)
+	return o.memoryPlan(), err
 }
 
 // New builds an Engine on the open model file f, which it then owns (Close
@@ -263,43 +223,46 @@ func (o *Options) resolve(cfg model.Config) error {
 	return nil
 }
 
+// memoryPlan is the plan of the cache and runner New makes for o
+// (resolved), with the grammar cache's masks, which grow while serving,
+// counted as scratch.
+func (o *Options) memoryPlan() model.MemoryPlan {
+	return model.MemoryPlan{TypeK: o.KV, TypeV: o.KVV, Seqs: o.Parallel, Ctx: o.CtxSize, Batch: o.BatchSize,
+		Threads: o.Threads, Extra: grammarMaskBytes}
+}
+
 // memoryNeed returns the bytes of the KV cache and of the rest New and
 // serving allocate for cfg beside the model (an upper bound): the
 // runner's scratch, the attention's per-thread tiles and partials, and
 // the grammar cache's shared masks.
 func (o *Options) memoryNeed(cfg model.Config) (cache, scratch float64) {
-	cache = float64(model.CacheBytes(cfg, o.KV, o.KVV, o.Parallel, o.CtxSize))
-	perToken := 3*cfg.NEmbd + 2*cfg.QDim() + 2*cfg.KVDim() + 2*cfg.NFF
-	scratch = 4*float64(o.BatchSize)*float64(perToken) + // activations
-		4*float64(o.Parallel)*float64(cfg.NVocab) + // logits rows
-		float64(o.BatchSize)*float64(max(cfg.NEmbd, cfg.NFF))*4 + // quantized activations
-		cfg.ExpertScratchBytes(o.BatchSize) + // a mixture of experts' routing and per-slot outputs
-		model.AttnScratchBytes(cfg, o.KV, o.KVV, o.CtxSize, o.BatchSize, o.Threads) +
-		grammarMaskBytes
-	return cache, scratch
+	return o.memoryPlan().Need(cfg)
 }
 
 // grammarMaskBytes bounds the masks the grammar cache keeps: every cached
 // grammar's mask cache full.
 const grammarMaskBytes = maxCachedGrammars * maskCacheBytes
 
+// memoryLimit is o.MemoryLimit, or when unset the Go runtime's limit in
+// force (which the sandbox sets).
+func (o *Options) memoryLimit() int64 {
+	if o.MemoryLimit > 0 {
+		return o.MemoryLimit
+	}
+	return debug.SetMemoryLimit(-1)
+}
+
 // checkMemory refuses a configuration whose cache and scratch do not fit
 // the memory limit.
 func (o *Options) checkMemory(cfg model.Config) error {
-	limit := o.MemoryLimit
-	if limit <= 0 {
-		limit = debug.SetMemoryLimit(-1)
-	}
+	limit := o.memoryLimit()
 	cache, scratch := o.memoryNeed(cfg)
 	if cache > model.MaxCacheBytes {
 		return fmt.Errorf("engine: a KV cache of %.0f bytes (%d slots × %d tokens) is beyond %d bytes", cache, o.Parallel, o.CtxSize, int64(model.MaxCacheBytes))
 	}
-	if limit <= 0 || limit == math.MaxInt64 {
-		return nil
-	}
-	if need := cache + scratch; need > memoryShare*float64(limit) {
+	if !model.FitsShare(cache+scratch, limit) {
 		return fmt.Errorf("engine: %d slots × %d tokens need a %s/%s KV cache of %.0f MiB plus %.0f MiB of scratch, more than %.0f%% of the memory limit of %.0f MiB: lower parallel or ctx_size, or raise memory_limit_bytes",
-			o.Parallel, o.CtxSize, o.KV, o.KVV, cache/(1<<20), scratch/(1<<20), 100*memoryShare, float64(limit)/(1<<20))
+			o.Parallel, o.CtxSize, o.KV, o.KVV, cache/(1<<20), scratch/(1<<20), 100*model.MemoryShare, float64(limit)/(1<<20))
 	}
 	return nil
 }

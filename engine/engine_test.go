@@ -751,6 +751,13 @@ func TestLoadSplit(t *testing.T) {
 	}
 }
 
+// fitsInMemory reports whether openModel copies f for o: whether a
+// private copy of f, the KV cache and the scratch o needs fit in the
+// share of the memory limit.
+func fitsInMemory(f *gguf.File, o Options) bool {
+	return model.CopyFits(f, o.memoryLimit(), o.planFor)
+}
+
 // TestModelInMemory: the model is copied into private memory when the
 // copy fits the memory limit's share beside the cache and scratch, and
 // stays mapped (not counted against RLIMIT_DATA) when it does not.
@@ -775,7 +782,7 @@ func TestModelInMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	cache, scratch := r.memoryNeed(m.Config)
-	need := (float64(f.FileSize) + cache + scratch) / memoryShare
+	need := (float64(f.FileSize) + cache + scratch) / model.MemoryShare
 	for _, c := range []struct {
 		limit int64
 		want  bool

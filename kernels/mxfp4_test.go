@@ -115,8 +115,22 @@ func checkMXFP4(t *testing.T, tab *table, name string, in newqInput, nb int, r *
 	if wk.x4 == nil {
 		return
 	}
-	x := make([]quant.BlockQ8_0, 0, 4*nb)
+	x := scaledTokens(r, in, nb, 4)
+	out := [4]float32{1, 1, 1, 1}
+	wk.x4(in.w, x, nb, &out)
 	for tok := range 4 {
+		if one := wk.one(in.w, x[tok*nb:(tok+1)*nb]); !sameFloat(out[tok], one) {
+			t.Errorf("%s token %d: four-token dot %v, one-token %v", name, tok, out[tok], one)
+		}
+	}
+}
+
+// scaledTokens returns n tokens of nb activation blocks each made from
+// in's: token k's scales times k+1 and, after the first token, random
+// codes (the multi-token dots then see distinct tokens).
+func scaledTokens(r *rand.Rand, in newqInput, nb, n int) []quant.BlockQ8_0 {
+	x := make([]quant.BlockQ8_0, 0, n*nb)
+	for tok := range n {
 		for i := range nb {
 			b := in.q80[i]
 			b.D = quant.F32ToF16(quant.F16ToF32(b.D) * float32(tok+1))
@@ -128,13 +142,7 @@ func checkMXFP4(t *testing.T, tab *table, name string, in newqInput, nb int, r *
 			x = append(x, b)
 		}
 	}
-	out := [4]float32{1, 1, 1, 1}
-	wk.x4(in.w, x, nb, &out)
-	for tok := range 4 {
-		if one := wk.one(in.w, x[tok*nb:(tok+1)*nb]); !sameFloat(out[tok], one) {
-			t.Errorf("%s token %d: four-token dot %v, one-token %v", name, tok, out[tok], one)
-		}
-	}
+	return x
 }
 
 // checkMXFP4x8 checks the eight-token dot on eight tokens made from in
@@ -142,19 +150,7 @@ func checkMXFP4(t *testing.T, tab *table, name string, in newqInput, nb int, r *
 // as mxfp4Near does.
 func checkMXFP4x8(t *testing.T, tab *table, name string, in newqInput, nb int, r *rand.Rand) {
 	t.Helper()
-	xs := make([]quant.BlockQ8_0, 0, 8*nb)
-	for tok := range 8 {
-		for i := range nb {
-			b := in.q80[i]
-			b.D = quant.F32ToF16(quant.F16ToF32(b.D) * float32(tok+1))
-			if tok > 0 {
-				for j := range b.Qs {
-					b.Qs[j] = int8(r.Uint32())
-				}
-			}
-			xs = append(xs, b)
-		}
-	}
+	xs := scaledTokens(r, in, nb, 8)
 	dx := make([]float32, 8*nb)
 	for tok := range 8 {
 		q80Scales(dx, xs[tok*nb:(tok+1)*nb], tok)

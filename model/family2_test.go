@@ -131,12 +131,23 @@ func TestLayerSWA(t *testing.T) {
 // loadShape synthesizes a tiny shape (F16) and loads it.
 func loadShape(t *testing.T, name string) *Model {
 	t.Helper()
+	m, err := Load(openShape(t, name, msynth.F16, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// openShape synthesizes the shape name as file type ft from seed and
+// opens the file, which is closed when the test ends.
+func openShape(t *testing.T, name string, ft msynth.FileType, seed uint64) *gguf.File {
+	t.Helper()
 	sh, ok := msynth.Lookup(name)
 	if !ok {
 		t.Fatalf("no shape %s", name)
 	}
 	path := filepath.Join(t.TempDir(), name+".gguf")
-	if _, err := msynth.WriteFile(path, msynth.Options{Shape: sh, Type: msynth.F16, Seed: 1}); err != nil {
+	if _, err := msynth.WriteFile(path, msynth.Options{Shape: sh, Type: ft, Seed: seed}); err != nil {
 		t.Fatal(err)
 	}
 	f, err := gguf.Open(path, gguf.DefaultLimits())
@@ -144,11 +155,7 @@ func loadShape(t *testing.T, name string) *Model {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.Close() })
-	m, err := Load(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
+	return f
 }
 
 // TestRopeForSecondWave checks which rotary embedding each layer gets:

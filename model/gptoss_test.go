@@ -194,6 +194,21 @@ func TestGptOssHostile(t *testing.T) {
 			return fn(typ, dims, data)
 		}}
 	}
+	// reshape gives tensor target the dimensions dims and the data data
+	// makes of its old data, each unchanged where nil.
+	reshape := func(target string, dims []uint64, data func(old []byte) []byte) gguEdit {
+		return retensor(target, func(_ *tensor.Type, d *[]uint64, b *[]byte) bool {
+			if dims != nil {
+				*d = dims
+			}
+			if data != nil {
+				*b = data(*b)
+			}
+			return true
+		})
+	}
+	values := func(vs ...float32) func([]byte) []byte { return func([]byte) []byte { return f32(vs...) } }
+	first := func(n int) func([]byte) []byte { return func(b []byte) []byte { return b[:n] } }
 	drop := func(name string) gguEdit {
 		return retensor(name, func(*tensor.Type, *[]uint64, *[]byte) bool { return false })
 	}
@@ -218,14 +233,8 @@ func TestGptOssHostile(t *testing.T) {
 		{"too many experts", key("gpt-oss.expert_count", gguf.Uint32Value(MaxExperts+1)), "gpt-oss.expert_count", "", ErrInvalid},
 		{"rotary width not the head's", key("gpt-oss.rope.dimension_count", gguf.Uint32Value(2)), "gpt-oss.rope.dimension_count", "", ErrInvalid},
 		{"sinks missing", drop("blk.1.attn_sinks.weight"), "", "blk.1.attn_sinks.weight", ErrMissing},
-		{"sinks per KV head", retensor("blk.0.attn_sinks.weight", func(_ *tensor.Type, d *[]uint64, b *[]byte) bool {
-			*d, *b = []uint64{1}, f32(0.5)
-			return true
-		}), "", "blk.0.attn_sinks.weight", ErrInvalid},
-		{"sinks NaN", retensor("blk.0.attn_sinks.weight", func(_ *tensor.Type, _ *[]uint64, b *[]byte) bool {
-			*b = f32(0, 1, float32(math.NaN()), 2)
-			return true
-		}), "", "blk.0.attn_sinks.weight", ErrInvalid},
+		{"sinks per KV head", reshape("blk.0.attn_sinks.weight", []uint64{1}, values(0.5)), "", "blk.0.attn_sinks.weight", ErrInvalid},
+		{"sinks NaN", reshape("blk.0.attn_sinks.weight", nil, values(0, 1, float32(math.NaN()), 2)), "", "blk.0.attn_sinks.weight", ErrInvalid},
 		{"sinks quantized", retensor("blk.0.attn_sinks.weight", func(typ *tensor.Type, d *[]uint64, b *[]byte) bool {
 			*typ, *d, *b = tensor.Q8_0, []uint64{32}, make([]byte, 34)
 			return true
@@ -234,31 +243,16 @@ func TestGptOssHostile(t *testing.T) {
 		{"output bias missing", drop("blk.1.attn_output.bias"), "", "blk.1.attn_output.bias", ErrMissing},
 		{"FFN norm missing", drop("blk.0.post_attention_norm.weight"), "", "blk.0.post_attention_norm.weight", ErrMissing},
 		{"router bias missing", drop("blk.0.ffn_gate_inp.bias"), "", "blk.0.ffn_gate_inp.bias", ErrMissing},
-		{"router bias of 3", retensor("blk.0.ffn_gate_inp.bias", func(_ *tensor.Type, d *[]uint64, b *[]byte) bool {
-			*d, *b = []uint64{3}, f32(1, 2, 3)
-			return true
-		}), "", "blk.0.ffn_gate_inp.bias", ErrInvalid},
-		{"expert bias transposed", retensor("blk.1.ffn_down_exps.bias", func(_ *tensor.Type, d *[]uint64, _ *[]byte) bool {
-			*d = []uint64{4, 8}
-			return true
-		}), "", "blk.1.ffn_down_exps.bias", ErrInvalid},
-		{"expert bias for one expert", retensor("blk.0.ffn_gate_exps.bias", func(_ *tensor.Type, d *[]uint64, b *[]byte) bool {
-			*d, *b = []uint64{4}, (*b)[:16]
-			return true
-		}), "", "blk.0.ffn_gate_exps.bias", ErrInvalid},
-		{"expert bias infinite", retensor("blk.0.ffn_up_exps.bias", func(_ *tensor.Type, _ *[]uint64, b *[]byte) bool {
-			copy((*b)[20:], f32(float32(math.Inf(1))))
-			return true
+		{"router bias of 3", reshape("blk.0.ffn_gate_inp.bias", []uint64{3}, values(1, 2, 3)), "", "blk.0.ffn_gate_inp.bias", ErrInvalid},
+		{"expert bias transposed", reshape("blk.1.ffn_down_exps.bias", []uint64{4, 8}, nil), "", "blk.1.ffn_down_exps.bias", ErrInvalid},
+		{"expert bias for one expert", reshape("blk.0.ffn_gate_exps.bias", []uint64{4}, first(16)), "", "blk.0.ffn_gate_exps.bias", ErrInvalid},
+		{"expert bias infinite", reshape("blk.0.ffn_up_exps.bias", nil, func(b []byte) []byte {
+			copy(b[20:], f32(float32(math.Inf(1))))
+			return b
 		}), "", "blk.0.ffn_up_exps.bias", ErrInvalid},
 		{"up bias missing", drop("blk.1.ffn_up_exps.bias"), "", "blk.1.ffn_up_exps.bias", ErrMissing},
-		{"experts of another width", retensor("blk.0.ffn_gate_exps.weight", func(_ *tensor.Type, d *[]uint64, b *[]byte) bool {
-			*d, *b = []uint64{8, 2, 4}, (*b)[:8*2*4*4]
-			return true
-		}), "", "blk.0.ffn_gate_exps.weight", ErrInvalid},
-		{"a dense FFN instead", retensor("blk.0.ffn_up_exps.weight", func(_ *tensor.Type, d *[]uint64, b *[]byte) bool {
-			*d, *b = []uint64{8, 4}, (*b)[:8*4*4]
-			return true
-		}), "", "blk.0.ffn_up_exps.weight", ErrInvalid},
+		{"experts of another width", reshape("blk.0.ffn_gate_exps.weight", []uint64{8, 2, 4}, first(8*2*4*4)), "", "blk.0.ffn_gate_exps.weight", ErrInvalid},
+		{"a dense FFN instead", reshape("blk.0.ffn_up_exps.weight", []uint64{8, 4}, first(8*4*4)), "", "blk.0.ffn_up_exps.weight", ErrInvalid},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := loadBytes(t, rewriteGGUF(t, base, tc.edit))

@@ -6,7 +6,6 @@ import (
 	"maps"
 	"math"
 	"math/rand/v2"
-	"path/filepath"
 	"slices"
 	"testing"
 
@@ -517,20 +516,7 @@ func TestMoEThreadsInvariant(t *testing.T) {
 		ft    msynth.FileType
 	}{{"mixtral-tiny", msynth.Q4_K_M}, {"qwen3moe-tiny", msynth.F16}} {
 		t.Run(tc.shape, func(t *testing.T) {
-			sh, ok := msynth.Lookup(tc.shape)
-			if !ok {
-				t.Fatal("no shape")
-			}
-			path := filepath.Join(t.TempDir(), "m.gguf")
-			if _, err := msynth.WriteFile(path, msynth.Options{Shape: sh, Type: tc.ft, Seed: 3}); err != nil {
-				t.Fatal(err)
-			}
-			f, err := gguf.Open(path, gguf.DefaultLimits())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			m, err := Load(f)
+			m, err := Load(openShape(t, tc.shape, tc.ft, 3))
 			if err != nil {
 				t.Fatal(err)
 			}

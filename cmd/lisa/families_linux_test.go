@@ -37,14 +37,7 @@ func TestServeFamilies(t *testing.T) {
 	for _, shape := range []string{"llama3-tiny", "mistral-tiny", "qwen2-tiny", "qwen3-tiny", "granite-tiny",
 		"gemma2-tiny", "gemma3-tiny", "phi3-tiny", "phi4mini-tiny", "gpt-oss-tiny"} {
 		t.Run(shape, func(t *testing.T) {
-			sh, ok := synth.Lookup(shape)
-			if !ok {
-				t.Fatalf("no shape %s", shape)
-			}
-			path := filepath.Join(t.TempDir(), shape+".gguf")
-			if _, err := synth.WriteFile(path, synth.Options{Shape: sh, Type: synth.F16, Seed: 1}); err != nil {
-				t.Fatal(err)
-			}
+			path := writeShape(t, shape, nil)
 			s := startServeModel(t, path)
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
@@ -67,6 +60,66 @@ func TestServeFamilies(t *testing.T) {
 			}
 			checkGreedy(t, s.url, shape, path)
 		})
+	}
+}
+
+// writeShape synthesizes the shape name (F16, seed 1) into a file of
+// the test's temporary directory and returns its path; edit, when set,
+// changes the options first.
+func writeShape(t *testing.T, name string, edit func(*synth.Options)) string {
+	t.Helper()
+	sh, ok := synth.Lookup(name)
+	if !ok {
+		t.Fatalf("no shape %s", name)
+	}
+	o := synth.Options{Shape: sh, Type: synth.F16, Seed: 1}
+	if edit != nil {
+		edit(&o)
+	}
+	path := filepath.Join(t.TempDir(), name+".gguf")
+	if _, err := synth.WriteFile(path, o); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// chatMessage is a chat completion choice's message: its content and
+// reasoning_content.
+type chatMessage struct {
+	Content   string `json:"content"`
+	Reasoning string `json:"reasoning_content"`
+}
+
+// postChat posts req to the chat completions of the server at url and
+// returns the message of the reply's one choice; what names the request
+// in a failure (as postJSON's, or not one choice).
+func postChat(t *testing.T, url string, req map[string]any, what string) chatMessage {
+	t.Helper()
+	var got struct {
+		Choices []struct {
+			Message chatMessage `json:"message"`
+		} `json:"choices"`
+	}
+	postJSON(t, url+"/v1/chat/completions", req, &got, what)
+	if len(got.Choices) != 1 {
+		t.Fatalf("%s: %d choices", what, len(got.Choices))
+	}
+	return got.Choices[0].Message
+}
+
+// postJSON posts req as JSON to url and decodes the reply into got; what
+// names the request in a failure (the post failing, a status other than
+// 200, a reply that is not JSON).
+func postJSON(t *testing.T, url string, req, got any, what string) {
+	t.Helper()
+	body, _ := json.Marshal(req)
+	resp, err := http.Post(url, "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(got); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("%s: status %d, %v", what, resp.StatusCode, err)
 	}
 }
 
@@ -98,19 +151,14 @@ func checkGreedy(t *testing.T, url, shape, modelPath string) {
 	for _, sp := range tok.SpecialTexts() {
 		wantText = strings.ReplaceAll(wantText, sp, "")
 	}
-	body, _ := json.Marshal(map[string]any{"prompt": *want.Prompt, "max_tokens": len(want.GeneratedIDs), "temperature": 0})
-	resp, err := http.Post(url+"/v1/completions", "application/json", bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
 	var got struct {
 		Choices []struct {
 			Text string `json:"text"`
 		} `json:"choices"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil || resp.StatusCode != http.StatusOK || len(got.Choices) != 1 {
-		t.Fatalf("completion: status %d, %v", resp.StatusCode, err)
+	postJSON(t, url+"/v1/completions", map[string]any{"prompt": *want.Prompt, "max_tokens": len(want.GeneratedIDs), "temperature": 0}, &got, "completion")
+	if len(got.Choices) != 1 {
+		t.Fatalf("completion: %d choices", len(got.Choices))
 	}
 	// Generation ends early at an end-of-generation token; llama.cpp's
 	// reference goes on, so the served text is a prefix of it.
@@ -125,15 +173,7 @@ func checkGreedy(t *testing.T, url, shape, modelPath string) {
 // worker's protocol and comes back as message.reasoning_content, or in the
 // content with reasoning_format none.
 func TestServeReasoning(t *testing.T) {
-	sh, ok := synth.Lookup("qwen3-tiny")
-	if !ok {
-		t.Fatal("no shape qwen3-tiny")
-	}
-	path := filepath.Join(t.TempDir(), "qwen3-tiny.gguf")
-	if _, err := synth.WriteFile(path, synth.Options{Shape: sh, Type: synth.F16, Seed: 1}); err != nil {
-		t.Fatal(err)
-	}
-	s := startServeModel(t, path)
+	s := startServeModel(t, writeShape(t, "qwen3-tiny", nil))
 	const out = "<think>\nBecause.\n</think>\n\nYes."
 	for _, c := range []struct {
 		format             string
@@ -147,31 +187,13 @@ func TestServeReasoning(t *testing.T) {
 		if c.format != "" {
 			req["reasoning_format"] = c.format
 		}
-		body, _ := json.Marshal(req)
-		resp, err := http.Post(s.url+"/v1/chat/completions", "application/json", bytes.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got struct {
-			Choices []struct {
-				Message struct {
-					Content   string `json:"content"`
-					Reasoning string `json:"reasoning_content"`
-				} `json:"message"`
-			} `json:"choices"`
-		}
-		err = json.NewDecoder(resp.Body).Decode(&got)
-		resp.Body.Close()
-		if err != nil || resp.StatusCode != http.StatusOK || len(got.Choices) != 1 {
-			t.Fatalf("reasoning_format %q: status %d, %v", c.format, resp.StatusCode, err)
-		}
-		if m := got.Choices[0].Message; m.Content != c.content || m.Reasoning != c.reasoning {
+		if m := postChat(t, s.url, req, "reasoning_format "+strconv.Quote(c.format)); m.Content != c.content || m.Reasoning != c.reasoning {
 			t.Errorf("reasoning_format %q: content %q reasoning %q, want %q %q", c.format, m.Content, m.Reasoning, c.content, c.reasoning)
 		}
 		// Streamed: delta.reasoning_content and delta.content.
 		req["stream"] = true
-		body, _ = json.Marshal(req)
-		resp, err = http.Post(s.url+"/v1/chat/completions", "application/json", bytes.NewReader(body))
+		body, _ := json.Marshal(req)
+		resp, err := http.Post(s.url+"/v1/chat/completions", "application/json", bytes.NewReader(body))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -188,10 +210,7 @@ func TestServeReasoning(t *testing.T) {
 			}
 			var chunk struct {
 				Choices []struct {
-					Delta struct {
-						Content   string `json:"content"`
-						Reasoning string `json:"reasoning_content"`
-					} `json:"delta"`
+					Delta chatMessage `json:"delta"`
 				} `json:"choices"`
 			}
 			if err := json.Unmarshal([]byte(data), &chunk); err != nil {
@@ -219,47 +238,23 @@ func TestServeHarmony(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sh, ok := synth.Lookup("qwen3-tiny")
-	if !ok {
-		t.Fatal("no shape qwen3-tiny")
-	}
-	v, err := vocab.Build(sh.Vocab)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o := synth.Options{Shape: sh, Type: synth.F16, Seed: 1}
-	for _, kv := range v.KVs() {
-		if kv.Key == "tokenizer.chat_template" {
-			kv.Value = gguf.StringValue(string(tmpl))
+	path := writeShape(t, "qwen3-tiny", func(o *synth.Options) {
+		v, err := vocab.Build(o.Shape.Vocab)
+		if err != nil {
+			t.Fatal(err)
 		}
-		o.VocabKVs = append(o.VocabKVs, kv)
-	}
-	path := filepath.Join(t.TempDir(), "harmony-tiny.gguf")
-	if _, err := synth.WriteFile(path, o); err != nil {
-		t.Fatal(err)
-	}
+		for _, kv := range v.KVs() {
+			if kv.Key == "tokenizer.chat_template" {
+				kv.Value = gguf.StringValue(string(tmpl))
+			}
+			o.VocabKVs = append(o.VocabKVs, kv)
+		}
+	})
 	s := startServeModel(t, path)
 	const out = "<|channel|>analysis<|message|>Easy.<|end|><|start|>assistant<|channel|>final<|message|>4"
 	req := map[string]any{"messages": []map[string]string{{"role": "developer", "content": "Be brief."}, {"role": "user", "content": "2+2?"}},
 		"max_tokens": 256, "reasoning_effort": "high", "grammar": "root ::= " + strconv.Quote(out)}
-	body, _ := json.Marshal(req)
-	resp, err := http.Post(s.url+"/v1/chat/completions", "application/json", bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var got struct {
-		Choices []struct {
-			Message struct {
-				Content   string `json:"content"`
-				Reasoning string `json:"reasoning_content"`
-			} `json:"message"`
-		} `json:"choices"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil || resp.StatusCode != http.StatusOK || len(got.Choices) != 1 {
-		t.Fatalf("status %d, %v", resp.StatusCode, err)
-	}
-	if m := got.Choices[0].Message; m.Content != "4" || m.Reasoning != "Easy." {
+	if m := postChat(t, s.url, req, "harmony"); m.Content != "4" || m.Reasoning != "Easy." {
 		t.Errorf("content %q reasoning %q", m.Content, m.Reasoning)
 	}
 }
