@@ -87,7 +87,7 @@ func (g *attnRig) runner(t testing.TB, threads, maxBatch int) *Runner {
 	t.Cleanup(pool.Close)
 	r := &Runner{m: &Model{Config: cfg}, c: g.c, pool: pool, maxBatch: maxBatch,
 		q: make([]float32, maxBatch*cfg.QDim()), att: make([]float32, maxBatch*cfg.QDim()),
-		heads: make([]headScratch, threads), ar: ggmlArith(pool, cfg.QDim(), false), group: make([]int32, maxBatch)}
+		heads: make([]headScratch, threads), ar: ggmlArith(pool, false), group: make([]int32, maxBatch)}
 	for i := range r.group {
 		r.group[i] = 1
 	}

@@ -232,7 +232,7 @@ func lanes16F16(a, b []uint16) float32 {
 // the widest row, sized a scratch they no longer need) and split large
 // products across pool; matmul is for one goroutine at a time, the other
 // functions keep no state.
-func ggmlArith(pool *kernels.Pool, _ int, exactAttn bool) arith {
+func ggmlArith(pool *kernels.Pool, exactAttn bool) arith {
 	g := &ggmlScratch{pool: pool, one: kernels.NewProducts()}
 	g.part = func(part int) {
 		th := g.pool.Threads()

@@ -83,7 +83,7 @@ func NewRunner(m *Model, c *Cache, pool *kernels.Pool, maxBatch int) *Runner {
 	cfg := m.Config
 	f := func(w int) []float32 { return make([]float32, maxBatch*w) }
 	r := &Runner{
-		m: m, c: c, ar: ggmlArith(pool, max(cfg.NEmbd, cfg.QDim(), cfg.NFF), ArithAuto.exact(m)), maxBatch: maxBatch,
+		m: m, c: c, ar: ggmlArith(pool, ArithAuto.exact(m)), maxBatch: maxBatch,
 		group: make([]int32, maxBatch), seqN: make([]int32, c.nSeq),
 		x: f(cfg.NEmbd), xn: f(cfg.NEmbd), proj: f(cfg.NEmbd),
 		q: f(cfg.QDim()), att: f(cfg.QDim()), k: f(cfg.KVDim()), v: f(cfg.KVDim()),
@@ -131,8 +131,7 @@ func (r *Runner) SetLlamaOrder(on bool) { r.llama = on }
 // SetArithmetic chooses the summation orders of the attention dot
 // products, softmax and SiLU (ArithAuto, the default, unless told).
 func (r *Runner) SetArithmetic(a Arithmetic) {
-	cfg := r.m.Config
-	r.ar = ggmlArith(r.pool, max(cfg.NEmbd, cfg.QDim(), cfg.NFF), a.exact(r.m))
+	r.ar = ggmlArith(r.pool, a.exact(r.m))
 	r.arith = a
 	r.exactAttn = a.exact(r.m)
 }

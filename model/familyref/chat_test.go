@@ -36,21 +36,7 @@ func TestChatPromptsMatchLlamaCpp(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			e, ok := manifest[shape]
-			if !ok {
-				t.Fatalf("no f16 %s in the manifest", shape)
-			}
-			f, err := gguf.Open(writeModel(t, e), gguf.DefaultLimits())
-			if err != nil {
-				t.Fatal(err)
-			}
-			now := time.Unix(ref.Now, 0).UTC()
-			eng, err := engine.New(f, engine.Options{Threads: 1, CtxSize: 512, Now: func() time.Time { return now }})
-			if err != nil {
-				f.Close()
-				t.Fatal(err)
-			}
-			defer eng.Close()
+			eng := chatEngine(t, manifest, shape, ref.Now)
 			// The first conversation holds no special-token text in its
 			// messages; the engine's ids must be llama.cpp's exactly.
 			c := ref.Results[0]
@@ -67,4 +53,27 @@ func TestChatPromptsMatchLlamaCpp(t *testing.T) {
 			}
 		})
 	}
+}
+
+// chatEngine opens the manifest's F16 file of shape in an engine whose
+// clock reads now (Unix seconds: llama.cpp's rendering time, for
+// templates that print the date); it is closed when t ends.
+func chatEngine(t *testing.T, manifest map[string]entry, shape string, now int64) *engine.Engine {
+	t.Helper()
+	e, ok := manifest[shape]
+	if !ok {
+		t.Fatalf("no f16 %s in the manifest", shape)
+	}
+	f, err := gguf.Open(writeModel(t, e), gguf.DefaultLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Unix(now, 0).UTC()
+	eng, err := engine.New(f, engine.Options{Threads: 1, CtxSize: 512, Now: func() time.Time { return at }})
+	if err != nil {
+		f.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	return eng
 }

@@ -7,11 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/lisa-llm/lisa/engine"
 	"github.com/lisa-llm/lisa/gen"
-	"github.com/lisa-llm/lisa/gguf"
 )
 
 // toolsRef is the part of a chat/testdata/tools/plain-*.json reference
@@ -63,21 +60,7 @@ func TestChatToolPromptsMatchLlamaCpp(t *testing.T) {
 			if len(ref.Results) == 0 {
 				t.Fatal("no results in the reference")
 			}
-			e, ok := manifest[c.shape]
-			if !ok {
-				t.Fatalf("no f16 %s in the manifest", c.shape)
-			}
-			f, err := gguf.Open(writeModel(t, e), gguf.DefaultLimits())
-			if err != nil {
-				t.Fatal(err)
-			}
-			now := time.Unix(ref.Now, 0).UTC()
-			eng, err := engine.New(f, engine.Options{Threads: 1, CtxSize: 512, Now: func() time.Time { return now }})
-			if err != nil {
-				f.Close()
-				t.Fatal(err)
-			}
-			defer eng.Close()
+			eng := chatEngine(t, manifest, c.shape, ref.Now)
 			for i, r := range ref.Results {
 				req := gen.Request{MaxTokens: 1, ToolChoice: gen.ToolChoice{Mode: r.ToolChoice}}
 				for _, m := range r.Messages {
