@@ -103,7 +103,7 @@ const (
 	ModelUnloaded ModelState = "unloaded" // not loaded: the first request loads it
 	ModelLoading  ModelState = "loading"
 	ModelLoaded   ModelState = "loaded"
-	ModelFailed   ModelState = "failed" // its last load failed (Error says why); a later request tries again
+	ModelFailed   ModelState = "failed" // its last load failed (Error says why); a later request tries again once its files changed (or after a pause)
 )
 
 // ModelStatus describes one model of a Models set for /v1/models,
@@ -119,6 +119,9 @@ type ModelStatus struct {
 	Error    string
 	InFlight int   // requests holding the model
 	Charge   int64 // bytes the model counts against the budget while loaded
+	// CtxSize and Parallel are the model's configured tokens per slot
+	// (0: the model's own) and generation slots (0: not known).
+	CtxSize, Parallel int
 	// Loads, LoadFailures and Evictions count since start; Requests,
 	// PromptTokens and CompletionTokens count its generations.
 	Loads, LoadFailures, Evictions           uint64

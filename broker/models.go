@@ -210,6 +210,10 @@ type multiModelJSON struct {
 	Status string `json:"status"`
 	Error  string `json:"error,omitempty"`
 	Alias  string `json:"alias_of,omitempty"` // for an alias: the id it names
+	// CtxSize and Parallel are the model's tokens per slot (absent: the
+	// model's own) and generation slots, as configured for it.
+	CtxSize  int `json:"ctx_size,omitempty"`
+	Parallel int `json:"parallel,omitempty"`
 }
 
 // multiModels lists every model and, after each, its aliases.
@@ -217,7 +221,7 @@ func (s *Server) multiModels() []multiModelJSON {
 	var out []multiModelJSON
 	for _, st := range s.models.Statuses() {
 		e := multiModelJSON{modelJSON: modelJSON{ID: st.ID, Object: "model", Created: s.started.Unix(), OwnedBy: "lisa"},
-			Status: string(st.State), Error: st.Error}
+			Status: string(st.State), Error: st.Error, CtxSize: st.CtxSize, Parallel: st.Parallel}
 		out = append(out, e)
 		for _, a := range st.Aliases {
 			e.ID, e.Alias = a, st.ID

@@ -28,11 +28,12 @@ type fakeModels struct {
 	refuse   map[string]error  // id → the error Acquire returns
 	held     map[string]int
 	acquires map[string]int
+	settings map[string][2]int // id → its ctx_size and parallel
 }
 
 func newFakeModels() *fakeModels {
 	return &fakeModels{fakes: map[string]*brokertest.Fake{}, aliases: map[string][]string{}, failing: map[string]string{}, refuse: map[string]error{},
-		held: map[string]int{}, acquires: map[string]int{}}
+		held: map[string]int{}, acquires: map[string]int{}, settings: map[string][2]int{}}
 }
 
 func (m *fakeModels) add(id string, f *brokertest.Fake, aliases ...string) {
@@ -85,7 +86,8 @@ func (m *fakeModels) Statuses() []broker.ModelStatus {
 	var out []broker.ModelStatus
 	for _, id := range m.order {
 		st := broker.ModelStatus{ID: id, Aliases: m.aliases[id], State: broker.ModelLoaded, InFlight: m.held[id],
-			Requests: uint64(m.acquires[id]), Charge: 100 << 20, Worker: broker.WorkerStats{Restarts: m.fakes[id].Restarts, Deaths: m.fakes[id].Deaths}}
+			Requests: uint64(m.acquires[id]), Charge: 100 << 20, Worker: broker.WorkerStats{Restarts: m.fakes[id].Restarts, Deaths: m.fakes[id].Deaths},
+			CtxSize: m.settings[id][0], Parallel: m.settings[id][1]}
 		if r, bad := m.failing[id]; bad {
 			st.State, st.Error = broker.ModelFailed, r
 		}
@@ -198,8 +200,10 @@ func TestMultiModelListHealthMetrics(t *testing.T) {
 	a := newFake("a")
 	a.Restarts, a.Deaths = 2, map[string]uint64{"SIGSYS": 1}
 	fm.add("alpha", a, "gpt-4o-mini")
+	fm.settings["alpha"] = [2]int{2048, 2}
 	fm.add("broken", newFake("b"))
 	fm.failing["broken"] = "not a GGUF file"
+	fm.settings["broken"] = [2]int{0, 4}
 	ts := startMulti(t, fm)
 
 	status, _, body := ts.do(t, "GET", "/v1/models", "", "")
@@ -207,6 +211,8 @@ func TestMultiModelListHealthMetrics(t *testing.T) {
 		Data []struct {
 			ID, Status, Error string
 			AliasOf           string `json:"alias_of"`
+			CtxSize           *int   `json:"ctx_size"`
+			Parallel          int
 		}
 	}
 	if err := json.Unmarshal(body, &list); status != 200 || err != nil {
@@ -214,9 +220,14 @@ func TestMultiModelListHealthMetrics(t *testing.T) {
 	}
 	var got []string
 	for _, d := range list.Data {
-		got = append(got, fmt.Sprintf("%s/%s", d.ID, d.Status))
+		ctx := "model's"
+		if d.CtxSize != nil {
+			ctx = fmt.Sprint(*d.CtxSize)
+		}
+		got = append(got, fmt.Sprintf("%s/%s/%s/%d", d.ID, d.Status, ctx, d.Parallel))
 	}
-	if want := "alpha/loaded gpt-4o-mini/loaded broken/failed"; strings.Join(got, " ") != want {
+	// Each model's own ctx_size (absent: the model's) and parallel.
+	if want := "alpha/loaded/2048/2 gpt-4o-mini/loaded/2048/2 broken/failed/model's/4"; strings.Join(got, " ") != want {
 		t.Errorf("/v1/models lists %q, want %q (%s)", got, want, body)
 	}
 	if !strings.Contains(string(body), `"error":"not a GGUF file"`) || !strings.Contains(string(body), `"alias_of":"alpha"`) {

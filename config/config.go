@@ -141,6 +141,12 @@ type ModelEntry struct {
 	// server's memory_limit_bytes); it is also what the model counts
 	// against models_memory_bytes while loaded.
 	MemoryLimitBytes int64 `yaml:"memory_limit_bytes" json:"memory_limit_bytes"`
+	// CtxSize and Parallel are this model's tokens per slot and
+	// generation slots (0: the server's ctx_size and parallel). Its KV
+	// cache, their product, must fit its memory cap; without a cap it
+	// counts against models_memory_bytes beside the files' size.
+	CtxSize  int `yaml:"ctx_size" json:"ctx_size"`
+	Parallel int `yaml:"parallel" json:"parallel"`
 }
 
 // MultiModel reports whether c serves several models: a models list, or
@@ -317,8 +323,8 @@ func (c *Config) validate() []error {
 		}
 	}
 	intRange("threads", c.Threads, 0, 1024)
-	intRange("ctx_size", c.CtxSize, 0, 1<<20)
-	intRange("parallel", c.Parallel, 1, 256)
+	intRange("ctx_size", c.CtxSize, 0, MaxCtxSize)
+	intRange("parallel", c.Parallel, 1, MaxParallel)
 	for _, k := range []struct{ key, v string }{{"cache_type_k", c.CacheTypeK}, {"cache_type_v", c.CacheTypeV}} {
 		if !slices.Contains(cacheTypes, k.v) {
 			bad(k.key, "must be one of %s, got %q", strings.Join(cacheTypes, ", "), k.v)
@@ -377,6 +383,13 @@ func (c *Config) validate() []error {
 	}
 	return errs
 }
+
+// MaxCtxSize and MaxParallel bound ctx_size and parallel, the server's
+// and each model's.
+const (
+	MaxCtxSize  = 1 << 20
+	MaxParallel = 256
+)
 
 // MaxAliases bounds model_aliases and cors_origins.
 const MaxAliases = 64

@@ -96,6 +96,12 @@ func (c *Config) validateModels() []error {
 		if m.MemoryLimitBytes < 0 || (m.MemoryLimitBytes > 0 && m.MemoryLimitBytes < 64<<20) {
 			bad(key+".memory_limit_bytes", "must be 0 (the server's memory_limit_bytes) or at least %d, got %d", 64<<20, m.MemoryLimitBytes)
 		}
+		if m.CtxSize < 0 || m.CtxSize == 1 || m.CtxSize > MaxCtxSize {
+			bad(key+".ctx_size", "must be 0 (the server's ctx_size) or 2 to %d tokens per slot, got %d", MaxCtxSize, m.CtxSize)
+		}
+		if m.Parallel < 0 || m.Parallel > MaxParallel {
+			bad(key+".parallel", "must be 0 (the server's parallel) or 1 to %d slots, got %d", MaxParallel, m.Parallel)
+		}
 	}
 	return errs
 }

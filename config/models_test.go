@@ -27,7 +27,7 @@ func TestMultiModelConfig(t *testing.T) {
 models_dir: /srv/models
 models:
   - {path: /m/a.gguf, aliases: [gpt-4o-mini], preload: true, memory_limit_bytes: 134217728}
-  - {name: b, aliases: [b-chat]}
+  - {name: b, aliases: [b-chat], ctx_size: 8192, parallel: 2}
 models_memory_bytes: 536870912
 `)
 	c, err := Parse([]string{"--config", file, "--preload", "b", "--model-load-timeout", "30s"}, io.Discard)
@@ -36,7 +36,8 @@ models_memory_bytes: 536870912
 	}
 	if !c.MultiModel() || len(c.Models) != 2 || c.Models[0].Path != "/m/a.gguf" || !c.Models[0].Preload ||
 		!reflect.DeepEqual(c.Models[1].Aliases, []string{"b-chat"}) || c.ModelsMemoryBytes != 512<<20 ||
-		!reflect.DeepEqual(c.Preload, []string{"b"}) || c.ModelLoadTimeout.D().Seconds() != 30 {
+		!reflect.DeepEqual(c.Preload, []string{"b"}) || c.ModelLoadTimeout.D().Seconds() != 30 ||
+		c.Models[1].CtxSize != 8192 || c.Models[1].Parallel != 2 || c.Models[0].CtxSize != 0 || c.Models[0].Parallel != 0 {
 		t.Errorf("parsed %+v", c)
 	}
 	if c, err = Parse([]string{"--models-dir", "/srv/models"}, io.Discard); err != nil || !c.MultiModel() || c.ModelName != "" {
@@ -65,6 +66,12 @@ func TestMultiModelConfigErrors(t *testing.T) {
 		{"bad alias", "models: [{path: /a.gguf, aliases: [\"\"]}]", nil, "models[0].aliases"},
 		{"bad digest", "models: [{path: /a.gguf, model_sha256: abc}]", nil, "models[0].model_sha256"},
 		{"small cap", "models: [{path: /a.gguf, memory_limit_bytes: 1000}]", nil, "models[0].memory_limit_bytes"},
+		{"negative ctx_size", "models: [{path: /a.gguf, ctx_size: -1}]", nil, "models[0].ctx_size: must be 0"},
+		{"ctx_size of one token", "models: [{path: /a.gguf}, {path: /b.gguf, ctx_size: 1}]", nil, "models[1].ctx_size: must be 0"},
+		{"huge ctx_size", "models: [{path: /a.gguf, ctx_size: 1048577}]", nil, "models[0].ctx_size: must be 0"},
+		{"negative parallel", "models: [{path: /a.gguf, parallel: -2}]", nil, "models[0].parallel: must be 0"},
+		{"too many slots", "models: [{path: /a.gguf, parallel: 257}]", nil, "models[0].parallel: must be 0"},
+		{"ctx_size not a number", "models: [{path: /a.gguf, ctx_size: lots}]", nil, "lots"},
 		{"small budget", "", []string{"--models-dir", "/d", "--models-memory-bytes", "1000"}, "models_memory_bytes: must be 0"},
 		{"zero load timeout", "", []string{"--models-dir", "/d", "--model-load-timeout", "0s"}, "model_load_timeout"},
 		{"too many", "models: [" + strings.Repeat("{path: /a.gguf},", MaxModels+1) + "]", nil, "models: 257 entries"},

@@ -223,6 +223,33 @@ func (o *Options) resolve(cfg model.Config) error {
 	return nil
 }
 
+// Plan returns o resolved for the model of f (ctx_size 0: the model's
+// training context, at most DefaultCtxSize; parallel 0: 1) and the bytes
+// of the KV cache and of the scratch that New allocates beside the
+// model's weights. It reads f's metadata only. A setting out of range,
+// and with o.MemoryLimit above 0 a cache and scratch that do not fit that
+// limit, are the errors New gives: a broker learns them before it starts
+// a serving worker.
+func Plan(f *gguf.File, o Options) (resolved Options, cache, scratch float64, err error) {
+	cfg, err := model.ConfigFromGGUF(f)
+	if err != nil {
+		return o, 0, 0, err
+	}
+	if err := o.resolve(cfg); err != nil {
+		return o, 0, 0, err
+	}
+	if o.MemoryLimit > 0 {
+		if err := o.checkMemory(cfg); err != nil {
+			return o, 0, 0, err
+		}
+	}
+	cache, scratch = o.memoryNeed(cfg)
+	if cache > model.MaxCacheBytes {
+		return o, 0, 0, fmt.Errorf("engine: a KV cache of %.0f bytes (%d slots × %d tokens) is beyond %d bytes", cache, o.Parallel, o.CtxSize, int64(model.MaxCacheBytes))
+	}
+	return o, cache, scratch, nil
+}
+
 // memoryPlan is the plan of the cache and runner New makes for o
 // (resolved), with the grammar cache's masks, which grow while serving,
 // counted as scratch.

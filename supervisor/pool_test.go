@@ -71,6 +71,9 @@ type poolSpec struct {
 	charge  int64
 	load    func(ctx context.Context) error // nil: succeed at once
 	close   time.Duration
+	// identity and check are the model's Identity and Check (nil: none).
+	identity func() (string, error)
+	check    func(ctx context.Context) (int64, error)
 }
 
 func newTestPool(t *testing.T, cfg PoolConfig, specs ...poolSpec) (*Pool, *poolRecorder) {
@@ -78,7 +81,7 @@ func newTestPool(t *testing.T, cfg PoolConfig, specs ...poolSpec) (*Pool, *poolR
 	rec := &poolRecorder{loads: map[string]int{}, live: map[string]*fakeLoaded{}}
 	var models []PoolModel
 	for _, s := range specs {
-		models = append(models, PoolModel{ID: s.id, Aliases: s.aliases, Charge: s.charge, Load: func(ctx context.Context) (Loaded, error) {
+		models = append(models, PoolModel{ID: s.id, Aliases: s.aliases, Charge: s.charge, Identity: s.identity, Check: s.check, Load: func(ctx context.Context) (Loaded, error) {
 			rec.mu.Lock()
 			rec.loads[s.id]++
 			rec.events = append(rec.events, "load "+s.id)
@@ -318,12 +321,18 @@ func TestPoolLoadFailureIsolated(t *testing.T) {
 }
 
 func TestPoolLoadTimeouts(t *testing.T) {
-	p, _ := newTestPool(t, PoolConfig{LoadTimeout: 300 * time.Millisecond, Budget: 1000},
+	p, rec := newTestPool(t, PoolConfig{LoadTimeout: 300 * time.Millisecond, Budget: 1000, RetryFailed: 500 * time.Millisecond},
 		poolSpec{id: "slow", load: func(ctx context.Context) error {
 			<-ctx.Done()
 			return fmt.Errorf("worker start: %w", ctx.Err())
 		}},
-		poolSpec{id: "huge", charge: 2000})
+		poolSpec{id: "huge", charge: 2000},
+		// A load that runs out of time says nothing sure of its file:
+		// tried again after RetryFailed although its identity stays.
+		poolSpec{id: "slowid", identity: func() (string, error) { return "same", nil }, load: func(ctx context.Context) error {
+			<-ctx.Done()
+			return errors.New("the worker did not start in time")
+		}})
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	if _, _, err := p.Acquire(ctx, "slow"); !errors.Is(modelErrorKind(err), broker.ErrModelLoading) {
@@ -336,6 +345,18 @@ func TestPoolLoadTimeouts(t *testing.T) {
 	if _, _, err := p.Acquire(context.Background(), "huge"); !errors.Is(modelErrorKind(err), broker.ErrModelLoadFailed) ||
 		!strings.Contains(err.Error(), "more than the whole models memory budget") {
 		t.Errorf("a model over the budget: %v", err)
+	}
+	for _, tc := range []struct {
+		after time.Duration // since the previous request
+		loads int
+	}{{0, 1}, {0, 1}, {600 * time.Millisecond, 2}} {
+		time.Sleep(tc.after)
+		if _, _, err := p.Acquire(context.Background(), "slowid"); !errors.Is(modelErrorKind(err), broker.ErrModelLoadFailed) {
+			t.Errorf("slowid: %v", err)
+		}
+		if c := rec.loadCount("slowid"); c != tc.loads {
+			t.Errorf("slowid loaded %d times %v after the previous request, want %d", c, tc.after, tc.loads)
+		}
 	}
 }
 
@@ -409,5 +430,216 @@ func TestPoolReportsWorkerHealth(t *testing.T) {
 		if st.State != broker.ModelLoaded || !strings.HasPrefix(st.Error, tc.want) || (tc.want == "") != (st.Error == "") || strings.Contains(st.Error, "worker text") {
 			t.Errorf("health %v: status %q %q, want loaded with %q", tc.health, st.State, st.Error, tc.want)
 		}
+	}
+}
+
+// brokenFile is a model file for pool tests: its identity, and whether
+// its check or its load fails, set by the test; it counts its checks.
+type brokenFile struct {
+	mu         sync.Mutex
+	id         string
+	checkFails bool
+	loadFails  bool
+	checks     int
+	charge     int64 // what a passed check returns
+}
+
+func (f *brokenFile) set(id string, checkFails, loadFails bool) {
+	f.mu.Lock()
+	f.id, f.checkFails, f.loadFails = id, checkFails, loadFails
+	f.mu.Unlock()
+}
+
+func (f *brokenFile) identity() (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.id, nil
+}
+
+func (f *brokenFile) check(context.Context) (int64, error) {
+	time.Sleep(50 * time.Millisecond) // long enough for concurrent requests to wait for it
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.checks++
+	if f.checkFails {
+		return 0, errors.New("broken.gguf: gguf: truncated file")
+	}
+	return f.charge, nil
+}
+
+func (f *brokenFile) load(context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.loadFails {
+		return errors.New("the worker died loading broken.gguf")
+	}
+	return nil
+}
+
+func (f *brokenFile) checkCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.checks
+}
+
+// statusOf returns the status of the model id.
+func statusOf(t *testing.T, p *Pool, id string) broker.ModelStatus {
+	t.Helper()
+	for _, st := range p.Statuses() {
+		if st.ID == id {
+			return st
+		}
+	}
+	t.Fatalf("no model %q", id)
+	return broker.ModelStatus{}
+}
+
+// A model whose file cannot load must not evict a working one before its
+// check has passed, must not be tried again (nor evict again) until its
+// file changes, and the model evicted for it comes back.
+func TestPoolBrokenModelKeepsWorkingOne(t *testing.T) {
+	for _, tc := range []struct {
+		name                  string
+		checkFails, loadFails bool
+		reason                string
+		evictions             uint64 // of the working model, by the broken file's first attempt
+		checks, loads         int    // of the broken file's first attempt
+	}{
+		{"check fails", true, false, "broken.gguf: gguf: truncated file", 0, 1, 0},
+		{"load fails after the check", false, true, "the worker died loading broken.gguf", 1, 1, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &brokenFile{}
+			f.set("v1", tc.checkFails, tc.loadFails)
+			p, rec := newTestPool(t, PoolConfig{Budget: 100, RetryFailed: time.Millisecond},
+				poolSpec{id: "good", charge: 100},
+				poolSpec{id: "broken", charge: 100, identity: f.identity, check: f.check, load: f.load})
+			_, release := acquire(t, p, "good")
+			release()
+
+			// Concurrent requests share the one attempt, or get its
+			// remembered failure: all the same typed error.
+			const n = 4
+			errs := make(chan error, n)
+			for range n {
+				go func() {
+					_, _, err := p.Acquire(context.Background(), "broken")
+					errs <- err
+				}()
+			}
+			for range n {
+				var me *broker.ModelError
+				if err := <-errs; !errors.As(err, &me) || me.Kind != broker.ErrModelLoadFailed || me.Model != "broken" || me.Reason != tc.reason || me.RetryAfter <= 0 {
+					t.Fatalf("broken: %v, want the load failure %q", err, tc.reason)
+				}
+			}
+			// Later requests, long after RetryFailed, get the remembered
+			// failure: no check, no load, no eviction.
+			time.Sleep(5 * time.Millisecond)
+			for range 5 {
+				if _, _, err := p.Acquire(context.Background(), "broken"); !errors.Is(modelErrorKind(err), broker.ErrModelLoadFailed) {
+					t.Fatalf("broken again: %v", err)
+				}
+			}
+			if c, l := f.checkCount(), rec.loadCount("broken"); c != tc.checks || l != tc.loads {
+				t.Errorf("broken checked %d and loaded %d times, want %d and %d", c, l, tc.checks, tc.loads)
+			}
+			good := statusOf(t, p, "good")
+			if good.Evictions != tc.evictions {
+				t.Errorf("good evicted %d times, want %d", good.Evictions, tc.evictions)
+			}
+			if st := statusOf(t, p, "broken"); st.State != broker.ModelFailed || st.Error != tc.reason || st.LoadFailures != 1 {
+				t.Errorf("broken's status %+v", st)
+			}
+			// The budget is given back: the working model comes back (or
+			// stays) without a refusal, and the sum stays within it.
+			_, release = acquire(t, p, "good")
+			release()
+			if want := 1 + int(tc.evictions); rec.loadCount("good") != want {
+				t.Errorf("good loaded %d times, want %d", rec.loadCount("good"), want)
+			}
+			if got := states(p); got != "broken=failed good=loaded" {
+				t.Errorf("states %q", got)
+			}
+
+			// A changed file is tried again; fixed, it loads (evicting
+			// good, the idle one), and good comes back after it.
+			f.set("v2", false, false)
+			_, release = acquire(t, p, "broken")
+			release()
+			if got := states(p); got != "broken=loaded good=unloaded" {
+				t.Errorf("after the file was fixed: %q", got)
+			}
+			_, release = acquire(t, p, "good")
+			release()
+			if got := states(p); got != "broken=unloaded good=loaded" {
+				t.Errorf("good again: %q", got)
+			}
+			// A passed check is not run again for the same file.
+			_, release = acquire(t, p, "broken")
+			release()
+			if c := f.checkCount(); c != tc.checks+1 {
+				t.Errorf("broken checked %d times, want %d (one check per file version)", c, tc.checks+1)
+			}
+		})
+	}
+}
+
+// A check's charge is what the model counts against the budget.
+func TestPoolCheckCharge(t *testing.T) {
+	f := &brokenFile{id: "v1", charge: 60}
+	p, _ := newTestPool(t, PoolConfig{Budget: 100},
+		poolSpec{id: "a", charge: 1, identity: f.identity, check: f.check},
+		poolSpec{id: "b", charge: 50})
+	if st := statusOf(t, p, "a"); st.Charge != 1 {
+		t.Errorf("charge %d before the check, want the static 1", st.Charge)
+	}
+	_, release := acquire(t, p, "a")
+	release()
+	if st := statusOf(t, p, "a"); st.Charge != 60 {
+		t.Errorf("charge %d after the check, want its 60", st.Charge)
+	}
+	// 60 + 50 > 100: a is evicted (with the static charge of 1 it
+	// would not be).
+	_, release = acquire(t, p, "b")
+	release()
+	if got := states(p); got != "a=unloaded b=loaded" {
+		t.Errorf("states %q, want a evicted for b", got)
+	}
+}
+
+// A load failing while other requests wait for it answers them all, and
+// the pool's memory is given back: with a budget for one model, the next
+// model loads at once.
+func TestPoolFailureWhileWaiting(t *testing.T) {
+	gate := make(chan struct{})
+	p, _ := newTestPool(t, PoolConfig{Budget: 100},
+		poolSpec{id: "bad", charge: 100, identity: func() (string, error) { return "same", nil }, load: func(context.Context) error {
+			<-gate
+			return errors.New("out of memory")
+		}},
+		poolSpec{id: "ok", charge: 100})
+	const n = 3
+	errs := make(chan error, n)
+	for range n {
+		go func() {
+			_, _, err := p.Acquire(context.Background(), "bad")
+			errs <- err
+		}()
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for statusOf(t, p, "bad").State != broker.ModelLoading && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	close(gate)
+	for range n {
+		if err := <-errs; !errors.Is(modelErrorKind(err), broker.ErrModelLoadFailed) || !strings.Contains(err.Error(), "out of memory") {
+			t.Errorf("a waiter got %v", err)
+		}
+	}
+	_, release := acquire(t, p, "ok")
+	release()
+	if st := statusOf(t, p, "bad"); st.State != broker.ModelFailed || st.Loads != 1 || st.LoadFailures != 1 {
+		t.Errorf("bad: %+v", st)
 	}
 }

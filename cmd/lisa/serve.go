@@ -131,7 +131,7 @@ func serve(cfg *config.Config, opts serveOptions, logger *slog.Logger) error {
 	// repeats) reaches the log only when the worker failed without
 	// saying why: a refused file is the one line of the error.
 	var checkStderr bytes.Buffer
-	info, err := checkModel(modelPath, cfg.SandboxEnabled, &limitWriter{w: &checkStderr, n: 64 << 10})
+	info, err := checkModel(modelPath, cfg.SandboxEnabled, nil, &limitWriter{w: &checkStderr, n: 64 << 10})
 	if err != nil {
 		var je *jobError
 		if cfg.SandboxEnabled && !errors.As(err, &je) {

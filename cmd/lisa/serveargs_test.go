@@ -167,19 +167,78 @@ func TestModelCheck(t *testing.T) {
 	if err := os.WriteFile(text, []byte("hello, not a model\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	info, err := checkModel(good, false, &bytes.Buffer{})
+	info, err := checkModel(good, false, nil, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if info.Architecture != "qwen3" || info.NCtxTrain != uint64(shape.NCtx) {
 		t.Errorf("info %+v, want qwen3 and %d", info, shape.NCtx)
 	}
-	_, err = checkModel(text, false, &bytes.Buffer{})
+	_, err = checkModel(text, false, nil, &bytes.Buffer{})
 	if err == nil || !strings.Contains(err.Error(), "magic") {
 		t.Errorf("text file: %v, want the magic error", err)
 	}
-	if _, err := checkModel(filepath.Join(dir, "nope.gguf"), false, &bytes.Buffer{}); err == nil {
+	if _, err := checkModel(filepath.Join(dir, "nope.gguf"), false, nil, &bytes.Buffer{}); err == nil {
 		t.Error("a missing file passed")
+	}
+}
+
+// TestModelCheckPlan checks the model check's memory plan: the KV cache
+// grows with the slots and the context, ctx_size 0 is the model's own, and
+// settings the memory cap cannot hold, or out of range, fail the check
+// with the serving worker's error.
+func TestModelCheckPlan(t *testing.T) {
+	shape, ok := synth.Lookup("qwen3-tiny")
+	if !ok {
+		t.Fatal("no qwen3-tiny shape")
+	}
+	good := filepath.Join(t.TempDir(), "tiny.gguf")
+	if _, err := synth.WriteFile(good, synth.Options{Shape: shape, Type: synth.F32, Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	base, err := checkModel(good, false, &modelPlan{CtxSize: 64, Parallel: 1}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if base.CtxSize != 64 || base.Parallel != 1 || base.KVCacheBytes <= 0 || base.ScratchBytes <= 0 {
+		t.Fatalf("plan %+v", base)
+	}
+	for _, tc := range []struct {
+		name    string
+		plan    modelPlan
+		kvTimes int64  // the KV cache, in units of base's
+		ctx     int    // the resolved ctx_size
+		err     string // the check's error
+	}{
+		{"two slots", modelPlan{CtxSize: 64, Parallel: 2}, 2, 64, ""},
+		{"four times the context", modelPlan{CtxSize: 256, Parallel: 1}, 4, 256, ""},
+		{"q8_0 keys and values", modelPlan{CtxSize: 64, Parallel: 1, CacheTypeK: "q8_0", CacheTypeV: "q8_0"}, 0, 64, ""},
+		{"the model's context", modelPlan{Parallel: 1}, 0, min(shape.NCtx, 4096), ""},
+		{"over the memory cap", modelPlan{CtxSize: 1 << 16, Parallel: 256, MemoryLimit: 64 << 20}, 0, 0, "lower parallel or ctx_size"},
+		{"parallel out of range", modelPlan{CtxSize: 64, Parallel: 1000}, 0, 0, "parallel 1000"},
+		{"bad cache type", modelPlan{CtxSize: 64, Parallel: 1, CacheTypeK: "q3"}, 0, 0, "cache_type_k"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			info, err := checkModel(good, false, &tc.plan, &bytes.Buffer{})
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if info.CtxSize != tc.ctx {
+				t.Errorf("ctx_size %d, want %d", info.CtxSize, tc.ctx)
+			}
+			if tc.kvTimes > 0 && info.KVCacheBytes != tc.kvTimes*base.KVCacheBytes {
+				t.Errorf("KV cache %d bytes, want %d × %d", info.KVCacheBytes, tc.kvTimes, base.KVCacheBytes)
+			}
+			if tc.plan.CacheTypeK == "q8_0" && !(info.KVCacheBytes < base.KVCacheBytes*6/10) {
+				t.Errorf("q8_0 KV cache %d bytes, want about 53%% of f16's %d", info.KVCacheBytes, base.KVCacheBytes)
+			}
+		})
 	}
 }
 
@@ -210,6 +269,11 @@ func TestDecodeModelInfo(t *testing.T) {
 	}{
 		{`{"architecture":"llama","n_ctx_train":2048}` + "\n", true},
 		{`{"architecture":"qwen3"}`, true},
+		{`{"architecture":"qwen3","ctx_size":4096,"parallel":4,"kv_cache_bytes":1048576,"scratch_bytes":65536}`, true},
+		{`{"architecture":"qwen3","kv_cache_bytes":-1}`, false},
+		{`{"architecture":"qwen3","scratch_bytes":1125899906842625}`, false},
+		{`{"architecture":"qwen3","parallel":-4}`, false},
+		{`{"architecture":"qwen3","kv_cache_bytes":1e3}`, false},
 		{`{"architecture":"llama","n_ctx_train":-1}`, false},
 		{`{"architecture":"llama","extra":1}`, false},
 		{`{"architecture":""}`, false},
@@ -233,6 +297,7 @@ func FuzzDecodeModelInfo(f *testing.F) {
 	f.Add([]byte(`{"architecture":"llama","n_ctx_train":2048}`))
 	f.Add([]byte(`{"architecture":"qwen3","n_ctx_train":18446744073709551615}`))
 	f.Add([]byte(`{"architecture":"\u00e9"}`))
+	f.Add([]byte(`{"architecture":"llama","ctx_size":4096,"parallel":4,"kv_cache_bytes":1048576,"scratch_bytes":65536}`))
 	f.Fuzz(func(t *testing.T, reply []byte) {
 		info, err := decodeModelInfo(reply)
 		if err != nil {
@@ -240,6 +305,11 @@ func FuzzDecodeModelInfo(f *testing.F) {
 		}
 		if info.Architecture == "" || len(info.Architecture) > 64 || !isPrintableASCII(info.Architecture) {
 			t.Fatalf("accepted architecture %q", info.Architecture)
+		}
+		for _, n := range []int64{int64(info.CtxSize), int64(info.Parallel), info.KVCacheBytes, info.ScratchBytes} {
+			if n < 0 || n > maxPlanBytes {
+				t.Fatalf("accepted a plan out of range: %+v", info)
+			}
 		}
 	})
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -34,6 +35,8 @@ type serveModel struct {
 	preload  bool
 	sha256   string
 	memLimit int64 // the worker's memory cap (0: none)
+	ctxSize  int   // tokens per slot (0: the model's own)
+	parallel int   // generation slots
 }
 
 // scanModelsDir lists the models of dir: its regular files named
@@ -145,7 +148,8 @@ func dirModel(root string, e fs.DirEntry) (serveModel, string) {
 // multiModels gathers the models of a server with several: those of
 // models_dir, then the models entries, which add a file or refine a
 // directory model (by path, or by name without path). The server's
-// memory_limit_bytes is each worker's cap unless the entry sets its own.
+// memory_limit_bytes, ctx_size and parallel are each model's unless its
+// entry sets its own.
 func multiModels(cfg *config.Config, logger *slog.Logger) ([]serveModel, error) {
 	var models []serveModel
 	if cfg.ModelsDir != "" {
@@ -189,6 +193,7 @@ func multiModels(cfg *config.Config, logger *slog.Logger) ([]serveModel, error) 
 			return nil, fmt.Errorf("%s: the model id %q is also %s's", key, m.id, models[j].path)
 		}
 		m.aliases, m.preload, m.sha256, m.memLimit = e.Aliases, e.Preload, e.SHA256, e.MemoryLimitBytes
+		m.ctxSize, m.parallel = e.CtxSize, e.Parallel
 		if at >= 0 {
 			models[at] = m
 		} else {
@@ -202,18 +207,29 @@ func multiModels(cfg *config.Config, logger *slog.Logger) ([]serveModel, error) 
 		if models[i].memLimit == 0 {
 			models[i].memLimit = cfg.MemoryLimitBytes
 		}
+		if models[i].ctxSize == 0 {
+			models[i].ctxSize = cfg.CtxSize
+		}
+		if models[i].parallel == 0 {
+			models[i].parallel = cfg.Parallel
+		}
 	}
 	return models, nil
 }
 
-// charge is what m counts against models_memory_bytes: its worker's
-// memory cap, which the sandbox enforces, or without a cap the size of
-// its files (a lower bound: the weights are mapped, the KV cache comes on
-// top).
+// charge is what m counts against models_memory_bytes before its check
+// has run: its worker's memory cap, which the sandbox enforces, or
+// without a cap the size of its files (the check adds the KV cache and
+// scratch its ctx_size and parallel need).
 func (m serveModel) charge() (int64, error) {
 	if m.memLimit > 0 {
 		return m.memLimit, nil
 	}
+	return m.filesSize()
+}
+
+// filesSize is the size of m's files (a split model's shards together).
+func (m serveModel) filesSize() (int64, error) {
 	paths, err := gguf.SplitPaths(m.path)
 	if err != nil {
 		return 0, fmt.Errorf("model %s: %w", m.id, err)
@@ -227,6 +243,94 @@ func (m serveModel) charge() (int64, error) {
 		n += st.Size()
 	}
 	return n, nil
+}
+
+// identity names the present version of m's files: the device, inode,
+// size and modification time of each (a split model's shards, in order).
+// A file replaced, rewritten or touched gets another identity, so a
+// failed load is tried again once an operator has changed the file.
+func (m serveModel) identity() (string, error) {
+	paths, err := gguf.SplitPaths(m.path)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", filepath.Base(p), err)
+		}
+		fmt.Fprintf(&b, "%s %d %d;", fileID(st), st.Size(), st.ModTime().UnixNano())
+	}
+	return b.String(), nil
+}
+
+// check returns the Pool check of m: before the pool evicts anything to
+// make room for m, a sandboxed one-job worker parses m's files and plans
+// the KV cache and scratch of m's ctx_size and parallel (a plan its
+// memory cap cannot hold fails here, with the serving worker's error),
+// and the digest, when pinned, is verified. It returns m's charge: its
+// memory cap, or without one its files' size, KV cache and scratch.
+func (m serveModel) check(cfg *config.Config, logger *slog.Logger) func(context.Context) (int64, error) {
+	return func(ctx context.Context) (int64, error) {
+		hide := func(err error) error {
+			return errors.New(strings.ReplaceAll(err.Error(), filepath.Dir(m.path)+string(filepath.Separator), ""))
+		}
+		if m.sha256 != "" {
+			f, err := broker.OpenModel(m.path, m.sha256)
+			if err != nil {
+				return 0, hide(err)
+			}
+			f.Close()
+		}
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		// The job cannot be cancelled: past ctx the pool goes on without
+		// it, and the job ends on its own (its parse is bounded).
+		type result struct {
+			info   modelInfo
+			err    error
+			stderr string
+		}
+		done := make(chan result, 1)
+		go func() {
+			var stderr bytes.Buffer
+			info, err := checkModel(m.path, cfg.SandboxEnabled, &modelPlan{CtxSize: m.ctxSize, Parallel: m.parallel,
+				CacheTypeK: cfg.CacheTypeK, CacheTypeV: cfg.CacheTypeV, Threads: cfg.Threads, MemoryLimit: m.memLimit},
+				&limitWriter{w: &stderr, n: 4 << 10})
+			done <- result{info, err, stderr.String()}
+		}()
+		var r result
+		select {
+		case r = <-done:
+		case <-ctx.Done():
+			return 0, fmt.Errorf("model check: %w", ctx.Err())
+		}
+		info, err := r.info, r.err
+		if err != nil {
+			// The worker's stderr (untrusted; slog quotes it) is logged
+			// only when it failed without saying why.
+			var je *jobError
+			if cfg.SandboxEnabled && !errors.As(err, &je) && r.stderr != "" {
+				logger.Warn("model check: the worker's stderr", "model", m.id, "stderr", r.stderr)
+			}
+			return 0, hide(fmt.Errorf("model check: %w", err))
+		}
+		if w := ctxWarning(m.ctxSize, info.NCtxTrain); w != "" {
+			logger.Warn(w, "model", m.id, "key", "ctx_size", "n_ctx_train", info.NCtxTrain)
+		}
+		if m.memLimit > 0 {
+			return m.memLimit, nil
+		}
+		size, err := m.filesSize()
+		if err != nil {
+			return 0, hide(err)
+		}
+		logger.Info("model checked", "model", m.id, "ctx_size", info.CtxSize, "parallel", info.Parallel,
+			"kv_cache_bytes", info.KVCacheBytes, "scratch_bytes", info.ScratchBytes)
+		return size + info.KVCacheBytes + info.ScratchBytes, nil
+	}
 }
 
 // loadedModel is a model's supervisor with the files its workers are
@@ -265,8 +369,8 @@ func (m serveModel) loader(cfg *config.Config, logger *slog.Logger) func(context
 		}
 		mlog := logger.With("model_id", m.id)
 		stderrLog := supervisor.NewStderrLog(mlog)
-		sup := supervisor.New(supervisor.Config{ModelName: m.id, Threads: cfg.Threads, CtxSize: cfg.CtxSize,
-			Parallel: cfg.Parallel, Logger: mlog, Stderr: stderrLog}, supervisor.SandboxLauncher{Config: sandbox.Config{
+		sup := supervisor.New(supervisor.Config{ModelName: m.id, Threads: cfg.Threads, CtxSize: m.ctxSize,
+			Parallel: m.parallel, CacheTypeK: cfg.CacheTypeK, CacheTypeV: cfg.CacheTypeV, Logger: mlog, Stderr: stderrLog}, supervisor.SandboxLauncher{Config: sandbox.Config{
 			Enabled: cfg.SandboxEnabled, ModelPath: m.path, Model: model, ShardPaths: shardPaths, Shards: shards, MemoryLimit: m.memLimit,
 			Cgroup: cfg.SandboxCgroup.Required(), CgroupAuto: cfg.SandboxCgroup.Auto(), SeccompLog: cfg.SandboxSeccompLog, Threads: cfg.Threads, Stderr: stderrLog}})
 		l := &loadedModel{Supervisor: sup, model: model, shards: shards, stderr: stderrLog}
@@ -300,7 +404,8 @@ func serveMulti(cfg *config.Config, opts serveOptions, logger *slog.Logger) erro
 		if err != nil {
 			return err
 		}
-		pms = append(pms, supervisor.PoolModel{ID: m.id, Aliases: m.aliases, Charge: charge, Load: m.loader(cfg, logger)})
+		pms = append(pms, supervisor.PoolModel{ID: m.id, Aliases: m.aliases, Charge: charge, CtxSize: m.ctxSize, Parallel: m.parallel,
+			Identity: m.identity, Check: m.check(cfg, logger), Load: m.loader(cfg, logger)})
 		if m.preload {
 			preload = append(preload, m.id)
 		}

@@ -98,7 +98,9 @@ func TestServeModelsDir(t *testing.T) {
 		t.Errorf("texts %q: want the alias to match stories260K and the other model to differ", texts)
 	}
 
-	// The broken file is reported by name; the others keep working.
+	// The broken file is reported by name; the others keep working, and
+	// it evicted nothing (stories260K, loaded, was evicted once only: by
+	// llama-2-tiny-random).
 	status, out := ask("broken")
 	e, _ := out["error"].(map[string]any)
 	if msg, _ := e["message"].(string); status != http.StatusServiceUnavailable || e["code"] != "model_load_failed" || !strings.Contains(msg, `"broken"`) {
@@ -120,7 +122,7 @@ func TestServeModelsDir(t *testing.T) {
 	_, metrics := s.get(t, "/metrics")
 	for _, want := range []string{
 		`lisa_model_generations_total{model="stories260K"} 3`, `lisa_model_generations_total{model="llama-2-tiny-random"} 1`,
-		`lisa_model_load_failures_total{model="broken"} 1`, `lisa_model_evictions_total{model="stories260K"} 2`,
+		`lisa_model_load_failures_total{model="broken"} 1`, `lisa_model_evictions_total{model="stories260K"} 1`,
 		`lisa_model_loaded{model="stories260K"} 1`, `lisa_model_loaded{model="llama-2-tiny-random"} 0`,
 		"lisa_models_memory_bytes 268435456",
 	} {
@@ -131,5 +133,161 @@ func TestServeModelsDir(t *testing.T) {
 	if !strings.Contains(s.logs.String(), `"msg":"model evicted to make room","model":"stories260K"`) ||
 		!strings.Contains(s.logs.String(), `"msg":"worker stopped","model_id":"stories260K","reason":"model evicted to make room"`) {
 		t.Error("no eviction logged, or its worker's stop line gives another reason")
+	}
+}
+
+// metricValue returns the value of the sample name{labels} in a /metrics
+// text ("" when absent).
+func metricValue(metrics, sample string) string {
+	for line := range strings.Lines(metrics) {
+		if v, ok := strings.CutPrefix(strings.TrimSuffix(line, "\n"), sample+" "); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// TestServeModelsBrokenFileKeepsWorkingModel runs lisa serve with a
+// budget for one worker, a working model and a truncated copy of it: the
+// truncated file's requests are answered with the typed load error,
+// evict nothing and start no serving worker, again and again, until the
+// file changes; fixed, it loads, and the model it evicts comes back.
+// stories260K also has its own ctx_size and parallel.
+func TestServeModelsBrokenFileKeepsWorkingModel(t *testing.T) {
+	dir := t.TempDir()
+	good := shared.Path(t, "models/stories260K.gguf")
+	copyFile(t, good, filepath.Join(dir, "stories260K.gguf"), 0o644)
+	data, err := os.ReadFile(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	broken := filepath.Join(dir, "broken.gguf")
+	if err := os.WriteFile(broken, data[:len(data)-4096], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfgFile := filepath.Join(t.TempDir(), "lisa.yaml")
+	if err := os.WriteFile(cfgFile, []byte("models_dir: "+dir+"\nmodels:\n  - {name: stories260K, ctx_size: 128, parallel: 2}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// 256 MiB per worker, a budget of 300 MB: one model at a time.
+	s := startServer(t, []string{"--config", cfgFile, "--memory-limit-bytes", "268435456", "--models-memory-bytes", "300000000"},
+		nil, t.TempDir(), 30*time.Second)
+	ask := func(model string, n int) (int, map[string]any) {
+		return s.post(t, "/v1/completions", map[string]any{"model": model, "prompt": "Once upon a time", "max_tokens": 4, "temperature": 0, "n": n})
+	}
+	if status, out := ask("stories260K", 1); status != 200 {
+		t.Fatalf("stories260K: %d %v", status, out)
+	}
+	// The model's own settings: 2 slots, 128 tokens per slot.
+	if status, out := ask("stories260K", 3); status != http.StatusBadRequest {
+		t.Errorf("n=3 on a model of 2 slots: %d %v, want 400", status, out)
+	}
+	_, body := s.get(t, "/v1/models")
+	if !strings.Contains(body, `"id":"stories260K","object":"model"`) || !strings.Contains(body, `"ctx_size":128,"parallel":2`) {
+		t.Errorf("/v1/models does not show stories260K's ctx_size and parallel: %s", body)
+	}
+
+	for _, tc := range []struct {
+		name     string
+		fix      func() // what happens to broken.gguf first
+		requests int    // sent at once
+		works    bool
+	}{
+		{"first request", nil, 1, false},
+		{"again", nil, 1, false},
+		{"concurrently", nil, 3, false},
+		{"touched, still truncated", func() {
+			now := time.Now().Add(time.Second)
+			if err := os.Chtimes(broken, now, now); err != nil {
+				t.Fatal(err)
+			}
+		}, 1, false},
+		{"replaced by a whole file", func() {
+			tmp := filepath.Join(dir, ".fixed")
+			copyFile(t, good, tmp, 0o644)
+			if err := os.Rename(tmp, broken); err != nil {
+				t.Fatal(err)
+			}
+		}, 1, true},
+	} {
+		if tc.fix != nil {
+			tc.fix()
+		}
+		type answer struct {
+			status int
+			out    map[string]any
+			err    error
+		}
+		answers := make(chan answer, tc.requests)
+		for range tc.requests {
+			go func() {
+				var a answer
+				resp, err := http.Post(s.url+"/v1/completions", "application/json",
+					strings.NewReader(`{"model":"broken","prompt":"Once upon a time","max_tokens":4,"temperature":0}`))
+				if err == nil {
+					a.status = resp.StatusCode
+					err = json.NewDecoder(resp.Body).Decode(&a.out)
+					resp.Body.Close()
+				}
+				a.err = err
+				answers <- a
+			}()
+		}
+		for range tc.requests {
+			a := <-answers
+			if a.err != nil {
+				t.Fatalf("%s: %v", tc.name, a.err)
+			}
+			if tc.works {
+				if a.status != 200 {
+					t.Errorf("%s: %d %v", tc.name, a.status, a.out)
+				}
+				continue
+			}
+			e, _ := a.out["error"].(map[string]any)
+			msg, _ := e["message"].(string)
+			if a.status != http.StatusServiceUnavailable || e["code"] != "model_load_failed" || !strings.Contains(msg, `the model "broken" failed to load`) ||
+				!strings.Contains(msg, "ends beyond the file") || strings.Contains(msg, dir) {
+				t.Errorf("%s: %d %v, want the typed load error naming the truncation (and no path)", tc.name, a.status, a.out)
+			}
+		}
+		_, metrics := s.get(t, "/metrics")
+		if !tc.works {
+			// Nothing was evicted, and stories260K still serves from its
+			// first worker.
+			for sample, want := range map[string]string{
+				`lisa_model_loaded{model="stories260K"}`: "1", `lisa_model_evictions_total{model="stories260K"}`: "0",
+				`lisa_model_loads_total{model="stories260K"}`: "1", `lisa_model_loads_total{model="broken"}`: "0",
+			} {
+				if got := metricValue(metrics, sample); got != want {
+					t.Errorf("%s: %s is %q, want %s", tc.name, sample, got, want)
+				}
+			}
+			if status, out := ask("stories260K", 1); status != 200 {
+				t.Errorf("%s: stories260K: %d %v", tc.name, status, out)
+			}
+		}
+	}
+	// One check per version of the file (two truncated, one whole), and
+	// one serving worker, for the whole file.
+	logs := s.logs.String()
+	if got := strings.Count(logs, `"msg":"model failed to load","model":"broken","stage":"check"`); got != 2 {
+		t.Errorf("%d failed checks of broken logged, want 2 (one per version of the file)", got)
+	}
+	if got := strings.Count(logs, `"msg":"loading model","model":"broken"`); got != 1 {
+		t.Errorf("%d serving workers started for broken, want 1", got)
+	}
+	// The whole file evicted stories260K; it comes back.
+	if status, out := ask("stories260K", 1); status != 200 {
+		t.Errorf("stories260K after its eviction: %d %v", status, out)
+	}
+	_, metrics := s.get(t, "/metrics")
+	for sample, want := range map[string]string{
+		`lisa_model_evictions_total{model="stories260K"}`: "1", `lisa_model_loads_total{model="stories260K"}`: "2",
+		`lisa_model_load_failures_total{model="broken"}`: "2", `lisa_model_loaded{model="broken"}`: "0",
+	} {
+		if got := metricValue(metrics, sample); got != want {
+			t.Errorf("at the end: %s is %q, want %s", sample, got, want)
+		}
 	}
 }
