@@ -95,6 +95,20 @@ func genericWeights() [tensor.TypeCount]weightKernels {
 	return w
 }
 
+// rowRun reports whether the path multiplies one token by a run of rows
+// of this type in one call (dots.rows).
+func (w *weightKernels) rowRun() bool {
+	switch w.partner {
+	case partnerQ8_0:
+		return w.q80.rows != nil
+	case partnerQ8_1:
+		return w.q81.rows != nil
+	case partnerQ8K:
+		return w.q8k.rows != nil
+	}
+	return false
+}
+
 // SupportedTypes returns the weight types MatMul multiplies, in
 // type-number order.
 func SupportedTypes() []tensor.Type {
