@@ -95,11 +95,6 @@ const prefetchBytes = 8 << 10
 // cost more than they save).
 const prefetchStride = 4096
 
-// wholePieces makes a one-token piece of a type with a row-run dot one
-// call of it after touching the piece's pages, instead of calls of
-// prefetchBytes of rows each with the next ones prefetched.
-const wholePieces = true
-
 // NewProducts returns an empty set of products.
 func NewProducts() *Products {
 	s := &Products{}
@@ -348,7 +343,7 @@ func (s *Products) work(part int) {
 			continue
 		}
 		rb := j.rb
-		if wholePieces && s.tab.weights[j.w.Type].rowRun() {
+		if s.tab.weights[j.w.Type].wholePieces() {
 			// One call of the row-run dot for the piece, its pages
 			// touched first: the kernel's per-call work (the Q8_0
 			// partners' activation scales) is paid once a piece, and
