@@ -8,3 +8,6 @@ package gguf
 func allocModel(size int) ([]byte, func() error, error) {
 	return make([]byte, size), func() error { return nil }, nil
 }
+
+// adviseMapped gives no advice on other platforms (see load_linux.go).
+func adviseMapped([]byte) {}

@@ -18,5 +18,6 @@ func mmapFile(fh *os.File, size int64) ([]byte, func() error, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	adviseMapped(data)
 	return data, func() error { return syscall.Munmap(data) }, nil
 }

@@ -50,16 +50,20 @@ func setMXFP4AVX512(t *table) {
 			}
 			return
 		}
-		// The activation scales as float32, written by the kernel once
-		// per call into an array on the stack (no allocation); the small
-		// one for the common widths, since Go zeroes it at every call.
-		if len(x) <= q80RowsSmallBlocks {
-			var dx [q80RowsSmallBlocks]float32
-			dotMXFP4RowsAVX512(&w[0], &x[0], len(x), len(out), &out[0], &dx[0])
-			return
+		// The activation scales as float32 and the activations in the
+		// codes' order, written by the kernel once per call into arrays
+		// on the stack (no allocation), of one of three sizes, since Go
+		// zeroes them at every call.
+		switch {
+		case len(x) <= q80RowsTinyBlocks:
+			var dx [q80RowsTinyBlocks]float32
+			var xs [q80RowsTinyBlocks/8*q80XsGroupBytes + 64]byte
+			dotMXFP4RowsAVX512(&w[0], &x[0], len(x), len(out), &out[0], &dx[0], &xs[0])
+		case len(x) <= q80RowsSmallBlocks:
+			mxfp4RowsSmall(w, x, out)
+		default:
+			mxfp4RowsLarge(w, x, out)
 		}
-		var dx [q80RowsMaxBlocks]float32
-		dotMXFP4RowsAVX512(&w[0], &x[0], len(x), len(out), &out[0], &dx[0])
 	}
 	x8 := func(w []byte, x []quant.BlockQ8_0, dx []float32, nb int, out *[8]float32) {
 		x, dx = x[:8*nb], dx[:8*nb]
@@ -71,6 +75,21 @@ func setMXFP4AVX512(t *table) {
 		dotMXFP4x8AVX512(&w[0], &x[0], &dx[0], nb, out)
 	}
 	t.weights[tensor.MXFP4].q80 = dots[quant.BlockQ8_0]{one: oneOfRows(rows), rows: rows, x8: x8}
+}
+
+// mxfp4RowsSmall and mxfp4RowsLarge run the row-run dot with their
+// arrays out of the narrower rows' frames (nb <= q80RowsSmallBlocks and
+// nb <= q80RowsMaxBlocks).
+func mxfp4RowsSmall(w []byte, x []quant.BlockQ8_0, out []float32) {
+	var dx [q80RowsSmallBlocks]float32
+	var xs [q80RowsSmallBlocks/8*q80XsGroupBytes + 64]byte
+	dotMXFP4RowsAVX512(&w[0], &x[0], len(x), len(out), &out[0], &dx[0], &xs[0])
+}
+
+func mxfp4RowsLarge(w []byte, x []quant.BlockQ8_0, out []float32) {
+	var dx [q80RowsMaxBlocks]float32
+	var xs [q80RowsMaxBlocks/8*q80XsGroupBytes + 64]byte
+	dotMXFP4RowsAVX512(&w[0], &x[0], len(x), len(out), &out[0], &dx[0], &xs[0])
 }
 
 // dotMXFP4AVX2 works like quant.DotMXFP4Q8_0 on nb >= 1 blocks at w and x.
@@ -86,11 +105,14 @@ func dotMXFP4x4AVX2(w *byte, x *quant.BlockQ8_0, nb int, out *[4]float32)
 
 // dotMXFP4RowsAVX512 sets out[r] to the dot of weight row r (the r-th nb
 // blocks at w) with the nb blocks at x, for rows rows (nb, rows >= 1,
-// nb <= q80RowsMaxBlocks), after writing the nb activation scales as
-// float32 to dx.
+// nb <= q80RowsMaxBlocks), one row at a time, after writing the nb
+// activation scales as float32 to dx and the activations of every whole
+// group of eight blocks, in the order it takes the codes and with their
+// offset lanes, to xs (nb/8*q80XsGroupBytes bytes after aligning up to
+// 64).
 //
 //go:noescape
-func dotMXFP4RowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out, dx *float32)
+func dotMXFP4RowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out, dx *float32, xs *byte)
 
 // dotMXFP4x8AVX512 sets out[t] to the dot of the nb blocks at w with
 // token t's nb blocks at x[t*nb:], for eight tokens (nb >= 1), dx the

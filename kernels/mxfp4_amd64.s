@@ -192,16 +192,6 @@ DATA mxfp4PairIdx<>+240(SB)/8, $0x0000000700000007
 DATA mxfp4PairIdx<>+248(SB)/8, $0x0000000700000007
 GLOBL mxfp4PairIdx<>(SB), RODATA|NOPTR, $256
 
-DATA mxfp4NibShift<>+0(SB)/8, $0x0000000000000000
-DATA mxfp4NibShift<>+8(SB)/8, $0x0000000000000000
-DATA mxfp4NibShift<>+16(SB)/8, $0x0004000400040004
-DATA mxfp4NibShift<>+24(SB)/8, $0x0004000400040004
-DATA mxfp4NibShift<>+32(SB)/8, $0x0000000000000000
-DATA mxfp4NibShift<>+40(SB)/8, $0x0000000000000000
-DATA mxfp4NibShift<>+48(SB)/8, $0x0004000400040004
-DATA mxfp4NibShift<>+56(SB)/8, $0x0004000400040004
-GLOBL mxfp4NibShift<>(SB), RODATA|NOPTR, $64
-
 DATA mxfp4EIdx<>+0(SB)/8, $0x0019001100080000
 DATA mxfp4EIdx<>+8(SB)/8, $0x003b0033002a0022
 DATA mxfp4EIdx<>+16(SB)/8, $0x0000000000000000
@@ -348,9 +338,8 @@ mxfour_done:
 	VZEROUPPER
 	RET
 
-// MXRA and MXRB address row A (SI) and row B (SI + R9, the row size).
+// MXRA addresses the current row (SI).
 #define MXRA(off) off(SI)
-#define MXRB(off) off(SI)(R9*1)
 
 // MXSCALE leaves in dst the eight scale products dx·2^(e-128) of the
 // eight blocks at row(0), dx at (R10): the exponent bytes (at a stride of
@@ -368,34 +357,6 @@ mxfour_done:
 	VPCMPUD   $1, Y23, Y10, K1 \
 	VPSLLVD   Y10, Y25, K1, Y12 \
 	VMULPS    (R10), Y12, dst
-
-// MXX loads the activations of two blocks (at x0(DI) and x1(DI)) into Z4
-// and leaves the offset lanes 12·Σx in Z6.
-#define MXX(x0, x1) \
-	VMOVDQU      x0(DI), Y4 \
-	VINSERTI64X4 $1, x1(DI), Z4, Z4 \
-	VPXORD       Z6, Z6, Z6 \
-	VPDPBUSD     Z4, Z13, Z6
-
-// MXW takes the codes of the two weight blocks whose qs bytes are at
-// row(q0) and row(q1) as u = value + 12 in Z2 ([b0 low, b0 high, b1 low,
-// b1 high]: each block's bytes broadcast to two 128-bit lanes, the second
-// merged under K2, the odd lanes shifted down four bits by Z24), then
-// the exact lanes against MXX's activations, converted and fused-
-// multiply-added into acc with the blocks' scale products taken from sc
-// by the permute idx.
-#define MXW(row, q0, q1, sc, idx, acc) \
-	VBROADCASTI32X4 row(q0), Z2 \
-	VBROADCASTI32X4 row(q1), K2, Z2 \
-	VPSRLVW         Z24, Z2, Z2 \
-	VPANDD          Z15, Z2, Z2 \
-	VPSHUFB         Z2, Z11, Z2 \
-	VPXORD          Z5, Z5, Z5 \
-	VPDPBUSD        Z4, Z2, Z5 \
-	VPSUBD          Z6, Z5, Z5 \
-	VCVTDQ2PS       Z5, Z5 \
-	VPERMPS         sc, idx, Z7 \
-	VFMADD231PS     Z7, Z5, acc
 
 // MXONE does one block, the weights at SI, the activations at DI, its
 // activation scale at (R10), into Y0.
@@ -428,201 +389,6 @@ mxfour_done:
 	VADDSS       X1, X0, X0 \
 	VMOVSS       X0, (R14) \
 	ADDQ         $4, R14
-
-// func dotMXFP4RowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32, dx *float32)
-//
-// For each of rows weight rows of nb blocks at w, out[r] is its dot with
-// the nb activation blocks at x (nb, rows >= 1); dx receives the nb
-// activation scales as float32 first.
-//
-// Integer part, two blocks per 512-bit VPDPBUSD: the codes become the
-// unsigned bytes u = value + 12 (0..24) by a VPSHUFB, VPDPBUSD sums u·x
-// over each group of four values in a dword lane, and a second one with
-// 12 in every byte gives 12·Σx, which is subtracted: each lane holds the
-// exact Σ value·x of its four values, for every code and every
-// activation byte including -128.
-//
-// Float part: the exact lanes are converted to float32 and fused-
-// multiply-added with the block's scale product dx·2^(e-128) into float32
-// lanes, reduced once per row. Two rows at a time, eight blocks per
-// iteration: what depends on the activations alone (their loads, the
-// offset lanes) is done once for both rows; each row's own steps are the
-// one-row loop's in the same order, and the last nb%8 blocks go one at a
-// time, row A's then row B's, so a row's result is the same beside
-// another row or alone (an odd last row, or a run of one: the one-token
-// dot).
-TEXT ·dotMXFP4RowsAVX512(SB), NOSPLIT, $0-48
-	MOVQ w+0(FP), SI
-	MOVQ x+8(FP), R11
-	MOVQ nb+16(FP), R12
-	MOVQ rows+24(FP), R13
-	MOVQ out+32(FP), R14
-	LEAQ mxfp4Half<>(SB), R8
-	MOVL $0x0f0f0f0f, AX
-	VPBROADCASTD AX, Z15
-	MOVL $0x0c0c0c0c, AX
-	VPBROADCASTD AX, Z13
-	VBROADCASTI32X4 mxfp4Shifted<>(SB), Z11
-	VMOVDQU64 mxfp4PairIdx<>+0(SB), Z16
-	VMOVDQU64 mxfp4PairIdx<>+64(SB), Z17
-	VMOVDQU64 mxfp4PairIdx<>+128(SB), Z18
-	VMOVDQU64 mxfp4PairIdx<>+192(SB), Z19
-	VMOVDQU64 mxfp4NibShift<>(SB), Z24
-	VMOVDQU64 mxfp4EIdx<>(SB), Z21
-	MOVQ $0x0008000000080000, AX
-	VMOVQ AX, X22
-	VPBROADCASTQ X22, X22
-	MOVL $1, AX
-	VPBROADCASTD AX, Y20
-	MOVL $2, AX
-	VPBROADCASTD AX, Y23
-	MOVL $0x00200000, AX
-	VPBROADCASTD AX, Y25
-	MOVL $0xff, AX
-	VPBROADCASTD AX, Y26
-	MOVL $0xff00, AX
-	KMOVW AX, K2
-	IMUL3Q $17, R12, R9
-
-	// The activation scales as float32, once per call.
-	MOVQ R11, DI
-	MOVQ dx+40(FP), R10
-	MOVQ R12, CX
-mxdx:
-	MOVWLZX   0(DI), AX
-	VMOVD     AX, X2
-	VCVTPH2PS X2, X2
-	VMOVSS    X2, (R10)
-	ADDQ      $34, DI
-	ADDQ      $4, R10
-	DECQ      CX
-	JNZ       mxdx
-
-mxtwo:
-	CMPQ R13, $2
-	JLT  mxrow
-	MOVQ R11, DI
-	MOVQ dx+40(FP), R10
-	MOVQ R12, CX
-	VPXORD Z0, Z0, Z0
-	VPXORD Z8, Z8, Z8
-	CMPQ CX, $8
-	JLT  mxtail2
-mxloop82:
-	PREFETCHT0 2176(SI)
-	PREFETCHT0 (2176+64)(SI)
-	PREFETCHT0 (2176+128)(SI)
-	PREFETCHT0 2176(SI)(R9*1)
-	PREFETCHT0 (2176+64)(SI)(R9*1)
-	PREFETCHT0 (2176+128)(SI)(R9*1)
-	MXSCALE(MXRA, Y1)
-	MXSCALE(MXRB, Y9)
-	MXX(2, 36)
-	MXW(MXRA, 1, 18, Z1, Z16, Z0)
-	MXW(MXRB, 1, 18, Z9, Z16, Z8)
-	MXX(70, 104)
-	MXW(MXRA, 35, 52, Z1, Z17, Z0)
-	MXW(MXRB, 35, 52, Z9, Z17, Z8)
-	MXX(138, 172)
-	MXW(MXRA, 69, 86, Z1, Z18, Z0)
-	MXW(MXRB, 69, 86, Z9, Z18, Z8)
-	MXX(206, 240)
-	MXW(MXRA, 103, 120, Z1, Z19, Z0)
-	MXW(MXRB, 103, 120, Z9, Z19, Z8)
-	ADDQ $136, SI
-	ADDQ $272, DI
-	ADDQ $32, R10
-	SUBQ $8, CX
-	CMPQ CX, $8
-	JGE  mxloop82
-	VEXTRACTF64X4 $1, Z0, Y1
-	VADDPS Y1, Y0, Y0
-	VEXTRACTF64X4 $1, Z8, Y1
-	VADDPS Y1, Y8, Y8
-mxtail2:
-	// Row A's last blocks and sum, then row B's (its weights from BX)
-	// against the same last activation blocks.
-	LEAQ (SI)(R9*1), BX
-	MOVQ CX, DX
-	TESTQ CX, CX
-	JZ   mxdoneA
-mxloopA:
-	MXONE
-	ADDQ $17, SI
-	ADDQ $34, DI
-	ADDQ $4, R10
-	DECQ CX
-	JNZ  mxloopA
-mxdoneA:
-	MXHSUM
-	MOVQ BX, SI
-	MOVQ R12, AX
-	SUBQ DX, AX
-	IMUL3Q $34, AX, DI
-	ADDQ R11, DI
-	MOVQ dx+40(FP), R10
-	LEAQ (R10)(AX*4), R10
-	MOVQ DX, CX
-	VMOVAPS Y8, Y0
-	TESTQ CX, CX
-	JZ   mxdoneB
-mxloopB:
-	MXONE
-	ADDQ $17, SI
-	ADDQ $34, DI
-	ADDQ $4, R10
-	DECQ CX
-	JNZ  mxloopB
-mxdoneB:
-	MXHSUM
-	SUBQ $2, R13
-	JMP  mxtwo
-
-mxrow:
-	TESTQ R13, R13
-	JZ   mxend
-	MOVQ R11, DI
-	MOVQ dx+40(FP), R10
-	MOVQ R12, CX
-	VPXORD Z0, Z0, Z0
-	CMPQ CX, $8
-	JLT  mxtail
-mxloop8:
-	PREFETCHT0 2176(SI)
-	PREFETCHT0 (2176+64)(SI)
-	PREFETCHT0 (2176+128)(SI)
-	MXSCALE(MXRA, Y1)
-	MXX(2, 36)
-	MXW(MXRA, 1, 18, Z1, Z16, Z0)
-	MXX(70, 104)
-	MXW(MXRA, 35, 52, Z1, Z17, Z0)
-	MXX(138, 172)
-	MXW(MXRA, 69, 86, Z1, Z18, Z0)
-	MXX(206, 240)
-	MXW(MXRA, 103, 120, Z1, Z19, Z0)
-	ADDQ $136, SI
-	ADDQ $272, DI
-	ADDQ $32, R10
-	SUBQ $8, CX
-	CMPQ CX, $8
-	JGE  mxloop8
-	VEXTRACTF64X4 $1, Z0, Y1
-	VADDPS Y1, Y0, Y0
-mxtail:
-	TESTQ CX, CX
-	JZ   mxdone
-mxloop1:
-	MXONE
-	ADDQ $17, SI
-	ADDQ $34, DI
-	ADDQ $4, R10
-	DECQ CX
-	JNZ  mxloop1
-mxdone:
-	MXHSUM
-mxend:
-	VZEROUPPER
-	RET
 
 // Eight-token dot, for prompt processing: out[t] is the dot of the nb
 // blocks at w with token t's nb blocks at x[t*nb:], dx the tokens' block
@@ -728,5 +494,232 @@ mxx8loop:
 	MXX8HALVES(Z5, Y5, X5, 8(AX), 12(AX))
 	MXX8HALVES(Z6, Y6, X6, 16(AX), 20(AX))
 	MXX8HALVES(Z7, Y7, X7, 24(AX), 28(AX))
+	VZEROUPPER
+	RET
+
+// The one-row row-run dot (dotMXFP4RowsAVX512), as the IQ4_NL one in
+// newq_avx512_amd64.s: once per call the activations of every whole group
+// of eight blocks are brought into the codes' order and stored with their
+// offset lanes in xs, and each row then takes eight blocks per iteration,
+// four per 512-bit register: blocks 0, 2, 4 and 6 (whose qs bytes start
+// at odd offsets 1, 35, 69, 103) by one word permute of bytes 1-128 of
+// the group, blocks 1, 3, 5 and 7 (at 18, 52, 86, 120) by one of bytes
+// 8-135, each block's 16 qs bytes in one 128-bit lane. The mask and a
+// shift of four split them into values 0-15 and 16-31, both looked up in
+// mxfp4Shifted; both VPDPBUSDs of a block add to the same lanes, which
+// start from -12·Σx, so a block's four lanes hold the exact Σ value·x of
+// its 32 values, and every four blocks need one conversion and one
+// fused multiply-add, with the scale products dx·2^(e-128) spread four
+// lanes each. Per four blocks and row that is 18 instructions, the
+// scales' included, against 31 of the two-row kernel this replaced
+// (which took two blocks per register and redid the activation work for
+// every pair of rows; BenchmarkMXFP4Rows), and one row at a time streams
+// better from memory (see the IQ4_NL kernel's note). The last nb%8
+// blocks go one at a time (MXONE).
+
+// mxfp4Qs0 and mxfp4Qs1 pick the qs words of blocks 0, 2, 4, 6 out of
+// bytes 1-128 of eight 17-byte blocks and of blocks 1, 3, 5, 7 out of
+// bytes 8-135.
+DATA mxfp4Qs0<>+0(SB)/8, $0x0003000200010000
+DATA mxfp4Qs0<>+8(SB)/8, $0x0007000600050004
+DATA mxfp4Qs0<>+16(SB)/8, $0x0014001300120011
+DATA mxfp4Qs0<>+24(SB)/8, $0x0018001700160015
+DATA mxfp4Qs0<>+32(SB)/8, $0x0025002400230022
+DATA mxfp4Qs0<>+40(SB)/8, $0x0029002800270026
+DATA mxfp4Qs0<>+48(SB)/8, $0x0036003500340033
+DATA mxfp4Qs0<>+56(SB)/8, $0x003a003900380037
+GLOBL mxfp4Qs0<>(SB), RODATA|NOPTR, $64
+
+DATA mxfp4Qs1<>+0(SB)/8, $0x0008000700060005
+DATA mxfp4Qs1<>+8(SB)/8, $0x000c000b000a0009
+DATA mxfp4Qs1<>+16(SB)/8, $0x0019001800170016
+DATA mxfp4Qs1<>+24(SB)/8, $0x001d001c001b001a
+DATA mxfp4Qs1<>+32(SB)/8, $0x002a002900280027
+DATA mxfp4Qs1<>+40(SB)/8, $0x002e002d002c002b
+DATA mxfp4Qs1<>+48(SB)/8, $0x003b003a00390038
+DATA mxfp4Qs1<>+56(SB)/8, $0x003f003e003d003c
+GLOBL mxfp4Qs1<>(SB), RODATA|NOPTR, $64
+
+// mxfp4Spread spreads scale lanes 0, 2, 4, 6 four lanes each (the first
+// 64 bytes), then lanes 1, 3, 5, 7.
+DATA mxfp4Spread<>+0(SB)/8, $0x0000000000000000
+DATA mxfp4Spread<>+8(SB)/8, $0x0000000000000000
+DATA mxfp4Spread<>+16(SB)/8, $0x0000000200000002
+DATA mxfp4Spread<>+24(SB)/8, $0x0000000200000002
+DATA mxfp4Spread<>+32(SB)/8, $0x0000000400000004
+DATA mxfp4Spread<>+40(SB)/8, $0x0000000400000004
+DATA mxfp4Spread<>+48(SB)/8, $0x0000000600000006
+DATA mxfp4Spread<>+56(SB)/8, $0x0000000600000006
+DATA mxfp4Spread<>+64(SB)/8, $0x0000000100000001
+DATA mxfp4Spread<>+72(SB)/8, $0x0000000100000001
+DATA mxfp4Spread<>+80(SB)/8, $0x0000000300000003
+DATA mxfp4Spread<>+88(SB)/8, $0x0000000300000003
+DATA mxfp4Spread<>+96(SB)/8, $0x0000000500000005
+DATA mxfp4Spread<>+104(SB)/8, $0x0000000500000005
+DATA mxfp4Spread<>+112(SB)/8, $0x0000000700000007
+DATA mxfp4Spread<>+120(SB)/8, $0x0000000700000007
+GLOBL mxfp4Spread<>(SB), RODATA|NOPTR, $128
+
+// MX1X loads the qs bytes of four activation blocks (at a, b, c and d
+// off DI) in the codes' order: values 0-15 of each block in xl and 16-31
+// in xh, one block per 128-bit lane, and leaves -12·Σx of each lane's
+// eight values in on (Z13 holds 12 bytes, Z24 zero). Clobbers Z1, Z10.
+#define MX1X(a, b, c, d, xl, xh, on) \
+	VMOVDQU64    a(DI), Y1 \
+	VINSERTI64X4 $1, b(DI), Z1, Z1 \
+	VMOVDQU64    c(DI), Y10 \
+	VINSERTI64X4 $1, d(DI), Z10, Z10 \
+	VSHUFI64X2   $0x88, Z10, Z1, xl \
+	VSHUFI64X2   $0xdd, Z10, Z1, xh \
+	VPXORD       on, on, on \
+	VPDPBUSD     xl, Z13, on \
+	VPDPBUSD     xh, Z13, on \
+	VPSUBD       on, Z24, on
+
+// MX1NIB leaves the codes of four blocks, their qs words picked by idx
+// out of bytes win..win+127 of the group at SI, as u = value + 12 in Z2
+// (values 0-15) and Z3 (16-31).
+#define MX1NIB(win, idx) \
+	VMOVDQU64 win(SI), Z2 \
+	VPERMT2W  win+64(SI), idx, Z2 \
+	VPSRLW    $4, Z2, Z3 \
+	VPANDD    Z15, Z2, Z2 \
+	VPANDD    Z15, Z3, Z3 \
+	VPSHUFB   Z2, Z11, Z2 \
+	VPSHUFB   Z3, Z11, Z3
+
+// MX1DOT adds the codes in Z2 and Z3 times the activations at xoff(BX)
+// and xoff+64(BX), from the offset lanes at xoff+128(BX), exactly into
+// Z14, and then into the float lanes of Z0 with the scales s.
+#define MX1DOT(xoff, s) \
+	VMOVDQA64   xoff+128(BX), Z14 \
+	VPDPBUSD    xoff(BX), Z2, Z14 \
+	VPDPBUSD    xoff+64(BX), Z3, Z14 \
+	VCVTDQ2PS   Z14, Z14 \
+	VFMADD231PS s, Z14, Z0
+
+// func dotMXFP4RowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32, dx *float32, xs *byte)
+//
+// For each of rows weight rows of nb blocks at w, out[r] is its dot with
+// the nb activation blocks at x (nb, rows >= 1); dx receives the nb
+// activation scales as float32 and xs (nb/8*384 bytes after aligning up
+// to 64) the activations of the whole groups of eight blocks first. A
+// row's result does not depend on the others of the run.
+TEXT ·dotMXFP4RowsAVX512(SB), NOSPLIT, $0-56
+	MOVQ w+0(FP), SI
+	MOVQ x+8(FP), R11
+	MOVQ nb+16(FP), R12
+	MOVQ rows+24(FP), R13
+	MOVQ out+32(FP), R14
+	LEAQ mxfp4Half<>(SB), R8
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z15
+	MOVL $0x0c0c0c0c, AX
+	VPBROADCASTD AX, Z13
+	VBROADCASTI32X4 mxfp4Shifted<>(SB), Z11
+	VMOVDQU64 mxfp4Qs0<>(SB), Z18
+	VMOVDQU64 mxfp4Qs1<>(SB), Z19
+	VMOVDQU64 mxfp4Spread<>+0(SB), Z16
+	VMOVDQU64 mxfp4Spread<>+64(SB), Z17
+	VMOVDQU64 mxfp4EIdx<>(SB), Z21
+	MOVQ $0x0008000000080000, AX
+	VMOVQ AX, X22
+	VPBROADCASTQ X22, X22
+	MOVL $1, AX
+	VPBROADCASTD AX, Y20
+	MOVL $2, AX
+	VPBROADCASTD AX, Y23
+	MOVL $0x00200000, AX
+	VPBROADCASTD AX, Y25
+	MOVL $0xff, AX
+	VPBROADCASTD AX, Y26
+	VPXORD Z24, Z24, Z24
+
+	// The activation scales as float32, once per call.
+	MOVQ R11, DI
+	MOVQ dx+40(FP), R10
+	MOVQ R12, CX
+mx1dx:
+	MOVWLZX   0(DI), AX
+	VMOVD     AX, X2
+	VCVTPH2PS X2, X2
+	VMOVSS    X2, (R10)
+	ADDQ      $34, DI
+	ADDQ      $4, R10
+	DECQ      CX
+	JNZ       mx1dx
+
+	// The activations of the whole groups, in the codes' order, to xs
+	// aligned up to 64 bytes (R9): blocks 0, 2, 4, 6 (their qs at 2, 70,
+	// 138, 206), then 1, 3, 5, 7 (at 36, 104, 172, 240), 384 bytes a
+	// group.
+	MOVQ xs+48(FP), R9
+	ADDQ $63, R9
+	ANDQ $-64, R9
+	MOVQ R11, DI
+	MOVQ R9, BX
+	MOVQ R12, CX
+	SHRQ $3, CX
+	JZ   mx1prepdone
+mx1prep:
+	MX1X(2, 70, 138, 206, Z4, Z5, Z28)
+	VMOVDQA64 Z4, 0(BX)
+	VMOVDQA64 Z5, 64(BX)
+	VMOVDQA64 Z28, 128(BX)
+	MX1X(36, 104, 172, 240, Z4, Z5, Z28)
+	VMOVDQA64 Z4, 192(BX)
+	VMOVDQA64 Z5, 256(BX)
+	VMOVDQA64 Z28, 320(BX)
+	ADDQ $272, DI
+	ADDQ $384, BX
+	DECQ CX
+	JNZ  mx1prep
+mx1prepdone:
+
+mx1row:
+	TESTQ R13, R13
+	JZ   mx1end
+	MOVQ R11, DI
+	MOVQ dx+40(FP), R10
+	MOVQ R9, BX
+	MOVQ R12, CX
+	VPXORD Z0, Z0, Z0
+	CMPQ CX, $8
+	JLT  mx1tail
+mx1loop8:
+	PREFETCHT0 4352(SI)
+	PREFETCHT0 (4352+64)(SI)
+	PREFETCHT0 (4352+128)(SI)
+	MXSCALE(MXRA, Y1)
+	VPERMPS Z1, Z16, Z27
+	VPERMPS Z1, Z17, Z29
+	MX1NIB(1, Z18)
+	MX1DOT(0, Z27)
+	MX1NIB(8, Z19)
+	MX1DOT(192, Z29)
+	ADDQ $136, SI
+	ADDQ $272, DI
+	ADDQ $384, BX
+	ADDQ $32, R10
+	SUBQ $8, CX
+	CMPQ CX, $8
+	JGE  mx1loop8
+	VEXTRACTF64X4 $1, Z0, Y1
+	VADDPS Y1, Y0, Y0
+mx1tail:
+	TESTQ CX, CX
+	JZ   mx1done
+mx1loop1:
+	MXONE
+	ADDQ $17, SI
+	ADDQ $34, DI
+	ADDQ $4, R10
+	DECQ CX
+	JNZ  mx1loop1
+mx1done:
+	MXHSUM
+	DECQ R13
+	JMP  mx1row
+mx1end:
 	VZEROUPPER
 	RET

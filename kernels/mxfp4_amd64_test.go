@@ -6,6 +6,10 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/lisa-llm/lisa/internal/cputime"
+	"github.com/lisa-llm/lisa/quant"
+	"github.com/lisa-llm/lisa/tensor"
 )
 
 // TestMXFP4DotsWide checks the avx512 row-run dot where its caller
@@ -21,4 +25,49 @@ func TestMXFP4DotsWide(t *testing.T) {
 			checkMXFP4(t, tab, fmt.Sprintf("nb=%d", nb), mxfp4Inputs(r, nb)[1], nb, r)
 		}
 	})
+}
+
+// BenchmarkMXFP4Rows measures the AVX-512 row-run kernel on gpt-oss's
+// expert rows (2880 values) in pieces of 48 rows, as kernels.Products
+// hands a decode step's expert products out: from cache, and streamed
+// from about 1 GiB of copies (DRAM), in GB of weights per CPU-second.
+func BenchmarkMXFP4Rows(b *testing.B) {
+	if !detect().avx512 {
+		b.Skip("no AVX-512")
+	}
+	const cols, rows = 2880, 48
+	nb := cols / 32
+	m := benchMatrix(b, tensor.MXFP4, cols, rows)
+	x := randF32(rand.New(rand.NewPCG(7, 7)), cols, 1)
+	q := make([]quant.BlockQ8_0, nb)
+	quant.QuantizeRowQ8_0Act(x, q)
+	out := make([]float32, rows)
+	dx := make([]float32, nb)
+	xs := make([]byte, nb/8*q80XsGroupBytes+64)
+	copies := [][]byte{m.Data}
+	for n := len(m.Data); n < 1<<30; n += len(m.Data) {
+		copies = append(copies, append([]byte(nil), m.Data...))
+	}
+	kernels := []struct {
+		name string
+		run  func(w []byte)
+	}{
+		{"one-row", func(w []byte) { dotMXFP4RowsAVX512(&w[0], &q[0], nb, rows, &out[0], &dx[0], &xs[0]) }},
+	}
+	for _, from := range []string{"cache", "dram"} {
+		for _, k := range kernels {
+			b.Run(from+"/"+k.name, func(b *testing.B) {
+				b.SetBytes(int64(len(m.Data)))
+				c0 := cputime.Process()
+				for i := range b.N {
+					w := m.Data
+					if from == "dram" {
+						w = copies[1+i%(len(copies)-1)]
+					}
+					k.run(w)
+				}
+				reportCPU(b, c0, float64(len(m.Data)), 0, false)
+			})
+		}
+	}
 }

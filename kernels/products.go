@@ -17,7 +17,10 @@ import (
 // every one of them, with a goroutine idle at each product's tail. Here
 // the products' activation conversions and rows are pieces of one job,
 // claimed in order by the pool's goroutines; a product's rows wait only
-// for its own conversion.
+// for its own conversion. A product added right after another with the
+// same activations (the same x slice, the same weight type: an expert's
+// gate and up products, or all of a decode step's experts) multiplies
+// that product's converted activations instead of converting them again.
 //
 // Every output is computed by the same kernels on the same converted
 // activations as MatMul computes it for that product alone (the pieces of
@@ -51,10 +54,15 @@ type Products struct {
 
 	// The run's pieces: pieces[:conv] convert tokens of one product,
 	// the rest multiply rows of one. pending[j] counts product j's
-	// conversion pieces not yet done.
+	// conversion pieces not yet done. src[j] is the product whose
+	// converted activations product j multiplies: j itself, or the
+	// product added just before it when both take the same activations
+	// (a mixture of experts' gate and up products of one expert), which
+	// are then converted once.
 	pieces  []piece
 	conv    int
 	pending []atomic.Int32
+	src     []int32
 	next    atomic.Int64
 	tab     *table
 	fn      func(part int)
@@ -189,13 +197,30 @@ func (s *Products) Run(p *Pool) error {
 	return p.Run(s.fn)
 }
 
+// sameActivations reports whether jobs a and b convert the same
+// activations into the same scratch layout: the same weight type (so the
+// same partner format, tile layout and eight-token scales), the same x.
+func sameActivations(a, b *job) bool {
+	return a.w.Type == b.w.Type && a.n == b.n && len(a.x) == len(b.x) && len(a.x) > 0 && &a.x[0] == &b.x[0]
+}
+
 // prepare cuts the arenas into the jobs' activation scratch and lists the
 // run's pieces.
 func (s *Products) prepare(threads int) {
 	jobs := s.jobs[:s.n]
+	s.src = growSlice(s.src, len(jobs))
+	for i, j := range jobs {
+		s.src[i] = int32(i)
+		if i > 0 && sameActivations(j, jobs[s.src[i-1]]) {
+			s.src[i] = s.src[i-1]
+		}
+	}
 	var nq80, ndx, nq81, nq8k, nqtq, nqts int
-	for _, j := range jobs {
+	for i, j := range jobs {
 		j.qt = j.qtUse(s.tab)
+		if int(s.src[i]) != i {
+			continue // shares an earlier product's scratch
+		}
 		nv := j.n * j.w.Cols
 		switch s.tab.weights[j.w.Type].partner {
 		case partnerQ8_0:
@@ -227,30 +252,45 @@ func (s *Products) prepare(threads int) {
 	s.pieces = s.pieces[:0]
 	for i, j := range jobs {
 		nv := j.n * j.w.Cols
-		j.xh, j.q80, j.q80dx, j.q81, j.q8k, j.qtq, j.qts = nil, nil, nil, nil, nil, nil, nil
-		switch s.tab.weights[j.w.Type].partner {
-		case partnerQ8_0:
-			a, b := cut(&nq80, nv/quant.QK8_0)
-			j.q80 = s.q80[a:b:b]
-			a, b = cut(&ndx, j.n/8*8*(j.w.Cols/quant.QK8_0))
-			j.q80dx = s.q80dx[a:b:b]
-		case partnerQ8_1:
-			a, b := cut(&nq81, nv/quant.QK8_1)
-			j.q81 = s.q81[a:b:b]
-		case partnerQ8K:
-			a, b := cut(&nq8k, nv/quant.QK_K)
-			j.q8k = s.q8k[a:b:b]
-		}
 		j.res = s.res
+		shared := int(s.src[i]) != i
+		if shared {
+			// The earlier product's converted activations (cut above:
+			// src points backwards), and no conversion of its own.
+			o := jobs[s.src[i]]
+			j.xh, j.q80, j.q80dx, j.q81, j.q8k, j.qtq, j.qts = o.xh, o.q80, o.q80dx, o.q81, o.q8k, o.qtq, o.qts
+		} else {
+			j.xh, j.q80, j.q80dx, j.q81, j.q8k, j.qtq, j.qts = nil, nil, nil, nil, nil, nil, nil
+			switch s.tab.weights[j.w.Type].partner {
+			case partnerQ8_0:
+				a, b := cut(&nq80, nv/quant.QK8_0)
+				j.q80 = s.q80[a:b:b]
+				a, b = cut(&ndx, j.n/8*8*(j.w.Cols/quant.QK8_0))
+				j.q80dx = s.q80dx[a:b:b]
+			case partnerQ8_1:
+				a, b := cut(&nq81, nv/quant.QK8_1)
+				j.q81 = s.q81[a:b:b]
+			case partnerQ8K:
+				a, b := cut(&nq8k, nv/quant.QK_K)
+				j.q8k = s.q8k[a:b:b]
+			}
+			if j.qt {
+				a, b := cut(&nqtq, nv)
+				j.qtq = s.qtq[a:b:b]
+				a, b = cut(&nqts, nv/32)
+				j.qts = s.qts[a:b:b]
+			}
+		}
 		if j.qt {
-			a, b := cut(&nqtq, nv)
-			j.qtq = s.qtq[a:b:b]
-			a, b = cut(&nqts, nv/32)
-			j.qts = s.qts[a:b:b]
 			// The goroutines' tile scratch is shared by the jobs and
-			// grows here, before any of them runs.
+			// grows here, before any of them runs (the activations'
+			// slices are already cut to size).
 			j.qtScr = s.qtScr
 			j.qtGrow(threads)
+		}
+		if shared {
+			s.pending[i].Store(0)
+			continue
 		}
 		// Conversion pieces of about convertMin values.
 		per := max(1, convertMin/j.w.Cols)
@@ -263,7 +303,9 @@ func (s *Products) prepare(threads int) {
 	}
 	s.conv = len(s.pieces)
 	for i, j := range jobs {
-		chunk := max(minGuidedRows, onePieceBytes/j.rb)
+		// A one-token piece's outputs are whole cache lines (16 rows),
+		// so that two goroutines' pieces never write the same line.
+		chunk := (max(minGuidedRows, onePieceBytes/j.rb) + 15) &^ 15
 		if j.n > 1 {
 			chunk = j.chunkRows(threads)
 		}
@@ -291,7 +333,7 @@ func (s *Products) work(part int) {
 		}
 		// Every conversion piece was claimed before this one: wait for
 		// the product's to finish (another goroutine is running it).
-		for spin := 0; s.pending[pc.job].Load() != 0; spin++ {
+		for spin, src := 0, s.src[pc.job]; s.pending[src].Load() != 0; spin++ {
 			if spin&255 == 255 {
 				runtime.Gosched()
 			}
@@ -301,6 +343,15 @@ func (s *Products) work(part int) {
 			continue
 		}
 		rb := j.rb
+		if s.tab.weights[j.w.Type].wholePieces() {
+			// One call of the row-run dot for the piece, its pages
+			// touched first: the kernel's per-call work (the Q8_0
+			// partners' activation scales) is paid once a piece, and
+			// its own prefetches run ahead within and across the pages.
+			prefetch(j.w.Data[lo*rb:hi*rb], prefetchStride)
+			j.rows(s.tab, part, lo, hi)
+			continue
+		}
 		step := max(1, prefetchBytes/rb)
 		prefetch(j.w.Data[lo*rb:min(lo+step, hi)*rb], prefetchStride)
 		for r := lo; r < hi; r += step {

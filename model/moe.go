@@ -503,16 +503,25 @@ func (r *Runner) moeGroup(l, x0, x1 int) error {
 		t := int(pi) / k
 		copy(s.xg[j*e:(j+1)*e], r.xn[t*e:(t+1)*e])
 	}
-	// Expert x's pairs are the gathered rows o..o+m-1.
+	// Expert x's pairs are the gathered rows o..o+m-1. An expert with a
+	// single pair (every expert of a decode step) takes its token's row
+	// in place: the products of one token's experts then share one
+	// activation slice, which kernels.Products converts once for all of
+	// them (the gate and up products of one expert share theirs anyway).
 	for x := x0; x < x1; x++ {
 		o, m := int(s.start[x])-base, int(s.start[x+1]-s.start[x])
 		if m == 0 {
 			continue
 		}
-		if err := r.expertProduct(s.gate[o*ff:], mo.Gate[x], s.xg[o*e:], m, "ffn_gate_exps", l); err != nil {
+		xs := s.xg[o*e:]
+		if m == 1 {
+			t := int(ps[o]) / k
+			xs = r.xn[t*e : (t+1)*e]
+		}
+		if err := r.expertProduct(s.gate[o*ff:], mo.Gate[x], xs, m, "ffn_gate_exps", l); err != nil {
 			return err
 		}
-		if err := r.expertProduct(s.up[o*ff:], mo.Up[x], s.xg[o*e:], m, "ffn_up_exps", l); err != nil {
+		if err := r.expertProduct(s.up[o*ff:], mo.Up[x], xs, m, "ffn_up_exps", l); err != nil {
 			return err
 		}
 	}
