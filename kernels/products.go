@@ -38,6 +38,7 @@ type Products struct {
 	// path's layout), cut into the jobs' fields at Run.
 	q80   []quant.BlockQ8_0
 	q80dx []float32
+	prep  []byte
 	q81   []quant.BlockQ8_1
 	q8k   []quant.BlockQ8K
 	qtq   []int8
@@ -193,7 +194,7 @@ func (s *Products) Run(p *Pool) error {
 // run's pieces.
 func (s *Products) prepare(threads int) {
 	jobs := s.jobs[:s.n]
-	var nq80, ndx, nq81, nq8k, nqtq, nqts int
+	var nq80, ndx, nprep, nq81, nq8k, nqtq, nqts int
 	for _, j := range jobs {
 		j.qt = j.qtUse(s.tab)
 		nv := j.n * j.w.Cols
@@ -201,6 +202,7 @@ func (s *Products) prepare(threads int) {
 		case partnerQ8_0:
 			nq80 += nv / quant.QK8_0
 			ndx += j.n / 8 * 8 * (j.w.Cols / quant.QK8_0)
+			nprep += prepBytes(s.tab, j.w, j.n)
 		case partnerQ8_1:
 			nq81 += nv / quant.QK8_1
 		case partnerQ8K:
@@ -212,6 +214,7 @@ func (s *Products) prepare(threads int) {
 		}
 	}
 	s.q80, s.q80dx, s.q81, s.q8k = growSlice(s.q80, nq80), growSlice(s.q80dx, ndx), growSlice(s.q81, nq81), growSlice(s.q8k, nq8k)
+	s.prep = growSlice(s.prep, nprep)
 	s.qtq, s.qts = growSlice(s.qtq, nqtq), growSlice(s.qts, nqts)
 	if len(s.res) < threads {
 		s.res = make([]partResult, threads)
@@ -222,18 +225,20 @@ func (s *Products) prepare(threads int) {
 	if len(s.pending) < len(jobs) {
 		s.pending = make([]atomic.Int32, len(jobs))
 	}
-	nq80, ndx, nq81, nq8k, nqtq, nqts = 0, 0, 0, 0, 0, 0
+	nq80, ndx, nprep, nq81, nq8k, nqtq, nqts = 0, 0, 0, 0, 0, 0, 0
 	cut := func(off *int, n int) (int, int) { o := *off; *off += n; return o, o + n }
 	s.pieces = s.pieces[:0]
 	for i, j := range jobs {
 		nv := j.n * j.w.Cols
-		j.xh, j.q80, j.q80dx, j.q81, j.q8k, j.qtq, j.qts = nil, nil, nil, nil, nil, nil, nil
+		j.xh, j.q80, j.q80dx, j.prep, j.q81, j.q8k, j.qtq, j.qts = nil, nil, nil, nil, nil, nil, nil, nil
 		switch s.tab.weights[j.w.Type].partner {
 		case partnerQ8_0:
 			a, b := cut(&nq80, nv/quant.QK8_0)
 			j.q80 = s.q80[a:b:b]
 			a, b = cut(&ndx, j.n/8*8*(j.w.Cols/quant.QK8_0))
 			j.q80dx = s.q80dx[a:b:b]
+			a, b = cut(&nprep, prepBytes(s.tab, j.w, j.n))
+			j.prep = s.prep[a:b:b]
 		case partnerQ8_1:
 			a, b := cut(&nq81, nv/quant.QK8_1)
 			j.q81 = s.q81[a:b:b]
