@@ -35,3 +35,65 @@ func TestNewTypeDotsWide(t *testing.T) {
 		}
 	})
 }
+
+// TestNewTypeRowsPrepared checks the row-run dots that prepare a token's
+// activations once per product (dots.prep: the avx512 Q8_0-partner ones)
+// at widths with and without a tail of blocks, the widest they prepare
+// and one past it: every run of distinct rows from the prepared scratch
+// bit for bit the path's rows (which prepares per call), a run that
+// starts mid-product too, and nothing written past the run or the
+// scratch.
+func TestNewTypeRowsPrepared(t *testing.T) {
+	forEachPath(t, func(t *testing.T, tab *table) {
+		r := rand.New(rand.NewPCG(19, 9))
+		seen := false
+		for _, c := range newqTypes() {
+			d := &tab.weights[c.typ].q80
+			if d.prep == nil {
+				continue
+			}
+			seen = true
+			for _, nb := range []int{1, 7, 8, 9, 17, 64, 67, q80RowsMaxBlocks, q80RowsMaxBlocks + 1} {
+				if nb > 67 && testing.Short() {
+					continue
+				}
+				ins := newqInputs(r, c, nb)
+				x := ins[len(ins)-1].q80
+				var w []byte
+				for _, in := range ins {
+					w = append(w, in.w...)
+				}
+				n := len(ins)
+				want := make([]float32, n)
+				d.rows(w, x, want)
+				k := d.prepLen(nb)
+				if (k == 0) != (nb > q80RowsMaxBlocks) {
+					t.Fatalf("%s nb=%d: prepLen %d", c.typ, nb, k)
+				}
+				scr := make([]byte, k+1)
+				for i := range scr {
+					scr[i] = byte(r.Uint32()) // poison: any unwritten byte read shows
+				}
+				last := scr[k]
+				d.prep(x, scr[:k])
+				got := make([]float32, n+1)
+				got[n] = 42
+				for _, lo := range []int{0, n / 2} {
+					rb := len(w) / n
+					d.prepRows(w[lo*rb:], x, scr[:k], got[lo:n])
+					for i := lo; i < n; i++ {
+						if !sameFloat(got[i], want[i]) {
+							t.Errorf("%s nb=%d rows %d-%d: row %d = %v, rows %v", c.typ, nb, lo, n, i, got[i], want[i])
+						}
+					}
+				}
+				if got[n] != 42 || scr[k] != last {
+					t.Errorf("%s nb=%d: wrote past the run or the scratch", c.typ, nb)
+				}
+			}
+		}
+		if tab.path == AVX512 && !seen {
+			t.Error("avx512: no row-run dot prepares its activations")
+		}
+	})
+}

@@ -36,7 +36,10 @@ func setNewQAVX512(t *table) {
 	q81(tensor.Q4_1, quant.BlockQ4_1Bytes, dotQ4_1RowsAVX512)
 	q81(tensor.Q5_1, quant.BlockQ5_1Bytes, dotQ5_1RowsAVX512)
 	for _, k := range []q80Kernel{q80Q4_0, q80Q5_0, q80IQ4NL} {
-		t.weights[k.typ()].q80 = dots[quant.BlockQ8_0]{one: oneOfRows(k.rows), rows: k.rows}
+		t.weights[k.typ()].q80 = dots[quant.BlockQ8_0]{
+			one: oneOfRows(k.rows), rows: k.rows,
+			prepLen: q80PrepLen, prep: k.prep, prepRows: k.prepRows,
+		}
 	}
 	q80x8 := func(typ tensor.Type, bb int, f func(w *byte, x *quant.BlockQ8_0, dx *float32, nb int, out *[8]float32)) {
 		t.weights[typ].q80.x8 = func(w []byte, x []quant.BlockQ8_0, dx []float32, nb int, out *[8]float32) {
@@ -95,29 +98,53 @@ func oneOfRows[X any](rows func(w []byte, x []X, out []float32)) func(w []byte, 
 }
 
 // q80RowsMaxBlocks bounds the blocks of a row (65536 columns) that the
-// Q8_0-partner row-run dots take: their caller keeps the activation
-// scales as float32 and the reordered activations in arrays on its stack.
+// Q8_0-partner row-run dots take: their activation scratch is on the
+// caller's stack or, prepared once per product, the pool's
+// (q80ScrBytes).
 const q80RowsMaxBlocks = 2048
 
 // q80RowsSmallBlocks and q80RowsTinyBlocks are the widths (8192 and 2048
-// columns) up to which the callers use smaller arrays: Go zeroes them at
+// columns) up to which rows uses smaller stack arrays: Go zeroes them at
 // every call, 52 bytes per block.
 const (
 	q80RowsSmallBlocks = 256
 	q80RowsTinyBlocks  = 64
 )
 
-// q80XsGroupBytes is the activation scratch (xs) of the Q8_0-partner
-// row-run dots per whole group of eight blocks: the activations of values
-// 0-15 and 16-31 of four blocks and their offset lanes, 64 bytes each,
-// twice. The kernels align xs up to 64 bytes, so it takes 64 bytes more.
+// q80XsGroupBytes is the reordered activations per whole group of eight
+// blocks in the Q8_0-partner row-run dots' scratch: the activations of
+// values 0-15 and 16-31 of four blocks and their offset lanes, 64 bytes
+// each, twice. The group's eight scales as float32 take 32 bytes more.
 const q80XsGroupBytes = 384
+
+// q80ScrBytes is the scratch of the Q8_0-partner row-run dots for rows of
+// nb blocks (q80PrepAVX512's layout): 64 bytes to align it, then every
+// whole group's activations and then its scales.
+func q80ScrBytes(nb int) int { return 64 + nb/8*(q80XsGroupBytes+32) }
+
+// The stack arrays of rows, q80ScrBytes of the three widths.
+const (
+	q80ScrTiny  = 64 + q80RowsTinyBlocks/8*(q80XsGroupBytes+32)
+	q80ScrSmall = 64 + q80RowsSmallBlocks/8*(q80XsGroupBytes+32)
+	q80ScrLarge = 64 + q80RowsMaxBlocks/8*(q80XsGroupBytes+32)
+)
+
+// q80PrepLen is the dots.prepLen of the Q8_0-partner row-run dots: the
+// scratch of rows of nb blocks, 0 (rows alone) for rows wider than
+// q80RowsMaxBlocks, which take the generic twin.
+func q80PrepLen(nb int) int {
+	if nb < 1 || nb > q80RowsMaxBlocks {
+		return 0
+	}
+	return q80ScrBytes(nb)
+}
 
 // The row-run dots: for each of rows weight rows of nb blocks at w,
 // out[r] is its dot with the nb blocks at x (nb, rows >= 1). The
-// Q8_0-partner ones first write the nb activation scales as float32 to dx
-// and the activations of every whole group of eight blocks, in the order
-// the kernel takes the codes, to xs (nb <= q80RowsMaxBlocks).
+// Q8_0-partner ones read the activations of every whole group of eight
+// blocks, in the order the kernel takes the codes, and their scales as
+// float32 from scr, which q80PrepAVX512 wrote from x (nb <=
+// q80RowsMaxBlocks); the last nb%8 blocks from x.
 
 // q80Kernel names one of the Q8_0-partner row-run kernels. Its methods
 // call the kernel directly, so that the compiler sees the scratch arrays
@@ -135,10 +162,16 @@ func (k q80Kernel) typ() tensor.Type {
 	return [...]tensor.Type{tensor.Q4_0, tensor.Q5_0, tensor.IQ4_NL}[k]
 }
 
-// rows is k's row-run dot: the kernel with its scratch in stack arrays
-// of one of three sizes; rows wider than q80RowsMaxBlocks take the
-// generic twin row by row, so that the one-token dot (a run of one) still
-// equals every row.
+// offset returns k's code offset o (the codes are u-o for unsigned u) in
+// every byte.
+func (k q80Kernel) offset() uint32 {
+	return [...]uint32{0x08080808, 0x10101010, 0x80808080}[k]
+}
+
+// rows is k's row-run dot: the activations prepared into scratch in
+// stack arrays of one of three sizes, then the kernel; rows wider than
+// q80RowsMaxBlocks take the generic twin row by row, so that the
+// one-token dot (a run of one) still equals every row.
 func (k q80Kernel) rows(w []byte, x []quant.BlockQ8_0, out []float32) {
 	nb := len(x)
 	w = w[:k.typ().BlockBytes()*nb*len(out)]
@@ -146,9 +179,8 @@ func (k q80Kernel) rows(w []byte, x []quant.BlockQ8_0, out []float32) {
 	case nb == 0 || len(out) == 0:
 		clear(out)
 	case nb <= q80RowsTinyBlocks:
-		var dx [q80RowsTinyBlocks]float32
-		var xs [q80RowsTinyBlocks/8*q80XsGroupBytes + 64]byte
-		k.call(w, x, out, &dx[0], &xs[0])
+		var scr [q80ScrTiny]byte
+		k.prepCall(w, x, out, &scr[0])
 	case nb <= q80RowsSmallBlocks:
 		k.rowsSmall(w, x, out)
 	case nb <= q80RowsMaxBlocks:
@@ -165,34 +197,69 @@ func (k q80Kernel) rows(w []byte, x []quant.BlockQ8_0, out []float32) {
 // rowsSmall and rowsLarge keep their arrays out of the narrower rows'
 // frames.
 func (k q80Kernel) rowsSmall(w []byte, x []quant.BlockQ8_0, out []float32) {
-	var dx [q80RowsSmallBlocks]float32
-	var xs [q80RowsSmallBlocks/8*q80XsGroupBytes + 64]byte
-	k.call(w, x, out, &dx[0], &xs[0])
+	var scr [q80ScrSmall]byte
+	k.prepCall(w, x, out, &scr[0])
 }
 
 func (k q80Kernel) rowsLarge(w []byte, x []quant.BlockQ8_0, out []float32) {
-	var dx [q80RowsMaxBlocks]float32
-	var xs [q80RowsMaxBlocks/8*q80XsGroupBytes + 64]byte
-	k.call(w, x, out, &dx[0], &xs[0])
+	var scr [q80ScrLarge]byte
+	k.prepCall(w, x, out, &scr[0])
 }
 
-// call runs kernel k on len(out) rows (len(x), len(out) >= 1).
-func (k q80Kernel) call(w []byte, x []quant.BlockQ8_0, out []float32, dx *float32, xs *byte) {
+// prepCall prepares the activations into scr (q80ScrBytes(len(x)) bytes)
+// and runs kernel k on len(out) rows (len(x), len(out) >= 1).
+func (k q80Kernel) prepCall(w []byte, x []quant.BlockQ8_0, out []float32, scr *byte) {
+	q80PrepAVX512(&x[0], len(x), k.offset(), scr)
+	k.call(w, x, out, scr)
+}
+
+// prep is k's dots.prep: the activation work of rows, once per product
+// (1 <= len(x) <= q80RowsMaxBlocks, len(scr) >= q80PrepLen(len(x))).
+func (k q80Kernel) prep(x []quant.BlockQ8_0, scr []byte) {
+	scr = scr[:q80PrepLen(len(x))]
+	if len(scr) == 0 {
+		return
+	}
+	q80PrepAVX512(&x[0], len(x), k.offset(), &scr[0])
+}
+
+// prepRows is k's dots.prepRows: rows's dots from the scratch prep wrote
+// from x, bit for bit rows's.
+func (k q80Kernel) prepRows(w []byte, x []quant.BlockQ8_0, scr []byte, out []float32) {
+	nb := len(x)
+	w = w[:k.typ().BlockBytes()*nb*len(out)]
+	scr = scr[:q80PrepLen(nb)]
+	if len(scr) == 0 || len(out) == 0 {
+		k.rows(w, x, out)
+		return
+	}
+	k.call(w, x, out, &scr[0])
+}
+
+// call runs kernel k on len(out) rows (len(x), len(out) >= 1) with the
+// activations prepared in scr.
+func (k q80Kernel) call(w []byte, x []quant.BlockQ8_0, out []float32, scr *byte) {
 	switch k {
 	case q80Q4_0:
-		dotQ4_0RowsAVX512(&w[0], &x[0], len(x), len(out), &out[0], dx, xs)
+		dotQ4_0RowsAVX512(&w[0], &x[0], len(x), len(out), &out[0], scr)
 	case q80Q5_0:
-		dotQ5_0RowsAVX512(&w[0], &x[0], len(x), len(out), &out[0], dx, xs)
+		dotQ5_0RowsAVX512(&w[0], &x[0], len(x), len(out), &out[0], scr)
 	case q80IQ4NL:
-		dotIQ4NLRowsAVX512(&w[0], &x[0], len(x), len(out), &out[0], dx, xs)
+		dotIQ4NLRowsAVX512(&w[0], &x[0], len(x), len(out), &out[0], scr)
 	}
 }
 
+// q80PrepAVX512 writes the scratch of the Q8_0-partner row-run dots for
+// the nb blocks at x, off their code offset in every byte (nb >= 1).
+//
 //go:noescape
-func dotQ4_0RowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out, dx *float32, xs *byte)
+func q80PrepAVX512(x *quant.BlockQ8_0, nb int, off uint32, scr *byte)
 
 //go:noescape
-func dotQ5_0RowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out, dx *float32, xs *byte)
+func dotQ4_0RowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32, scr *byte)
+
+//go:noescape
+func dotQ5_0RowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32, scr *byte)
 
 //go:noescape
 func dotQ4_1RowsAVX512(w *byte, x *quant.BlockQ8_1, nb, rows int, out *float32)
@@ -201,7 +268,7 @@ func dotQ4_1RowsAVX512(w *byte, x *quant.BlockQ8_1, nb, rows int, out *float32)
 func dotQ5_1RowsAVX512(w *byte, x *quant.BlockQ8_1, nb, rows int, out *float32)
 
 //go:noescape
-func dotIQ4NLRowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out, dx *float32, xs *byte)
+func dotIQ4NLRowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32, scr *byte)
 
 //go:noescape
 func dotIQ4XSRowsAVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32)

@@ -122,8 +122,8 @@ GLOBL iq4Shifted<>(SB), RODATA|NOPTR, $32
 //
 // Scales, which were a third of the time when gathered word by word
 // (VPINSRW, or scalar loads joined in general registers): the activation
-// scales are converted to float32 once per call into dx (nb floats the
-// caller provides), and a row's eight f16 weight scales, at a stride of
+// scales are converted to float32 once per product (q80PrepAVX512, into
+// the scratch the caller provides), and a row's eight f16 weight scales, at a stride of
 // the block size, are picked out of the eight blocks' bytes by one
 // two-table word permute (VPERMT2W) of two 64-byte loads (no load passes
 // the eight blocks; Q5_0 picks its scales with its fifth bits, see
@@ -260,9 +260,10 @@ DATA q5QhBit<>+56(SB)/8, $0x8040201008040201
 GLOBL q5QhBit<>(SB), RODATA|NOPTR, $64
 
 // The three also take the activation work out of their row loops: once
-// per call, Q80X_PREP brings the activations of every whole group of
+// per product (a product's rows come in many calls, one per piece of
+// the pool), q80PrepAVX512 brings the activations of every whole group of
 // eight blocks into the codes' order and stores them with their offset
-// lanes in xs (scratch the caller provides), which every row then reads
+// lanes in the scratch the caller provides, which every row then reads
 // as memory operands of its VPDPBUSDs instead of redoing, per four blocks
 // and row, four loads, two lane shuffles and two more VPDPBUSDs (the
 // 512-bit ones issue on one port only). The integer lanes and the float
@@ -314,44 +315,75 @@ DATA q5HdRepH<>+48(SB)/8, $0x0a0a0a0a0a0a0a0a
 DATA q5HdRepH<>+56(SB)/8, $0x0b0b0b0b0b0b0b0b
 GLOBL q5HdRepH<>(SB), RODATA|NOPTR, $64
 
-// Q80X_ALIGN leaves xs (the last argument of the Q8_0-partner row-run
-// dots) aligned up to 64 bytes in R8.
-#define Q80X_ALIGN \
-	MOVQ xs+48(FP), R8 \
+// Q80SCR takes the scratch of a Q8_0-partner row-run dot (its last
+// argument, which q80PrepAVX512 fills) in R8 and nb in R12 and leaves in
+// R8 the activations of every whole group of eight blocks (aligned up to
+// 64 bytes) and in R9 their scales as float32, after them.
+#define Q80SCR \
 	ADDQ $63, R8 \
-	ANDQ $-64, R8
+	ANDQ $-64, R8 \
+	MOVQ R12, R9 \
+	SHRQ $3, R9 \
+	LEAQ (R9)(R9*2), R9 \
+	SHLQ $7, R9 \
+	ADDQ R8, R9
 
-// Q80X_PREP stores, for every whole group of eight activation blocks at
-// R11 (nb R12), Q80N_X's xl, xh and offset lanes of blocks 0-3 and then
-// of blocks 4-7 to xs (R8, 64-byte aligned): 384 bytes per group. Clobbers
-// BX, CX, DI, Z1, Z4, Z5, Z10, Z28.
-#define Q80X_PREP \
-	MOVQ      R11, DI \
-	MOVQ      R8, BX \
-	MOVQ      R12, CX \
-	SHRQ      $3, CX \
-	JZ        xprepdone \
-xprep: \
-	Q80N_X(2, Z4, Z5, Z28) \
-	VMOVDQA64 Z4, 0(BX) \
-	VMOVDQA64 Z5, 64(BX) \
-	VMOVDQA64 Z28, 128(BX) \
-	Q80N_X(138, Z4, Z5, Z28) \
-	VMOVDQA64 Z4, 192(BX) \
-	VMOVDQA64 Z5, 256(BX) \
-	VMOVDQA64 Z28, 320(BX) \
-	ADDQ      $272, DI \
-	ADDQ      $384, BX \
-	DECQ      CX \
-	JNZ       xprep \
-xprepdone:
+// func q80PrepAVX512(x *quant.BlockQ8_0, nb int, off uint32, scr *byte)
+//
+// q80PrepAVX512 does the activation work of the Q8_0-partner row-run
+// dots once per product instead of once per call: for every whole group
+// of eight of the nb blocks at x, Q80N_X's xl, xh and offset lanes
+// (offset o in every byte of off) of blocks 0-3 and then of blocks 4-7,
+// 384 bytes a group, and then the group's eight scales as float32, 32
+// bytes a group, into scr (Q80SCR's layout). The kernels read both as
+// they are; the tail of a row (nb%8 blocks) takes its activations from x.
+TEXT ·q80PrepAVX512(SB), NOSPLIT, $0-32
+	MOVQ x+0(FP), R11
+	MOVQ nb+8(FP), R12
+	MOVL off+16(FP), AX
+	VPBROADCASTD AX, Z13
+	VPXORD Z24, Z24, Z24
+	MOVQ scr+24(FP), R8
+	Q80SCR
+	MOVQ R11, DI
+	MOVQ R8, BX
+	MOVQ R12, CX
+	SHRQ $3, CX
+	JZ   prepdone
+prep:
+	Q80N_X(2, Z4, Z5, Z28)
+	VMOVDQA64 Z4, 0(BX)
+	VMOVDQA64 Z5, 64(BX)
+	VMOVDQA64 Z28, 128(BX)
+	Q80N_X(138, Z4, Z5, Z28)
+	VMOVDQA64 Z4, 192(BX)
+	VMOVDQA64 Z5, 256(BX)
+	VMOVDQA64 Z28, 320(BX)
+	VPBROADCASTW 0(DI), X2
+	VPINSRW   $1, 34(DI), X2, X2
+	VPINSRW   $2, 68(DI), X2, X2
+	VPINSRW   $3, 102(DI), X2, X2
+	VPINSRW   $4, 136(DI), X2, X2
+	VPINSRW   $5, 170(DI), X2, X2
+	VPINSRW   $6, 204(DI), X2, X2
+	VPINSRW   $7, 238(DI), X2, X2
+	VCVTPH2PS X2, Y2
+	VMOVUPS   Y2, (R9)
+	ADDQ $272, DI
+	ADDQ $384, BX
+	ADDQ $32, R9
+	DECQ CX
+	JNZ  prep
+prepdone:
+	VZEROUPPER
+	RET
 
 // Q5R accumulates four Q5_0 blocks of the row at SI (their qs words picked
 // by qidx, their qh and scale words by hidx out of bytes win..win+127)
 // into the float lanes of acc: the codes with their fifth bits added as 16
 // (Z12) where bit i%8 (Z31) of the byte repeated by Z9 (low nibbles) or
 // Z20 (high) is set; the offset lanes and the activations from xoff(BX)
-// (Q80X_PREP's layout); the four scales converted, times dx at dxoff(R10),
+// (q80PrepAVX512's layout); the four scales converted, times dx at dxoff(R10),
 // spread four lanes each (Z16). Clobbers Z1-Z3, Z8, Z10, Z14, K1, K5.
 #define Q5R(win, qidx, hidx, xoff, dxoff, acc) \
 	VMOVDQU64   win(SI), Z2 \
@@ -388,65 +420,29 @@ xprepdone:
 
 // Q80ROWS_SETUP loads what every Q8_0-partner row-run dot keeps in
 // registers (0x0f bytes in Z15, the permutes that spread eight scales
-// four lanes each in Z16 and Z17, zero in Z24) and converts the nb
-// activation scales into dx, eight at a time (VPINSRW, VCVTPH2PS) and
-// then one by one.
+// four lanes each in Z16 and Z17) and its scratch pointers (Q80SCR, the
+// scratch in R8).
 #define Q80ROWS_SETUP \
 	VPBROADCASTD X15, Z15 \
 	VMOVDQU64 iq4xsQuad<>+0(SB), Z16 \
 	VMOVDQU64 iq4xsQuad<>+64(SB), Z17 \
-	VPXORD    Z24, Z24, Z24 \
-	MOVQ      R11, DI \
-	MOVQ      dx+40(FP), R10 \
-	MOVQ      R12, CX \
-	CMPQ      CX, $8 \
-	JLT       dxone \
-dxloop8: \
-	VPBROADCASTW 0(DI), X2 \
-	VPINSRW   $1, 34(DI), X2, X2 \
-	VPINSRW   $2, 68(DI), X2, X2 \
-	VPINSRW   $3, 102(DI), X2, X2 \
-	VPINSRW   $4, 136(DI), X2, X2 \
-	VPINSRW   $5, 170(DI), X2, X2 \
-	VPINSRW   $6, 204(DI), X2, X2 \
-	VPINSRW   $7, 238(DI), X2, X2 \
-	VCVTPH2PS X2, Y2 \
-	VMOVUPS   Y2, (R10) \
-	ADDQ      $272, DI \
-	ADDQ      $32, R10 \
-	SUBQ      $8, CX \
-	CMPQ      CX, $8 \
-	JGE       dxloop8 \
-dxone: \
-	TESTQ     CX, CX \
-	JZ        dxdone \
-dxloop1: \
-	MOVWLZX   0(DI), AX \
-	VMOVD     AX, X2 \
-	VCVTPH2PS X2, X2 \
-	VMOVSS    X2, (R10) \
-	ADDQ      $34, DI \
-	ADDQ      $4, R10 \
-	DECQ      CX \
-	JNZ       dxloop1 \
-dxdone:
+	Q80SCR
 
-// func dotQ4_0RowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32, dx *float32, xs *byte)
-TEXT ·dotQ4_0RowsAVX512(SB), NOSPLIT, $0-56
+// func dotQ4_0RowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32, scr *byte)
+TEXT ·dotQ4_0RowsAVX512(SB), NOSPLIT, $0-48
 	ROWS_PROLOGUE
 	MOVL $0x08080808, AX
 	VPBROADCASTD AX, Z13
 	VMOVDQU64 q80W18Idx<>(SB), Z21
 	VMOVDQU64 q4Qs03<>(SB), Z18
 	VMOVDQU64 q4Qs47<>(SB), Z19
+	MOVQ scr+40(FP), R8
 	Q80ROWS_SETUP
-	Q80X_ALIGN
-	Q80X_PREP
 q40row:
 	TESTQ R13, R13
 	JZ   q40end
 	MOVQ R11, DI
-	MOVQ dx+40(FP), R10
+	MOVQ R9, R10
 	MOVQ R8, BX
 	MOVQ R12, CX
 	VPXORD Z0, Z0, Z0
@@ -490,8 +486,8 @@ q40end:
 	VZEROUPPER
 	RET
 
-// func dotQ5_0RowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32, dx *float32, xs *byte)
-TEXT ·dotQ5_0RowsAVX512(SB), NOSPLIT, $0-56
+// func dotQ5_0RowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32, scr *byte)
+TEXT ·dotQ5_0RowsAVX512(SB), NOSPLIT, $0-48
 	ROWS_PROLOGUE
 	MOVL $0x10101010, AX
 	VPBROADCASTD AX, Z13
@@ -503,14 +499,13 @@ TEXT ·dotQ5_0RowsAVX512(SB), NOSPLIT, $0-56
 	VMOVDQU64 q5HdRepL<>(SB), Z9
 	VMOVDQU64 q5HdRepH<>(SB), Z20
 	VMOVDQU64 q5QhBit<>(SB), Z31
+	MOVQ scr+40(FP), R8
 	Q80ROWS_SETUP
-	Q80X_ALIGN
-	Q80X_PREP
 q50row:
 	TESTQ R13, R13
 	JZ   q50end
 	MOVQ R11, DI
-	MOVQ dx+40(FP), R10
+	MOVQ R9, R10
 	MOVQ R8, BX
 	MOVQ R12, CX
 	VPXORD Z0, Z0, Z0
@@ -553,8 +548,8 @@ q50end:
 	VZEROUPPER
 	RET
 
-// func dotIQ4NLRowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32, dx *float32, xs *byte)
-TEXT ·dotIQ4NLRowsAVX512(SB), NOSPLIT, $0-56
+// func dotIQ4NLRowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32, scr *byte)
+TEXT ·dotIQ4NLRowsAVX512(SB), NOSPLIT, $0-48
 	ROWS_PROLOGUE
 	MOVL $0x80808080, AX
 	VPBROADCASTD AX, Z13
@@ -562,14 +557,13 @@ TEXT ·dotIQ4NLRowsAVX512(SB), NOSPLIT, $0-56
 	VMOVDQU64 q80W18Idx<>(SB), Z21
 	VMOVDQU64 q4Qs03<>(SB), Z18
 	VMOVDQU64 q4Qs47<>(SB), Z19
+	MOVQ scr+40(FP), R8
 	Q80ROWS_SETUP
-	Q80X_ALIGN
-	Q80X_PREP
 iq4nlrow:
 	TESTQ R13, R13
 	JZ   iq4nlend
 	MOVQ R11, DI
-	MOVQ dx+40(FP), R10
+	MOVQ R9, R10
 	MOVQ R8, BX
 	MOVQ R12, CX
 	VPXORD Z0, Z0, Z0

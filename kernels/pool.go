@@ -107,6 +107,11 @@ type job struct {
 	// (q80Scales): group g's are q80dx[g*8*nb : (g+1)*8*nb].
 	q80dx []float32
 
+	// prep holds a one-token product's activations prepared once for its
+	// row-run dot (dots.prep), when the weight type's dots have a prep;
+	// empty otherwise.
+	prep []byte
+
 	// The blocked product of F32, F16 and BF16 weights (gemm.go), used
 	// when blocked is set: the activations as float32 rows and each
 	// goroutine's weight tile. gemmMin is gemmMinTokens; tests change it.
@@ -429,17 +434,30 @@ func (j *job) grow(tab *table) {
 		j.growGEMM()
 	}
 	nv := j.n * j.w.Cols
+	j.prep = j.prep[:0]
 	switch tab.weights[j.w.Type].partner {
 	case partnerF16, partnerBF16:
 		j.xh = growSlice(j.xh, nv)
 	case partnerQ8_0:
 		j.q80 = growSlice(j.q80, nv/quant.QK8_0)
 		j.q80dx = growSlice(j.q80dx, j.n/8*8*(j.w.Cols/quant.QK8_0))
+		j.prep = growSlice(j.prep, prepBytes(tab, j.w, j.n))
 	case partnerQ8_1:
 		j.q81 = growSlice(j.q81, nv/quant.QK8_1)
 	case partnerQ8K:
 		j.q8k = growSlice(j.q8k, nv/quant.QK_K)
 	}
+}
+
+// prepBytes returns the scratch of the activations of a product of n
+// tokens with w prepared once for its row-run dot (dots.prep): only a
+// one-token product on a path whose dots have a prep has one.
+func prepBytes(tab *table, w Matrix, n int) int {
+	d := &tab.weights[w.Type].q80
+	if n != 1 || d.prep == nil || tab.weights[w.Type].partner != partnerQ8_0 {
+		return 0
+	}
+	return d.prepLen(w.Cols / quant.QK8_0)
 }
 
 // growSlice returns s resized to n elements, reallocating only when its
@@ -474,6 +492,10 @@ func (j *job) convert(tab *table, t0, t1 int) {
 			break
 		}
 		quant.QuantizeRowQ8_0Act(x, j.q80[t0*nb:t1*nb])
+		if len(j.prep) > 0 {
+			// One token: its row-run dots read the prepared scratch.
+			wk.q80.prep(j.q80[:nb], j.prep)
+		}
 		if wk.q80.x8 == nil {
 			break
 		}
@@ -543,6 +565,10 @@ func tiledQ[X any](j *job, r0, r1 int, res *[8]float32, xs []X, dx []float32, nb
 	rb, rows, data, out := j.rb, j.w.Rows, j.w.Data, j.out
 	dot, dotRows, dot4, dot8 := d.one, d.rows, d.x4, d.x8
 	if j.n == 1 && dotRows != nil {
+		if len(j.prep) > 0 {
+			d.prepRows(data[r0*rb:r1*rb], xs[:nb], j.prep, out[r0:r1])
+			return
+		}
 		dotRows(data[r0*rb:r1*rb], xs[:nb], out[r0:r1])
 		return
 	}

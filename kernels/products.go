@@ -41,6 +41,7 @@ type Products struct {
 	// path's layout), cut into the jobs' fields at Run.
 	q80   []quant.BlockQ8_0
 	q80dx []float32
+	prep  []byte
 	q81   []quant.BlockQ8_1
 	q8k   []quant.BlockQ8K
 	qtq   []int8
@@ -215,7 +216,7 @@ func (s *Products) prepare(threads int) {
 			s.src[i] = s.src[i-1]
 		}
 	}
-	var nq80, ndx, nq81, nq8k, nqtq, nqts int
+	var nq80, ndx, nprep, nq81, nq8k, nqtq, nqts int
 	for i, j := range jobs {
 		j.qt = j.qtUse(s.tab)
 		if int(s.src[i]) != i {
@@ -226,6 +227,7 @@ func (s *Products) prepare(threads int) {
 		case partnerQ8_0:
 			nq80 += nv / quant.QK8_0
 			ndx += j.n / 8 * 8 * (j.w.Cols / quant.QK8_0)
+			nprep += prepBytes(s.tab, j.w, j.n)
 		case partnerQ8_1:
 			nq81 += nv / quant.QK8_1
 		case partnerQ8K:
@@ -237,6 +239,7 @@ func (s *Products) prepare(threads int) {
 		}
 	}
 	s.q80, s.q80dx, s.q81, s.q8k = growSlice(s.q80, nq80), growSlice(s.q80dx, ndx), growSlice(s.q81, nq81), growSlice(s.q8k, nq8k)
+	s.prep = growSlice(s.prep, nprep)
 	s.qtq, s.qts = growSlice(s.qtq, nqtq), growSlice(s.qts, nqts)
 	if len(s.res) < threads {
 		s.res = make([]partResult, threads)
@@ -247,7 +250,7 @@ func (s *Products) prepare(threads int) {
 	if len(s.pending) < len(jobs) {
 		s.pending = make([]atomic.Int32, len(jobs))
 	}
-	nq80, ndx, nq81, nq8k, nqtq, nqts = 0, 0, 0, 0, 0, 0
+	nq80, ndx, nprep, nq81, nq8k, nqtq, nqts = 0, 0, 0, 0, 0, 0, 0
 	cut := func(off *int, n int) (int, int) { o := *off; *off += n; return o, o + n }
 	s.pieces = s.pieces[:0]
 	for i, j := range jobs {
@@ -258,15 +261,17 @@ func (s *Products) prepare(threads int) {
 			// The earlier product's converted activations (cut above:
 			// src points backwards), and no conversion of its own.
 			o := jobs[s.src[i]]
-			j.xh, j.q80, j.q80dx, j.q81, j.q8k, j.qtq, j.qts = o.xh, o.q80, o.q80dx, o.q81, o.q8k, o.qtq, o.qts
+			j.xh, j.q80, j.q80dx, j.prep, j.q81, j.q8k, j.qtq, j.qts = o.xh, o.q80, o.q80dx, o.prep, o.q81, o.q8k, o.qtq, o.qts
 		} else {
-			j.xh, j.q80, j.q80dx, j.q81, j.q8k, j.qtq, j.qts = nil, nil, nil, nil, nil, nil, nil
+			j.xh, j.q80, j.q80dx, j.prep, j.q81, j.q8k, j.qtq, j.qts = nil, nil, nil, nil, nil, nil, nil, nil
 			switch s.tab.weights[j.w.Type].partner {
 			case partnerQ8_0:
 				a, b := cut(&nq80, nv/quant.QK8_0)
 				j.q80 = s.q80[a:b:b]
 				a, b = cut(&ndx, j.n/8*8*(j.w.Cols/quant.QK8_0))
 				j.q80dx = s.q80dx[a:b:b]
+				a, b = cut(&nprep, prepBytes(s.tab, j.w, j.n))
+				j.prep = s.prep[a:b:b]
 			case partnerQ8_1:
 				a, b := cut(&nq81, nv/quant.QK8_1)
 				j.q81 = s.q81[a:b:b]

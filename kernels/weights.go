@@ -52,6 +52,17 @@ type dots[X any] struct {
 	// takes every group of up to xnTokens tokens with it, and x4, x8 and
 	// x8r2 are not used.
 	xn func(w []byte, x []X, nb, rows, tokens int, out []float32, stride int)
+	// prepLen, prep and prepRows, where set (with rows), split rows in
+	// two for a one-token product, whose rows come in many calls (one
+	// per piece of the pool): the activation work a row-run kernel does
+	// per call (the avx512 Q8_0-partner ones reorder the activations and
+	// convert their scales) is done once per product. prepLen(nb) is the
+	// scratch bytes for nb blocks (0: none, use rows), prep(x, scr)
+	// writes them from the token's blocks, and prepRows(w, x, scr, out)
+	// then sets out exactly as rows(w, x, out) does.
+	prepLen  func(nb int) int
+	prep     func(x []X, scr []byte)
+	prepRows func(w []byte, x []X, scr []byte, out []float32)
 }
 
 // xnTokens is the most tokens one call of a dots.xn kernel takes.
