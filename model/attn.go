@@ -89,29 +89,6 @@ func jobTokens(grp int, cols bool) int {
 // take (4 MiB); a step that needs more runs unsplit.
 const partialBudget = 1 << 20
 
-// splitTokens returns the most tokens a step that tiledAttention splits
-// into one job per tile can carry, for threads threads: it splits only
-// with two or more threads and fewer than four jobs per thread, each
-// block of at most jobTokens tokens making one job per KV head. The
-// partials need room for no more (tinyllama, 2 threads: 16 tokens, 2.3
-// MiB at a context of 4608 instead of the whole budget).
-func splitTokens(cfg Config, maxBatch, threads int, cols bool) int {
-	if threads <= 1 || cfg.NHeadKV < 1 {
-		return 0
-	}
-	blocks := (4*threads - 1) / cfg.NHeadKV
-	return min(maxBatch, blocks*jobTokens(cfg.NHead/cfg.NHeadKV, cols))
-}
-
-// partialFloats returns the float32s of the split mode's partials for
-// batches of up to maxBatch tokens over nCtx positions on threads
-// threads.
-func partialFloats(cfg Config, nCtx, maxBatch, threads int, cols bool) int64 {
-	nChunk := (nCtx + attnChunk - 1) / attnChunk
-	need := int64(splitTokens(cfg, maxBatch, threads, cols)) * int64(cfg.NHead) * int64(nChunk) * int64(cfg.HeadDim+2)
-	return min(need, partialBudget)
-}
-
 // tileJob is one block of query rows against a range of key tiles.
 type tileJob struct {
 	seq    int32 // the sequence
@@ -166,15 +143,19 @@ func (r *Runner) newTiledAttn() {
 	at.tok = make([]int32, r.maxBatch)
 	at.count = make([]int32, c.nSeq)
 	at.jobs = make([]tileJob, 0, r.maxBatch*cfg.NHeadKV)
-	threads := max(r.pool.Threads(), 1)
-	at.gemm = grp >= gemmGroup
-	at.cols = at.gemm && kernels.HasColTile()
-	at.part = make([]float32, partialFloats(cfg, c.nCtx, r.maxBatch, threads, at.cols))
+	nChunk := (c.nCtx + attnChunk - 1) / attnChunk
+	if need := int64(r.maxBatch) * int64(cfg.NHead) * int64(nChunk) * int64(hd+2); need <= partialBudget {
+		at.part = make([]float32, need)
+	} else {
+		at.part = make([]float32, partialBudget)
+	}
 	// Split jobs are one per (block, KV head, tile): bounded by the
 	// partials' rows times tiles.
 	at.jobs = make([]tileJob, 0, max(r.maxBatch*cfg.NHeadKV, len(at.part)/(hd+2)))
-	at.scr = make([]tileScratch, threads)
+	at.scr = make([]tileScratch, max(r.pool.Threads(), 1))
 	q8 := c.tk == KVQ8_0 || c.tv == KVQ8_0
+	at.gemm = grp >= gemmGroup
+	at.cols = at.gemm && kernels.HasColTile()
 	for w := range at.scr {
 		s := &at.scr[w]
 		*s = tileScratch{q16: make([]uint16, rows*hd), m: make([]float32, rows), l: make([]float32, rows),
@@ -224,10 +205,10 @@ func AttnScratchBytes(cfg Config, tk, tv KVType, nCtx, maxBatch, threads int) fl
 	maxBatch = min(max(maxBatch, 1), MaxBatch)
 	threads = max(threads, 1)
 	hd, grp := cfg.HeadDim, max(cfg.NHead/max(cfg.NHeadKV, 1), 1)
-	cols := grp >= gemmGroup && kernels.HasColTile()
-	rows := jobTokens(grp, cols) * grp
+	rows := jobTokens(grp, grp >= gemmGroup && kernels.HasColTile()) * grp
 	const f32, u16, i32, job = 4, 2, 4, 24 // bytes of a float32, a uint16, an int32 and a tileJob
-	part := partialFloats(cfg, nCtx, maxBatch, threads, cols)
+	nChunk := (nCtx + attnChunk - 1) / attnChunk
+	part := min(int64(maxBatch)*int64(cfg.NHead)*int64(nChunk)*int64(hd+2), partialBudget)
 	b := float64(part)*f32 + float64(maxBatch*i32) + // partials and the tokens by sequence
 		float64(max(maxBatch*cfg.NHeadKV, int(part)/(hd+2))*job) // the jobs
 	per := rows*hd*u16 + 2*rows*f32 + attnChunk*(f32+u16) + hd*f32

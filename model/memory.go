@@ -5,7 +5,6 @@ import (
 	"os"
 
 	"github.com/lisa-llm/lisa/gguf"
-	"github.com/lisa-llm/lisa/internal/gcbound"
 )
 
 // MemoryShare is the share of a memory limit that a model's private copy,
@@ -27,75 +26,19 @@ type MemoryPlan struct {
 }
 
 // Need returns the bytes of the KV cache of p for cfg and of the scratch
-// beside it (an upper bound): the runner's residual stream for p.Batch
-// tokens and its activations for the chunks of rows it takes at a time
-// (NewRunner's sizeChunks), logits rows (one per sequence: a step asks
-// for at most each sequence's last token), the products' quantized or
-// widened activations, a mixture of experts' routing and per-slot
-// outputs, the attention's per-thread tiles and partials, the garbage a
-// worker lets gather between two collections once it serves
-// (gcbound.Garbage: it is held at the peak like the rest), and p.Extra.
+// beside it (an upper bound): the runner's activations, logits rows and
+// quantized activations, a mixture of experts' routing and per-slot
+// outputs, the attention's per-thread tiles and partials, and p.Extra.
 func (p MemoryPlan) Need(cfg Config) (cache, scratch float64) {
 	cache = float64(CacheBytes(cfg, p.TypeK, p.TypeV, p.Seqs, p.Ctx))
-	batch := min(max(p.Batch, 1), MaxBatch) // NewRunner's clamp
-	b, rows := float64(batch), float64(ffnRows(batch))
-	xr := rows // xn and proj
-	if cfg.NExpert > 0 {
-		xr = b
-	}
-	qkv, gateUp := fusedProducts(cfg)
-	act := b*float64(cfg.NEmbd) + xr*float64(2*cfg.NEmbd) + // x; xn, proj
-		rows*float64(2*cfg.QDim()+2*cfg.KVDim()+2*cfg.NFF) // q, att, k, v, gate, up
-	if qkv {
-		act += rows * float64(cfg.QDim()+2*cfg.KVDim())
-	}
-	if gateUp {
-		act += rows * float64(2*cfg.NFF)
-	}
-	// A product's input in its partner format: at most 8 bytes a value
-	// (F16 weights: the values rounded to F16 and widened again for the
-	// blocked product), for a chunk's widest input, the output's rows or
-	// a mixture of experts' router over the whole batch; and each
-	// thread's weight tile or rewritten rows.
-	in := rows * float64(max(cfg.NEmbd, cfg.QDim(), cfg.NFF))
-	in = max(in, float64(p.Seqs)*float64(cfg.NEmbd))
-	if cfg.NExpert > 0 {
-		in = max(in, b*float64(cfg.NEmbd))
-	}
-	scratch = 4*act +
+	perToken := 3*cfg.NEmbd + 2*cfg.QDim() + 2*cfg.KVDim() + 2*cfg.NFF
+	scratch = 4*float64(p.Batch)*float64(perToken) + // activations
 		4*float64(p.Seqs)*float64(cfg.NVocab) + // logits rows
-		8*in + float64(max(p.Threads, 1))*productTileBytes +
-		cfg.ExpertScratchBytes(batch) +
-		AttnScratchBytes(cfg, p.TypeK, p.TypeV, p.Ctx, batch, p.Threads) +
-		gcbound.Garbage +
+		float64(p.Batch)*float64(max(cfg.NEmbd, cfg.NFF))*4 + // quantized activations
+		cfg.ExpertScratchBytes(p.Batch) +
+		AttnScratchBytes(cfg, p.TypeK, p.TypeV, p.Ctx, p.Batch, p.Threads) +
 		p.Extra
 	return cache, scratch
-}
-
-// productTileBytes bounds the scratch each thread of a pool keeps for
-// its part of a product: the blocked product's weight tile (package
-// kernels' gemmTileBytes) or the tile path's rewritten weight rows
-// (qtScratchBytes), 256 KiB each.
-const productTileBytes = 256 << 10
-
-// fusedProducts reports whether cfg's family binds fused projections
-// (phi3's attn_qkv, and ffn_up holding the gate and up halves), whose
-// products' outputs a runner holds beside the split ones. An unknown
-// architecture counts both: Need is an upper bound.
-func fusedProducts(cfg Config) (qkv, gateUp bool) {
-	fam, ok := lookupFamily(cfg.Arch)
-	if !ok {
-		return true, true
-	}
-	for _, w := range fam.blockFor(cfg) {
-		switch {
-		case w.Name == wQKV.Name && w.mat != nil:
-			qkv = true
-		case w.Name == wGateUp.Name && w.mat != nil && w.Shape(cfg)[1] == 2*cfg.NFF:
-			gateUp = true
-		}
-	}
-	return qkv, gateUp
 }
 
 // Unlimited reports whether limit sets no bound: 0 or less, or

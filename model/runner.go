@@ -24,11 +24,9 @@ type Batch struct {
 }
 
 // Runner evaluates batches of a Model against a Cache. It owns all the
-// scratch a step needs, made at construction (the logits buffer grows to
-// the largest number of rows ever asked for), so a step allocates
-// nothing: the residual stream for maxBatch tokens, and the rest for the
-// chunks of rows both halves of a block take at a time (ffnSpan), not
-// for the whole batch. A Runner is not safe for concurrent use.
+// scratch a step needs, sized for maxBatch tokens at construction (the
+// logits buffer grows to the largest number of rows ever asked for), so a
+// step allocates nothing. A Runner is not safe for concurrent use.
 type Runner struct {
 	m        *Model
 	c        *Cache
@@ -39,11 +37,8 @@ type Runner struct {
 	llama    bool    // llama.cpp's batch-size-dependent summation orders
 	seqN     []int32 // per sequence: a counter for group
 
-	// x is the residual stream, maxBatch rows; the others hold one chunk
-	// of rows (sizeChunks), xn and proj the whole batch's for a mixture
-	// of experts, whose routing takes every row at once.
 	x, xn, q, k, v, att, proj []float32
-	gate, up                  []float32   // one chunk's rows each
+	gate, up                  []float32   // ffnRows(maxBatch) rows each (ffnSpan)
 	ffnChunk                  int         // the constant ffnChunk (tests raise it to compare)
 	qkv, gateUp               []float32   // fused projections' outputs (phi3), else nil
 	moe                       *moeScratch // the experts' scratch (moe.go), else nil
@@ -53,7 +48,6 @@ type Runner struct {
 	attnMin int           // least multiply-adds worth spreading over workers
 	attnL   int           // the layer the attention workers are on
 	attnB   Batch         // the batch the attention workers are on
-	attnR0  int           // the row of the whole batch attnB starts at (r.group's index)
 	attnP   attnParams    // the scores' scale, soft cap and window of layer attnL
 	attnNW  int           // how many workers share the heads
 	attnFn  func(w int)   // runs worker w's heads on the pool (made once: no allocation per layer)
@@ -87,20 +81,27 @@ const attnParallelMin = 1 << 16
 func NewRunner(m *Model, c *Cache, pool *kernels.Pool, maxBatch int) *Runner {
 	maxBatch = min(max(maxBatch, 1), MaxBatch)
 	cfg := m.Config
+	f := func(w int) []float32 { return make([]float32, maxBatch*w) }
 	r := &Runner{
 		m: m, c: c, ar: ggmlArith(pool, ArithAuto.exact(m)), maxBatch: maxBatch,
 		group: make([]int32, maxBatch), seqN: make([]int32, c.nSeq),
-		x:        make([]float32, maxBatch*cfg.NEmbd),
-		ffnChunk: ffnChunk,
-		pool:     pool,
-		heads:    make([]headScratch, max(pool.Threads(), 1)),
-		attnMin:  attnParallelMin,
-		next:     make([]int, c.nSeq),
-		outIdx:   make([]int, 0, maxBatch),
-		rows:     make([][]float32, 0, maxBatch),
+		x: f(cfg.NEmbd), xn: f(cfg.NEmbd), proj: f(cfg.NEmbd),
+		q: f(cfg.QDim()), att: f(cfg.QDim()), k: f(cfg.KVDim()), v: f(cfg.KVDim()),
+		gate: make([]float32, ffnRows(maxBatch)*cfg.NFF), up: make([]float32, ffnRows(maxBatch)*cfg.NFF), ffnChunk: ffnChunk,
+		pool:    pool,
+		heads:   make([]headScratch, max(pool.Threads(), 1)),
+		attnMin: attnParallelMin,
+		next:    make([]int, c.nSeq),
+		outIdx:  make([]int, 0, maxBatch),
+		rows:    make([][]float32, 0, maxBatch),
+	}
+	if m.Layers[0].QKV.Rows > 0 {
+		r.qkv = f(cfg.QDim() + 2*cfg.KVDim())
+	}
+	if m.Layers[0].GateUp.Rows > 0 {
+		r.gateUp = make([]float32, ffnRows(maxBatch)*2*cfg.NFF)
 	}
 	r.moe = newMoEScratch(m, maxBatch)
-	r.sizeChunks(ffnRows(maxBatch))
 	r.attnFn = func(w int) {
 		if w < r.attnNW {
 			r.headsPart(w, r.attnNW)
@@ -112,33 +113,6 @@ func NewRunner(m *Model, c *Cache, pool *kernels.Pool, maxBatch int) *Runner {
 		r.heads[w] = headScratch{scores: make([]float32, c.nCtx), q16: make([]uint16, cfg.HeadDim), p16: make([]uint16, c.nCtx)}
 	}
 	return r
-}
-
-// sizeChunks makes the scratch of chunks of up to rows rows (ffnSpan's
-// with r.ffnChunk): the normed rows, the projections, the attention's
-// output and the feed-forward products. For tinyllama's shape and
-// 512-token batches that is 6 MiB where whole-batch buffers took 28 MiB
-// (issue 22: the peak memory at a context of 4096 within the model file
-// plus the KV cache plus 10%). A mixture of experts keeps xn and proj for
-// the whole batch: its routing and gathering take every row at once.
-func (r *Runner) sizeChunks(rows int) {
-	cfg, m := r.m.Config, r.m
-	f := func(w int) []float32 { return make([]float32, rows*w) }
-	xr := rows
-	if r.moe != nil {
-		xr = max(rows, r.maxBatch)
-	}
-	r.xn, r.proj = make([]float32, xr*cfg.NEmbd), make([]float32, xr*cfg.NEmbd)
-	r.q, r.att = f(cfg.QDim()), f(cfg.QDim())
-	r.k, r.v = f(cfg.KVDim()), f(cfg.KVDim())
-	r.gate, r.up = f(cfg.NFF), f(cfg.NFF)
-	r.qkv, r.gateUp = nil, nil
-	if m.Layers[0].QKV.Rows > 0 {
-		r.qkv = f(cfg.QDim() + 2*cfg.KVDim())
-	}
-	if m.Layers[0].GateUp.Rows > 0 {
-		r.gateUp = f(2 * cfg.NFF)
-	}
 }
 
 // SetLlamaOrder chooses between two summation orders for F32 matrix
@@ -233,7 +207,7 @@ func (r *Runner) Hidden(b Batch) ([][]float32, error) {
 	n := r.normed()
 	r.rows = r.rows[:0]
 	for i := range n {
-		r.rows = append(r.rows, r.x[i*e:(i+1)*e:(i+1)*e])
+		r.rows = append(r.rows, r.xn[i*e:(i+1)*e:(i+1)*e])
 	}
 	return r.rows, nil
 }
@@ -324,35 +298,15 @@ func (r *Runner) matmul(out []float32, w kernels.Matrix, x []float32, n int, wha
 }
 
 // attention runs the attention half of block l on the n batch rows of
-// r.x, adding its output to r.x, ffnSpan rows at a time: within a
-// sequence a row sees only the keys and values of the rows before it,
-// which an earlier chunk (or this one) has stored, and every row meets
-// the same kernels as in one pass over the batch (ffnSpan's doc), so the
-// results do not change with the chunking.
+// r.x, adding its output to r.x.
 func (r *Runner) attention(l int, b Batch, n int) error {
-	for r0 := 0; r0 < n; {
-		c := ffnSpan(r0, n, r.ffnChunk)
-		sub := Batch{Tokens: b.Tokens[r0 : r0+c], Pos: b.Pos[r0 : r0+c], Seq: b.Seq[r0 : r0+c]}
-		if err := r.attentionRows(l, sub, r0); err != nil {
-			return err
-		}
-		r0 += c
-	}
-	return nil
-}
-
-// attentionRows runs the attention half of block l on the rows of b, the
-// rows r0.. of the whole batch, with the chunk scratch.
-func (r *Runner) attentionRows(l int, b Batch, r0 int) error {
 	cfg := r.m.Config
 	ly := &r.m.Layers[l]
-	n := len(b.Tokens)
 	e, qd, kd, hd := cfg.NEmbd, cfg.QDim(), cfg.KVDim(), cfg.HeadDim
-	group := r.group[r0 : r0+n]
 	for i := range n {
-		kernels.RMSNorm(r.xn[i*e:(i+1)*e], r.x[(r0+i)*e:(r0+i+1)*e], ly.AttnNorm, cfg.RMSEps)
+		kernels.RMSNorm(r.xn[i*e:(i+1)*e], r.x[i*e:(i+1)*e], ly.AttnNorm, cfg.RMSEps)
 	}
-	if err := r.projectQKV(l, n, group); err != nil {
+	if err := r.projectQKV(l, n); err != nil {
 		return err
 	}
 	addBias(r.q[:n*qd], ly.QBias)
@@ -376,20 +330,15 @@ func (r *Runner) attentionRows(l int, b Batch, r0 int) error {
 		if err := r.tiledAttention(l, b, n, p); err != nil {
 			return fmt.Errorf("model: layer %d attention: %w", l, err)
 		}
-	} else {
-		r.attnR0 = r0
-		err := r.headAttention(l, b, n, p)
-		r.attnR0 = 0
-		if err != nil {
-			return err
-		}
+	} else if err := r.headAttention(l, b, n, p); err != nil {
+		return err
 	}
-	if err := r.matmulRows(r.proj, ly.O, r.att, n, group, "attn_output", l); err != nil {
+	if err := r.matmul(r.proj, ly.O, r.att, n, "attn_output", l); err != nil {
 		return err
 	}
 	addBias(r.proj[:n*e], ly.OBias)
 	postNorm(r.proj[:n*e], e, ly.AttnPostNorm, cfg.RMSEps)
-	r.residual(r0, n)
+	r.residual(n)
 	return nil
 }
 
@@ -422,21 +371,21 @@ func (r *Runner) headAttention(l int, b Batch, n int, p attnParams) error {
 }
 
 // projectQKV computes the queries, keys and values of the n normed rows
-// of r.xn, whose sequences' row counts are group, into r.q, r.k and r.v,
-// from one fused matrix when the layer has one.
-func (r *Runner) projectQKV(l, n int, group []int32) error {
+// of r.xn into r.q, r.k and r.v, from one fused matrix when the layer
+// has one.
+func (r *Runner) projectQKV(l, n int) error {
 	cfg := r.m.Config
 	ly := &r.m.Layers[l]
 	if ly.QKV.Rows == 0 {
-		if err := r.matmulRows(r.q, ly.Q, r.xn, n, group, "attn_q", l); err != nil {
+		if err := r.matmul(r.q, ly.Q, r.xn, n, "attn_q", l); err != nil {
 			return err
 		}
-		if err := r.matmulRows(r.k, ly.K, r.xn, n, group, "attn_k", l); err != nil {
+		if err := r.matmul(r.k, ly.K, r.xn, n, "attn_k", l); err != nil {
 			return err
 		}
-		return r.matmulRows(r.v, ly.V, r.xn, n, group, "attn_v", l)
+		return r.matmul(r.v, ly.V, r.xn, n, "attn_v", l)
 	}
-	if err := r.matmulRows(r.qkv, ly.QKV, r.xn, n, group, "attn_qkv", l); err != nil {
+	if err := r.matmul(r.qkv, ly.QKV, r.xn, n, "attn_qkv", l); err != nil {
 		return err
 	}
 	qd, kd := cfg.QDim(), cfg.KVDim()
@@ -487,16 +436,14 @@ func postNorm(x []float32, e int, w []float32, eps float32) {
 	}
 }
 
-// residual adds the block half's output for n rows in r.proj to the
-// rows r0.. of the residual stream r.x, scaled first when the family
-// says so.
-func (r *Runner) residual(r0, n int) {
+// residual adds the block half's output in r.proj to the first n rows of
+// the residual stream r.x, scaled first when the family says so.
+func (r *Runner) residual(n int) {
 	e := r.m.Config.NEmbd
 	if s := r.m.Config.ResidualScale; s != 0 {
 		kernels.Scale(r.proj[:n*e], s)
 	}
-	x := r.x[r0*e : (r0+n)*e]
-	kernels.Add(x, x, r.proj[:n*e])
+	kernels.Add(r.x[:n*e], r.x[:n*e], r.proj[:n*e])
 }
 
 // addBias adds bias to every row of x (rows of len(bias) values); a nil
@@ -536,7 +483,7 @@ func (r *Runner) headsPart(w, nw int) {
 		if ap.sinks != nil {
 			ap.sink = ap.sinks[h]
 		}
-		r.head(hs, r.attnL, int(b.Seq[i]), int(b.Pos[i]), h/group, q, out, ap, int(r.group[r.attnR0+i]))
+		r.head(hs, r.attnL, int(b.Seq[i]), int(b.Pos[i]), h/group, q, out, ap, int(r.group[i]))
 	}
 }
 
@@ -605,14 +552,12 @@ func (r *Runner) head(hs *headScratch, l, s, p, g int, q, out []float32, ap attn
 	}
 }
 
-// ffnChunk is how many rows each half of a block (the attention, the
-// dense feed-forward products) takes at a time: the gate and up products
-// are the widest activations of a batch (2 × 5632 floats per token for
-// tinyllama, 22 MiB for 512 tokens), the attention's normed rows,
-// queries, outputs and projections 4 × 2048 more, and chunks of 128 rows
-// cut that fourfold while the products still reuse each weight tile for
-// many tokens (the quantized ones take a long prompt's tokens in blocks
-// of about that many anyway).
+// ffnChunk is how many rows the dense feed-forward half multiplies at a
+// time: its gate and up products are the widest activations of a batch
+// (2 × 5632 floats per token for tinyllama, 22 MiB for 512 tokens), and
+// chunks of 128 rows cut that fourfold while the products still reuse
+// each weight tile for many tokens (the quantized ones take a long
+// prompt's tokens in blocks of about that many anyway).
 const ffnChunk = 128
 
 // ffnTail is the most rows beyond ffnChunk the last chunk takes instead
@@ -638,45 +583,39 @@ func ffnSpan(r0, n, chunk int) int {
 }
 
 // feedForward runs the SwiGLU half of block l on the first n rows of r.x,
-// the dense products ffnSpan rows at a time, the experts over all rows
-// at once.
+// the dense products ffnSpan rows at a time.
 func (r *Runner) feedForward(l, n int) error {
 	cfg := r.m.Config
 	ly := &r.m.Layers[l]
 	e := cfg.NEmbd
+	for i := range n {
+		kernels.RMSNorm(r.xn[i*e:(i+1)*e], r.x[i*e:(i+1)*e], ly.FFNNorm, cfg.RMSEps)
+	}
 	if ly.MoE != nil {
-		for i := range n {
-			kernels.RMSNorm(r.xn[i*e:(i+1)*e], r.x[i*e:(i+1)*e], ly.FFNNorm, cfg.RMSEps)
-		}
 		if err := r.moeFFN(l, n); err != nil {
 			return err
 		}
-		postNorm(r.proj[:n*e], e, ly.FFNPostNorm, cfg.RMSEps)
-		r.residual(0, n)
-		return nil
-	}
-	for r0 := 0; r0 < n; {
-		c := ffnSpan(r0, n, r.ffnChunk)
-		for i := range c {
-			kernels.RMSNorm(r.xn[i*e:(i+1)*e], r.x[(r0+i)*e:(r0+i+1)*e], ly.FFNNorm, cfg.RMSEps)
+	} else {
+		for r0 := 0; r0 < n; {
+			c := ffnSpan(r0, n, r.ffnChunk)
+			if err := r.denseFFN(l, r0, c); err != nil {
+				return err
+			}
+			r0 += c
 		}
-		if err := r.denseFFN(l, r0, c); err != nil {
-			return err
-		}
-		postNorm(r.proj[:c*e], e, ly.FFNPostNorm, cfg.RMSEps)
-		r.residual(r0, c)
-		r0 += c
 	}
+	postNorm(r.proj[:n*e], e, ly.FFNPostNorm, cfg.RMSEps)
+	r.residual(n)
 	return nil
 }
 
 // denseFFN computes the dense feed-forward products of the c normed rows
-// in r.xn, the rows r0.. of the batch, into r.proj.
+// of r.xn from row r0 into the same rows of r.proj.
 func (r *Runner) denseFFN(l, r0, c int) error {
 	cfg := r.m.Config
 	ly := &r.m.Layers[l]
 	e, ff := cfg.NEmbd, cfg.NFF
-	xn, group := r.xn[:c*e], r.group[r0:r0+c]
+	xn, group := r.xn[r0*e:(r0+c)*e], r.group[r0:r0+c]
 	if ly.GateUp.Rows > 0 {
 		if err := r.matmulRows(r.gateUp, ly.GateUp, xn, c, group, "ffn_up", l); err != nil {
 			return err
@@ -701,7 +640,7 @@ func (r *Runner) denseFFN(l, r0, c int) error {
 			}
 		}
 	}
-	return r.matmulRows(r.proj[:c*e], ly.Down, r.gate, c, group, "ffn_down", l)
+	return r.matmulRows(r.proj[r0*e:(r0+c)*e], ly.Down, r.gate, c, group, "ffn_down", l)
 }
 
 // matmulRows runs out = w·x for the n rows of x whose sequences' row
@@ -713,14 +652,12 @@ func (r *Runner) matmulRows(out []float32, w kernels.Matrix, x []float32, n int,
 	return nil
 }
 
-// normed applies the final norm to the compacted rows of r.x in place
-// (r.xn may hold fewer rows than are wanted) and returns how many there
-// are.
+// normed applies the final norm to the compacted rows, into r.xn, and
+// returns how many there are.
 func (r *Runner) normed() int {
 	e := r.m.Config.NEmbd
 	for i := range r.outIdx {
-		x := r.x[i*e : (i+1)*e]
-		kernels.RMSNorm(x, x, r.m.OutputNorm, r.m.Config.RMSEps)
+		kernels.RMSNorm(r.xn[i*e:(i+1)*e], r.x[i*e:(i+1)*e], r.m.OutputNorm, r.m.Config.RMSEps)
 	}
 	return len(r.outIdx)
 }
@@ -739,7 +676,7 @@ func (r *Runner) output() ([][]float32, error) {
 		r.logits = make([]float32, n*nv)
 	}
 	lg := r.logits[:n*nv]
-	if err := r.ar.matmul(lg, r.m.Output, r.x[:n*e], n, r.group[:n]); err != nil {
+	if err := r.ar.matmul(lg, r.m.Output, r.xn[:n*e], n, r.group[:n]); err != nil {
 		return nil, fmt.Errorf("model: output: %w", err)
 	}
 	if cfg.LogitScale != 0 {
