@@ -174,7 +174,8 @@ func New(f *gguf.File, o Options) (*Engine, error) {
 	if err := o.resolve(cfg); err != nil {
 		return nil, err
 	}
-	if err := o.checkMemory(cfg); err != nil {
+	needCache, needScratch := o.memoryNeed(cfg)
+	if err := o.checkNeed(needCache, needScratch, o.memoryLimit()); err != nil {
 		return nil, err
 	}
 	tmpl, err := tokenizer.ChatTemplate(f)
@@ -238,14 +239,9 @@ func Plan(f *gguf.File, o Options) (resolved Options, cache, scratch float64, er
 	if err := o.resolve(cfg); err != nil {
 		return o, 0, 0, err
 	}
-	if o.MemoryLimit > 0 {
-		if err := o.checkMemory(cfg); err != nil {
-			return o, 0, 0, err
-		}
-	}
 	cache, scratch = o.memoryNeed(cfg)
-	if cache > model.MaxCacheBytes {
-		return o, 0, 0, fmt.Errorf("engine: a KV cache of %.0f bytes (%d slots × %d tokens) is beyond %d bytes", cache, o.Parallel, o.CtxSize, int64(model.MaxCacheBytes))
+	if err := o.checkNeed(cache, scratch, o.MemoryLimit); err != nil {
+		return o, 0, 0, err
 	}
 	return o, cache, scratch, nil
 }
@@ -279,15 +275,13 @@ func (o *Options) memoryLimit() int64 {
 	return debug.SetMemoryLimit(-1)
 }
 
-// checkMemory refuses a configuration whose cache and scratch do not fit
-// the memory limit.
-func (o *Options) checkMemory(cfg model.Config) error {
-	limit := o.memoryLimit()
-	cache, scratch := o.memoryNeed(cfg)
+// checkNeed refuses a KV cache beyond model.MaxCacheBytes and, with limit
+// above 0, a cache and scratch (memoryNeed's) that do not fit limit.
+func (o *Options) checkNeed(cache, scratch float64, limit int64) error {
 	if cache > model.MaxCacheBytes {
 		return fmt.Errorf("engine: a KV cache of %.0f bytes (%d slots × %d tokens) is beyond %d bytes", cache, o.Parallel, o.CtxSize, int64(model.MaxCacheBytes))
 	}
-	if !model.FitsShare(cache+scratch, limit) {
+	if limit > 0 && !model.FitsShare(cache+scratch, limit) {
 		return fmt.Errorf("engine: %d slots × %d tokens need a %s/%s KV cache of %.0f MiB plus %.0f MiB of scratch, more than %.0f%% of the memory limit of %.0f MiB: lower parallel or ctx_size, or raise memory_limit_bytes",
 			o.Parallel, o.CtxSize, o.KV, o.KVV, cache/(1<<20), scratch/(1<<20), 100*model.MemoryShare, float64(limit)/(1<<20))
 	}

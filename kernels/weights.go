@@ -108,12 +108,14 @@ func genericWeights() [tensor.TypeCount]weightKernels {
 
 // wholePieces reports whether the pool's one-token pieces of this type
 // go to its row-run dot in one call each (Products.work): the Q8_0-partner
-// row-run kernels convert the activation scales and reorder the
-// activations at every call, which a call per prefetchBytes of rows paid
-// every few rows. The Q8_K-partner ones keep the calls of prefetchBytes
-// with the next rows prefetched, which measured faster for them (a
-// Qwen3-MoE decode step, 2 threads: 8.8-9.2 CPU-ms against 10.5-11.1
-// with whole pieces).
+// row-run kernels without a prep (MXFP4's) convert the activation scales
+// and reorder the activations at every call, which a call per
+// prefetchBytes of rows paid every few rows. Those with a prep (Q4_0,
+// Q5_0, IQ4_NL on avx512) no longer do; they were measured with whole
+// pieces, before the prep, and keep them. The Q8_K-partner ones keep the
+// calls of prefetchBytes with the next rows prefetched, which measured
+// faster for them (a Qwen3-MoE decode step, 2 threads: 8.8-9.2 CPU-ms
+// against 10.5-11.1 with whole pieces).
 func (w *weightKernels) wholePieces() bool {
 	return w.partner == partnerQ8_0 && w.q80.rows != nil
 }
