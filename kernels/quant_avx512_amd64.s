@@ -942,21 +942,61 @@ DATA q3kSc0f<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
 DATA q3kSc0f<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
 GLOBL q3kSc0f<>(SB), RODATA|NOPTR, $16
 
+// Q3K_PAIR multiplies the 64 values of one half of a broadcast qs chunk
+// (q: the chunk, or the chunk shifted right by 4 bits) with their
+// activations at xoff(DI): the codes of the lower 32 bytes are bits 0-1
+// (u), of the upper 32 bytes bits 2-3 (4u), which Z15 (3, then 12)
+// selects; Z14 (4, then 16) is added under the hmask bits (hmask
+// broadcast in Z4, bit selects the chunk's bits); sc holds the scales.
+#define Q3K_PAIR(q, xoff, bit, sc, acc) \
+	VPANDD     Z15, q, Z2 \
+	VPTESTMB   bit, Z4, K1 \
+	VPADDB     Z14, Z2, K1, Z2 \
+	VPMADDUBSW xoff(DI), Z2, Z2 \
+	VPDPWSSD   sc, Z2, acc
+
+// Constants of dotQ3KRowsAVX512: the code masks and hmask increments of
+// the two halves of a chunk (q3kLoHi: 3 and 4 in the lower 32 bytes, 12
+// and 16 in the upper), and the word shifts that scale by 4 the scales
+// of the lower halves (sub-blocks 4c and 4c+1).
+DATA q3kMask<>+0(SB)/8, $0x0303030303030303
+DATA q3kMask<>+8(SB)/8, $0x0303030303030303
+DATA q3kMask<>+16(SB)/8, $0x0303030303030303
+DATA q3kMask<>+24(SB)/8, $0x0303030303030303
+DATA q3kMask<>+32(SB)/8, $0x0c0c0c0c0c0c0c0c
+DATA q3kMask<>+40(SB)/8, $0x0c0c0c0c0c0c0c0c
+DATA q3kMask<>+48(SB)/8, $0x0c0c0c0c0c0c0c0c
+DATA q3kMask<>+56(SB)/8, $0x0c0c0c0c0c0c0c0c
+GLOBL q3kMask<>(SB), RODATA|NOPTR, $64
+DATA q3kHigh<>+0(SB)/8, $0x0404040404040404
+DATA q3kHigh<>+8(SB)/8, $0x0404040404040404
+DATA q3kHigh<>+16(SB)/8, $0x0404040404040404
+DATA q3kHigh<>+24(SB)/8, $0x0404040404040404
+DATA q3kHigh<>+32(SB)/8, $0x1010101010101010
+DATA q3kHigh<>+40(SB)/8, $0x1010101010101010
+DATA q3kHigh<>+48(SB)/8, $0x1010101010101010
+DATA q3kHigh<>+56(SB)/8, $0x1010101010101010
+GLOBL q3kHigh<>(SB), RODATA|NOPTR, $64
+DATA q3kScX4<>+0(SB)/8, $0x0000000000020002
+DATA q3kScX4<>+8(SB)/8, $0x0000000000020002
+DATA q3kScX4<>+16(SB)/8, $0x0000000000020002
+DATA q3kScX4<>+24(SB)/8, $0x0000000000020002
+GLOBL q3kScX4<>(SB), RODATA|NOPTR, $32
+
 // func dotQ3KRowsAVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32)
-TEXT ·dotQ3KRowsAVX512(SB), NOSPLIT, $0-40
+TEXT ·dotQ3KRowsAVX512(SB), NOSPLIT, $8-40
 	MOVQ w+0(FP), SI
 	MOVQ x+8(FP), R11
 	MOVQ nb+16(FP), R12
 	MOVQ rows+24(FP), R13
 	MOVQ out+32(FP), R14
-	MOVL $0x03030303, AX
-	VPBROADCASTD AX, Z15
-	MOVL $0x04040404, AX
-	VPBROADCASTD AX, Z14
+	VMOVDQU64 q3kMask<>+0(SB), Z15
+	VMOVDQU64 q3kHigh<>+0(SB), Z14
 	MOVL $0x00200020, AX
 	VPBROADCASTD AX, Y13
-	MOVL $0xfffcfffc, AX
+	MOVL $0xfff0fff0, AX
 	VPBROADCASTD AX, Y12
+	VMOVDQU q3kScX4<>+0(SB), Y11
 	MOVQ $0x0f0f0f0f0f0f0f0f, R8
 	VMOVDQU64 q6kIdx<>+0(SB), Z16
 	VMOVDQU64 q6kIdx<>+64(SB), Z17
@@ -966,8 +1006,8 @@ TEXT ·dotQ3KRowsAVX512(SB), NOSPLIT, $0-40
 	VMOVDQU64 q5kBit<>+64(SB), Z26
 	VMOVDQU64 q5kBit<>+128(SB), Z27
 	VMOVDQU64 q5kBit<>+192(SB), Z28
-	VMOVDQU64 q3kShift<>+0(SB), Z29
-	VMOVDQU64 q3kShift<>+64(SB), Z30
+	MOVL $0x3e800000, AX // 0.25
+	VMOVD AX, X29
 
 q3krow:
 	MOVQ R11, DI
@@ -978,22 +1018,29 @@ q3kloop:
 	PREFETCHT0 1760(SI)
 	PREFETCHT0 1824(SI)
 	Q3K_SCALESGP
+	VPMULLW Y12, Y0, Y10
+	VPMADDWD 260(DI), Y10, Y9
+	VPSLLVW Y11, Y0, Y0
 	VPERMW Z0, Z16, Z20
 	VPERMW Z0, Z17, Z21
 	VPERMW Z0, Z18, Z22
 	VPERMW Z0, Z19, Z23
-	VPMULLW 260(DI), Y12, Y10
-	VPMADDWD Y10, Y0, Y9
 	VBROADCASTI64X4 0(SI), Z4
-	Q3K_CHUNK(32, 4, Z29, Z25, Z20, Z9)
-	Q3K_CHUNK(32, 68, Z30, Z26, Z21, Z9)
-	Q3K_CHUNK(64, 132, Z29, Z27, Z22, Z9)
-	Q3K_CHUNK(64, 196, Z30, Z28, Z23, Z9)
+	VBROADCASTI64X4 32(SI), Z3
+	VPSRLW $4, Z3, Z5
+	VBROADCASTI64X4 64(SI), Z6
+	VPSRLW $4, Z6, Z7
+	Q3K_PAIR(Z3, 4, Z25, Z20, Z9)
+	Q3K_PAIR(Z5, 68, Z26, Z21, Z9)
+	Q3K_PAIR(Z6, 132, Z27, Z22, Z9)
+	Q3K_PAIR(Z7, 196, Z28, Z23, Z9)
 	VCVTDQ2PS Z9, Z9
-	VPBROADCASTW 108(SI), Y6
-	VCVTPH2PS Y6, Z6
-	VMULPS.BCST 0(DI), Z6, Z6
-	VFMADD231PS Z6, Z9, Z8
+	MOVWLZX 108(SI), AX
+	VMOVD AX, X1
+	VCVTPH2PS X1, X1
+	VMULSS (DI), X1, X1
+	VMOVSS X1, tmp-8(SP)
+	VFMADD231PS.BCST tmp-8(SP), Z9, Z8
 	ADDQ $110, SI
 	ADDQ $292, DI
 	DECQ CX
@@ -1007,6 +1054,7 @@ q3kloop:
 	VADDPS X0, X8, X8
 	VMOVSHDUP X8, X0
 	VADDSS X0, X8, X8
+	VMULSS X29, X8, X8
 	VMOVSS X8, (R14)
 	ADDQ $4, R14
 	DECQ R13
