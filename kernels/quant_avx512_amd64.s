@@ -817,17 +817,18 @@ q5kloop:
 	VZEROUPPER
 	RET
 
-// Q3_K row-run dot. A value's code is c = u - 4 with u = its two low bits
-// plus 4 when its hmask bit is set (0..7): u is unpacked like Q5_K's
-// codes (a broadcast qs chunk shifted by 2s and 2s+2 bits in its two
-// halves, masked to two bits, 4 added under a VPTESTMB mask of hmask) and
-// multiplied with the activations by VPMADDUBSW; the scales (6 bits minus
-// 32, spread over the words by q6kIdx as in Q6_K) are applied by
-// VPDPWSSD; the offset term -4·Σ_j scale_j·bsums_j, one VPMADDWD of the
-// scales with the activations' bsums times -4 (VPMULLW, Y12), starts the
-// block's one integer accumulator. The
+// Q3_K dots. A value's code is c = u - 4 with u = its two low bits plus 4
+// when its hmask bit is set (0..7). The eight-token dot (dotQ3Kx8AVX512)
+// unpacks u like Q5_K's codes (a broadcast qs chunk shifted by 2s and
+// 2s+2 bits in its two halves, masked to two bits, 4 added under a
+// VPTESTMB mask of hmask) and multiplies it with the activations by
+// VPMADDUBSW; the scales (6 bits minus 32, spread over the words by q6kIdx
+// as in Q6_K) are applied by VPDPWSSD; the offset term
+// -4·Σ_j scale_j·bsums_j, one VPMADDWD of the scales with the
+// activations' bsums, starts the block's integer accumulator. The
 // integer lanes are exact; they are converted and accumulated with
-// f16(d)·x.D into float lanes, reduced once per row.
+// f16(d)·x.D into float lanes. The row-run dot (dotQ3KRowsAVX512, below)
+// leaves the codes of half the sub-blocks scaled by 4 to save the shifts.
 
 // q3kShift holds the word shifts that bring the two-bit codes of values
 // 32s.. (lower 32 bytes) and 32(s+1).. (upper) to bits 0-1: s = 0, then
@@ -944,10 +945,12 @@ GLOBL q3kSc0f<>(SB), RODATA|NOPTR, $16
 
 // Q3K_PAIR multiplies the 64 values of one half of a broadcast qs chunk
 // (q: the chunk, or the chunk shifted right by 4 bits) with their
-// activations at xoff(DI): the codes of the lower 32 bytes are bits 0-1
-// (u), of the upper 32 bytes bits 2-3 (4u), which Z15 (3, then 12)
-// selects; Z14 (4, then 16) is added under the hmask bits (hmask
-// broadcast in Z4, bit selects the chunk's bits); sc holds the scales.
+// activations at xoff(DI). The codes of the lower 32 bytes are bits 0-1
+// of q (u), those of the upper 32 bytes bits 2-3 (4u), which Z15 (3, then
+// 12) selects without a per-half shift; Z14 (4, then 16) is added under
+// the hmask bits (hmask broadcast in Z4; bit selects the chunk's bits,
+// q5kBit as in Q5_K). sc holds the scales, those of the lower halves
+// times 4, so every product carries the factor 4.
 #define Q3K_PAIR(q, xoff, bit, sc, acc) \
 	VPANDD     Z15, q, Z2 \
 	VPTESTMB   bit, Z4, K1 \
@@ -955,10 +958,10 @@ GLOBL q3kSc0f<>(SB), RODATA|NOPTR, $16
 	VPMADDUBSW xoff(DI), Z2, Z2 \
 	VPDPWSSD   sc, Z2, acc
 
-// Constants of dotQ3KRowsAVX512: the code masks and hmask increments of
-// the two halves of a chunk (q3kLoHi: 3 and 4 in the lower 32 bytes, 12
-// and 16 in the upper), and the word shifts that scale by 4 the scales
-// of the lower halves (sub-blocks 4c and 4c+1).
+// Constants of dotQ3KRowsAVX512: the code masks (q3kMask: 3 in the lower
+// 32 bytes, 12 in the upper) and hmask increments (q3kHigh: 4, then 16) of
+// a chunk's two halves, and the word shifts that multiply by 4 the scales
+// of the lower halves (sub-blocks 4c and 4c+1 of chunk c; q3kScX4).
 DATA q3kMask<>+0(SB)/8, $0x0303030303030303
 DATA q3kMask<>+8(SB)/8, $0x0303030303030303
 DATA q3kMask<>+16(SB)/8, $0x0303030303030303
@@ -984,6 +987,37 @@ DATA q3kScX4<>+24(SB)/8, $0x0000000000020002
 GLOBL q3kScX4<>(SB), RODATA|NOPTR, $32
 
 // func dotQ3KRowsAVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32)
+//
+// For each of rows consecutive weight rows of nb blocks at w, out[r] is
+// its dot with the nb blocks at x (nb, rows >= 1). Per block: the 16
+// scales are decoded in general registers (Q3K_SCALESGP), the lower
+// halves' scaled by 4 (VPSLLVW) and spread by four VPERMW; the offset
+// term -16·Σ_j scale_j·bsums_j (the scales times -16 by VPMULLW: bsums
+// times 16 could leave int16) starts the integer accumulator Z9; each
+// qs chunk is broadcast once and used unshifted and shifted right by 4
+// (Q3K_PAIR twice), so a block has two immediate shifts instead of four
+// variable ones. Every integer lane is 4 times the exact sum (below 2^26
+// and a multiple of 4, so still converted exactly); f16(d) is converted
+// from memory with the three f16 before it (the load ends at the block's
+// end) and d·x.D broadcast from the stack into the FMA, as in Q4_K; the
+// row's sum is multiplied by 1/4 at the end, which is exact, so the
+// result is bit for bit that of unscaled lanes (checked against the
+// kernel before this scheme on random blocks, 1-22 blocks a row).
+//
+// Measured on the 2-vCPU Zen 4 EPYC (shared; medians of interleaved
+// runs, GB/cpu-s): BenchmarkQuantRows/Q3_K/avx512 15.8 -> 17.9 (Q4_K 22);
+// BenchmarkMatVecStream/Q3_K/2048x5632/t1 15.4 -> 17.1 with Q4_K at 20.9
+// (0.74x -> 0.82x), before the f16 step, which added 2% in QuantRows.
+// Each part of the block costs about what its instructions say (leaving
+// out the VPERMWs gained 13%, the hmask VPTESTMB+VPADDB 16%, the float
+// steps 11%). What did not pay: a second integer accumulator (-5%),
+// folding the 16 lanes to 8 before the conversion (-5%), the hmask bits
+// joined by VPTERNLOGD after two variable shifts of hmask instead of the
+// masks (-1%), VPSHUFB or VPERMD in place of VPERMW (at most +4%, before
+// the extra shuffle that would gather the scales for them), and a 64-byte
+// qs load with the activations loaded to match by VINSERTI64X4 (-7%).
+// With activations reordered once per product to match that load (no
+// inserts; timing only) the block was 5% faster.
 TEXT ·dotQ3KRowsAVX512(SB), NOSPLIT, $16-40
 	MOVQ w+0(FP), SI
 	MOVQ x+8(FP), R11
