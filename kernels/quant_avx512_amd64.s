@@ -1016,8 +1016,10 @@ GLOBL q3kScX4<>(SB), RODATA|NOPTR, $32
 // masks (-1%), VPSHUFB or VPERMD in place of VPERMW (at most +4%, before
 // the extra shuffle that would gather the scales for them), and a 64-byte
 // qs load with the activations loaded to match by VINSERTI64X4 (-7%).
-// With activations reordered once per product to match that load (no
-// inserts; timing only) the block was 5% faster.
+// With the activations reordered to match that load once per product
+// (a prep, as for the Q8_0 partners) and per call on the stack for rows,
+// the kernel alone was 3-5% faster but BenchmarkQuantRows only 1.5%, and
+// the one-row calls would need the VINSERTI64X4 form (-5%): not kept.
 TEXT ·dotQ3KRowsAVX512(SB), NOSPLIT, $16-40
 	MOVQ w+0(FP), SI
 	MOVQ x+8(FP), R11
