@@ -117,23 +117,16 @@ const (
 // each, twice. The group's eight scales as float32 take 32 bytes more.
 const q80XsGroupBytes = 384
 
-// q80GroupBytes is the scratch per whole group of eight blocks of the
-// Q8_0-partner row-run dots: the reordered activations (q80XsGroupBytes)
-// and the eight activation scales as float32 spread four lanes each (64
-// bytes per four blocks), which Q5_0's kernel multiplies with its scales
-// spread the same way.
-const q80GroupBytes = q80XsGroupBytes + 128
-
 // q80ScrBytes is the scratch of the Q8_0-partner row-run dots for rows of
 // nb blocks (q80PrepAVX512's layout): 64 bytes to align it, then every
 // whole group's activations and then its scales.
-func q80ScrBytes(nb int) int { return 64 + nb/8*(q80GroupBytes+32) }
+func q80ScrBytes(nb int) int { return 64 + nb/8*(q80XsGroupBytes+32) }
 
 // The stack arrays of rows, q80ScrBytes of the three widths.
 const (
-	q80ScrTiny  = 64 + q80RowsTinyBlocks/8*(q80GroupBytes+32)
-	q80ScrSmall = 64 + q80RowsSmallBlocks/8*(q80GroupBytes+32)
-	q80ScrLarge = 64 + q80RowsMaxBlocks/8*(q80GroupBytes+32)
+	q80ScrTiny  = 64 + q80RowsTinyBlocks/8*(q80XsGroupBytes+32)
+	q80ScrSmall = 64 + q80RowsSmallBlocks/8*(q80XsGroupBytes+32)
+	q80ScrLarge = 64 + q80RowsMaxBlocks/8*(q80XsGroupBytes+32)
 )
 
 // q80PrepLen is the dots.prepLen of the Q8_0-partner row-run dots: the

@@ -263,51 +263,32 @@ GLOBL q5Qs47<>(SB), RODATA|NOPTR, $64
 // steps stay those of the loop that did that work per row, in the same
 // order.
 //
-// Q5_0 needs two word permutes per four blocks, one for the qs bytes
-// (q5Qs03, q5Qs47) and one (q5Sc03, q5Sc47) that spreads the four f16
-// scales four words each, so that one conversion gives them spread four
-// lanes each (the activation scales are stored spread too). Its fifth
-// bits become byte masks in general registers (Q5R); the loop is bound
-// by its vector instructions, and from cache (BenchmarkQuantRows, quiet,
-// interleaved) that was 25.3 GB/s against 24.2 for byte shuffles and
-// VPTESTMB in vector registers (18 vector instructions per four blocks
-// against 13), 25.5 for a store of the permuted qh words reloaded by
-// KMOVQ, and 23.3 for VMOVQ/VPEXTRQ of them into general registers; with
-// no fifth bits at all the loop would do 30.4.
-
-// q5Sc03 and q5Sc47 spread the scale words of blocks 0-3 and 4-7 of eight
-// 22-byte blocks four words each, out of the same windows as q5Qs03 and
-// q5Qs47.
-DATA q5Sc03<>+0(SB)/8, $0x0000000000000000
-DATA q5Sc03<>+8(SB)/8, $0x000b000b000b000b
-DATA q5Sc03<>+16(SB)/8, $0x0016001600160016
-DATA q5Sc03<>+24(SB)/8, $0x0021002100210021
-DATA q5Sc03<>+32(SB)/8, $0x0000000000000000
-DATA q5Sc03<>+40(SB)/8, $0x0000000000000000
-DATA q5Sc03<>+48(SB)/8, $0x0000000000000000
-DATA q5Sc03<>+56(SB)/8, $0x0000000000000000
-GLOBL q5Sc03<>(SB), RODATA|NOPTR, $64
-DATA q5Sc47<>+0(SB)/8, $0x000c000c000c000c
-DATA q5Sc47<>+8(SB)/8, $0x0017001700170017
-DATA q5Sc47<>+16(SB)/8, $0x002a002a002a002a
-DATA q5Sc47<>+24(SB)/8, $0x0035003500350035
-DATA q5Sc47<>+32(SB)/8, $0x0000000000000000
-DATA q5Sc47<>+40(SB)/8, $0x0000000000000000
-DATA q5Sc47<>+48(SB)/8, $0x0000000000000000
-DATA q5Sc47<>+56(SB)/8, $0x0000000000000000
-GLOBL q5Sc47<>(SB), RODATA|NOPTR, $64
+// Q5_0's eight blocks (176 bytes) come from three overlapping loads (0,
+// 64 and 112). Its eight scales are picked by two merge-masked two-table
+// permutes (VPERMI2W under K2 and K3, q5ScIdx) into one register and
+// then converted, multiplied and spread as Q4_0's are; its qs bytes by
+// one permute per four blocks (q5Qs03, q5Qs47). Its fifth bits become
+// the byte masks under which 16 is added to the codes in general
+// registers (Q5MASKS): the loop is bound by its vector instructions.
+// From cache (BenchmarkQuantRows/Q5_0/avx512, interleaved), against 24.2
+// GB/s for the byte shuffles and VPTESTMBs in vector registers that made
+// the masks before: 25.3 with the masks from general registers but the
+// scales spread by a permute per four blocks, 26.9 as it is; 25.5 for a
+// store of the permuted qh words reloaded by KMOVQ, and 23.3 for
+// VMOVQ/VPEXTRQ of them into general registers. With no fifth bits at
+// all the loop would do 30.4.
 
 // Q80SCR takes the scratch of a Q8_0-partner row-run dot (its last
 // argument, which q80PrepAVX512 fills) in R8 and nb in R12 and leaves in
 // R8 the activations of every whole group of eight blocks (aligned up to
-// 64 bytes), 512 bytes a group, and in R9 their scales as float32, after
-// them.
+// 64 bytes) and in R9 their scales as float32, after them.
 #define Q80SCR \
 	ADDQ $63, R8 \
 	ANDQ $-64, R8 \
 	MOVQ R12, R9 \
 	SHRQ $3, R9 \
-	SHLQ $9, R9 \
+	LEAQ (R9)(R9*2), R9 \
+	SHLQ $7, R9 \
 	ADDQ R8, R9
 
 // func q80PrepAVX512(x *quant.BlockQ8_0, nb int, off uint32, scr *byte)
@@ -316,11 +297,9 @@ GLOBL q5Sc47<>(SB), RODATA|NOPTR, $64
 // dots once per product instead of once per call: for every whole group
 // of eight of the nb blocks at x, Q80N_X's xl, xh and offset lanes
 // (offset o in every byte of off) of blocks 0-3 and then of blocks 4-7,
-// 384 bytes, and the group's eight scales as float32 spread four lanes
-// each (Q5_0's), 128 bytes, 512 bytes a group; after all groups their
-// eight scales as float32, 32 bytes a group (the others'), into scr
-// (Q80SCR's layout). The kernels read them as they are; the tail of a
-// row (nb%8 blocks) takes its activations from x.
+// 384 bytes a group, and then the group's eight scales as float32, 32
+// bytes a group, into scr (Q80SCR's layout). The kernels read both as
+// they are; the tail of a row (nb%8 blocks) takes its activations from x.
 TEXT ·q80PrepAVX512(SB), NOSPLIT, $0-32
 	MOVQ x+0(FP), R11
 	MOVQ nb+8(FP), R12
@@ -329,8 +308,6 @@ TEXT ·q80PrepAVX512(SB), NOSPLIT, $0-32
 	VPXORD Z24, Z24, Z24
 	MOVQ scr+24(FP), R8
 	Q80SCR
-	VMOVDQU64 iq4xsQuad<>+0(SB), Z16
-	VMOVDQU64 iq4xsQuad<>+64(SB), Z17
 	MOVQ R11, DI
 	MOVQ R8, BX
 	MOVQ R12, CX
@@ -355,12 +332,8 @@ prep:
 	VPINSRW   $7, 238(DI), X2, X2
 	VCVTPH2PS X2, Y2
 	VMOVUPS   Y2, (R9)
-	VPERMPS   Z2, Z16, Z3
-	VPERMPS   Z2, Z17, Z4
-	VMOVDQA64 Z3, 384(BX)
-	VMOVDQA64 Z4, 448(BX)
 	ADDQ $272, DI
-	ADDQ $512, BX
+	ADDQ $384, BX
 	ADDQ $32, R9
 	DECQ CX
 	JNZ  prep
@@ -368,57 +341,54 @@ prepdone:
 	VZEROUPPER
 	RET
 
-// Q5R accumulates four Q5_0 blocks, the first at boff(SI), into the
-// float lanes of Z0: tab1 and tab2 hold the 128 bytes of the row around
-// them, their qs words picked by qidx, their scale words by sidx (scale
-// of block j at words 4j-4j+3); their fifth bits, gathered in general
-// registers (two blocks' qh per quadword, PEXT of its low or high
-// halves), are the byte masks K1 (values 0-15) and K5 (16-31) under which
-// 16 (Z12) is added to the codes; the offset lanes and the activations
-// from xoff(BX) and dx spread four lanes each from dxoff(BX)
-// (q80PrepAVX512's layout). tab1 is overwritten. Clobbers AX, DX, R9,
-// R10, Z2, Z3, Z8, Z10, Z14, K1, K5.
-#define Q5R(boff, tab1, tab2, qidx, sidx, xoff, dxoff) \
-	MOVL        boff+2(SI), AX \
-	MOVL        boff+24(SI), R9 \
-	SHLQ        $32, R9 \
-	ORQ         R9, AX \
-	MOVL        boff+46(SI), R9 \
-	MOVL        boff+68(SI), R10 \
-	SHLQ        $32, R10 \
-	ORQ         R10, R9 \
-	PEXTQ       q5QhLo<>(SB), AX, R10 \
-	PEXTQ       q5QhLo<>(SB), R9, DX \
-	SHLQ        $32, DX \
-	ORQ         DX, R10 \
-	KMOVQ       R10, K1 \
-	PEXTQ       q5QhHi<>(SB), AX, R10 \
-	PEXTQ       q5QhHi<>(SB), R9, DX \
-	SHLQ        $32, DX \
-	ORQ         DX, R10 \
-	KMOVQ       R10, K5 \
-	VMOVDQA64   tab1, Z10 \
-	VPERMT2W    tab2, sidx, Z10 \
-	VPERMT2W    tab2, qidx, tab1 \
-	VPSRLW      $4, tab1, Z3 \
-	VPANDD      Z15, tab1, Z2 \
-	VPANDD      Z15, Z3, Z3 \
-	VPADDB      Z12, Z2, K1, Z2 \
-	VPADDB      Z12, Z3, K5, Z3 \
-	VCVTPH2PS   Y10, Z8 \
-	VMULPS      dxoff(BX), Z8, Z8 \
-	VMOVDQA64   xoff+128(BX), Z14 \
-	VPDPBUSD    xoff(BX), Z2, Z14 \
-	VPDPBUSD    xoff+64(BX), Z3, Z14 \
-	VCVTDQ2PS   Z14, Z14 \
-	VFMADD231PS Z8, Z14, Z0
-
 // q5QhLo and q5QhHi pick the low and the high halves of the two qh
 // words in a quadword.
 DATA q5QhLo<>+0(SB)/8, $0x0000ffff0000ffff
 GLOBL q5QhLo<>(SB), RODATA|NOPTR, $8
 DATA q5QhHi<>+0(SB)/8, $0xffff0000ffff0000
 GLOBL q5QhHi<>(SB), RODATA|NOPTR, $8
+
+// Q5MASKS leaves the fifth bits of the four Q5_0 blocks at boff(SI) as
+// the byte masks K1 (values 0-15 of each block, one block per 16 bits)
+// and K5 (values 16-31): two blocks' qh words per quadword, and PEXT of
+// their low or high halves. Clobbers AX, DX, DI, R9.
+#define Q5MASKS(boff) \
+	MOVL        boff+2(SI), AX \
+	MOVL        boff+24(SI), R9 \
+	SHLQ        $32, R9 \
+	ORQ         R9, AX \
+	MOVL        boff+46(SI), R9 \
+	MOVL        boff+68(SI), DX \
+	SHLQ        $32, DX \
+	ORQ         DX, R9 \
+	PEXTQ       q5QhLo<>(SB), AX, DI \
+	PEXTQ       q5QhLo<>(SB), R9, DX \
+	SHLQ        $32, DX \
+	ORQ         DX, DI \
+	KMOVQ       DI, K1 \
+	PEXTQ       q5QhHi<>(SB), AX, DI \
+	PEXTQ       q5QhHi<>(SB), R9, DX \
+	SHLQ        $32, DX \
+	ORQ         DX, DI \
+	KMOVQ       DI, K5
+
+// Q5CODES leaves in Z2 and Z3 the codes of the four blocks whose qs words
+// qidx picks out of tab1 and tab2 (overwriting tab1), 16 added under K1
+// and K5.
+#define Q5CODES(tab1, tab2, qidx) \
+	VPERMT2W    tab2, qidx, tab1 \
+	VPSRLW      $4, tab1, Z3 \
+	VPANDD      Z15, tab1, Z2 \
+	VPANDD      Z15, Z3, Z3 \
+	VPADDB      Z12, Z2, K1, Z2 \
+	VPADDB      Z12, Z3, K5, Z3
+
+// q5ScIdx picks the scale words of blocks 0-3 of eight 22-byte blocks
+// out of bytes 0-127 (words 0-3, under K2) and of blocks 4-7 out of bytes
+// 64-127 and 112-175 (words 4-7, under K3).
+DATA q5ScIdx<>+0(SB)/8, $0x00210016000b0000
+DATA q5ScIdx<>+8(SB)/8, $0x0035002a0017000c
+GLOBL q5ScIdx<>(SB), RODATA|NOPTR, $16
 
 // Q80N_DOT accumulates the codes in Z2 and Z3 times the activations xl
 // and xh, from the offset lanes on, exactly into Z14, and then into the
@@ -481,7 +451,7 @@ q40l:
 	Q80N_SPLIT(Z5)
 	Q80N_DOT(192(BX), 256(BX), 320(BX), Z26, Z0)
 	ADDQ $144, SI
-	ADDQ $512, BX
+	ADDQ $384, BX
 	ADDQ $32, R10
 	DECQ CX
 	JNZ  q40l
@@ -516,21 +486,31 @@ TEXT ·dotQ5_0RowsAVX512(SB), NOSPLIT, $0-48
 	VPBROADCASTD AX, Z12
 	VMOVDQU64 q5Qs03<>(SB), Z18
 	VMOVDQU64 q5Qs47<>(SB), Z19
-	VMOVDQU64 q5Sc03<>(SB), Z23
-	VMOVDQU64 q5Sc47<>(SB), Z11
+	VBROADCASTI32X4 q5ScIdx<>(SB), Z23
+	MOVL $0x0f, AX
+	KMOVD AX, K2
+	MOVL $0xf0, AX
+	KMOVD AX, K3
 	MOVQ scr+40(FP), R8
 	Q80ROWS_SETUP
 q50row:
+	// Q5MASKS takes R9 and DI, so the scales' address is made again
+	// for every row (R10, as Q80SCR makes R9) and DI after the loop.
 	TESTQ R13, R13
 	JZ   q50end
 	MOVQ R11, DI
+	MOVQ R12, R10
+	SHRQ $3, R10
+	LEAQ (R10)(R10*2), R10
+	SHLQ $7, R10
+	ADDQ R8, R10
 	MOVQ R8, BX
 	MOVQ R12, CX
 	VPXORD Z0, Z0, Z0
 	CMPQ CX, $8
 	JLT  q50tail
 q50loop8:
-	Q80GROUPS
+	SHRQ $3, CX
 q50l:
 	PREFETCHT0 5632(SI)
 	PREFETCHT0 (5632+64)(SI)
@@ -538,12 +518,28 @@ q50l:
 	VMOVDQU64 0(SI), Z4
 	VMOVDQU64 64(SI), Z5
 	VMOVDQU64 112(SI), Z6
-	Q5R(0, Z4, Z5, Z18, Z23, 0, 384)
-	Q5R(88, Z5, Z6, Z19, Z11, 192, 448)
+	VMOVDQA64 Z23, Z10
+	VPERMI2W  Z5, Z4, K2, Z10
+	VPERMI2W  Z6, Z5, K3, Z10
+	VCVTPH2PS X10, Y1
+	VMULPS    (R10), Y1, Y1
+	VPERMPS   Z1, Z16, Z25
+	VPERMPS   Z1, Z17, Z26
+	Q5MASKS(0)
+	Q5CODES(Z4, Z5, Z18)
+	Q80N_DOT(0(BX), 64(BX), 128(BX), Z25, Z0)
+	Q5MASKS(88)
+	Q5CODES(Z5, Z6, Z19)
+	Q80N_DOT(192(BX), 256(BX), 320(BX), Z26, Z0)
 	ADDQ $176, SI
-	ADDQ $512, BX
+	ADDQ $384, BX
+	ADDQ $32, R10
 	DECQ CX
 	JNZ  q50l
+	MOVQ R12, CX
+	SHRQ $3, CX
+	IMUL3Q $272, CX, DI
+	ADDQ R11, DI
 	MOVQ R12, CX
 	ANDQ $7, CX
 	VEXTRACTF64X4 $1, Z0, Y1
@@ -603,7 +599,7 @@ iq4nll:
 	Q80N_SPLITNL(Z5)
 	Q80N_DOT(192(BX), 256(BX), 320(BX), Z26, Z0)
 	ADDQ $144, SI
-	ADDQ $512, BX
+	ADDQ $384, BX
 	ADDQ $32, R10
 	DECQ CX
 	JNZ  iq4nll
