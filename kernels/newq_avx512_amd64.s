@@ -215,17 +215,17 @@ GLOBL q5Qs47<>(SB), RODATA|NOPTR, $64
 	VPDPBUSD     xh, Z13, on \
 	VPSUBD       on, Z24, on
 
-// Q80N_LOAD18 loads the eight 18-byte blocks at SI (Q4_0, IQ4_NL) once,
-// in three overlapping 64-byte loads (bytes 0-63, 64-127 and 80-143), and
-// leaves dw·dx of blocks 0-3 in Z25 and of blocks 4-7 in Z26, spread
-// four lanes each (dx from (R10)), and their qs words, picked out of the
-// loaded registers, in Z4 (blocks 0-3) and Z5 (4-7). Against two 64-byte
-// loads per permute (six per eight blocks, the scales' and each four
-// blocks' own), from cache (BenchmarkQuantRows, Q4_0, quiet, interleaved)
+// Q80N_LOAD18 loads the eight 18-byte blocks at SI (Q4_0, IQ4_NL) once, in
+// three overlapping 64-byte loads (bytes 0-63, 64-127 and 80-143), and
+// leaves dw·dx of blocks 0-3 in Z25 and of blocks 4-7 in Z26, spread four
+// lanes each (dx from (R10)), and their qs words, picked out of the loaded
+// registers, in Z4 (blocks 0-3) and Z5 (4-7). Against two 64-byte loads
+// per permute (six per eight blocks, the scales' and each four blocks'
+// own), from cache (BenchmarkQuantRows, Q4_0, interleaved, on a Zen 4 VM)
 // that was 32.5 GB/s against 29. A 16-byte load of bytes 128-143 instead
 // of the one at 80 made streaming from DRAM a third slower
-// (BenchmarkMatVecStream, 14 GB/s against 21), for a reason not
-// pinned down. Clobbers Z1, Z6, Z10.
+// (BenchmarkMatVecStream, 14 GB/s against 21), for a reason not pinned
+// down. Clobbers Z1, Z6, Z10.
 #define Q80N_LOAD18 \
 	VMOVDQU64 0(SI), Z4 \
 	VMOVDQU64 64(SI), Z5 \
@@ -263,20 +263,20 @@ GLOBL q5Qs47<>(SB), RODATA|NOPTR, $64
 // steps stay those of the loop that did that work per row, in the same
 // order.
 //
-// Q5_0's eight blocks (176 bytes) come from three overlapping loads (0,
-// 64 and 112). Its eight scales are picked by two merge-masked two-table
-// permutes (VPERMI2W under K2 and K3, q5ScIdx) into one register and
-// then converted, multiplied and spread as Q4_0's are; its qs bytes by
-// one permute per four blocks (q5Qs03, q5Qs47). Its fifth bits become
-// the byte masks under which 16 is added to the codes in general
-// registers (Q5MASKS): the loop is bound by its vector instructions.
-// From cache (BenchmarkQuantRows/Q5_0/avx512, interleaved), against 24.2
-// GB/s for the byte shuffles and VPTESTMBs in vector registers that made
-// the masks before: 25.3 with the masks from general registers but the
-// scales spread by a permute per four blocks, 26.9 as it is; 25.5 for a
-// store of the permuted qh words reloaded by KMOVQ, and 23.3 for
-// VMOVQ/VPEXTRQ of them into general registers. With no fifth bits at
-// all the loop would do 30.4.
+// Q5_0's eight blocks (176 bytes) come from three overlapping loads (0, 64
+// and 112). Its eight scales are picked by two merge-masked two-table
+// permutes (VPERMI2W under K2 and K3, q5ScIdx) into one register and then
+// converted, multiplied and spread as Q4_0's are; its qs bytes by one
+// permute per four blocks (q5Qs03, q5Qs47). Its fifth bits become the byte
+// masks under which 16 is added to the codes in general registers
+// (Q5MASKS): the loop is bound by its vector instructions. From cache
+// (BenchmarkQuantRows/Q5_0/avx512, interleaved, on a Zen 4 VM with 512-bit
+// instructions in two halves), against 24.2 GB/s for the byte shuffles and
+// VPTESTMBs in vector registers that made the masks before: 25.3 with the
+// masks from general registers but the scales spread by a permute per four
+// blocks, 26.9 as it is; 25.5 for a store of the permuted qh words
+// reloaded by KMOVQ, and 23.3 for VMOVQ/VPEXTRQ of them into general
+// registers. With no fifth bits at all the loop would do 30.4.
 
 // Q80SCR takes the scratch of a Q8_0-partner row-run dot (its last
 // argument, which q80PrepAVX512 fills) in R8 and nb in R12 and leaves in
