@@ -106,13 +106,13 @@ GLOBL iq4Shifted<>(SB), RODATA|NOPTR, $32
 
 // The Q8_0-partner row-run dots (Q4_0, Q5_0, IQ4_NL) take one row at a
 // time and eight blocks per iteration, four blocks per 512-bit register
-// (see Q80N_LOAD18 and Q5R below); the last nb%8 blocks go one at a time. A row's
-// result does not depend on its neighbours: every row of a run equals the
-// one-token dot (a run of one). Two rows in lockstep, which share the
-// activation work, were faster from cache but slower from memory: with
-// weights streamed from DRAM (BenchmarkMatVecStream, a decode step's
-// case) two rows at a time gave 12.1 GB/cpu-s for Q4_0 against 15.9 one
-// row at a time, and 10.0 against 15.4 for IQ4_XS.
+// (see Q80N_LOAD18 and Q5MASKS below); the last nb%8 blocks go one at a
+// time. A row's result does not depend on its neighbours: every row of a
+// run equals the one-token dot (a run of one). Two rows in lockstep, which
+// share the activation work, were faster from cache but slower from
+// memory: with weights streamed from DRAM (BenchmarkMatVecStream, a decode
+// step's case) two rows at a time gave 12.1 GB/cpu-s for Q4_0 against 15.9
+// one row at a time, and 10.0 against 15.4 for IQ4_XS.
 //
 // Their software prefetches run 32 iterations (256 blocks) ahead: against
 // 16, called alternately in one process on weights streamed from DRAM
@@ -125,8 +125,8 @@ GLOBL iq4Shifted<>(SB), RODATA|NOPTR, $32
 // scales are converted to float32 once per product (q80PrepAVX512, into
 // the scratch the caller provides), and a row's eight f16 weight scales,
 // at a stride of the block size, are picked out of the eight blocks'
-// loaded bytes by one two-table word permute (VPERMT2W); Q5_0 picks four
-// at a time, spread, see Q5R.
+// loaded bytes by one two-table word permute (VPERMT2W), or two merge-
+// masked ones for Q5_0's wider blocks (q5ScIdx).
 
 // q80W18Idx picks the scale words of eight 18-byte blocks (Q4_0, IQ4_NL)
 // out of their first 128 bytes.
@@ -143,17 +143,17 @@ GLOBL q80W18Idx<>(SB), RODATA|NOPTR, $64
 // RA addresses the current row.
 #define RA(off) off(SI)
 
-// In the main loops a register of codes holds four blocks, one per
-// 128-bit lane, in their stored order: one word permute (VPERMT2W) picks
-// the 16 qs bytes of each of four blocks out of two loaded 64-byte
-// windows of the row (no load reads past the eight blocks), and the mask and a shift of four split them into the low nibbles
-// (values 0-15 of each block) and the high ones (16-31). The activations
-// are brought into that order instead (Q80N_X): then both nibble halves
-// of a block sit in the same lane as its scale, one integer accumulator
-// takes both VPDPBUSDs, and every four blocks need one conversion and one
-// fused multiply-add, with dw·dx spread four lanes each (before: one per
-// two blocks, and a subtraction); the offset lanes -o·Σx start the
-// accumulator.
+// In the main loops a register of codes holds four blocks, one per 128-bit
+// lane, in their stored order: one word permute (VPERMT2W) picks the 16 qs
+// bytes of each of four blocks out of two loaded 64-byte windows of the
+// row (no load reads past the eight blocks), and the mask and a shift of
+// four split them into the low nibbles (values 0-15 of each block) and the
+// high ones (16-31). The activations are brought into that order instead
+// (Q80N_X): then both nibble halves of a block sit in the same lane as its
+// scale, one integer accumulator takes both VPDPBUSDs, and every four
+// blocks need one conversion and one fused multiply-add, with dw·dx spread
+// four lanes each (before: one per two blocks, and a subtraction); the
+// offset lanes -o·Σx start the accumulator.
 
 // q4Qs03 and q4Qs47 pick the qs words of blocks 0-3 out of bytes 0-127 of
 // eight 18-byte blocks (Q4_0, IQ4_NL) and of blocks 4-7 out of bytes
