@@ -300,9 +300,11 @@ func BenchmarkMatVecStream(b *testing.B) {
 func benchMatVecStream(b *testing.B, t tensor.Type, cols, rows, threads, total int) {
 	w := benchMatrix(b, t, cols, rows)
 	ms := make([]Matrix, max(1, total/len(w.Data)))
+	mem := weightMemory(b, len(ms)*len(w.Data))
 	for i := range ms {
 		ms[i] = w
-		ms[i].Data = append([]byte(nil), w.Data...)
+		ms[i].Data = mem[i*len(w.Data) : (i+1)*len(w.Data) : (i+1)*len(w.Data)]
+		copy(ms[i].Data, w.Data)
 	}
 	x := randF32(rand.New(rand.NewPCG(7, 7)), cols, 1)
 	out := make([]float32, rows)

@@ -11,7 +11,7 @@ func detect() features {
 	return features{
 		avx2: c.Supports(cpuid.AVX, cpuid.AVX2, cpuid.FMA3, cpuid.F16C),
 		avx512: c.Supports(cpuid.AVX512F, cpuid.AVX512BW, cpuid.AVX512VL,
-			cpuid.AVX512VNNI),
+			cpuid.AVX512VNNI, cpuid.BMI2),
 		neon:    c.Supports(cpuid.ASIMD, cpuid.FP),
 		dotprod: c.Supports(cpuid.ASIMDDP),
 		i8mm:    c.Supports(cpuid.I8MM),

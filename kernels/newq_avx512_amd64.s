@@ -106,13 +106,13 @@ GLOBL iq4Shifted<>(SB), RODATA|NOPTR, $32
 
 // The Q8_0-partner row-run dots (Q4_0, Q5_0, IQ4_NL) take one row at a
 // time and eight blocks per iteration, four blocks per 512-bit register
-// (see Q80N_NIB below); the last nb%8 blocks go one at a time. A row's
-// result does not depend on its neighbours: every row of a run equals the
-// one-token dot (a run of one). Two rows in lockstep, which share the
-// activation work, were faster from cache but slower from memory: with
-// weights streamed from DRAM (BenchmarkMatVecStream, a decode step's
-// case) two rows at a time gave 12.1 GB/cpu-s for Q4_0 against 15.9 one
-// row at a time, and 10.0 against 15.4 for IQ4_XS.
+// (see Q80N_LOAD18 and Q5MASKS below); the last nb%8 blocks go one at a
+// time. A row's result does not depend on its neighbours: every row of a
+// run equals the one-token dot (a run of one). Two rows in lockstep, which
+// share the activation work, were faster from cache but slower from
+// memory: with weights streamed from DRAM (BenchmarkMatVecStream, a decode
+// step's case) two rows at a time gave 12.1 GB/cpu-s for Q4_0 against 15.9
+// one row at a time, and 10.0 against 15.4 for IQ4_XS.
 //
 // Their software prefetches run 32 iterations (256 blocks) ahead: against
 // 16, called alternately in one process on weights streamed from DRAM
@@ -123,11 +123,10 @@ GLOBL iq4Shifted<>(SB), RODATA|NOPTR, $32
 // Scales, which were a third of the time when gathered word by word
 // (VPINSRW, or scalar loads joined in general registers): the activation
 // scales are converted to float32 once per product (q80PrepAVX512, into
-// the scratch the caller provides), and a row's eight f16 weight scales, at a stride of
-// the block size, are picked out of the eight blocks' bytes by one
-// two-table word permute (VPERMT2W) of two 64-byte loads (no load passes
-// the eight blocks; Q5_0 picks its scales with its fifth bits, see
-// Q5R).
+// the scratch the caller provides), and a row's eight f16 weight scales,
+// at a stride of the block size, are picked out of the eight blocks'
+// loaded bytes by one two-table word permute (VPERMT2W), or two merge-
+// masked ones for Q5_0's wider blocks (q5ScIdx).
 
 // q80W18Idx picks the scale words of eight 18-byte blocks (Q4_0, IQ4_NL)
 // out of their first 128 bytes.
@@ -144,29 +143,22 @@ GLOBL q80W18Idx<>(SB), RODATA|NOPTR, $64
 // RA addresses the current row.
 #define RA(off) off(SI)
 
-// W8_18 converts the f16 scales of the eight 18-byte blocks at row(0)
-// into the float32 lanes of dst. Clobbers Z10.
-#define W8_18(row, dst) \
-	VMOVDQU64 row(0), Z10 \
-	VPERMT2W  row(64), Z21, Z10 \
-	VCVTPH2PS X10, dst
-
-// In the main loops a register of codes holds four blocks, one per
-// 128-bit lane, in their stored order: one word permute (VPERMT2W) picks
-// the 16 qs bytes of each of four blocks out of a 128-byte window of the
-// row, and the mask and a shift of four split them into the low nibbles
-// (values 0-15 of each block) and the high ones (16-31). The activations
-// are brought into that order instead (Q80N_X): then both nibble halves
-// of a block sit in the same lane as its scale, one integer accumulator
-// takes both VPDPBUSDs, and every four blocks need one conversion and one
-// fused multiply-add, with dw·dx spread four lanes each (before: one per
-// two blocks, and a subtraction); the offset lanes -o·Σx start the
-// accumulator.
+// In the main loops a register of codes holds four blocks, one per 128-bit
+// lane, in their stored order: one word permute (VPERMT2W) picks the 16 qs
+// bytes of each of four blocks out of two loaded 64-byte windows of the
+// row (no load reads past the eight blocks), and the mask and a shift of
+// four split them into the low nibbles (values 0-15 of each block) and the
+// high ones (16-31). The activations are brought into that order instead
+// (Q80N_X): then both nibble halves of a block sit in the same lane as its
+// scale, one integer accumulator takes both VPDPBUSDs, and every four
+// blocks need one conversion and one fused multiply-add, with dw·dx spread
+// four lanes each (before: one per two blocks, and a subtraction); the
+// offset lanes -o·Σx start the accumulator.
 
 // q4Qs03 and q4Qs47 pick the qs words of blocks 0-3 out of bytes 0-127 of
 // eight 18-byte blocks (Q4_0, IQ4_NL) and of blocks 4-7 out of bytes
-// 16-143; q5Qs03 and q5Qs47 those of eight 22-byte blocks (Q5_0) out of
-// bytes 0-127 and 48-175.
+// 64-127 and 80-143; q5Qs03 and q5Qs47 those of eight 22-byte blocks
+// (Q5_0) out of bytes 0-127 and 64-175 (the loads at 64 and 112).
 DATA q4Qs03<>+0(SB)/8, $0x0004000300020001
 DATA q4Qs03<>+8(SB)/8, $0x0008000700060005
 DATA q4Qs03<>+16(SB)/8, $0x000d000c000b000a
@@ -177,7 +169,7 @@ DATA q4Qs03<>+48(SB)/8, $0x001f001e001d001c
 DATA q4Qs03<>+56(SB)/8, $0x0023002200210020
 GLOBL q4Qs03<>(SB), RODATA|NOPTR, $64
 
-DATA q4Qs47<>+0(SB)/8, $0x0020001f001e001d
+DATA q4Qs47<>+0(SB)/8, $0x0020000700060005
 DATA q4Qs47<>+8(SB)/8, $0x0024002300220021
 DATA q4Qs47<>+16(SB)/8, $0x0029002800270026
 DATA q4Qs47<>+24(SB)/8, $0x002d002c002b002a
@@ -197,10 +189,10 @@ DATA q5Qs03<>+48(SB)/8, $0x0027002600250024
 DATA q5Qs03<>+56(SB)/8, $0x002b002a00290028
 GLOBL q5Qs03<>(SB), RODATA|NOPTR, $64
 
-DATA q5Qs47<>+0(SB)/8, $0x001a001900180017
-DATA q5Qs47<>+8(SB)/8, $0x001e001d001c001b
-DATA q5Qs47<>+16(SB)/8, $0x0025002400230022
-DATA q5Qs47<>+24(SB)/8, $0x0029002800270026
+DATA q5Qs47<>+0(SB)/8, $0x001200110010000f
+DATA q5Qs47<>+8(SB)/8, $0x0016001500140013
+DATA q5Qs47<>+16(SB)/8, $0x001d001c001b001a
+DATA q5Qs47<>+24(SB)/8, $0x00290028001f001e
 DATA q5Qs47<>+32(SB)/8, $0x0030002f002e002d
 DATA q5Qs47<>+40(SB)/8, $0x0034003300320031
 DATA q5Qs47<>+48(SB)/8, $0x003b003a00390038
@@ -223,41 +215,42 @@ GLOBL q5Qs47<>(SB), RODATA|NOPTR, $64
 	VPDPBUSD     xh, Z13, on \
 	VPSUBD       on, Z24, on
 
-// Q80N_S18 leaves dw·dx of the eight 18-byte blocks at row(0) (dx in Y3)
-// spread four lanes each: blocks 0-3 in s0, 4-7 in s1. Clobbers Z1 and
-// Z10.
-#define Q80N_S18(row, s0, s1) \
-	W8_18(row, Y1) \
-	VMULPS  Y3, Y1, Y1 \
-	VPERMPS Z1, Z16, s0 \
-	VPERMPS Z1, Z17, s1
+// Q80N_LOAD18 loads the eight 18-byte blocks at SI (Q4_0, IQ4_NL) once, in
+// three overlapping 64-byte loads (bytes 0-63, 64-127 and 80-143), and
+// leaves dw·dx of blocks 0-3 in Z25 and of blocks 4-7 in Z26, spread four
+// lanes each (dx from (R10)), and their qs words, picked out of the loaded
+// registers, in Z4 (blocks 0-3) and Z5 (4-7). Against two 64-byte loads
+// per permute (six per eight blocks, the scales' and each four blocks'
+// own), from cache (BenchmarkQuantRows, Q4_0, interleaved, on a Zen 4 VM)
+// that was 32.5 GB/s against 29. A 16-byte load of bytes 128-143 instead
+// of the one at 80 made streaming from DRAM a third slower
+// (BenchmarkMatVecStream, 14 GB/s against 21), for a reason not pinned
+// down. Clobbers Z1, Z6, Z10.
+#define Q80N_LOAD18 \
+	VMOVDQU64 0(SI), Z4 \
+	VMOVDQU64 64(SI), Z5 \
+	VMOVDQU64 80(SI), Z6 \
+	VMOVDQA64 Z4, Z10 \
+	VPERMT2W  Z5, Z21, Z10 \
+	VCVTPH2PS X10, Y1 \
+	VMULPS    (R10), Y1, Y1 \
+	VPERMPS   Z1, Z16, Z25 \
+	VPERMPS   Z1, Z17, Z26 \
+	VPERMT2W  Z5, Z18, Z4 \
+	VPERMT2W  Z6, Z19, Z5
 
-// Q80N_NIB leaves the codes of four blocks in Z2 (low nibbles) and Z3
-// (high): their qs words picked by idx out of bytes win..win+127 of the
-// row.
-#define Q80N_NIB(row, win, idx) \
-	VMOVDQU64 row(win), Z2 \
-	VPERMT2W  row(win+64), idx, Z2 \
-	VPSRLW    $4, Z2, Z3 \
-	VPANDD    Z15, Z2, Z2 \
-	VPANDD    Z15, Z3, Z3
+// Q80N_SPLIT leaves the codes of the four blocks whose qs bytes are in
+// src in Z2 (low nibbles) and Z3 (high).
+#define Q80N_SPLIT(src) \
+	VPSRLW $4, src, Z3 \
+	VPANDD Z15, src, Z2 \
+	VPANDD Z15, Z3, Z3
 
-// Q80N_NL looks the codes up in IQ4_NL's codebook plus 128 (Z11).
-#define Q80N_NL(row, win, idx) \
-	Q80N_NIB(row, win, idx) \
+// Q80N_SPLITNL looks the codes up in IQ4_NL's codebook plus 128 (Z11).
+#define Q80N_SPLITNL(src) \
+	Q80N_SPLIT(src) \
 	VPSHUFB Z2, Z11, Z2 \
 	VPSHUFB Z3, Z11, Z3
-
-// q5QhBit tests bit i%8 of byte i.
-DATA q5QhBit<>+0(SB)/8, $0x8040201008040201
-DATA q5QhBit<>+8(SB)/8, $0x8040201008040201
-DATA q5QhBit<>+16(SB)/8, $0x8040201008040201
-DATA q5QhBit<>+24(SB)/8, $0x8040201008040201
-DATA q5QhBit<>+32(SB)/8, $0x8040201008040201
-DATA q5QhBit<>+40(SB)/8, $0x8040201008040201
-DATA q5QhBit<>+48(SB)/8, $0x8040201008040201
-DATA q5QhBit<>+56(SB)/8, $0x8040201008040201
-GLOBL q5QhBit<>(SB), RODATA|NOPTR, $64
 
 // The three also take the activation work out of their row loops: once
 // per product (a product's rows come in many calls, one per piece of
@@ -268,52 +261,22 @@ GLOBL q5QhBit<>(SB), RODATA|NOPTR, $64
 // and row, four loads, two lane shuffles and two more VPDPBUSDs (the
 // 512-bit ones issue on one port only). The integer lanes and the float
 // steps stay those of the loop that did that work per row, in the same
-// order. Q5_0 needs two word permutes per four blocks: one for the qs
-// bytes (q5Qs03, q5Qs47) and one (q5Hd03, q5Hd47) for both the qh words
-// and the four f16 scales, so its scales cost a 128-bit conversion, a
-// multiply and a spread, and no permute of their own.
-
-// q5Hd03 and q5Hd47 put the two qh words of block j (of four) at words 4
-// and 5 of 128-bit lane j and the four blocks' scale words at words 0-3
-// of lane 0, out of the same windows as q5Qs03 and q5Qs47; q5HdRepL
-// repeats bytes 8 and 9 of each lane (the low nibbles' fifth bits) eight
-// times each, q5HdRepH bytes 10 and 11 (the high ones').
-DATA q5Hd03<>+0(SB)/8, $0x00210016000b0000
-DATA q5Hd03<>+8(SB)/8, $0x0000000000020001
-DATA q5Hd03<>+16(SB)/8, $0x0000000000000000
-DATA q5Hd03<>+24(SB)/8, $0x00000000000d000c
-DATA q5Hd03<>+32(SB)/8, $0x0000000000000000
-DATA q5Hd03<>+40(SB)/8, $0x0000000000180017
-DATA q5Hd03<>+48(SB)/8, $0x0000000000000000
-DATA q5Hd03<>+56(SB)/8, $0x0000000000230022
-GLOBL q5Hd03<>(SB), RODATA|NOPTR, $64
-DATA q5Hd47<>+0(SB)/8, $0x0035002a001f0014
-DATA q5Hd47<>+8(SB)/8, $0x0000000000160015
-DATA q5Hd47<>+16(SB)/8, $0x0000000000000000
-DATA q5Hd47<>+24(SB)/8, $0x0000000000210020
-DATA q5Hd47<>+32(SB)/8, $0x0000000000000000
-DATA q5Hd47<>+40(SB)/8, $0x00000000002c002b
-DATA q5Hd47<>+48(SB)/8, $0x0000000000000000
-DATA q5Hd47<>+56(SB)/8, $0x0000000000370036
-GLOBL q5Hd47<>(SB), RODATA|NOPTR, $64
-DATA q5HdRepL<>+0(SB)/8, $0x0808080808080808
-DATA q5HdRepL<>+8(SB)/8, $0x0909090909090909
-DATA q5HdRepL<>+16(SB)/8, $0x0808080808080808
-DATA q5HdRepL<>+24(SB)/8, $0x0909090909090909
-DATA q5HdRepL<>+32(SB)/8, $0x0808080808080808
-DATA q5HdRepL<>+40(SB)/8, $0x0909090909090909
-DATA q5HdRepL<>+48(SB)/8, $0x0808080808080808
-DATA q5HdRepL<>+56(SB)/8, $0x0909090909090909
-GLOBL q5HdRepL<>(SB), RODATA|NOPTR, $64
-DATA q5HdRepH<>+0(SB)/8, $0x0a0a0a0a0a0a0a0a
-DATA q5HdRepH<>+8(SB)/8, $0x0b0b0b0b0b0b0b0b
-DATA q5HdRepH<>+16(SB)/8, $0x0a0a0a0a0a0a0a0a
-DATA q5HdRepH<>+24(SB)/8, $0x0b0b0b0b0b0b0b0b
-DATA q5HdRepH<>+32(SB)/8, $0x0a0a0a0a0a0a0a0a
-DATA q5HdRepH<>+40(SB)/8, $0x0b0b0b0b0b0b0b0b
-DATA q5HdRepH<>+48(SB)/8, $0x0a0a0a0a0a0a0a0a
-DATA q5HdRepH<>+56(SB)/8, $0x0b0b0b0b0b0b0b0b
-GLOBL q5HdRepH<>(SB), RODATA|NOPTR, $64
+// order.
+//
+// Q5_0's eight blocks (176 bytes) come from three overlapping loads (0, 64
+// and 112). Its eight scales are picked by two merge-masked two-table
+// permutes (VPERMI2W under K2 and K3, q5ScIdx) into one register and then
+// converted, multiplied and spread as Q4_0's are; its qs bytes by one
+// permute per four blocks (q5Qs03, q5Qs47). Its fifth bits become the byte
+// masks under which 16 is added to the codes in general registers
+// (Q5MASKS): the loop is bound by its vector instructions. From cache
+// (BenchmarkQuantRows/Q5_0/avx512, interleaved, on a Zen 4 VM with 512-bit
+// instructions in two halves), against 24.2 GB/s for the byte shuffles and
+// VPTESTMBs in vector registers that made the masks before: 25.3 with the
+// masks from general registers but the scales spread by a permute per four
+// blocks, 26.9 as it is; 25.5 for a store of the permuted qh words
+// reloaded by KMOVQ, and 23.3 for VMOVQ/VPEXTRQ of them into general
+// registers. With no fifth bits at all the loop would do 30.4.
 
 // Q80SCR takes the scratch of a Q8_0-partner row-run dot (its last
 // argument, which q80PrepAVX512 fills) in R8 and nb in R12 and leaves in
@@ -378,35 +341,54 @@ prepdone:
 	VZEROUPPER
 	RET
 
-// Q5R accumulates four Q5_0 blocks of the row at SI (their qs words picked
-// by qidx, their qh and scale words by hidx out of bytes win..win+127)
-// into the float lanes of acc: the codes with their fifth bits added as 16
-// (Z12) where bit i%8 (Z31) of the byte repeated by Z9 (low nibbles) or
-// Z20 (high) is set; the offset lanes and the activations from xoff(BX)
-// (q80PrepAVX512's layout); the four scales converted, times dx at dxoff(R10),
-// spread four lanes each (Z16). Clobbers Z1-Z3, Z8, Z10, Z14, K1, K5.
-#define Q5R(win, qidx, hidx, xoff, dxoff, acc) \
-	VMOVDQU64   win(SI), Z2 \
-	VPERMT2W    win+64(SI), qidx, Z2 \
-	VMOVDQU64   win(SI), Z10 \
-	VPERMT2W    win+64(SI), hidx, Z10 \
-	VPSRLW      $4, Z2, Z3 \
-	VPANDD      Z15, Z2, Z2 \
+// q5QhLo and q5QhHi pick the low and the high halves of the two qh
+// words in a quadword.
+DATA q5QhLo<>+0(SB)/8, $0x0000ffff0000ffff
+GLOBL q5QhLo<>(SB), RODATA|NOPTR, $8
+DATA q5QhHi<>+0(SB)/8, $0xffff0000ffff0000
+GLOBL q5QhHi<>(SB), RODATA|NOPTR, $8
+
+// Q5MASKS leaves the fifth bits of the four Q5_0 blocks at boff(SI) as
+// the byte masks K1 (values 0-15 of each block, one block per 16 bits)
+// and K5 (values 16-31): two blocks' qh words per quadword, and PEXT of
+// their low or high halves. Clobbers AX, DX, DI, R9.
+#define Q5MASKS(boff) \
+	MOVL        boff+2(SI), AX \
+	MOVL        boff+24(SI), R9 \
+	SHLQ        $32, R9 \
+	ORQ         R9, AX \
+	MOVL        boff+46(SI), R9 \
+	MOVL        boff+68(SI), DX \
+	SHLQ        $32, DX \
+	ORQ         DX, R9 \
+	PEXTQ       q5QhLo<>(SB), AX, DI \
+	PEXTQ       q5QhLo<>(SB), R9, DX \
+	SHLQ        $32, DX \
+	ORQ         DX, DI \
+	KMOVQ       DI, K1 \
+	PEXTQ       q5QhHi<>(SB), AX, DI \
+	PEXTQ       q5QhHi<>(SB), R9, DX \
+	SHLQ        $32, DX \
+	ORQ         DX, DI \
+	KMOVQ       DI, K5
+
+// Q5CODES leaves in Z2 and Z3 the codes of the four blocks whose qs words
+// qidx picks out of tab1 and tab2 (overwriting tab1), 16 added under K1
+// and K5.
+#define Q5CODES(tab1, tab2, qidx) \
+	VPERMT2W    tab2, qidx, tab1 \
+	VPSRLW      $4, tab1, Z3 \
+	VPANDD      Z15, tab1, Z2 \
 	VPANDD      Z15, Z3, Z3 \
-	VPSHUFB     Z9, Z10, Z1 \
-	VPSHUFB     Z20, Z10, Z8 \
-	VPTESTMB    Z31, Z1, K1 \
-	VPTESTMB    Z31, Z8, K5 \
 	VPADDB      Z12, Z2, K1, Z2 \
-	VPADDB      Z12, Z3, K5, Z3 \
-	VCVTPH2PS   X10, X8 \
-	VMULPS      dxoff(R10), X8, X8 \
-	VPERMPS     Z8, Z16, Z8 \
-	VMOVDQA64   xoff+128(BX), Z14 \
-	VPDPBUSD    xoff(BX), Z2, Z14 \
-	VPDPBUSD    xoff+64(BX), Z3, Z14 \
-	VCVTDQ2PS   Z14, Z14 \
-	VFMADD231PS Z8, Z14, acc
+	VPADDB      Z12, Z3, K5, Z3
+
+// q5ScIdx picks the scale words of blocks 0-3 of eight 22-byte blocks
+// out of bytes 0-127 (words 0-3, under K2) and of blocks 4-7 out of bytes
+// 64-127 and 112-175 (words 4-7, under K3).
+DATA q5ScIdx<>+0(SB)/8, $0x00210016000b0000
+DATA q5ScIdx<>+8(SB)/8, $0x0035002a0017000c
+GLOBL q5ScIdx<>(SB), RODATA|NOPTR, $16
 
 // Q80N_DOT accumulates the codes in Z2 and Z3 times the activations xl
 // and xh, from the offset lanes on, exactly into Z14, and then into the
@@ -417,6 +399,15 @@ prepdone:
 	VPDPBUSD    xh, Z3, Z14 \
 	VCVTDQ2PS   Z14, Z14 \
 	VFMADD231PS s, Z14, acc
+
+// Q80GROUPS turns the block count in CX into the count of whole groups
+// of eight that the main loop takes and moves DI past their activation
+// blocks to the tail's (the loop itself reads the scratch only); after
+// the loop CX is set to the tail's count, nb%8 (R12). Clobbers AX.
+#define Q80GROUPS \
+	SHRQ   $3, CX \
+	IMUL3Q $272, CX, AX \
+	ADDQ   AX, DI
 
 // Q80ROWS_SETUP loads what every Q8_0-partner row-run dot keeps in
 // registers (0x0f bytes in Z15, the permutes that spread eight scales
@@ -449,22 +440,23 @@ q40row:
 	CMPQ CX, $8
 	JLT  q40tail
 q40loop8:
+	Q80GROUPS
+q40l:
 	PREFETCHT0 4608(SI)
 	PREFETCHT0 (4608+64)(SI)
 	PREFETCHT0 (4608+128)(SI)
-	VMOVUPS (R10), Y3
-	Q80N_S18(RA, Z25, Z26)
-	Q80N_NIB(RA, 0, Z18)
+	Q80N_LOAD18
+	Q80N_SPLIT(Z4)
 	Q80N_DOT(0(BX), 64(BX), 128(BX), Z25, Z0)
-	Q80N_NIB(RA, 16, Z19)
+	Q80N_SPLIT(Z5)
 	Q80N_DOT(192(BX), 256(BX), 320(BX), Z26, Z0)
 	ADDQ $144, SI
-	ADDQ $272, DI
 	ADDQ $384, BX
 	ADDQ $32, R10
-	SUBQ $8, CX
-	CMPQ CX, $8
-	JGE  q40loop8
+	DECQ CX
+	JNZ  q40l
+	MOVQ R12, CX
+	ANDQ $7, CX
 	VEXTRACTF64X4 $1, Z0, Y1
 	VADDPS Y1, Y0, Y0
 q40tail:
@@ -494,36 +486,62 @@ TEXT ·dotQ5_0RowsAVX512(SB), NOSPLIT, $0-48
 	VPBROADCASTD AX, Z12
 	VMOVDQU64 q5Qs03<>(SB), Z18
 	VMOVDQU64 q5Qs47<>(SB), Z19
-	VMOVDQU64 q5Hd03<>(SB), Z23
-	VMOVDQU64 q5Hd47<>(SB), Z11
-	VMOVDQU64 q5HdRepL<>(SB), Z9
-	VMOVDQU64 q5HdRepH<>(SB), Z20
-	VMOVDQU64 q5QhBit<>(SB), Z31
+	VBROADCASTI32X4 q5ScIdx<>(SB), Z23
+	MOVL $0x0f, AX
+	KMOVD AX, K2
+	MOVL $0xf0, AX
+	KMOVD AX, K3
 	MOVQ scr+40(FP), R8
 	Q80ROWS_SETUP
 q50row:
+	// Q5MASKS takes R9 and DI, so the scales' address is made again
+	// for every row (R10, as Q80SCR makes R9) and DI after the loop.
 	TESTQ R13, R13
 	JZ   q50end
 	MOVQ R11, DI
-	MOVQ R9, R10
+	MOVQ R12, R10
+	SHRQ $3, R10
+	LEAQ (R10)(R10*2), R10
+	SHLQ $7, R10
+	ADDQ R8, R10
 	MOVQ R8, BX
 	MOVQ R12, CX
 	VPXORD Z0, Z0, Z0
 	CMPQ CX, $8
 	JLT  q50tail
 q50loop8:
+	SHRQ $3, CX
+q50l:
 	PREFETCHT0 5632(SI)
 	PREFETCHT0 (5632+64)(SI)
 	PREFETCHT0 (5632+128)(SI)
-	Q5R(0, Z18, Z23, 0, 0, Z0)
-	Q5R(48, Z19, Z11, 192, 16, Z0)
+	VMOVDQU64 0(SI), Z4
+	VMOVDQU64 64(SI), Z5
+	VMOVDQU64 112(SI), Z6
+	VMOVDQA64 Z23, Z10
+	VPERMI2W  Z5, Z4, K2, Z10
+	VPERMI2W  Z6, Z5, K3, Z10
+	VCVTPH2PS X10, Y1
+	VMULPS    (R10), Y1, Y1
+	VPERMPS   Z1, Z16, Z25
+	VPERMPS   Z1, Z17, Z26
+	Q5MASKS(0)
+	Q5CODES(Z4, Z5, Z18)
+	Q80N_DOT(0(BX), 64(BX), 128(BX), Z25, Z0)
+	Q5MASKS(88)
+	Q5CODES(Z5, Z6, Z19)
+	Q80N_DOT(192(BX), 256(BX), 320(BX), Z26, Z0)
 	ADDQ $176, SI
-	ADDQ $272, DI
 	ADDQ $384, BX
 	ADDQ $32, R10
-	SUBQ $8, CX
-	CMPQ CX, $8
-	JGE  q50loop8
+	DECQ CX
+	JNZ  q50l
+	MOVQ R12, CX
+	SHRQ $3, CX
+	IMUL3Q $272, CX, DI
+	ADDQ R11, DI
+	MOVQ R12, CX
+	ANDQ $7, CX
 	VEXTRACTF64X4 $1, Z0, Y1
 	VADDPS Y1, Y0, Y0
 q50tail:
@@ -570,22 +588,23 @@ iq4nlrow:
 	CMPQ CX, $8
 	JLT  iq4nltail
 iq4nlloop8:
+	Q80GROUPS
+iq4nll:
 	PREFETCHT0 4608(SI)
 	PREFETCHT0 (4608+64)(SI)
 	PREFETCHT0 (4608+128)(SI)
-	VMOVUPS (R10), Y3
-	Q80N_S18(RA, Z25, Z26)
-	Q80N_NL(RA, 0, Z18)
+	Q80N_LOAD18
+	Q80N_SPLITNL(Z4)
 	Q80N_DOT(0(BX), 64(BX), 128(BX), Z25, Z0)
-	Q80N_NL(RA, 16, Z19)
+	Q80N_SPLITNL(Z5)
 	Q80N_DOT(192(BX), 256(BX), 320(BX), Z26, Z0)
 	ADDQ $144, SI
-	ADDQ $272, DI
 	ADDQ $384, BX
 	ADDQ $32, R10
-	SUBQ $8, CX
-	CMPQ CX, $8
-	JGE  iq4nlloop8
+	DECQ CX
+	JNZ  iq4nll
+	MOVQ R12, CX
+	ANDQ $7, CX
 	VEXTRACTF64X4 $1, Z0, Y1
 	VADDPS Y1, Y0, Y0
 iq4nltail:
