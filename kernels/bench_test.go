@@ -299,13 +299,7 @@ func BenchmarkMatVecStream(b *testing.B) {
 // matrix adding up to about total bytes.
 func benchMatVecStream(b *testing.B, t tensor.Type, cols, rows, threads, total int) {
 	w := benchMatrix(b, t, cols, rows)
-	ms := make([]Matrix, max(1, total/len(w.Data)))
-	mem := weightMemory(b, len(ms)*len(w.Data))
-	for i := range ms {
-		ms[i] = w
-		ms[i].Data = mem[i*len(w.Data) : (i+1)*len(w.Data) : (i+1)*len(w.Data)]
-		copy(ms[i].Data, w.Data)
-	}
+	ms := streamCopies(b, w, total)
 	x := randF32(rand.New(rand.NewPCG(7, 7)), cols, 1)
 	out := make([]float32, rows)
 	p := NewPool(threads)
@@ -325,6 +319,20 @@ func benchMatVecStream(b *testing.B, t tensor.Type, cols, rows, threads, total i
 		}
 	}
 	reportCPU(b, c0, float64(len(w.Data)), 0, false)
+}
+
+// streamCopies returns copies of w adding up to about total bytes (at
+// least one) in weight memory, so that a benchmark taking them in turn
+// streams its weights from DRAM.
+func streamCopies(b *testing.B, w Matrix, total int) []Matrix {
+	ms := make([]Matrix, max(1, total/len(w.Data)))
+	mem := weightMemory(b, len(ms)*len(w.Data))
+	for i := range ms {
+		ms[i] = w
+		ms[i].Data = mem[i*len(w.Data) : (i+1)*len(w.Data) : (i+1)*len(w.Data)]
+		copy(ms[i].Data, w.Data)
+	}
+	return ms
 }
 
 // BenchmarkQuantRows measures the row-run (one-token) dot of every
