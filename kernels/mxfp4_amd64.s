@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "q80x_amd64.h"
 
 // MXFP4 dot products against Q8_0 activations: the AVX2 one- and
 // four-token dots, which keep package quant's (ggml's generic) order and
@@ -560,22 +561,6 @@ DATA mxfp4Spread<>+112(SB)/8, $0x0000000700000007
 DATA mxfp4Spread<>+120(SB)/8, $0x0000000700000007
 GLOBL mxfp4Spread<>(SB), RODATA|NOPTR, $128
 
-// MX1X loads the qs bytes of four activation blocks (at a, b, c and d
-// off DI) in the codes' order: values 0-15 of each block in xl and 16-31
-// in xh, one block per 128-bit lane, and leaves -12·Σx of each lane's
-// eight values in on (Z13 holds 12 bytes, Z24 zero). Clobbers Z1, Z10.
-#define MX1X(a, b, c, d, xl, xh, on) \
-	VMOVDQU64    a(DI), Y1 \
-	VINSERTI64X4 $1, b(DI), Z1, Z1 \
-	VMOVDQU64    c(DI), Y10 \
-	VINSERTI64X4 $1, d(DI), Z10, Z10 \
-	VSHUFI64X2   $0x88, Z10, Z1, xl \
-	VSHUFI64X2   $0xdd, Z10, Z1, xh \
-	VPXORD       on, on, on \
-	VPDPBUSD     xl, Z13, on \
-	VPDPBUSD     xh, Z13, on \
-	VPSUBD       on, Z24, on
-
 // MX1NIB leaves the codes of four blocks, their qs words picked by idx
 // out of bytes win..win+127 of the group at SI, as u = value + 12 in Z2
 // (values 0-15) and Z3 (16-31).
@@ -587,16 +572,6 @@ GLOBL mxfp4Spread<>(SB), RODATA|NOPTR, $128
 	VPANDD    Z15, Z3, Z3 \
 	VPSHUFB   Z2, Z11, Z2 \
 	VPSHUFB   Z3, Z11, Z3
-
-// MX1DOT adds the codes in Z2 and Z3 times the activations at xoff(BX)
-// and xoff+64(BX), from the offset lanes at xoff+128(BX), exactly into
-// Z14, and then into the float lanes of Z0 with the scales s.
-#define MX1DOT(xoff, s) \
-	VMOVDQA64   xoff+128(BX), Z14 \
-	VPDPBUSD    xoff(BX), Z2, Z14 \
-	VPDPBUSD    xoff+64(BX), Z3, Z14 \
-	VCVTDQ2PS   Z14, Z14 \
-	VFMADD231PS s, Z14, Z0
 
 // func dotMXFP4RowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32, dx *float32, xs *byte)
 //
@@ -662,11 +637,11 @@ mx1dx:
 	SHRQ $3, CX
 	JZ   mx1prepdone
 mx1prep:
-	MX1X(2, 70, 138, 206, Z4, Z5, Z28)
+	Q80X4(2, 70, 138, 206, Z4, Z5, Z28)
 	VMOVDQA64 Z4, 0(BX)
 	VMOVDQA64 Z5, 64(BX)
 	VMOVDQA64 Z28, 128(BX)
-	MX1X(36, 104, 172, 240, Z4, Z5, Z28)
+	Q80X4(36, 104, 172, 240, Z4, Z5, Z28)
 	VMOVDQA64 Z4, 192(BX)
 	VMOVDQA64 Z5, 256(BX)
 	VMOVDQA64 Z28, 320(BX)
@@ -694,9 +669,9 @@ mx1loop8:
 	VPERMPS Z1, Z16, Z27
 	VPERMPS Z1, Z17, Z29
 	MX1NIB(1, Z18)
-	MX1DOT(0, Z27)
+	Q80N_DOT(0(BX), 64(BX), 128(BX), Z27, Z0)
 	MX1NIB(8, Z19)
-	MX1DOT(192, Z29)
+	Q80N_DOT(192(BX), 256(BX), 320(BX), Z29, Z0)
 	ADDQ $136, SI
 	ADDQ $272, DI
 	ADDQ $384, BX

@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "q80x_amd64.h"
 
 // Row-run dot products of the 4- and 5-bit weight types added after Q4_K,
 // Q6_K and Q8_0, AVX-512 path (F, BW, VL, VNNI): Q4_0, Q5_0 and IQ4_NL
@@ -206,21 +207,8 @@ DATA q5Qs47<>+48(SB)/8, $0x003b003a00390038
 DATA q5Qs47<>+56(SB)/8, $0x003f003e003d003c
 GLOBL q5Qs47<>(SB), RODATA|NOPTR, $64
 
-// Q80N_X loads the activations of four blocks, the first at x0(DI), in
-// the codes' order: values 0-15 of each block in xl, 16-31 in xh (one
-// block per 128-bit lane), and leaves -o·Σx of each lane's eight values
-// in on (o in the bytes of Z13, Z24 zero). Clobbers Z1, Z10.
-#define Q80N_X(x0, xl, xh, on) \
-	VMOVDQU64    x0(DI), Y1 \
-	VINSERTI64X4 $1, x0+34(DI), Z1, Z1 \
-	VMOVDQU64    x0+68(DI), Y10 \
-	VINSERTI64X4 $1, x0+102(DI), Z10, Z10 \
-	VSHUFI64X2   $0x88, Z10, Z1, xl \
-	VSHUFI64X2   $0xdd, Z10, Z1, xh \
-	VPXORD       on, on, on \
-	VPDPBUSD     xl, Z13, on \
-	VPDPBUSD     xh, Z13, on \
-	VPSUBD       on, Z24, on
+// Q80N_X is Q80X4 of four consecutive blocks, the first at x0(DI).
+#define Q80N_X(x0, xl, xh, on) Q80X4(x0, x0+34, x0+68, x0+102, xl, xh, on)
 
 // Q80N_LOAD18 loads the eight 18-byte blocks at SI (Q4_0, IQ4_NL) once, in
 // three overlapping 64-byte loads (bytes 0-63, 64-127 and 80-143), and
@@ -396,16 +384,6 @@ GLOBL q5QhHi<>(SB), RODATA|NOPTR, $8
 DATA q5ScIdx<>+0(SB)/8, $0x00210016000b0000
 DATA q5ScIdx<>+8(SB)/8, $0x0035002a0017000c
 GLOBL q5ScIdx<>(SB), RODATA|NOPTR, $16
-
-// Q80N_DOT accumulates the codes in Z2 and Z3 times the activations xl
-// and xh, from the offset lanes on, exactly into Z14, and then into the
-// float lanes acc with the scales s.
-#define Q80N_DOT(xl, xh, on, s, acc) \
-	VMOVDQA64   on, Z14 \
-	VPDPBUSD    xl, Z2, Z14 \
-	VPDPBUSD    xh, Z3, Z14 \
-	VCVTDQ2PS   Z14, Z14 \
-	VFMADD231PS s, Z14, acc
 
 // Q80GROUPS turns the block count in CX into the count of whole groups
 // of eight that the main loop takes and moves DI past their activation
