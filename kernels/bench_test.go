@@ -213,6 +213,24 @@ func BenchmarkQuantizeQ8K(b *testing.B) {
 	}
 }
 
+// BenchmarkQuantizeQ8_0 measures the activation quantization of one
+// 2048-value row to Q8_0 (the partner of Q8_0, Q4_0, Q5_0, IQ4_NL and
+// MXFP4 weights) on every path, in GB/s of float32 input.
+func BenchmarkQuantizeQ8_0(b *testing.B) {
+	x := randF32(rand.New(rand.NewPCG(3, 4)), 2048, 2)
+	q := make([]quant.BlockQ8_0, 64)
+	for _, p := range Available() {
+		quantize := tableFor(p).quantQ8_0
+		b.Run(string(p), func(b *testing.B) {
+			b.SetBytes(4 * 2048)
+			b.ReportAllocs()
+			for range b.N {
+				quantize(x, q)
+			}
+		})
+	}
+}
+
 // BenchmarkVec measures the float vector kernels on every path, in GB/s of
 // input.
 func BenchmarkVec(b *testing.B) {

@@ -73,6 +73,9 @@ type table struct {
 	// quantQ8K quantizes 256*len(dst) activations to Q8_K blocks, byte
 	// for byte as quant.QuantizeRowQ8K.
 	quantQ8K func(src []float32, dst []quant.BlockQ8K)
+	// quantQ8_0 quantizes 32*len(dst) activations to Q8_0 blocks, byte
+	// for byte as quant.QuantizeRowQ8_0Act.
+	quantQ8_0 func(src []float32, dst []quant.BlockQ8_0)
 
 	f16ToF32 func(dst []float32, src []uint16)
 	f32ToF16 func(dst []uint16, src []float32)
@@ -94,6 +97,7 @@ func genericTable() *table {
 		dotBF16:    dotBF16Generic,
 		weights:    genericWeights(),
 		quantQ8K:   quant.QuantizeRowQ8K,
+		quantQ8_0:  quant.QuantizeRowQ8_0Act,
 		f16ToF32:   f16ToF32Generic,
 		f32ToF16:   f32ToF16Generic,
 		axpyF16:    axpyF16Generic,

@@ -24,6 +24,7 @@ func nativeTable(p Path) *table {
 		t.weights[tensor.Q8_0].q80 = dots[quant.BlockQ8_0]{one: dotQ8_0AVX2Go, x4: dotQ8_0x4AVX2Go, x8: dotQ8_0x8AVX2Go}
 		setNewQAVX2(t)
 		setMXFP4AVX2(t)
+		t.quantQ8_0 = quantizeQ8_0AVX2Go
 		setGEMMAVX2(t)
 		return t
 	case AVX512:
@@ -38,6 +39,7 @@ func nativeTable(p Path) *table {
 		setMXFP4AVX512(t)
 		setQTileAVX512(t)
 		t.quantQ8K = quantizeQ8KAVX512Go
+		t.quantQ8_0 = quantizeQ8_0AVX512Go
 		setGEMMAVX512(t)
 		return t
 	}

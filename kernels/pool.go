@@ -491,7 +491,7 @@ func (j *job) convert(tab *table, t0, t1 int) {
 			j.qtConvert(partnerQ8_0, tab.qtQuant, t0, t1)
 			break
 		}
-		quant.QuantizeRowQ8_0Act(x, j.q80[t0*nb:t1*nb])
+		tab.quantQ8_0(x, j.q80[t0*nb:t1*nb])
 		if len(j.prep) > 0 {
 			// One token: its row-run dots read the prepared scratch.
 			wk.q80.prep(j.q80[:nb], j.prep)

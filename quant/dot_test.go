@@ -277,6 +277,18 @@ func TestQuantizeRowQ8_0Act(t *testing.T) {
 			t.Fatalf("NaN block: code %d = %d, want -128", j, q)
 		}
 	}
+	// A block of subnormals: 127/max|x| is +Inf, and every product
+	// (±Inf, or NaN for a zero) converts to 0x80000000 on x86.
+	sub := make([]float32, QK8_0)
+	for j := range sub {
+		sub[j] = float32(j-16) * 1e-40
+	}
+	QuantizeRowQ8_0Act(sub, nb[:])
+	for j, q := range nb[0].Qs {
+		if q != -128 {
+			t.Fatalf("subnormal block: code %d = %d, want -128", j, q)
+		}
+	}
 	for i := range act {
 		if act[i].D != ref[i].D {
 			t.Fatalf("block %d: scale %#04x, reference %#04x", i, act[i].D, ref[i].D)

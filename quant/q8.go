@@ -109,7 +109,11 @@ func QuantizeRowQ8_0(src []float32, dst []BlockQ8_0) {
 // differ from QuantizeRowQ8_0's by one where x/d falls on or next to a
 // half; use it to reproduce llama.cpp's inference, and QuantizeRowQ8_0 to
 // reproduce its stored files. A block containing a NaN gets a NaN scale
-// and all codes -128 (x86 converts NaN to 0x80000000, which saturates).
+// and all codes -128: x86 converts a NaN, and a product out of int32's
+// range, to 0x80000000, which saturates to -128. That range is left only
+// where 127/max|x| overflows to +Inf (a block of subnormals): its
+// nonzero values then code -128 whatever their sign, and its zeros
+// (0·Inf is NaN) too.
 func QuantizeRowQ8_0Act(src []float32, dst []BlockQ8_0) {
 	src = src[:QK8_0*len(dst)]
 	for i := range dst {
@@ -125,7 +129,7 @@ func QuantizeRowQ8_0Act(src []float32, dst []BlockQ8_0) {
 		}
 		for j, v := range x {
 			r := math.RoundToEven(float64(v * id))
-			if r != r {
+			if !(r >= math.MinInt32 && r <= math.MaxInt32) {
 				r = -128 // cvtps2dq gives 0x80000000, which packs saturate
 			}
 			dst[i].Qs[j] = int8(max(-128, min(127, r)))

@@ -1,0 +1,149 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// Activation quantization to Q8_0, AVX-512 (F, BW) and AVX2 paths: the
+// bytes quant.QuantizeRowQ8_0Act writes, which are llama.cpp's x86
+// quantize_row_q8_0's. Per block of 32 values: max|x| as the largest of
+// the values' bit patterns with the sign cleared (a non-negative float's
+// order is its bits' order), d = max/127 to f16 rounding to nearest even,
+// id = 127/max (0 for a zero block), and each code x·id converted to int32
+// with the default rounding (to nearest, ties to even) and saturated to
+// int8; out of int32's range (a NaN, or ±Inf where 127/max overflowed)
+// the conversion gives 0x80000000, which saturates to -128, as in
+// llama.cpp. A block whose max|x| is NaN stops the kernel before it is
+// written: its count of blocks done is returned and the caller's twin
+// takes that block (its f16 NaN is the twin's, whatever the payload).
+
+// q8actPerm brings the dwords of the two packs (four bytes each) back
+// into value order.
+DATA q8actPerm<>+0(SB)/4, $0
+DATA q8actPerm<>+4(SB)/4, $4
+DATA q8actPerm<>+8(SB)/4, $1
+DATA q8actPerm<>+12(SB)/4, $5
+DATA q8actPerm<>+16(SB)/4, $2
+DATA q8actPerm<>+20(SB)/4, $6
+DATA q8actPerm<>+24(SB)/4, $3
+DATA q8actPerm<>+28(SB)/4, $7
+GLOBL q8actPerm<>(SB), RODATA|NOPTR, $32
+
+// Q8ACT_MAX4 folds the 128-bit lane X2 to its largest dword in every
+// dword (unsigned compares). Clobbers X3.
+#define Q8ACT_MAX4 \
+	VPSHUFD $0x4e, X2, X3 \
+	VPMAXUD X3, X2, X2 \
+	VPSHUFD $0xb1, X2, X3 \
+	VPMAXUD X3, X2, X2
+
+// Q8ACT_SCALES leaves, for max|x| in X2 (bits in AX), the block's f16
+// scale at 0(DI) and id broadcast in X5 (127.0 in X14); it jumps to done
+// for a NaN max. Clobbers BX, X4.
+#define Q8ACT_SCALES(done) \
+	VMOVD     X2, AX \
+	CMPL      AX, $0x7f800000 \
+	JA        done \
+	VDIVSS    X14, X2, X4 \
+	VCVTPS2PH $0, X4, X4 \
+	VMOVD     X4, BX \
+	MOVW      BX, 0(DI) \
+	VXORPS    X5, X5, X5 \
+	TESTL     AX, AX \
+	JZ        2(PC) \
+	VDIVSS    X2, X14, X5
+
+// func quantizeQ8_0AVX512(x *float32, b *quant.BlockQ8_0, nb int) int
+TEXT ·quantizeQ8_0AVX512(SB), NOSPLIT, $0-32
+	MOVQ x+0(FP), SI
+	MOVQ b+8(FP), DI
+	MOVQ nb+16(FP), CX
+	XORQ DX, DX
+	MOVL $0x7fffffff, AX
+	VPBROADCASTD AX, Z15
+	MOVL $0x42fe0000, AX
+	VMOVD AX, X14
+	TESTQ CX, CX
+	JZ   q8a5done
+q8a5loop:
+	VMOVUPS 0(SI), Z0
+	VMOVUPS 64(SI), Z1
+	VPANDD  Z15, Z0, Z2
+	VPANDD  Z15, Z1, Z3
+	VPMAXUD Z3, Z2, Z2
+	VEXTRACTI64X4 $1, Z2, Y3
+	VPMAXUD Y3, Y2, Y2
+	VEXTRACTI128 $1, Y2, X3
+	VPMAXUD X3, X2, X2
+	Q8ACT_MAX4
+	Q8ACT_SCALES(q8a5done)
+	VBROADCASTSS X5, Z5
+	VMULPS    Z5, Z0, Z0
+	VMULPS    Z5, Z1, Z1
+	VCVTPS2DQ Z0, Z0
+	VCVTPS2DQ Z1, Z1
+	VPMOVSDB  Z0, X0
+	VPMOVSDB  Z1, X1
+	VMOVDQU   X0, 2(DI)
+	VMOVDQU   X1, 18(DI)
+	ADDQ $128, SI
+	ADDQ $34, DI
+	INCQ DX
+	CMPQ DX, CX
+	JB   q8a5loop
+q8a5done:
+	MOVQ DX, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func quantizeQ8_0AVX2(x *float32, b *quant.BlockQ8_0, nb int) int
+TEXT ·quantizeQ8_0AVX2(SB), NOSPLIT, $0-32
+	MOVQ x+0(FP), SI
+	MOVQ b+8(FP), DI
+	MOVQ nb+16(FP), CX
+	XORQ DX, DX
+	MOVL $0x7fffffff, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+	MOVL $0x42fe0000, AX
+	VMOVD AX, X14
+	VMOVDQU q8actPerm<>(SB), Y13
+	TESTQ CX, CX
+	JZ   q8a2done
+q8a2loop:
+	VMOVUPS 0(SI), Y0
+	VMOVUPS 32(SI), Y1
+	VMOVUPS 64(SI), Y6
+	VMOVUPS 96(SI), Y7
+	VPAND   Y15, Y0, Y2
+	VPAND   Y15, Y1, Y3
+	VPMAXUD Y3, Y2, Y2
+	VPAND   Y15, Y6, Y3
+	VPMAXUD Y3, Y2, Y2
+	VPAND   Y15, Y7, Y3
+	VPMAXUD Y3, Y2, Y2
+	VEXTRACTI128 $1, Y2, X3
+	VPMAXUD X3, X2, X2
+	Q8ACT_MAX4
+	Q8ACT_SCALES(q8a2done)
+	VBROADCASTSS X5, Y5
+	VMULPS    Y5, Y0, Y0
+	VMULPS    Y5, Y1, Y1
+	VMULPS    Y5, Y6, Y6
+	VMULPS    Y5, Y7, Y7
+	VCVTPS2DQ Y0, Y0
+	VCVTPS2DQ Y1, Y1
+	VCVTPS2DQ Y6, Y6
+	VCVTPS2DQ Y7, Y7
+	VPACKSSDW Y1, Y0, Y0
+	VPACKSSDW Y7, Y6, Y6
+	VPACKSSWB Y6, Y0, Y0
+	VPERMD    Y0, Y13, Y0
+	VMOVDQU   Y0, 2(DI)
+	ADDQ $128, SI
+	ADDQ $34, DI
+	INCQ DX
+	CMPQ DX, CX
+	JB   q8a2loop
+q8a2done:
+	MOVQ DX, ret+24(FP)
+	VZEROUPPER
+	RET

@@ -1,0 +1,123 @@
+package kernels
+
+import (
+	"encoding/binary"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/lisa-llm/lisa/quant"
+)
+
+// checkQ8_0Act quantizes x on every native path and requires the blocks
+// quant.QuantizeRowQ8_0Act writes, byte for byte.
+func checkQ8_0Act(t *testing.T, name string, x []float32) {
+	t.Helper()
+	nb := len(x) / quant.QK8_0
+	want := make([]quant.BlockQ8_0, nb)
+	quant.QuantizeRowQ8_0Act(x, want)
+	for _, p := range nativePaths() {
+		got := make([]quant.BlockQ8_0, nb)
+		for i := range got { // must be overwritten
+			got[i].D = 0x1234
+			got[i].Qs[7], got[i].Qs[31] = 99, 99
+		}
+		tableFor(p).quantQ8_0(x, got)
+		for i := range got {
+			if got[i] != want[i] {
+				t.Fatalf("%s %s block %d: got d %#04x qs %v, twin d %#04x qs %v",
+					name, p, i, got[i].D, got[i].Qs, want[i].D, want[i].Qs)
+			}
+		}
+	}
+}
+
+// TestQuantizeQ8_0Act checks every path's Q8_0 activation quantizer
+// against quant's twin byte for byte: random rows of several scales and
+// lengths, unaligned input, zero blocks, NaN blocks (with payloads, and
+// between ordinary blocks, which the assembly hands to the twin),
+// infinities, subnormals (127/max overflows), values near float32's
+// largest, scales that round to f16 infinity or subnormals, and ties.
+func TestQuantizeQ8_0Act(t *testing.T) {
+	r := rand.New(rand.NewPCG(32, 33))
+	block := func(f func(k int) float32) []float32 {
+		x := make([]float32, quant.QK8_0)
+		for k := range x {
+			x[k] = f(k)
+		}
+		return x
+	}
+	nan := float32(math.NaN())
+	inf := float32(math.Inf(1))
+	cases := []struct {
+		name string
+		x    []float32
+	}{
+		{"zero", block(func(int) float32 { return 0 })},
+		{"negative-zero", block(func(int) float32 { return float32(math.Copysign(0, -1)) })},
+		{"nan", block(func(k int) float32 {
+			if k == 9 {
+				return nan
+			}
+			return float32(k) - 16
+		})},
+		{"nan-payload", block(func(k int) float32 {
+			if k%3 == 0 {
+				return math.Float32frombits(0xffc01234 + uint32(k))
+			}
+			return float32(k)
+		})},
+		{"inf", block(func(k int) float32 {
+			if k == 7 {
+				return -inf
+			}
+			return float32(k)
+		})},
+		{"subnormal", block(func(k int) float32 { return float32(k-16) * 1e-40 })},
+		{"tiny-normal", block(func(k int) float32 { return float32(k-16) * 3e-37 })},
+		{"max", block(func(k int) float32 { return float32(k-16) / 16 * math.MaxFloat32 })},
+		{"f16-inf-scale", block(func(k int) float32 { return float32(k-16) * 1e6 })},
+		{"f16-subnormal-scale", block(func(k int) float32 { return float32(k-16) * 1e-7 })},
+		{"ties", block(func(k int) float32 {
+			if k == 0 {
+				return 127
+			}
+			return float32(k-16) + 0.5
+		})},
+	}
+	for _, c := range cases {
+		checkQ8_0Act(t, c.name, c.x)
+	}
+	// The odd blocks out between ordinary ones.
+	var mixed []float32
+	for i, c := range cases {
+		mixed = append(mixed, randF32(r, quant.QK8_0, float32(i+1))...)
+		mixed = append(mixed, c.x...)
+	}
+	checkQ8_0Act(t, "mixed", mixed)
+	for _, nb := range []int{1, 2, 3, 8, 64, 176} {
+		for _, scale := range []float32{1e-3, 1, 1e4} {
+			x := randF32(r, nb*quant.QK8_0, scale)
+			checkQ8_0Act(t, "random", x)
+			checkQ8_0Act(t, "unaligned", append(make([]float32, 1), x...)[1:])
+		}
+	}
+}
+
+// FuzzQuantizeQ8_0Act feeds arbitrary float32 bit patterns (one to three
+// blocks; zero when short) to every path's Q8_0 activation quantizer,
+// which must write the twin's bytes.
+func FuzzQuantizeQ8_0Act(f *testing.F) {
+	f.Add([]byte{0, 0, 0xc0, 0x7f, 0, 0, 0x80, 0x3f})
+	f.Add([]byte{0, 0, 0x80, 0x7f, 0, 0, 0x80, 0xff, 1, 0, 0, 0})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		nb := 1 + len(data)/(4*quant.QK8_0)%3
+		x := make([]float32, nb*quant.QK8_0)
+		for i := range x {
+			if 4*i+4 <= len(data) {
+				x[i] = math.Float32frombits(binary.LittleEndian.Uint32(data[4*i:]))
+			}
+		}
+		checkQ8_0Act(t, "fuzz", x)
+	})
+}
