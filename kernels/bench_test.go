@@ -231,6 +231,23 @@ func BenchmarkQuantizeQ8_0(b *testing.B) {
 	}
 }
 
+// BenchmarkQuantizeQ8_1 does so for Q8_1 (the partner of Q4_1 and
+// Q5_1).
+func BenchmarkQuantizeQ8_1(b *testing.B) {
+	x := randF32(rand.New(rand.NewPCG(3, 4)), 2048, 2)
+	q := make([]quant.BlockQ8_1, 64)
+	for _, p := range Available() {
+		quantize := tableFor(p).quantQ8_1
+		b.Run(string(p), func(b *testing.B) {
+			b.SetBytes(4 * 2048)
+			b.ReportAllocs()
+			for range b.N {
+				quantize(x, q)
+			}
+		})
+	}
+}
+
 // BenchmarkVec measures the float vector kernels on every path, in GB/s of
 // input.
 func BenchmarkVec(b *testing.B) {

@@ -76,6 +76,8 @@ type table struct {
 	// quantQ8_0 quantizes 32*len(dst) activations to Q8_0 blocks, byte
 	// for byte as quant.QuantizeRowQ8_0Act.
 	quantQ8_0 func(src []float32, dst []quant.BlockQ8_0)
+	// quantQ8_1 does so to Q8_1 blocks, as quant.QuantizeRowQ8_1Act.
+	quantQ8_1 func(src []float32, dst []quant.BlockQ8_1)
 
 	f16ToF32 func(dst []float32, src []uint16)
 	f32ToF16 func(dst []uint16, src []float32)
@@ -98,6 +100,7 @@ func genericTable() *table {
 		weights:    genericWeights(),
 		quantQ8K:   quant.QuantizeRowQ8K,
 		quantQ8_0:  quant.QuantizeRowQ8_0Act,
+		quantQ8_1:  quant.QuantizeRowQ8_1Act,
 		f16ToF32:   f16ToF32Generic,
 		f32ToF16:   f32ToF16Generic,
 		axpyF16:    axpyF16Generic,

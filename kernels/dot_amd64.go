@@ -25,6 +25,7 @@ func nativeTable(p Path) *table {
 		setNewQAVX2(t)
 		setMXFP4AVX2(t)
 		t.quantQ8_0 = quantizeQ8_0AVX2Go
+		t.quantQ8_1 = quantizeQ8_1AVX2Go
 		setGEMMAVX2(t)
 		return t
 	case AVX512:
@@ -40,6 +41,7 @@ func nativeTable(p Path) *table {
 		setQTileAVX512(t)
 		t.quantQ8K = quantizeQ8KAVX512Go
 		t.quantQ8_0 = quantizeQ8_0AVX512Go
+		t.quantQ8_1 = quantizeQ8_1AVX512Go
 		setGEMMAVX512(t)
 		return t
 	}

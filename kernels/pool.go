@@ -505,7 +505,7 @@ func (j *job) convert(tab *table, t0, t1 int) {
 		}
 	case partnerQ8_1:
 		nb := c / quant.QK8_1
-		quant.QuantizeRowQ8_1Act(x, j.q81[t0*nb:t1*nb])
+		tab.quantQ8_1(x, j.q81[t0*nb:t1*nb])
 	case partnerQ8K:
 		nb := c / quant.QK_K
 		tab.quantQ8K(x, j.q8k[t0*nb:t1*nb])

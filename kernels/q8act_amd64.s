@@ -14,6 +14,11 @@
 // llama.cpp. A block whose max|x| is NaN stops the kernel before it is
 // written: its count of blocks done is returned and the caller's twin
 // takes that block (its f16 NaN is the twin's, whatever the payload).
+//
+// The Q8_1 kernels (the partner of Q4_1 and Q5_1) write the same codes
+// and D, and S = f16(d·Σ codes) with d = max/127 before its rounding;
+// they stop also at a block whose max is infinite (d·0 is a NaN whose
+// f16 differs from the twin's).
 
 // q8actPerm brings the dwords of the two packs (four bytes each) back
 // into value order.
@@ -36,15 +41,16 @@ GLOBL q8actPerm<>(SB), RODATA|NOPTR, $32
 	VPMAXUD X3, X2, X2
 
 // Q8ACT_SCALES leaves, for max|x| in X2 (bits in AX), the block's f16
-// scale at 0(DI) and id broadcast in X5 (127.0 in X14); it jumps to done
-// for a NaN max. Clobbers BX, X4.
-#define Q8ACT_SCALES(done) \
+// scale at 0(DI), d in X4 (before its rounding) and id in X5 (127.0 in
+// X14); it jumps to done for a max whose bits are above lim. Clobbers
+// BX, X9.
+#define Q8ACT_SCALES(lim, done) \
 	VMOVD     X2, AX \
-	CMPL      AX, $0x7f800000 \
+	CMPL      AX, lim \
 	JA        done \
 	VDIVSS    X14, X2, X4 \
-	VCVTPS2PH $0, X4, X4 \
-	VMOVD     X4, BX \
+	VCVTPS2PH $0, X4, X9 \
+	VMOVD     X9, BX \
 	MOVW      BX, 0(DI) \
 	VXORPS    X5, X5, X5 \
 	TESTL     AX, AX \
@@ -74,7 +80,7 @@ q8a5loop:
 	VEXTRACTI128 $1, Y2, X3
 	VPMAXUD X3, X2, X2
 	Q8ACT_MAX4
-	Q8ACT_SCALES(q8a5done)
+	Q8ACT_SCALES($0x7f800000, q8a5done)
 	VBROADCASTSS X5, Z5
 	VMULPS    Z5, Z0, Z0
 	VMULPS    Z5, Z1, Z1
@@ -123,7 +129,7 @@ q8a2loop:
 	VEXTRACTI128 $1, Y2, X3
 	VPMAXUD X3, X2, X2
 	Q8ACT_MAX4
-	Q8ACT_SCALES(q8a2done)
+	Q8ACT_SCALES($0x7f800000, q8a2done)
 	VBROADCASTSS X5, Y5
 	VMULPS    Y5, Y0, Y0
 	VMULPS    Y5, Y1, Y1
@@ -144,6 +150,131 @@ q8a2loop:
 	CMPQ DX, CX
 	JB   q8a2loop
 q8a2done:
+	MOVQ DX, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// Q8ACT_SUM stores at 2(DI) the f16 of d (X4) times the sum of the 32
+// codes in Y0 (0x80 bytes in Y12, zero in Y11): the codes plus 128 summed
+// by VPSADBW, less 32·128. Clobbers AX, X1, X6.
+#define Q8ACT_SUM \
+	VPXOR        Y12, Y0, Y1 \
+	VPSADBW      Y11, Y1, Y1 \
+	VEXTRACTI128 $1, Y1, X6 \
+	VPADDQ       X6, X1, X1 \
+	VPSHUFD      $0x4e, X1, X6 \
+	VPADDQ       X6, X1, X1 \
+	VMOVD        X1, AX \
+	SUBL         $4096, AX \
+	VCVTSI2SSL   AX, X6, X6 \
+	VMULSS       X6, X4, X6 \
+	VCVTPS2PH    $0, X6, X6 \
+	VMOVD        X6, AX \
+	MOVW         AX, 2(DI)
+
+// func quantizeQ8_1AVX512(x *float32, b *quant.BlockQ8_1, nb int) int
+TEXT ·quantizeQ8_1AVX512(SB), NOSPLIT, $0-32
+	MOVQ x+0(FP), SI
+	MOVQ b+8(FP), DI
+	MOVQ nb+16(FP), CX
+	XORQ DX, DX
+	MOVL $0x7fffffff, AX
+	VPBROADCASTD AX, Z15
+	MOVL $0x42fe0000, AX
+	VMOVD AX, X14
+	MOVL $0x80808080, AX
+	VMOVD AX, X12
+	VPBROADCASTD X12, Y12
+	VPXOR Y11, Y11, Y11
+	TESTQ CX, CX
+	JZ   q81a5done
+q81a5loop:
+	VMOVUPS 0(SI), Z0
+	VMOVUPS 64(SI), Z1
+	VPANDD  Z15, Z0, Z2
+	VPANDD  Z15, Z1, Z3
+	VPMAXUD Z3, Z2, Z2
+	VEXTRACTI64X4 $1, Z2, Y3
+	VPMAXUD Y3, Y2, Y2
+	VEXTRACTI128 $1, Y2, X3
+	VPMAXUD X3, X2, X2
+	Q8ACT_MAX4
+	Q8ACT_SCALES($0x7f7fffff, q81a5done)
+	VBROADCASTSS X5, Z5
+	VMULPS    Z5, Z0, Z0
+	VMULPS    Z5, Z1, Z1
+	VCVTPS2DQ Z0, Z0
+	VCVTPS2DQ Z1, Z1
+	VPMOVSDB  Z0, X0
+	VPMOVSDB  Z1, X1
+	VINSERTI128 $1, X1, Y0, Y0
+	VMOVDQU   Y0, 4(DI)
+	Q8ACT_SUM
+	ADDQ $128, SI
+	ADDQ $36, DI
+	INCQ DX
+	CMPQ DX, CX
+	JB   q81a5loop
+q81a5done:
+	MOVQ DX, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func quantizeQ8_1AVX2(x *float32, b *quant.BlockQ8_1, nb int) int
+TEXT ·quantizeQ8_1AVX2(SB), NOSPLIT, $0-32
+	MOVQ x+0(FP), SI
+	MOVQ b+8(FP), DI
+	MOVQ nb+16(FP), CX
+	XORQ DX, DX
+	MOVL $0x7fffffff, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+	MOVL $0x42fe0000, AX
+	VMOVD AX, X14
+	VMOVDQU q8actPerm<>(SB), Y13
+	MOVL $0x80808080, AX
+	VMOVD AX, X12
+	VPBROADCASTD X12, Y12
+	VPXOR Y11, Y11, Y11
+	TESTQ CX, CX
+	JZ   q81a2done
+q81a2loop:
+	VMOVUPS 0(SI), Y0
+	VMOVUPS 32(SI), Y1
+	VMOVUPS 64(SI), Y6
+	VMOVUPS 96(SI), Y7
+	VPAND   Y15, Y0, Y2
+	VPAND   Y15, Y1, Y3
+	VPMAXUD Y3, Y2, Y2
+	VPAND   Y15, Y6, Y3
+	VPMAXUD Y3, Y2, Y2
+	VPAND   Y15, Y7, Y3
+	VPMAXUD Y3, Y2, Y2
+	VEXTRACTI128 $1, Y2, X3
+	VPMAXUD X3, X2, X2
+	Q8ACT_MAX4
+	Q8ACT_SCALES($0x7f7fffff, q81a2done)
+	VBROADCASTSS X5, Y5
+	VMULPS    Y5, Y0, Y0
+	VMULPS    Y5, Y1, Y1
+	VMULPS    Y5, Y6, Y6
+	VMULPS    Y5, Y7, Y7
+	VCVTPS2DQ Y0, Y0
+	VCVTPS2DQ Y1, Y1
+	VCVTPS2DQ Y6, Y6
+	VCVTPS2DQ Y7, Y7
+	VPACKSSDW Y1, Y0, Y0
+	VPACKSSDW Y7, Y6, Y6
+	VPACKSSWB Y6, Y0, Y0
+	VPERMD    Y0, Y13, Y0
+	VMOVDQU   Y0, 4(DI)
+	Q8ACT_SUM
+	ADDQ $128, SI
+	ADDQ $36, DI
+	INCQ DX
+	CMPQ DX, CX
+	JB   q81a2loop
+q81a2done:
 	MOVQ DX, ret+24(FP)
 	VZEROUPPER
 	RET

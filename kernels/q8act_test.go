@@ -9,11 +9,28 @@ import (
 	"github.com/lisa-llm/lisa/quant"
 )
 
-// checkQ8_0Act quantizes x on every native path and requires the blocks
-// quant.QuantizeRowQ8_0Act writes, byte for byte.
+// checkQ8_0Act quantizes x on every native path to Q8_0 and Q8_1 and
+// requires the blocks quant.QuantizeRowQ8_0Act and QuantizeRowQ8_1Act
+// write, byte for byte.
 func checkQ8_0Act(t *testing.T, name string, x []float32) {
 	t.Helper()
 	nb := len(x) / quant.QK8_0
+	want1 := make([]quant.BlockQ8_1, nb)
+	quant.QuantizeRowQ8_1Act(x, want1)
+	for _, p := range nativePaths() {
+		got := make([]quant.BlockQ8_1, nb)
+		for i := range got { // must be overwritten
+			got[i].D, got[i].S = 0x1234, 0x4321
+			got[i].Qs[7], got[i].Qs[31] = 99, 99
+		}
+		tableFor(p).quantQ8_1(x, got)
+		for i := range got {
+			if got[i] != want1[i] {
+				t.Fatalf("%s %s Q8_1 block %d: got d %#04x s %#04x qs %v, twin d %#04x s %#04x qs %v",
+					name, p, i, got[i].D, got[i].S, got[i].Qs, want1[i].D, want1[i].S, want1[i].Qs)
+			}
+		}
+	}
 	want := make([]quant.BlockQ8_0, nb)
 	quant.QuantizeRowQ8_0Act(x, want)
 	for _, p := range nativePaths() {
@@ -32,8 +49,8 @@ func checkQ8_0Act(t *testing.T, name string, x []float32) {
 	}
 }
 
-// TestQuantizeQ8_0Act checks every path's Q8_0 activation quantizer
-// against quant's twin byte for byte: random rows of several scales and
+// TestQuantizeQ8_0Act checks every path's Q8_0 and Q8_1 activation
+// quantizers against quant's twins byte for byte: random rows of several scales and
 // lengths, unaligned input, zero blocks, NaN blocks (with payloads, and
 // between ordinary blocks, which the assembly hands to the twin),
 // infinities, subnormals (127/max overflows), values near float32's
@@ -78,6 +95,7 @@ func TestQuantizeQ8_0Act(t *testing.T) {
 		{"max", block(func(k int) float32 { return float32(k-16) / 16 * math.MaxFloat32 })},
 		{"f16-inf-scale", block(func(k int) float32 { return float32(k-16) * 1e6 })},
 		{"f16-subnormal-scale", block(func(k int) float32 { return float32(k-16) * 1e-7 })},
+		{"q8_1-sum-overflow", block(func(k int) float32 { return 6e4 * float32(1+k%2) })},
 		{"ties", block(func(k int) float32 {
 			if k == 0 {
 				return 127
@@ -105,8 +123,8 @@ func TestQuantizeQ8_0Act(t *testing.T) {
 }
 
 // FuzzQuantizeQ8_0Act feeds arbitrary float32 bit patterns (one to three
-// blocks; zero when short) to every path's Q8_0 activation quantizer,
-// which must write the twin's bytes.
+// blocks; zero when short) to every path's Q8_0 and Q8_1 activation
+// quantizers, which must write the twins' bytes.
 func FuzzQuantizeQ8_0Act(f *testing.F) {
 	f.Add([]byte{0, 0, 0xc0, 0x7f, 0, 0, 0x80, 0x3f})
 	f.Add([]byte{0, 0, 0x80, 0x7f, 0, 0, 0x80, 0xff, 1, 0, 0, 0})
