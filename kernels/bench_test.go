@@ -199,45 +199,28 @@ var sink float32
 // BenchmarkQuantizeQ8K measures the activation quantization of one
 // 2048-value row to Q8_K on every path, in GB/s of float32 input.
 func BenchmarkQuantizeQ8K(b *testing.B) {
-	x := randF32(rand.New(rand.NewPCG(3, 4)), 2048, 2)
-	q := make([]quant.BlockQ8K, 8)
-	for _, p := range Available() {
-		quantize := tableFor(p).quantQ8K
-		b.Run(string(p), func(b *testing.B) {
-			b.SetBytes(4 * 2048)
-			b.ReportAllocs()
-			for range b.N {
-				quantize(x, q)
-			}
-		})
-	}
+	benchQuantize(b, quant.QK_K, func(t *table) func([]float32, []quant.BlockQ8K) { return t.quantQ8K })
 }
 
-// BenchmarkQuantizeQ8_0 measures the activation quantization of one
-// 2048-value row to Q8_0 (the partner of Q8_0, Q4_0, Q5_0, IQ4_NL and
-// MXFP4 weights) on every path, in GB/s of float32 input.
+// BenchmarkQuantizeQ8_0 does so for Q8_0 (the partner of Q8_0, Q4_0,
+// Q5_0, IQ4_NL and MXFP4 weights).
 func BenchmarkQuantizeQ8_0(b *testing.B) {
-	x := randF32(rand.New(rand.NewPCG(3, 4)), 2048, 2)
-	q := make([]quant.BlockQ8_0, 64)
-	for _, p := range Available() {
-		quantize := tableFor(p).quantQ8_0
-		b.Run(string(p), func(b *testing.B) {
-			b.SetBytes(4 * 2048)
-			b.ReportAllocs()
-			for range b.N {
-				quantize(x, q)
-			}
-		})
-	}
+	benchQuantize(b, quant.QK8_0, func(t *table) func([]float32, []quant.BlockQ8_0) { return t.quantQ8_0 })
 }
 
 // BenchmarkQuantizeQ8_1 does so for Q8_1 (the partner of Q4_1 and
 // Q5_1).
 func BenchmarkQuantizeQ8_1(b *testing.B) {
+	benchQuantize(b, quant.QK8_1, func(t *table) func([]float32, []quant.BlockQ8_1) { return t.quantQ8_1 })
+}
+
+// benchQuantize measures every path's activation quantizer to blocks B
+// of qk values (of, from its table) on one 2048-value row.
+func benchQuantize[B any](b *testing.B, qk int, of func(*table) func([]float32, []B)) {
 	x := randF32(rand.New(rand.NewPCG(3, 4)), 2048, 2)
-	q := make([]quant.BlockQ8_1, 64)
+	q := make([]B, 2048/qk)
 	for _, p := range Available() {
-		quantize := tableFor(p).quantQ8_1
+		quantize := of(tableFor(p))
 		b.Run(string(p), func(b *testing.B) {
 			b.SetBytes(4 * 2048)
 			b.ReportAllocs()

@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "q8act_amd64.h"
 
 // Activation quantization to Q8_0, AVX-512 (F, BW) and AVX2 paths: the
 // bytes quant.QuantizeRowQ8_0Act writes, which are llama.cpp's x86
@@ -32,13 +33,50 @@ DATA q8actPerm<>+24(SB)/4, $3
 DATA q8actPerm<>+28(SB)/4, $7
 GLOBL q8actPerm<>(SB), RODATA|NOPTR, $32
 
-// Q8ACT_MAX4 folds the 128-bit lane X2 to its largest dword in every
-// dword (unsigned compares). Clobbers X3.
-#define Q8ACT_MAX4 \
-	VPSHUFD $0x4e, X2, X3 \
-	VPMAXUD X3, X2, X2 \
-	VPSHUFD $0xb1, X2, X3 \
-	VPMAXUD X3, X2, X2
+// Q8ACT_CODES256 leaves the block's 32 codes in Y0 as Q8ACT_CODES512
+// does, from Y0, Y1, Y6 and Y7: the two signed packs interleave the
+// values four at a time, and q8actPerm (in Y13) puts them back in order.
+#define Q8ACT_CODES256 \
+	VBROADCASTSS X5, Y5 \
+	VMULPS       Y5, Y0, Y0 \
+	VMULPS       Y5, Y1, Y1 \
+	VMULPS       Y5, Y6, Y6 \
+	VMULPS       Y5, Y7, Y7 \
+	VCVTPS2DQ    Y0, Y0 \
+	VCVTPS2DQ    Y1, Y1 \
+	VCVTPS2DQ    Y6, Y6 \
+	VCVTPS2DQ    Y7, Y7 \
+	VPACKSSDW    Y1, Y0, Y0 \
+	VPACKSSDW    Y7, Y6, Y6 \
+	VPACKSSWB    Y6, Y0, Y0 \
+	VPERMD       Y0, Y13, Y0
+
+// Q8ACT_ARGS loads the arguments (x SI, b DI, nb CX), zeroes the count of
+// blocks done (DX), puts 0x7fffffff in every dword of abs (Y15 or Z15),
+// 127.0 in X14 and q8actPerm in Y13, and jumps to done when nb is 0.
+#define Q8ACT_ARGS(abs, done) \
+	MOVQ         x+0(FP), SI \
+	MOVQ         b+8(FP), DI \
+	MOVQ         nb+16(FP), CX \
+	XORQ         DX, DX \
+	MOVL         $0x7fffffff, AX \
+	VMOVD        AX, X15 \
+	VPBROADCASTD X15, abs \
+	MOVL         $0x42fe0000, AX \
+	VMOVD        AX, X14 \
+	VMOVDQU      q8actPerm<>(SB), Y13 \
+	TESTQ        CX, CX \
+	JZ           done
+
+// Q8ACT_NEXT moves to the next block (bytes, the block's size) and loops
+// to loop while blocks are left.
+#define Q8ACT_NEXT(bytes, loop) \
+	ADDQ $128, SI \
+	ADDQ bytes, DI \
+	INCQ DX \
+	CMPQ DX, CX \
+	JB   loop
+
 
 // Q8ACT_SCALES leaves, for max|x| in X2 (bits in AX), the block's f16
 // scale at 0(DI), d in X4 (before its rounding) and id in X5 (127.0 in
@@ -57,106 +95,9 @@ GLOBL q8actPerm<>(SB), RODATA|NOPTR, $32
 	JZ        2(PC) \
 	VDIVSS    X2, X14, X5
 
-// func quantizeQ8_0AVX512(x *float32, b *quant.BlockQ8_0, nb int) int
-TEXT ·quantizeQ8_0AVX512(SB), NOSPLIT, $0-32
-	MOVQ x+0(FP), SI
-	MOVQ b+8(FP), DI
-	MOVQ nb+16(FP), CX
-	XORQ DX, DX
-	MOVL $0x7fffffff, AX
-	VPBROADCASTD AX, Z15
-	MOVL $0x42fe0000, AX
-	VMOVD AX, X14
-	TESTQ CX, CX
-	JZ   q8a5done
-q8a5loop:
-	VMOVUPS 0(SI), Z0
-	VMOVUPS 64(SI), Z1
-	VPANDD  Z15, Z0, Z2
-	VPANDD  Z15, Z1, Z3
-	VPMAXUD Z3, Z2, Z2
-	VEXTRACTI64X4 $1, Z2, Y3
-	VPMAXUD Y3, Y2, Y2
-	VEXTRACTI128 $1, Y2, X3
-	VPMAXUD X3, X2, X2
-	Q8ACT_MAX4
-	Q8ACT_SCALES($0x7f800000, q8a5done)
-	VBROADCASTSS X5, Z5
-	VMULPS    Z5, Z0, Z0
-	VMULPS    Z5, Z1, Z1
-	VCVTPS2DQ Z0, Z0
-	VCVTPS2DQ Z1, Z1
-	VPMOVSDB  Z0, X0
-	VPMOVSDB  Z1, X1
-	VMOVDQU   X0, 2(DI)
-	VMOVDQU   X1, 18(DI)
-	ADDQ $128, SI
-	ADDQ $34, DI
-	INCQ DX
-	CMPQ DX, CX
-	JB   q8a5loop
-q8a5done:
-	MOVQ DX, ret+24(FP)
-	VZEROUPPER
-	RET
-
-// func quantizeQ8_0AVX2(x *float32, b *quant.BlockQ8_0, nb int) int
-TEXT ·quantizeQ8_0AVX2(SB), NOSPLIT, $0-32
-	MOVQ x+0(FP), SI
-	MOVQ b+8(FP), DI
-	MOVQ nb+16(FP), CX
-	XORQ DX, DX
-	MOVL $0x7fffffff, AX
-	VMOVD AX, X15
-	VPBROADCASTD X15, Y15
-	MOVL $0x42fe0000, AX
-	VMOVD AX, X14
-	VMOVDQU q8actPerm<>(SB), Y13
-	TESTQ CX, CX
-	JZ   q8a2done
-q8a2loop:
-	VMOVUPS 0(SI), Y0
-	VMOVUPS 32(SI), Y1
-	VMOVUPS 64(SI), Y6
-	VMOVUPS 96(SI), Y7
-	VPAND   Y15, Y0, Y2
-	VPAND   Y15, Y1, Y3
-	VPMAXUD Y3, Y2, Y2
-	VPAND   Y15, Y6, Y3
-	VPMAXUD Y3, Y2, Y2
-	VPAND   Y15, Y7, Y3
-	VPMAXUD Y3, Y2, Y2
-	VEXTRACTI128 $1, Y2, X3
-	VPMAXUD X3, X2, X2
-	Q8ACT_MAX4
-	Q8ACT_SCALES($0x7f800000, q8a2done)
-	VBROADCASTSS X5, Y5
-	VMULPS    Y5, Y0, Y0
-	VMULPS    Y5, Y1, Y1
-	VMULPS    Y5, Y6, Y6
-	VMULPS    Y5, Y7, Y7
-	VCVTPS2DQ Y0, Y0
-	VCVTPS2DQ Y1, Y1
-	VCVTPS2DQ Y6, Y6
-	VCVTPS2DQ Y7, Y7
-	VPACKSSDW Y1, Y0, Y0
-	VPACKSSDW Y7, Y6, Y6
-	VPACKSSWB Y6, Y0, Y0
-	VPERMD    Y0, Y13, Y0
-	VMOVDQU   Y0, 2(DI)
-	ADDQ $128, SI
-	ADDQ $34, DI
-	INCQ DX
-	CMPQ DX, CX
-	JB   q8a2loop
-q8a2done:
-	MOVQ DX, ret+24(FP)
-	VZEROUPPER
-	RET
-
 // Q8ACT_SUM stores at 2(DI) the f16 of d (X4) times the sum of the 32
-// codes in Y0 (0x80 bytes in Y12, zero in Y11): the codes plus 128 summed
-// by VPSADBW, less 32·128. Clobbers AX, X1, X6.
+// codes in Y0 (0x80 bytes in Y12, zero in Y11; Q8ACT_SUMARGS): the codes
+// plus 128 summed by VPSADBW, less 32·128. Clobbers AX, X1, X6.
 #define Q8ACT_SUM \
 	VPXOR        Y12, Y0, Y1 \
 	VPSADBW      Y11, Y1, Y1 \
@@ -172,49 +113,54 @@ q8a2done:
 	VMOVD        X6, AX \
 	MOVW         AX, 2(DI)
 
+// Q8ACT_SUMARGS puts Q8ACT_SUM's constants in Y12 and Y11.
+#define Q8ACT_SUMARGS \
+	MOVL         $0x80808080, AX \
+	VMOVD        AX, X12 \
+	VPBROADCASTD X12, Y12 \
+	VPXOR        Y11, Y11, Y11
+
+// func quantizeQ8_0AVX512(x *float32, b *quant.BlockQ8_0, nb int) int
+TEXT ·quantizeQ8_0AVX512(SB), NOSPLIT, $0-32
+	Q8ACT_ARGS(Z15, q8a5done)
+q8a5loop:
+	Q8ACT_AMAX512
+	Q8ACT_SCALES($0x7f800000, q8a5done)
+	Q8ACT_CODES512
+	VMOVDQU X0, 2(DI)
+	VMOVDQU X1, 18(DI)
+	Q8ACT_NEXT($34, q8a5loop)
+q8a5done:
+	MOVQ DX, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func quantizeQ8_0AVX2(x *float32, b *quant.BlockQ8_0, nb int) int
+TEXT ·quantizeQ8_0AVX2(SB), NOSPLIT, $0-32
+	Q8ACT_ARGS(Y15, q8a2done)
+q8a2loop:
+	Q8ACT_AMAX256
+	Q8ACT_SCALES($0x7f800000, q8a2done)
+	Q8ACT_CODES256
+	VMOVDQU Y0, 2(DI)
+	Q8ACT_NEXT($34, q8a2loop)
+q8a2done:
+	MOVQ DX, ret+24(FP)
+	VZEROUPPER
+	RET
+
 // func quantizeQ8_1AVX512(x *float32, b *quant.BlockQ8_1, nb int) int
 TEXT ·quantizeQ8_1AVX512(SB), NOSPLIT, $0-32
-	MOVQ x+0(FP), SI
-	MOVQ b+8(FP), DI
-	MOVQ nb+16(FP), CX
-	XORQ DX, DX
-	MOVL $0x7fffffff, AX
-	VPBROADCASTD AX, Z15
-	MOVL $0x42fe0000, AX
-	VMOVD AX, X14
-	MOVL $0x80808080, AX
-	VMOVD AX, X12
-	VPBROADCASTD X12, Y12
-	VPXOR Y11, Y11, Y11
-	TESTQ CX, CX
-	JZ   q81a5done
+	Q8ACT_SUMARGS
+	Q8ACT_ARGS(Z15, q81a5done)
 q81a5loop:
-	VMOVUPS 0(SI), Z0
-	VMOVUPS 64(SI), Z1
-	VPANDD  Z15, Z0, Z2
-	VPANDD  Z15, Z1, Z3
-	VPMAXUD Z3, Z2, Z2
-	VEXTRACTI64X4 $1, Z2, Y3
-	VPMAXUD Y3, Y2, Y2
-	VEXTRACTI128 $1, Y2, X3
-	VPMAXUD X3, X2, X2
-	Q8ACT_MAX4
+	Q8ACT_AMAX512
 	Q8ACT_SCALES($0x7f7fffff, q81a5done)
-	VBROADCASTSS X5, Z5
-	VMULPS    Z5, Z0, Z0
-	VMULPS    Z5, Z1, Z1
-	VCVTPS2DQ Z0, Z0
-	VCVTPS2DQ Z1, Z1
-	VPMOVSDB  Z0, X0
-	VPMOVSDB  Z1, X1
+	Q8ACT_CODES512
 	VINSERTI128 $1, X1, Y0, Y0
-	VMOVDQU   Y0, 4(DI)
+	VMOVDQU Y0, 4(DI)
 	Q8ACT_SUM
-	ADDQ $128, SI
-	ADDQ $36, DI
-	INCQ DX
-	CMPQ DX, CX
-	JB   q81a5loop
+	Q8ACT_NEXT($36, q81a5loop)
 q81a5done:
 	MOVQ DX, ret+24(FP)
 	VZEROUPPER
@@ -222,58 +168,15 @@ q81a5done:
 
 // func quantizeQ8_1AVX2(x *float32, b *quant.BlockQ8_1, nb int) int
 TEXT ·quantizeQ8_1AVX2(SB), NOSPLIT, $0-32
-	MOVQ x+0(FP), SI
-	MOVQ b+8(FP), DI
-	MOVQ nb+16(FP), CX
-	XORQ DX, DX
-	MOVL $0x7fffffff, AX
-	VMOVD AX, X15
-	VPBROADCASTD X15, Y15
-	MOVL $0x42fe0000, AX
-	VMOVD AX, X14
-	VMOVDQU q8actPerm<>(SB), Y13
-	MOVL $0x80808080, AX
-	VMOVD AX, X12
-	VPBROADCASTD X12, Y12
-	VPXOR Y11, Y11, Y11
-	TESTQ CX, CX
-	JZ   q81a2done
+	Q8ACT_SUMARGS
+	Q8ACT_ARGS(Y15, q81a2done)
 q81a2loop:
-	VMOVUPS 0(SI), Y0
-	VMOVUPS 32(SI), Y1
-	VMOVUPS 64(SI), Y6
-	VMOVUPS 96(SI), Y7
-	VPAND   Y15, Y0, Y2
-	VPAND   Y15, Y1, Y3
-	VPMAXUD Y3, Y2, Y2
-	VPAND   Y15, Y6, Y3
-	VPMAXUD Y3, Y2, Y2
-	VPAND   Y15, Y7, Y3
-	VPMAXUD Y3, Y2, Y2
-	VEXTRACTI128 $1, Y2, X3
-	VPMAXUD X3, X2, X2
-	Q8ACT_MAX4
+	Q8ACT_AMAX256
 	Q8ACT_SCALES($0x7f7fffff, q81a2done)
-	VBROADCASTSS X5, Y5
-	VMULPS    Y5, Y0, Y0
-	VMULPS    Y5, Y1, Y1
-	VMULPS    Y5, Y6, Y6
-	VMULPS    Y5, Y7, Y7
-	VCVTPS2DQ Y0, Y0
-	VCVTPS2DQ Y1, Y1
-	VCVTPS2DQ Y6, Y6
-	VCVTPS2DQ Y7, Y7
-	VPACKSSDW Y1, Y0, Y0
-	VPACKSSDW Y7, Y6, Y6
-	VPACKSSWB Y6, Y0, Y0
-	VPERMD    Y0, Y13, Y0
-	VMOVDQU   Y0, 4(DI)
+	Q8ACT_CODES256
+	VMOVDQU Y0, 4(DI)
 	Q8ACT_SUM
-	ADDQ $128, SI
-	ADDQ $36, DI
-	INCQ DX
-	CMPQ DX, CX
-	JB   q81a2loop
+	Q8ACT_NEXT($36, q81a2loop)
 q81a2done:
 	MOVQ DX, ret+24(FP)
 	VZEROUPPER

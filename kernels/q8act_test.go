@@ -1,7 +1,6 @@
 package kernels
 
 import (
-	"encoding/binary"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -57,21 +56,10 @@ func checkQ8_0Act(t *testing.T, name string, x []float32) {
 // largest, scales that round to f16 infinity or subnormals, and ties.
 func TestQuantizeQ8_0Act(t *testing.T) {
 	r := rand.New(rand.NewPCG(32, 33))
-	block := func(f func(k int) float32) []float32 {
-		x := make([]float32, quant.QK8_0)
-		for k := range x {
-			x[k] = f(k)
-		}
-		return x
-	}
+	block := func(f func(k int) float32) []float32 { return blockOf(quant.QK8_0, f) }
 	nan := float32(math.NaN())
 	inf := float32(math.Inf(1))
-	cases := []struct {
-		name string
-		x    []float32
-	}{
-		{"zero", block(func(int) float32 { return 0 })},
-		{"negative-zero", block(func(int) float32 { return float32(math.Copysign(0, -1)) })},
+	cases := append(zeroRows(quant.QK8_0), []namedRow{
 		{"nan", block(func(k int) float32 {
 			if k == 9 {
 				return nan
@@ -102,7 +90,7 @@ func TestQuantizeQ8_0Act(t *testing.T) {
 			}
 			return float32(k-16) + 0.5
 		})},
-	}
+	}...)
 	for _, c := range cases {
 		checkQ8_0Act(t, c.name, c.x)
 	}
@@ -113,13 +101,9 @@ func TestQuantizeQ8_0Act(t *testing.T) {
 		mixed = append(mixed, c.x...)
 	}
 	checkQ8_0Act(t, "mixed", mixed)
-	for _, nb := range []int{1, 2, 3, 8, 64, 176} {
-		for _, scale := range []float32{1e-3, 1, 1e4} {
-			x := randF32(r, nb*quant.QK8_0, scale)
-			checkQ8_0Act(t, "random", x)
-			checkQ8_0Act(t, "unaligned", append(make([]float32, 1), x...)[1:])
-		}
-	}
+	randomRows(r, quant.QK8_0, []int{1, 2, 3, 8, 64, 176}, func(name string, x []float32) {
+		checkQ8_0Act(t, name, x)
+	})
 }
 
 // FuzzQuantizeQ8_0Act feeds arbitrary float32 bit patterns (one to three
@@ -129,13 +113,6 @@ func FuzzQuantizeQ8_0Act(f *testing.F) {
 	f.Add([]byte{0, 0, 0xc0, 0x7f, 0, 0, 0x80, 0x3f})
 	f.Add([]byte{0, 0, 0x80, 0x7f, 0, 0, 0x80, 0xff, 1, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		nb := 1 + len(data)/(4*quant.QK8_0)%3
-		x := make([]float32, nb*quant.QK8_0)
-		for i := range x {
-			if 4*i+4 <= len(data) {
-				x[i] = math.Float32frombits(binary.LittleEndian.Uint32(data[4*i:]))
-			}
-		}
-		checkQ8_0Act(t, "fuzz", x)
+		checkQ8_0Act(t, "fuzz", fuzzBlocks(data, quant.QK8_0, 3))
 	})
 }

@@ -39,21 +39,10 @@ func checkQ8K(t *testing.T, name string, x []float32) {
 // blocks, NaN and infinite values, subnormals, and codes that round at .5.
 func TestQuantizeQ8K(t *testing.T) {
 	r := rand.New(rand.NewPCG(30, 31))
-	block := func(f func(k int) float32) []float32 {
-		x := make([]float32, quant.QK_K)
-		for k := range x {
-			x[k] = f(k)
-		}
-		return x
-	}
+	block := func(f func(k int) float32) []float32 { return blockOf(quant.QK_K, f) }
 	nan := float32(math.NaN())
 	inf := float32(math.Inf(1))
-	cases := []struct {
-		name string
-		x    []float32
-	}{
-		{"zero", block(func(int) float32 { return 0 })},
-		{"negative-zero", block(func(int) float32 { return float32(math.Copysign(0, -1)) })},
+	cases := append(zeroRows(quant.QK_K), []namedRow{
 		{"tie-negative-first", block(func(k int) float32 {
 			switch k {
 			case 40:
@@ -112,17 +101,40 @@ func TestQuantizeQ8K(t *testing.T) {
 		{"subnormal", block(func(k int) float32 { return float32(k-128) * 1e-43 })},
 		{"max", block(func(k int) float32 { return float32(k-128) / 128 * math.MaxFloat32 })},
 		{"halves", block(func(k int) float32 { return float32(k%255-127) + 0.5 })},
-	}
+	}...)
 	for _, c := range cases {
 		checkQ8K(t, c.name, c.x)
 	}
-	for _, nb := range []int{1, 2, 3, 8, 22} {
+	randomRows(r, quant.QK_K, []int{1, 2, 3, 8, 22}, func(name string, x []float32) {
+		checkQ8K(t, name, x)
+	})
+}
+
+// randomRows calls check with rows of nb blocks of qk random values, for
+// each nb of nbs at three scales, as they are ("random") and one float
+// off their alignment ("unaligned").
+func randomRows(r *rand.Rand, qk int, nbs []int, check func(name string, x []float32)) {
+	for _, nb := range nbs {
 		for _, scale := range []float32{1e-3, 1, 1e4} {
-			x := randF32(r, nb*quant.QK_K, scale)
-			checkQ8K(t, "random", x)
-			checkQ8K(t, "unaligned", append(make([]float32, 1), x...)[1:])
+			x := randF32(r, nb*qk, scale)
+			check("random", x)
+			check("unaligned", append(make([]float32, 1), x...)[1:])
 		}
 	}
+}
+
+// fuzzBlocks decodes a fuzzer's bytes as float32 bit patterns into 1 to
+// most blocks of qk values (more bytes, more blocks), zero where the
+// bytes run out.
+func fuzzBlocks(data []byte, qk, most int) []float32 {
+	nb := 1 + len(data)/(4*qk)%most
+	x := make([]float32, nb*qk)
+	for i := range x {
+		if 4*i+4 <= len(data) {
+			x[i] = math.Float32frombits(binary.LittleEndian.Uint32(data[4*i:]))
+		}
+	}
+	return x
 }
 
 // FuzzQuantizeQ8K feeds arbitrary float32 bit patterns (one or two
@@ -132,13 +144,30 @@ func FuzzQuantizeQ8K(f *testing.F) {
 	f.Add([]byte{0, 0, 0xc0, 0x7f, 0, 0, 0x80, 0x3f})
 	f.Add([]byte{0, 0, 0x80, 0x7f, 0, 0, 0x80, 0xff, 1, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		nb := 1 + len(data)/(4*quant.QK_K)%2
-		x := make([]float32, nb*quant.QK_K)
-		for i := range x {
-			if 4*i+4 <= len(data) {
-				x[i] = math.Float32frombits(binary.LittleEndian.Uint32(data[4*i:]))
-			}
-		}
-		checkQ8K(t, "fuzz", x)
+		checkQ8K(t, "fuzz", fuzzBlocks(data, quant.QK_K, 2))
 	})
+}
+
+// namedRow is one named input row of a quantizer test.
+type namedRow struct {
+	name string
+	x    []float32
+}
+
+// blockOf returns the qk values f(0), ..., f(qk-1).
+func blockOf(qk int, f func(k int) float32) []float32 {
+	x := make([]float32, qk)
+	for k := range x {
+		x[k] = f(k)
+	}
+	return x
+}
+
+// zeroRows returns a block of qk zeros and one of negative zeros.
+func zeroRows(qk int) []namedRow {
+	negZero := float32(math.Copysign(0, -1))
+	return []namedRow{
+		{"zero", make([]float32, qk)},
+		{"negative-zero", blockOf(qk, func(int) float32 { return negZero })},
+	}
 }

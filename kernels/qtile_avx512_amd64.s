@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "q8act_amd64.h"
 
 // The prompt tile (qtile.go): sixteen weight rows, one per float32 lane,
 // times one or eight tokens. Per 32-value block the rows' codes are eight
@@ -393,19 +394,7 @@ TEXT ·qtQuantQ8_0AVX512(SB), NOSPLIT, $0-32
 	VMOVD AX, X14
 
 qq8loop:
-	VMOVUPS 0(SI), Z0
-	VMOVUPS 64(SI), Z1
-	VPANDD  Z15, Z0, Z2
-	VPANDD  Z15, Z1, Z3
-	VPMAXUD Z3, Z2, Z2
-	VEXTRACTI64X4 $1, Z2, Y3
-	VPMAXUD Y3, Y2, Y2
-	VEXTRACTI128 $1, Y2, X3
-	VPMAXUD X3, X2, X2
-	VPSHUFD $0x4e, X2, X3
-	VPMAXUD X3, X2, X2
-	VPSHUFD $0xb1, X2, X3
-	VPMAXUD X3, X2, X2
+	Q8ACT_AMAX512
 	VDIVSS    X14, X2, X4
 	VCVTPS2PH $4, X4, X4
 	VCVTPH2PS X4, X4
@@ -417,13 +406,7 @@ qq8loop:
 	VDIVSS X2, X14, X5
 
 qq8zero:
-	VBROADCASTSS X5, Z5
-	VMULPS    Z5, Z0, Z0
-	VMULPS    Z5, Z1, Z1
-	VCVTPS2DQ Z0, Z0
-	VCVTPS2DQ Z1, Z1
-	VPMOVSDB  Z0, X0
-	VPMOVSDB  Z1, X1
+	Q8ACT_CODES512
 	VMOVDQU   X0, 0(DI)
 	VMOVDQU   X1, 16(DI)
 	VPMOVSXBD X0, Z0
