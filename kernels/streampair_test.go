@@ -19,10 +19,10 @@ import (
 // (lower than BenchmarkMatVecStream's: every switch between the two
 // streams costs) and their ratio, the first type named over the second.
 // The pairs are issue 19's goals: Q4_0 and Q5_0 against Q8_0, Q3_K, Q5_K
-// and IQ4_XS against Q4_K.
+// and IQ4_XS against Q4_K; and MXFP4 (gpt-oss's experts) against Q8_0.
 func BenchmarkMatVecStreamPair(b *testing.B) {
 	pairs := [][2]tensor.Type{
-		{tensor.Q8_0, tensor.Q4_0}, {tensor.Q8_0, tensor.Q5_0},
+		{tensor.Q8_0, tensor.MXFP4}, {tensor.Q8_0, tensor.Q4_0}, {tensor.Q8_0, tensor.Q5_0},
 		{tensor.Q4_K, tensor.Q3_K}, {tensor.Q4_K, tensor.Q5_K}, {tensor.Q4_K, tensor.IQ4_XS},
 	}
 	for _, p := range pairs {
