@@ -36,7 +36,8 @@
 // it by n activation rows: the activations are converted once per call to
 // the weight type's partner format (F16 weights: F16; BF16: BF16; Q8_0,
 // Q4_0, Q5_0, IQ4_NL and MXFP4: Q8_0 blocks; Q4_1 and Q5_1: Q8_1 blocks; the
-// 256-value types: Q8_K blocks), then the weight rows are split
+// 256-value types: Q8_K blocks; on the avx2 and avx512 paths by assembly
+// that writes the pure-Go quantizers' bytes), then the weight rows are split
 // across a fixed set of worker goroutines, which claim them in pieces
 // so that one slowed by another process takes fewer: about eight per
 // goroutine for several tokens, and for one token pieces that shrink as
@@ -112,7 +113,9 @@
 // directory. The AVX-512 kernels (quant_avx512_amd64.s,
 // newq_avx512_amd64.s) are hand-written Go assembly, because they need
 // VNNI instructions (VPDPWSSD, VPDPBUSD) and opmask registers the avo
-// version in use does not have.
+// version in use does not have; so are the activation quantizers
+// (q8k_avx512_amd64.s, q8act_amd64.s), whose AVX2 and AVX-512 versions
+// share macros (q8act_amd64.h) with each other and the prompt tile.
 //
 // # Which types have which kernels
 //

@@ -77,7 +77,6 @@ GLOBL q8actPerm<>(SB), RODATA|NOPTR, $32
 	CMPQ DX, CX \
 	JB   loop
 
-
 // Q8ACT_SCALES leaves, for max|x| in X2 (bits in AX), the block's f16
 // scale at 0(DI), d in X4 (before its rounding) and id in X5 (127.0 in
 // X14); it jumps to done for a max whose bits are above lim. Clobbers
