@@ -36,9 +36,9 @@
 // it by n activation rows: the activations are converted once per call to
 // the weight type's partner format (F16 weights: F16; BF16: BF16; Q8_0,
 // Q4_0, Q5_0, IQ4_NL and MXFP4: Q8_0 blocks; Q4_1 and Q5_1: Q8_1 blocks; the
-// 256-value types: Q8_K blocks; Q8_0 and Q8_1 on the avx2 and avx512
-// paths and Q8_K on avx512 by assembly that writes the pure-Go
-// quantizers' bytes), then the weight rows are split
+// 256-value types: Q8_K blocks; on the avx2 and avx512 paths by
+// assembly that writes the pure-Go quantizers' bytes), then the weight
+// rows are split
 // across a fixed set of worker goroutines, which claim them in pieces
 // so that one slowed by another process takes fewer: about eight per
 // goroutine for several tokens, and for one token pieces that shrink as
@@ -115,8 +115,8 @@
 // newq_avx512_amd64.s) are hand-written Go assembly, because they need
 // VNNI instructions (VPDPWSSD, VPDPBUSD) and opmask registers the avo
 // version in use does not have; so are the activation quantizers
-// (q8k_avx512_amd64.s, q8act_amd64.s), whose AVX2 and AVX-512 versions
-// share macros (q8act_amd64.h) with each other and the prompt tile.
+// (q8k_avx512_amd64.s, q8k_avx2_amd64.s, q8act_amd64.s; the Q8_0 and
+// Q8_1 ones share macros, q8act_amd64.h, with the prompt tile's).
 //
 // # Which types have which kernels
 //

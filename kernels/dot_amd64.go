@@ -26,6 +26,7 @@ func nativeTable(p Path) *table {
 		setMXFP4AVX2(t)
 		t.quantQ8_0 = quantizeQ8_0AVX2Go
 		t.quantQ8_1 = quantizeQ8_1AVX2Go
+		t.quantQ8K = quantizeQ8KAVX2Go
 		setGEMMAVX2(t)
 		return t
 	case AVX512:
