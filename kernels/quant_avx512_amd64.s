@@ -851,47 +851,15 @@ DATA q3kShift<>+112(SB)/8, $0x0006000600060006
 DATA q3kShift<>+120(SB)/8, $0x0006000600060006
 GLOBL q3kShift<>(SB), RODATA|NOPTR, $128
 
-// Q3K_CHUNK multiplies the 64 values of qs chunk qoff (shifted by shift)
-// with their activations at xoff(DI); hmask is broadcast in Z4, bit
-// selects the chunk's hmask bits, sc holds the scales.
-#define Q3K_CHUNK(qoff, xoff, shift, bit, sc, acc) \
-	VBROADCASTI64X4 qoff(SI), Z2 \
-	VPSRLVW         shift, Z2, Z2 \
-	VPANDD          Z15, Z2, Z2 \
-	VPTESTMB        bit, Z4, K1 \
-	VPADDB          Z14, Z2, K1, Z2 \
-	VPMADDUBSW      xoff(DI), Z2, Z2 \
-	VPDPWSSD        sc, Z2, acc
-
-// Q3K_SCALES leaves the 16 scales of the block at SI, minus 32, as words
-// in Y0 (upper half of Z0 zero), decoded in vector registers from the 16
-// bytes at 94(SI) (the 12 scale bytes at 96-107 are bytes 2-13; the load
-// ends at the block's f16 d, not past the block): the low four bits of
-// scale j are the low (j < 8) or high (j >= 8) nibble of scale byte j%8,
-// brought to bits 0-3 by one shuffle and a quadword shift of 0 or 4; the
-// top two are bits 2·(j/4) of byte 8 + j%4, brought to bits 4-5 by one
-// shuffle and a dword rotate of 4, 2, 0 or 30; a ternary-logic select
-// joins them. Decoding them with 36 scalar instructions was a third of the
-// block's time. Y13 holds 32 in every word. Clobbers X5, X7.
-#define Q3K_SCALES \
-	VMOVDQU    94(SI), X0 \
-	VPSHUFB    q3kScLo<>(SB), X0, X5 \
-	VPSRLVQ    q3kScLoShift<>(SB), X5, X5 \
-	VPSHUFB    q3kScHi<>(SB), X0, X7 \
-	VPROLVD    q3kScHiRot<>(SB), X7, X7 \
-	VPANDD     q3kSc30<>(SB), X7, X7 \
-	VPTERNLOGD $0xe4, q3kSc0f<>(SB), X7, X5 \
-	VPMOVZXBW  X5, Y0 \
-	VPSUBW     Y13, Y0, Y0
-
 // Q3K_SCALESGP leaves the 16 scales of the block at SI, minus 32, as
-// words in Y0 like Q3K_SCALES, decoded in general registers: the low four
-// bits of scales 0-7 are the low nibbles of scale bytes 0-7 (R8 holds
-// 0x0f bytes), of scales 8-15 their high nibbles; the top two bits of
-// scale j are bits 2·(j/4) of byte 8 + j%4, gathered per byte by masks
+// words in Y0 (upper half of Z0 zero), decoded in general registers: the
+// low four bits of scales 0-7 are the low nibbles of scale bytes 0-7 (R8
+// holds 0x0f bytes), of scales 8-15 their high nibbles; the top two bits
+// of scale j are bits 2·(j/4) of byte 8 + j%4, gathered per byte by masks
 // and a shift of 30 and moved to bits 4-5. The row-run dot is bound by
-// its vector instructions, the eight-token dot (which decodes once for
-// eight tokens) keeps Q3K_SCALES. Clobbers AX, BX, DX, R9, R10, X5.
+// its vector instructions, so this beat a decode in vector registers
+// (nine instructions). Y13 holds 32 in every word. Clobbers AX, BX, DX,
+// R9, R10, X5.
 #define Q3K_SCALESGP \
 	MOVQ  96(SI), AX \
 	MOVL  104(SI), BX \
@@ -920,28 +888,6 @@ GLOBL q3kShift<>(SB), RODATA|NOPTR, $128
 	VPUNPCKLQDQ X5, X0, X0 \
 	VPMOVZXBW X0, Y0 \
 	VPSUBW Y13, Y0, Y0
-
-// The constants of Q3K_SCALES: the byte shuffles (scale bytes 0-7 twice;
-// bytes 8-11 four times), the quadword shifts, the dword rotates and the
-// masks of the low and the top bits.
-DATA q3kScLo<>+0(SB)/8, $0x0908070605040302
-DATA q3kScLo<>+8(SB)/8, $0x0908070605040302
-GLOBL q3kScLo<>(SB), RODATA|NOPTR, $16
-DATA q3kScLoShift<>+0(SB)/8, $0x0000000000000000
-DATA q3kScLoShift<>+8(SB)/8, $0x0000000000000004
-GLOBL q3kScLoShift<>(SB), RODATA|NOPTR, $16
-DATA q3kScHi<>+0(SB)/8, $0x0d0c0b0a0d0c0b0a
-DATA q3kScHi<>+8(SB)/8, $0x0d0c0b0a0d0c0b0a
-GLOBL q3kScHi<>(SB), RODATA|NOPTR, $16
-DATA q3kScHiRot<>+0(SB)/8, $0x0000000200000004
-DATA q3kScHiRot<>+8(SB)/8, $0x0000001e00000000
-GLOBL q3kScHiRot<>(SB), RODATA|NOPTR, $16
-DATA q3kSc30<>+0(SB)/8, $0x3030303030303030
-DATA q3kSc30<>+8(SB)/8, $0x3030303030303030
-GLOBL q3kSc30<>(SB), RODATA|NOPTR, $16
-DATA q3kSc0f<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
-DATA q3kSc0f<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
-GLOBL q3kSc0f<>(SB), RODATA|NOPTR, $16
 
 // Q3K_PAIR multiplies the 64 values of one half of a broadcast qs chunk
 // (q: the chunk, or the chunk shifted right by 4 bits) with their

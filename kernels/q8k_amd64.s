@@ -1,8 +1,10 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "q8act_amd64.h"
 
-// Activation quantization to Q8_K, AVX-512 path (F, BW, VL). It writes
+// Activation quantization to Q8_K, AVX-512 (F, BW, VL) and AVX2 paths.
+// They write
 // the same bytes as quant.QuantizeRowQ8K (llama.cpp's
 // quantize_row_q8_K_ref): m is the first value of largest magnitude (NaNs
 // never win, as in the scalar loop's a > amax), iscale = -127/m, each code
@@ -19,7 +21,8 @@ DATA q8kConst<>+16(SB)/4, $127
 DATA q8kConst<>+20(SB)/4, $0xc2fe0000 // -127.0
 DATA q8kConst<>+24(SB)/4, $0x3f800000 // 1.0
 DATA q8kConst<>+28(SB)/4, $0x80808080 // the int8 sign bits
-GLOBL q8kConst<>(SB), RODATA|NOPTR, $32
+DATA q8kConst<>+32(SB)/4, $0x000000ff // a dword's low byte (AVX2)
+GLOBL q8kConst<>(SB), RODATA|NOPTR, $36
 
 // Even and odd qword indices of two vectors, for VPERMT2Q.
 DATA q8kEven<>+0(SB)/8, $0
@@ -197,5 +200,151 @@ q8knext:
 	JNZ q8kblock
 
 q8kdone:
+	VZEROUPPER
+	RET
+
+// The AVX2 kernel follows the same rules with 256-bit instructions; the
+// truncation to int8 keeps each dword's low byte by AND 0xff and the
+// unsigned packs, whose order q8actPerm (q8act_amd64.h) restores.
+
+// Q8K2_CODES leaves in y the low bytes (0..255) of the int32 codes of the
+// eight floats at off(R8), iscale in Y3.
+#define Q8K2_CODES(off, y) \
+	VMULPS  off(R8), Y3, y \
+	VADDPS  Y14, y, y \
+	VPAND   Y13, y, y \
+	VPSUBD  Y12, y, y \
+	VPMINSD Y11, y, y \
+	VPAND   Y10, y, y
+
+// func quantizeQ8KAVX2(x *float32, b *quant.BlockQ8K, nb int)
+TEXT ·quantizeQ8KAVX2(SB), NOSPLIT, $0-24
+	MOVQ x+0(FP), SI
+	MOVQ b+8(FP), DI
+	MOVQ nb+16(FP), CX
+	VPBROADCASTD q8kConst<>+0(SB), Y15
+	VPBROADCASTD q8kConst<>+4(SB), Y14
+	VPBROADCASTD q8kConst<>+8(SB), Y13
+	VPBROADCASTD q8kConst<>+12(SB), Y12
+	VPBROADCASTD q8kConst<>+16(SB), Y11
+	VPBROADCASTD q8kConst<>+32(SB), Y10
+	VMOVDQU q8actPerm<>(SB), Y9
+	VPBROADCASTD q8kConst<>+28(SB), Y8
+	TESTQ CX, CX
+	JEQ q8k2done
+
+q8k2block:
+	// The largest magnitude: VMAXPS returns its second source (the
+	// running maximum) where the value is a NaN.
+	VXORPS Y0, Y0, Y0
+	MOVQ SI, R8
+	MOVQ $8, R9
+q8k2amax:
+	VANDPS  0(R8), Y15, Y1
+	VMAXPS  Y0, Y1, Y0
+	VANDPS  32(R8), Y15, Y1
+	VMAXPS  Y0, Y1, Y0
+	VANDPS  64(R8), Y15, Y1
+	VMAXPS  Y0, Y1, Y0
+	VANDPS  96(R8), Y15, Y1
+	VMAXPS  Y0, Y1, Y0
+	ADDQ $128, R8
+	DECQ R9
+	JNZ  q8k2amax
+	VEXTRACTF128 $1, Y0, X1
+	VMAXPS    X1, X0, X0
+	VPERMILPS $0x4e, X0, X1
+	VMAXPS    X1, X0, X0
+	VPERMILPS $0xb1, X0, X1
+	VMAXPS    X1, X0, X0
+	VXORPS    X1, X1, X1
+	VUCOMISS  X1, X0
+	JNE q8k2nonzero
+
+	// Largest magnitude 0: an all-zero block (292 bytes).
+	VPXOR   Y1, Y1, Y1
+	VMOVDQU Y1, 0(DI)
+	VMOVDQU Y1, 32(DI)
+	VMOVDQU Y1, 64(DI)
+	VMOVDQU Y1, 96(DI)
+	VMOVDQU Y1, 128(DI)
+	VMOVDQU Y1, 160(DI)
+	VMOVDQU Y1, 192(DI)
+	VMOVDQU Y1, 224(DI)
+	VMOVDQU Y1, 256(DI)
+	MOVL $0, 288(DI)
+	JMP q8k2next
+
+q8k2nonzero:
+	// The first value whose magnitude equals the maximum: m.
+	VBROADCASTSS X0, Y0
+	MOVQ SI, R8
+	MOVQ $32, R9
+q8k2find:
+	VANDPS    (R8), Y15, Y1
+	VCMPPS    $0, Y0, Y1, Y1
+	VMOVMSKPS Y1, AX
+	TESTL AX, AX
+	JNZ q8k2found
+	ADDQ $32, R8
+	DECQ R9
+	JNZ q8k2find
+	// Not reached: the maximum is one of the magnitudes.
+	MOVQ SI, R8
+	MOVL $1, AX
+
+q8k2found:
+	BSFL AX, AX
+	VMOVSS (R8)(AX*4), X2
+	VMOVSS q8kConst<>+20(SB), X3
+	VDIVSS X2, X3, X3 // iscale = -127/m
+	VMOVSS q8kConst<>+24(SB), X4
+	VDIVSS X3, X4, X4 // d = 1/iscale
+	VMOVSS X4, 0(DI)
+	VBROADCASTSS X3, Y3
+
+	// Eight groups of 32 codes, each with its two sums: VPSADBW of the
+	// codes with their sign bits flipped (q+128 as unsigned bytes)
+	// against zero sums each 8 codes into a qword; a lane's two qwords
+	// are a sum of 16, less 16·128.
+	MOVQ SI, R8
+	MOVQ DI, R10
+	MOVQ $8, R9
+q8k2group:
+	Q8K2_CODES(0, Y4)
+	Q8K2_CODES(32, Y5)
+	Q8K2_CODES(64, Y6)
+	Q8K2_CODES(96, Y7)
+	VPACKUSDW Y5, Y4, Y4
+	VPACKUSDW Y7, Y6, Y6
+	VPACKUSWB Y6, Y4, Y4
+	VPERMD    Y4, Y9, Y4
+	VMOVDQU   Y4, 4(R10)
+	VPXOR     Y8, Y4, Y4
+	VPXOR     Y1, Y1, Y1
+	VPSADBW   Y1, Y4, Y4
+	VPSHUFD   $0x4e, Y4, Y5
+	VPADDQ    Y5, Y4, Y4
+	VMOVQ     X4, AX
+	SUBL      $2048, AX
+	MOVW      AX, 260(DI)
+	VEXTRACTI128 $1, Y4, X5
+	VMOVQ     X5, AX
+	SUBL      $2048, AX
+	MOVW      AX, 262(DI)
+	ADDQ $128, R8
+	ADDQ $32, R10
+	ADDQ $4, DI
+	DECQ R9
+	JNZ  q8k2group
+	SUBQ $32, DI
+
+q8k2next:
+	ADDQ $1024, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ q8k2block
+
+q8k2done:
 	VZEROUPPER
 	RET
