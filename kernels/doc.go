@@ -115,8 +115,8 @@
 // newq_avx512_amd64.s) are hand-written Go assembly, because they need
 // VNNI instructions (VPDPWSSD, VPDPBUSD) and opmask registers the avo
 // version in use does not have; so are the activation quantizers
-// (q8k_avx512_amd64.s, q8k_avx2_amd64.s, q8act_amd64.s; the Q8_0 and
-// Q8_1 ones share macros, q8act_amd64.h, with the prompt tile's).
+// (q8k_amd64.s, q8act_amd64.s; the Q8_0 and Q8_1 ones share macros,
+// q8act_amd64.h, with the prompt tile's).
 //
 // # Which types have which kernels
 //

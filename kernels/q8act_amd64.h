@@ -1,6 +1,21 @@
 // Macros of the Q8_0 activation quantizers (q8act_amd64.s, and the prompt
 // tile's in qtile_avx512_amd64.s): one block of 32 float32 values at SI,
-// 0x7fffffff in every dword of Z15 (Y15) and 127.0 in X14.
+// 0x7fffffff in every dword of Z15 (Y15) and 127.0 in X14; and the pack
+// order table the AVX2 quantizers (Q8_0, Q8_1, Q8_K) share.
+
+// q8actPerm brings the dwords of two signed or unsigned packs of four
+// vectors (four bytes each) back into value order, for the AVX2
+// quantizers (each file that includes this holds its own copy).
+DATA q8actPerm<>+0(SB)/4, $0
+DATA q8actPerm<>+4(SB)/4, $4
+DATA q8actPerm<>+8(SB)/4, $1
+DATA q8actPerm<>+12(SB)/4, $5
+DATA q8actPerm<>+16(SB)/4, $2
+DATA q8actPerm<>+20(SB)/4, $6
+DATA q8actPerm<>+24(SB)/4, $3
+DATA q8actPerm<>+28(SB)/4, $7
+GLOBL q8actPerm<>(SB), RODATA|NOPTR, $32
+
 
 // Q8ACT_AMAX512 loads the block into Z0 and Z1 and leaves max|x| in every
 // dword of X2: the largest of the values' bits with the sign cleared (a

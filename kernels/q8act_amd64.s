@@ -21,21 +21,10 @@
 // they stop also at a block whose max is infinite (d·0 is a NaN whose
 // f16 differs from the twin's).
 
-// q8actPerm brings the dwords of the two packs (four bytes each) back
-// into value order.
-DATA q8actPerm<>+0(SB)/4, $0
-DATA q8actPerm<>+4(SB)/4, $4
-DATA q8actPerm<>+8(SB)/4, $1
-DATA q8actPerm<>+12(SB)/4, $5
-DATA q8actPerm<>+16(SB)/4, $2
-DATA q8actPerm<>+20(SB)/4, $6
-DATA q8actPerm<>+24(SB)/4, $3
-DATA q8actPerm<>+28(SB)/4, $7
-GLOBL q8actPerm<>(SB), RODATA|NOPTR, $32
-
 // Q8ACT_CODES256 leaves the block's 32 codes in Y0 as Q8ACT_CODES512
 // does, from Y0, Y1, Y6 and Y7: the two signed packs interleave the
-// values four at a time, and q8actPerm (in Y13) puts them back in order.
+// values four at a time, and q8actPerm (q8act_amd64.h, in Y13) puts them
+// back in order.
 #define Q8ACT_CODES256 \
 	VBROADCASTSS X5, Y5 \
 	VMULPS       Y5, Y0, Y0 \

@@ -4,8 +4,7 @@
 #include "q8act_amd64.h"
 
 // Activation quantization to Q8_K, AVX-512 (F, BW, VL) and AVX2 paths.
-// They write
-// the same bytes as quant.QuantizeRowQ8K (llama.cpp's
+// Both write the same bytes as quant.QuantizeRowQ8K (llama.cpp's
 // quantize_row_q8_K_ref): m is the first value of largest magnitude (NaNs
 // never win, as in the scalar loop's a > amax), iscale = -127/m, each code
 // is min(127, nearest(iscale*x)) with the scalar code's magic-number
