@@ -265,8 +265,8 @@ const qtMinTokens = 2
 
 // qtUse reports whether the current job takes the tile path on tab.
 func (j *job) qtUse(tab *table) bool {
-	return tab.qtile != nil && j.n >= qtMinTokens && j.w.Cols%32 == 0 &&
-		tab.weights[j.w.Type].qtRepack != nil
+	wk := &tab.weights[j.w.Type]
+	return wk.qtile != nil && wk.qtRepack != nil && j.n >= qtMinTokens && j.w.Cols%32 == 0
 }
 
 // qtGrow sizes the tile path's scratch for the current job: the
@@ -313,7 +313,7 @@ func (j *job) qtRowsRun(tab *table, part, r0, r1 int) {
 	scr := j.qtScr[part]
 	run := len(scr) / group * qtRows
 	repack := tab.weights[j.w.Type].qtRepack
-	kern := tab.qtile
+	kern := tab.weights[j.w.Type].qtile
 	rb, rows, n := j.rb, j.w.Rows, j.n
 	tb := max(8, j.tokenBlock/(nb*(32+8))/8*8)
 	for g0 := r0; g0 < r1; g0 += run {

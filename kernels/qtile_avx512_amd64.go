@@ -15,7 +15,6 @@ import (
 // group of fewer rows, rows too far apart for 32-bit offsets) with the
 // pure-Go repack.
 func setQTileAVX512(t *table) {
-	t.qtile = qtileAVX512
 	t.qtQuant = func(src []float32, xq []int8, xs []qtScale) {
 		if len(xs) == 0 {
 			return
@@ -32,6 +31,7 @@ func setQTileAVX512(t *table) {
 			}
 			f(dst, w, rb, nb)
 		}
+		t.weights[typ].qtile = qtileAVX512
 	}
 	asm(tensor.Q4_0, func(dst, w []byte, rb, nb int) {
 		dst, w = dst[:nb*qtBlockBytes], w[:(qtRows-1)*rb+nb*quant.BlockQ4_0Bytes]

@@ -1,0 +1,150 @@
+//go:build amd64 && !purego
+
+package kernels
+
+import (
+	"github.com/lisa-llm/lisa/tensor"
+)
+
+// setQTileAVX2 gives t the AVX2 prompt tile (qtile_avx2_amd64.s) for Q4_0
+// and Q5_0, their repacks of whole groups in assembly (a last group of
+// fewer rows takes the pure-Go one), and the tile's activation quantizer. AVX2 has no VPDPBUSD: its byte products (VPMADDUBSW) add
+// pairs into saturating 16-bit lanes, which the codes of 0..255 the other
+// types take would overflow, while Q4_0's and Q5_0's codes less their
+// base fit; the other tile types keep their row dots on this path.
+func setQTileAVX2(t *table) {
+	t.qtQuant = func(src []float32, xq []int8, xs []qtScale) {
+		if len(xs) == 0 {
+			return
+		}
+		src, xq = src[:32*len(xs)], xq[:32*len(xs)]
+		qtQuantQ8_0AVX2(&src[0], &xq[0], &xs[0], len(xs))
+	}
+	for _, k := range []qt2Kernel{qt2Q4_0, qt2Q5_0} {
+		typ := k.typ()
+		twin := qtRepackGeneric(qtDecoder(typ))
+		bb := typ.BlockBytes()
+		t.weights[typ].qtRepack = func(dst, w []byte, rb, rows, nb int) {
+			if rows < qtRows {
+				twin(dst, w, rb, rows, nb)
+				return
+			}
+			dst, w = dst[:nb*qtBlockBytes], w[:(qtRows-1)*rb+nb*bb]
+			if nb == 0 {
+				return
+			}
+			k.repack(dst, w, rb, nb)
+		}
+		t.weights[typ].qtile = k.tile
+	}
+}
+
+// repack rewrites a whole group (sixteen rows rb bytes apart, nb >= 1
+// blocks each) of k's type into the tile layout at dst.
+func (k qt2Kernel) repack(dst, w []byte, rb, nb int) {
+	switch k {
+	case qt2Q4_0:
+		qtRepackNib18AVX2(&dst[0], &w[0], rb, nb, &qtQ4_0)
+	case qt2Q5_0:
+		qtRepackQ5_0AVX2(&dst[0], &w[0], rb, nb)
+	}
+}
+
+// qt2Kernel names one of the AVX2 tile kernels; its methods call the
+// assembly directly, so that the output arrays stay on the stack.
+type qt2Kernel uint8
+
+const (
+	qt2Q4_0 qt2Kernel = iota
+	qt2Q5_0
+)
+
+// typ returns the weight type of kernel k.
+func (k qt2Kernel) typ() tensor.Type {
+	return [...]tensor.Type{tensor.Q4_0, tensor.Q5_0}[k]
+}
+
+// tile is k's tile kernel (qtTileFunc): each half of the group (eight
+// rows, one 256-bit register) by four tokens at a time, the last one to
+// three one at a time, through arrays on the stack from which the valid
+// rows are copied to out.
+func (k qt2Kernel) tile(w []byte, xq []int8, xs []qtScale, nb, nt int, out []float32, ldo, rows int) {
+	if nb <= 0 || nt <= 0 || rows <= 0 {
+		return
+	}
+	w = w[:nb*qtBlockBytes]
+	xq, xs = xq[:nt*nb*32], xs[:nt*nb]
+	rows = min(rows, qtRows)
+	_ = out[(nt-1)*ldo+rows-1]
+	for h := 0; h*8 < rows; h++ {
+		wh := &w[32*h]
+		nr := min(8, rows-8*h)
+		t := 0
+		for ; t+4 <= nt; t += 4 {
+			var o [32]float32
+			k.call4(wh, &xq[t*nb*32], &xs[t*nb], nb, &o)
+			for u := range 4 {
+				copy(out[(t+u)*ldo+8*h:(t+u)*ldo+8*h+nr], o[8*u:8*u+nr])
+			}
+		}
+		for ; t < nt; t++ {
+			var o [8]float32
+			k.call1(wh, &xq[t*nb*32], &xs[t*nb], nb, &o)
+			copy(out[t*ldo+8*h:t*ldo+8*h+nr], o[:nr])
+		}
+	}
+}
+
+// call4 and call1 run k's four- and one-token kernels.
+func (k qt2Kernel) call4(w *byte, xq *int8, xs *qtScale, nb int, o *[32]float32) {
+	switch k {
+	case qt2Q4_0:
+		qtile4Q4_0AVX2(w, xq, xs, nb, o)
+	case qt2Q5_0:
+		qtile4Q5_0AVX2(w, xq, xs, nb, o)
+	}
+}
+
+func (k qt2Kernel) call1(w *byte, xq *int8, xs *qtScale, nb int, o *[8]float32) {
+	switch k {
+	case qt2Q4_0:
+		qtile1Q4_0AVX2(w, xq, xs, nb, o)
+	case qt2Q5_0:
+		qtile1Q5_0AVX2(w, xq, xs, nb, o)
+	}
+}
+
+// The kernels multiply eight rows of a group (w points at their half of
+// the first block's registers) by four tokens (codes nb·32 bytes apart,
+// scales nb apart) or one, over nb >= 1 blocks, and store token t's
+// eight results at o[8t:].
+
+//go:noescape
+func qtile4Q4_0AVX2(w *byte, xq *int8, xs *qtScale, nb int, out *[32]float32)
+
+//go:noescape
+func qtile4Q5_0AVX2(w *byte, xq *int8, xs *qtScale, nb int, out *[32]float32)
+
+//go:noescape
+func qtile1Q4_0AVX2(w *byte, xq *int8, xs *qtScale, nb int, out *[8]float32)
+
+//go:noescape
+func qtile1Q5_0AVX2(w *byte, xq *int8, xs *qtScale, nb int, out *[8]float32)
+
+// qtQuantQ8_0AVX2 quantizes nb blocks of 32 activations at src into the
+// tile's codes and scales, as qtQuantQ8_0Generic.
+//
+//go:noescape
+func qtQuantQ8_0AVX2(src *float32, xq *int8, xs *qtScale, nb int)
+
+// qtRepackNib18AVX2 rewrites sixteen rows (rb bytes apart) of nb 18-byte
+// blocks (f16 scale, 16 bytes of nibbles: Q4_0) into the tile layout,
+// each nibble mapped to its code by lut.
+//
+//go:noescape
+func qtRepackNib18AVX2(dst, w *byte, rb, nb int, lut *[16]byte)
+
+// qtRepackQ5_0AVX2 rewrites sixteen rows of nb Q5_0 blocks.
+//
+//go:noescape
+func qtRepackQ5_0AVX2(dst, w *byte, rb, nb int)

@@ -1,0 +1,467 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+#include "q8act_amd64.h"
+
+// The prompt tile on AVX2 (qtile.go's layout, qtile_avx2_amd64.go): one
+// call multiplies eight rows of a group (one half of its 64-byte
+// registers, the caller's w points at it) by four tokens, or one. Per
+// 32-value block the rows' codes u are loaded into Y0-Y7 (register j:
+// values 4j..4j+3 of the eight rows) and turned into q = u - base, which
+// is Q4_0's nibble (base 120) or Q5_0's five-bit code (base 112). Per
+// token: VPMADDUBSW of q (unsigned) with the token's four activation
+// bytes j broadcast (signed) gives each row's two pair sums; they add up
+// in 16-bit lanes (Q4_0: all eight registers, |Σ| <= 8·2·15·128 = 30720;
+// Q5_0: four at a time, 4·2·31·128 = 31744), and VPMADDWD with ones
+// widens them to the rows' dword lanes, exactly Σ q·x. The token's bias
+// -128·Σx shifted right by 4 (Q4_0) or 3 (Q5_0) is -(128-base)·Σx, which
+// makes the lane Σ v·x, the integer the other tile kernels have; then
+// the float step is theirs: acc = fma(float32(Σ), dw·dx, acc).
+
+// Q2X(t, off) and Q2S(t, off) address token t's codes and scales: token 0
+// at DI and R8, the next ones R11 (codes) and R9 (scales) bytes apart.
+#define Q2X0(off) off(DI)
+#define Q2X1(off) off(DI)(R11*1)
+#define Q2X2(off) off(DI)(R11*2)
+#define Q2X3(off) off(DI)(R13*1)
+#define Q2S0(off) off(R8)
+#define Q2S1(off) off(R8)(R9*1)
+#define Q2S2(off) off(R8)(R9*2)
+#define Q2S3(off) off(R8)(R10*1)
+
+// Q2_CODES loads the half-block at SI as codes q = u - base: neg holds
+// -base in every byte.
+#define Q2_CODES(neg) \
+	VMOVDQU 0(SI), Y0 \
+	VMOVDQU 64(SI), Y1 \
+	VMOVDQU 128(SI), Y2 \
+	VMOVDQU 192(SI), Y3 \
+	VMOVDQU 256(SI), Y4 \
+	VMOVDQU 320(SI), Y5 \
+	VMOVDQU 384(SI), Y6 \
+	VMOVDQU 448(SI), Y7 \
+	VPADDB  neg, Y0, Y0 \
+	VPADDB  neg, Y1, Y1 \
+	VPADDB  neg, Y2, Y2 \
+	VPADDB  neg, Y3, Y3 \
+	VPADDB  neg, Y4, Y4 \
+	VPADDB  neg, Y5, Y5 \
+	VPADDB  neg, Y6, Y6 \
+	VPADDB  neg, Y7, Y7
+
+// Q2_PAIR adds register j's pair sums of the token's codes at qx into
+// the 16-bit lanes of sum (Y12, Y13 temporaries).
+#define Q2_PAIR(qx, j, reg, sum) \
+	VPBROADCASTD qx(4*j), Y12 \
+	VPMADDUBSW   Y12, reg, Y13 \
+	VPADDW       Y13, sum, sum
+
+// Q2_FLOAT adds the integer lanes in Y14 plus the token's bias shifted
+// right by sh to acc, times dw·dx (the rows' scales at 512(SI), the
+// token's at qs(0)).
+#define Q2_FLOAT(qs, sh, acc) \
+	VPBROADCASTD qs(4), Y12 \
+	VPSRAD       $sh, Y12, Y12 \
+	VPADDD       Y12, Y14, Y14 \
+	VCVTDQ2PS    Y14, Y14 \
+	VBROADCASTSS qs(0), Y15 \
+	VMULPS       512(SI), Y15, Y15 \
+	VFMADD231PS  Y15, Y14, acc
+
+// Q2_TOKQ4 adds one token's Q4_0 block to acc: two chains of four
+// registers in 16 bits (Y14, and Y15 until the float step), added, then
+// one widening. (One chain of eight measured 65 GFLOP/s against Q5_0's
+// 75 in BenchmarkQTile/avx2: the adds waited on one another.)
+#define Q2_TOKQ4(qx, qs, acc) \
+	Q2_HALVES(qx) \
+	VPADDW       Y15, Y14, Y14 \
+	VPMADDWD     q2Ones<>(SB), Y14, Y14 \
+	Q2_FLOAT(qs, 4, acc)
+
+// Q2_HALVES leaves the pair sums of registers 0-3 in the 16-bit lanes of
+// Y14 and of registers 4-7 in Y15.
+#define Q2_HALVES(qx) \
+	VPBROADCASTD qx(0), Y12 \
+	VPMADDUBSW   Y12, Y0, Y14 \
+	VPBROADCASTD qx(16), Y12 \
+	VPMADDUBSW   Y12, Y4, Y15 \
+	Q2_PAIR(qx, 1, Y1, Y14) \
+	Q2_PAIR(qx, 5, Y5, Y15) \
+	Q2_PAIR(qx, 2, Y2, Y14) \
+	Q2_PAIR(qx, 6, Y6, Y15) \
+	Q2_PAIR(qx, 3, Y3, Y14) \
+	Q2_PAIR(qx, 7, Y7, Y15)
+
+// Q2_TOKQ5 adds one token's Q5_0 block to acc: each chain of four
+// widened on its own, then added.
+#define Q2_TOKQ5(qx, qs, acc) \
+	Q2_HALVES(qx) \
+	VPMADDWD     q2Ones<>(SB), Y14, Y14 \
+	VPMADDWD     q2Ones<>(SB), Y15, Y15 \
+	VPADDD       Y15, Y14, Y14 \
+	Q2_FLOAT(qs, 3, acc)
+
+// Q2_ARGS4 loads the four-token kernels' arguments: w SI, xq DI, xs R8,
+// nb CX; the token strides R11 (codes, nb·32), R13 (3·R11), R9 (scales,
+// nb·8) and R10 (3·R9); and zeroes the accumulators Y8-Y11.
+#define Q2_ARGS4 \
+	MOVQ w+0(FP), SI \
+	MOVQ xq+8(FP), DI \
+	MOVQ xs+16(FP), R8 \
+	MOVQ nb+24(FP), CX \
+	MOVQ CX, R11 \
+	SHLQ $5, R11 \
+	LEAQ (R11)(R11*2), R13 \
+	LEAQ (CX*8), R9 \
+	LEAQ (R9)(R9*2), R10 \
+	VPXOR Y8, Y8, Y8 \
+	VPXOR Y9, Y9, Y9 \
+	VPXOR Y10, Y10, Y10 \
+	VPXOR Y11, Y11, Y11
+
+// Q2_STORE4 stores the four tokens' eight rows (Y8-Y11) to out.
+#define Q2_STORE4 \
+	MOVQ    out+32(FP), DX \
+	VMOVUPS Y8, 0(DX) \
+	VMOVUPS Y9, 32(DX) \
+	VMOVUPS Y10, 64(DX) \
+	VMOVUPS Y11, 96(DX) \
+	VZEROUPPER \
+	RET
+
+// func qtile4Q4_0AVX2(w *byte, xq *int8, xs *qtScale, nb int, out *[32]float32)
+TEXT ·qtile4Q4_0AVX2(SB), NOSPLIT, $0-40
+	Q2_ARGS4
+q2q4loop:
+	Q2_CODES(q2Neg120<>(SB))
+	Q2_TOKQ4(Q2X0, Q2S0, Y8)
+	Q2_TOKQ4(Q2X1, Q2S1, Y9)
+	Q2_TOKQ4(Q2X2, Q2S2, Y10)
+	Q2_TOKQ4(Q2X3, Q2S3, Y11)
+	ADDQ $576, SI
+	ADDQ $32, DI
+	ADDQ $8, R8
+	DECQ CX
+	JNZ  q2q4loop
+	Q2_STORE4
+
+// func qtile4Q5_0AVX2(w *byte, xq *int8, xs *qtScale, nb int, out *[32]float32)
+TEXT ·qtile4Q5_0AVX2(SB), NOSPLIT, $0-40
+	Q2_ARGS4
+q2q5loop:
+	Q2_CODES(q2Neg112<>(SB))
+	Q2_TOKQ5(Q2X0, Q2S0, Y8)
+	Q2_TOKQ5(Q2X1, Q2S1, Y9)
+	Q2_TOKQ5(Q2X2, Q2S2, Y10)
+	Q2_TOKQ5(Q2X3, Q2S3, Y11)
+	ADDQ $576, SI
+	ADDQ $32, DI
+	ADDQ $8, R8
+	DECQ CX
+	JNZ  q2q5loop
+	Q2_STORE4
+
+// Q2_ARGS1 loads the one-token kernels' arguments and zeroes Y8.
+#define Q2_ARGS1 \
+	MOVQ w+0(FP), SI \
+	MOVQ xq+8(FP), DI \
+	MOVQ xs+16(FP), R8 \
+	MOVQ nb+24(FP), CX \
+	VPXOR Y8, Y8, Y8
+
+// Q2_STORE1 stores the token's eight rows (Y8) to out.
+#define Q2_STORE1 \
+	MOVQ    out+32(FP), DX \
+	VMOVUPS Y8, 0(DX) \
+	VZEROUPPER \
+	RET
+
+// func qtile1Q4_0AVX2(w *byte, xq *int8, xs *qtScale, nb int, out *[8]float32)
+TEXT ·qtile1Q4_0AVX2(SB), NOSPLIT, $0-40
+	Q2_ARGS1
+q1q4loop:
+	Q2_CODES(q2Neg120<>(SB))
+	Q2_TOKQ4(Q2X0, Q2S0, Y8)
+	ADDQ $576, SI
+	ADDQ $32, DI
+	ADDQ $8, R8
+	DECQ CX
+	JNZ  q1q4loop
+	Q2_STORE1
+
+// func qtile1Q5_0AVX2(w *byte, xq *int8, xs *qtScale, nb int, out *[8]float32)
+TEXT ·qtile1Q5_0AVX2(SB), NOSPLIT, $0-40
+	Q2_ARGS1
+q1q5loop:
+	Q2_CODES(q2Neg112<>(SB))
+	Q2_TOKQ5(Q2X0, Q2S0, Y8)
+	ADDQ $576, SI
+	ADDQ $32, DI
+	ADDQ $8, R8
+	DECQ CX
+	JNZ  q1q5loop
+	Q2_STORE1
+
+DATA q2Neg120<>+0(SB)/8, $0x8888888888888888
+DATA q2Neg120<>+8(SB)/8, $0x8888888888888888
+DATA q2Neg120<>+16(SB)/8, $0x8888888888888888
+DATA q2Neg120<>+24(SB)/8, $0x8888888888888888
+GLOBL q2Neg120<>(SB), RODATA|NOPTR, $32
+
+DATA q2Neg112<>+0(SB)/8, $0x9090909090909090
+DATA q2Neg112<>+8(SB)/8, $0x9090909090909090
+DATA q2Neg112<>+16(SB)/8, $0x9090909090909090
+DATA q2Neg112<>+24(SB)/8, $0x9090909090909090
+GLOBL q2Neg112<>(SB), RODATA|NOPTR, $32
+
+DATA q2Ones<>+0(SB)/8, $0x0001000100010001
+DATA q2Ones<>+8(SB)/8, $0x0001000100010001
+DATA q2Ones<>+16(SB)/8, $0x0001000100010001
+DATA q2Ones<>+24(SB)/8, $0x0001000100010001
+GLOBL q2Ones<>(SB), RODATA|NOPTR, $32
+
+// The repacks of whole groups (sixteen rows rb bytes apart) into the
+// tile layout, eight rows at a time: each row's sixteen qs bytes are
+// loaded (rows r and r+4 into the two lanes of one register), the four
+// registers are transposed as 4×4 dwords within their lanes, which
+// leaves register k holding qs dword k of the eight rows in row order,
+// and its low and high nibbles become layout registers k and k+4 (codes
+// by a VPSHUFB of a 16-byte table); the rows' f16 scales are inserted
+// word by word and converted.
+
+// Q2R_ROWS loads qs bytes at off of the eight rows at base (rows rb =
+// R8 apart; R9 = 3rb, R10 = 5rb, R11 = 7rb) and leaves qs dword k of
+// row r in dword r of Y4+k (Y0-Y3 temporaries).
+#define Q2R_ROWS(base, off) \
+	VMOVDQU     off(base), X0 \
+	VINSERTI128 $1, off(base)(R8*4), Y0, Y0 \
+	VMOVDQU     off(base)(R8*1), X1 \
+	VINSERTI128 $1, off(base)(R10*1), Y1, Y1 \
+	VMOVDQU     off(base)(R8*2), X2 \
+	VINSERTI128 $1, off(base)(R9*2), Y2, Y2 \
+	VMOVDQU     off(base)(R9*1), X3 \
+	VINSERTI128 $1, off(base)(R11*1), Y3, Y3 \
+	VPUNPCKLDQ  Y1, Y0, Y4 \
+	VPUNPCKHDQ  Y1, Y0, Y5 \
+	VPUNPCKLDQ  Y3, Y2, Y6 \
+	VPUNPCKHDQ  Y3, Y2, Y7 \
+	VPUNPCKLQDQ Y6, Y4, Y0 \
+	VPUNPCKHQDQ Y6, Y4, Y1 \
+	VPUNPCKLQDQ Y7, Y5, Y2 \
+	VPUNPCKHQDQ Y7, Y5, Y3 \
+	VMOVDQA     Y0, Y4 \
+	VMOVDQA     Y1, Y5 \
+	VMOVDQA     Y2, Y6 \
+	VMOVDQA     Y3, Y7
+
+// Q2R_SCALES stores the eight rows' f16 scales (at offset 0 of base's
+// rows) as float32 at off(DI).
+#define Q2R_SCALES(base, off) \
+	VPINSRW   $0, (base), X8, X8 \
+	VPINSRW   $1, (base)(R8*1), X8, X8 \
+	VPINSRW   $2, (base)(R8*2), X8, X8 \
+	VPINSRW   $3, (base)(R9*1), X8, X8 \
+	VPINSRW   $4, (base)(R8*4), X8, X8 \
+	VPINSRW   $5, (base)(R10*1), X8, X8 \
+	VPINSRW   $6, (base)(R9*2), X8, X8 \
+	VPINSRW   $7, (base)(R11*1), X8, X8 \
+	VCVTPH2PS X8, Y8 \
+	VMOVUPS   Y8, off(DI)
+
+// Q2R_NIB stores the codes of the low and high nibbles of Y4+k (reg) as
+// layout registers k and k+4 of half h (0x0f bytes in Y15, the table in
+// Y14).
+#define Q2R_NIB(reg, k, h) \
+	VPSRLW  $4, reg, Y9 \
+	VPAND   Y15, reg, Y10 \
+	VPAND   Y15, Y9, Y9 \
+	VPSHUFB Y10, Y14, Y10 \
+	VPSHUFB Y9, Y14, Y9 \
+	VMOVDQU Y10, (64*k+32*h)(DI) \
+	VMOVDQU Y9, (64*k+256+32*h)(DI)
+
+// Q2R_ARGS loads a repack's arguments (dst DI, w SI, rb R8, nb CX), the
+// row strides R9-R11, the second half's rows in BX (SI + 8rb), and 0x0f
+// bytes in Y15.
+#define Q2R_ARGS \
+	MOVQ dst+0(FP), DI \
+	MOVQ w+8(FP), SI \
+	MOVQ rb+16(FP), R8 \
+	MOVQ nb+24(FP), CX \
+	LEAQ (R8)(R8*2), R9 \
+	LEAQ (R8)(R8*4), R10 \
+	LEAQ (R9)(R8*4), R11 \
+	LEAQ (SI)(R8*8), BX \
+	MOVL $0x0f0f0f0f, AX \
+	VMOVD AX, X15 \
+	VPBROADCASTD X15, Y15
+
+// func qtRepackNib18AVX2(dst, w *byte, rb, nb int, lut *[16]byte)
+// Q4_0 (and any 18-byte block of an f16 scale and 16 qs bytes).
+TEXT ·qtRepackNib18AVX2(SB), NOSPLIT, $0-40
+	Q2R_ARGS
+	MOVQ lut+32(FP), AX
+	VBROADCASTI128 (AX), Y14
+
+q2rn18loop:
+	Q2R_SCALES(SI, 512)
+	Q2R_ROWS(SI, 2)
+	Q2R_NIB(Y4, 0, 0)
+	Q2R_NIB(Y5, 1, 0)
+	Q2R_NIB(Y6, 2, 0)
+	Q2R_NIB(Y7, 3, 0)
+	Q2R_SCALES(BX, 544)
+	Q2R_ROWS(BX, 2)
+	Q2R_NIB(Y4, 0, 1)
+	Q2R_NIB(Y5, 1, 1)
+	Q2R_NIB(Y6, 2, 1)
+	Q2R_NIB(Y7, 3, 1)
+	ADDQ $18, SI
+	ADDQ $18, BX
+	ADDQ $576, DI
+	DECQ CX
+	JNZ  q2rn18loop
+	VZEROUPPER
+	RET
+
+// Q2R_QH leaves the eight rows' qh words (at 2(base)) in the dwords of
+// Y13, row by row.
+#define Q2R_QH(base) \
+	VMOVD   2(base), X13 \
+	VPINSRD $1, 2(base)(R8*1), X13, X13 \
+	VPINSRD $2, 2(base)(R8*2), X13, X13 \
+	VPINSRD $3, 2(base)(R9*1), X13, X13 \
+	VMOVD   2(base)(R8*4), X12 \
+	VPINSRD $1, 2(base)(R10*1), X12, X12 \
+	VPINSRD $2, 2(base)(R9*2), X12, X12 \
+	VPINSRD $3, 2(base)(R11*1), X12, X12 \
+	VINSERTI128 $1, X12, Y13, Y13
+
+// Q2R_BIT5 leaves in dst the fifth bits at bit sh of qh (Y13) in bit 4 of
+// each of the four bytes, as qtile_avx512_amd64.s's QT_BIT5 does
+// (multiplier 0x00204081 at q2Bit5Mul, 0x01010101 at q2Bit5Ones; Y11
+// holds 15 in every dword).
+#define Q2R_BIT5(sh, dst) \
+	VPSRLD  $(sh), Y13, dst \
+	VPAND   Y11, dst, dst \
+	VPMULLD q2Bit5Mul<>(SB), dst, dst \
+	VPAND   q2Bit5Ones<>(SB), dst, dst \
+	VPSLLD  $4, dst, dst
+
+// Q2R_NIB5 stores the Q5_0 codes of Y4+k (reg), their fifth bits at bit
+// 4k and 16+4k of qh, as layout registers k and k+4 of half h (0x70 in
+// every byte of Y14).
+#define Q2R_NIB5(reg, k, h) \
+	VPSRLW  $4, reg, Y9 \
+	VPAND   Y15, reg, Y10 \
+	VPAND   Y15, Y9, Y9 \
+	Q2R_BIT5(4*k, Y12) \
+	VPOR    Y12, Y10, Y10 \
+	Q2R_BIT5(16+4*k, Y12) \
+	VPOR    Y12, Y9, Y9 \
+	VPADDB  Y14, Y10, Y10 \
+	VPADDB  Y14, Y9, Y9 \
+	VMOVDQU Y10, (64*k+32*h)(DI) \
+	VMOVDQU Y9, (64*k+256+32*h)(DI)
+
+// func qtRepackQ5_0AVX2(dst, w *byte, rb, nb int)
+// Q5_0: 22-byte blocks, f16 scale, 32 fifth bits (qh), 16 qs bytes; the
+// code is (nibble | fifth bit << 4) + 112 (q5 - 16 + 128).
+TEXT ·qtRepackQ5_0AVX2(SB), NOSPLIT, $0-32
+	Q2R_ARGS
+	MOVL $0x70707070, AX
+	VMOVD AX, X14
+	VPBROADCASTD X14, Y14
+	MOVL $15, AX
+	VMOVD AX, X11
+	VPBROADCASTD X11, Y11
+
+q2r50loop:
+	Q2R_SCALES(SI, 512)
+	Q2R_QH(SI)
+	Q2R_ROWS(SI, 6)
+	Q2R_NIB5(Y4, 0, 0)
+	Q2R_NIB5(Y5, 1, 0)
+	Q2R_NIB5(Y6, 2, 0)
+	Q2R_NIB5(Y7, 3, 0)
+	Q2R_SCALES(BX, 544)
+	Q2R_QH(BX)
+	Q2R_ROWS(BX, 6)
+	Q2R_NIB5(Y4, 0, 1)
+	Q2R_NIB5(Y5, 1, 1)
+	Q2R_NIB5(Y6, 2, 1)
+	Q2R_NIB5(Y7, 3, 1)
+	ADDQ $22, SI
+	ADDQ $22, BX
+	ADDQ $576, DI
+	DECQ CX
+	JNZ  q2r50loop
+	VZEROUPPER
+	RET
+
+DATA q2Bit5Mul<>+0(SB)/8, $0x0020408100204081
+DATA q2Bit5Mul<>+8(SB)/8, $0x0020408100204081
+DATA q2Bit5Mul<>+16(SB)/8, $0x0020408100204081
+DATA q2Bit5Mul<>+24(SB)/8, $0x0020408100204081
+GLOBL q2Bit5Mul<>(SB), RODATA|NOPTR, $32
+
+DATA q2Bit5Ones<>+0(SB)/8, $0x0101010101010101
+DATA q2Bit5Ones<>+8(SB)/8, $0x0101010101010101
+DATA q2Bit5Ones<>+16(SB)/8, $0x0101010101010101
+DATA q2Bit5Ones<>+24(SB)/8, $0x0101010101010101
+GLOBL q2Bit5Ones<>(SB), RODATA|NOPTR, $32
+
+// func qtQuantQ8_0AVX2(src *float32, xq *int8, xs *qtScale, nb int)
+// The tile's activations straight from float32, as qtQuantQ8_0AVX512
+// (qtile_avx512_amd64.s) with 256-bit instructions: amax, d = f16(amax/127)
+// as float32, id = 127/amax (0 for a zero block), the codes, and bias =
+// -128·Σ codes (the codes plus 128 summed by VPSADBW, less 32·128).
+TEXT ·qtQuantQ8_0AVX2(SB), NOSPLIT, $0-32
+	MOVQ src+0(FP), SI
+	MOVQ xq+8(FP), DI
+	MOVQ xs+16(FP), R8
+	MOVQ nb+24(FP), CX
+	MOVL $0x7fffffff, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+	MOVL $0x42fe0000, AX
+	VMOVD AX, X14
+	VMOVDQU q8actPerm<>(SB), Y13
+	MOVL $0x80808080, AX
+	VMOVD AX, X12
+	VPBROADCASTD X12, Y12
+	VPXOR Y11, Y11, Y11
+
+q2qloop:
+	Q8ACT_AMAX256
+	VDIVSS    X14, X2, X4
+	VCVTPS2PH $4, X4, X4
+	VCVTPH2PS X4, X4
+	VMOVSS    X4, 0(R8)
+	VXORPS X5, X5, X5
+	VMOVD  X2, AX
+	TESTL  AX, AX
+	JZ     q2qzero
+	VDIVSS X2, X14, X5
+
+q2qzero:
+	Q8ACT_CODES256
+	VMOVDQU      Y0, 0(DI)
+	VPXOR        Y12, Y0, Y1
+	VPSADBW      Y11, Y1, Y1
+	VEXTRACTI128 $1, Y1, X6
+	VPADDQ       X6, X1, X1
+	VPSHUFD      $0x4e, X1, X6
+	VPADDQ       X6, X1, X1
+	VMOVD        X1, AX
+	SUBL         $4096, AX
+	SHLL         $7, AX
+	NEGL         AX
+	MOVL         AX, 4(R8)
+	ADDQ $128, SI
+	ADDQ $32, DI
+	ADDQ $8, R8
+	DECQ CX
+	JNZ  q2qloop
+	VZEROUPPER
+	RET
