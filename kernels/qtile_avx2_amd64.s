@@ -254,31 +254,43 @@ GLOBL q2Ones<>(SB), RODATA|NOPTR, $32
 	VMOVDQA     Y2, Y6 \
 	VMOVDQA     Y3, Y7
 
+// Q2R_WORDS inserts the eight rows' words at off into x.
+#define Q2R_WORDS(base, off, x) \
+	VPINSRW $0, off(base), x, x \
+	VPINSRW $1, off(base)(R8*1), x, x \
+	VPINSRW $2, off(base)(R8*2), x, x \
+	VPINSRW $3, off(base)(R9*1), x, x \
+	VPINSRW $4, off(base)(R8*4), x, x \
+	VPINSRW $5, off(base)(R10*1), x, x \
+	VPINSRW $6, off(base)(R9*2), x, x \
+	VPINSRW $7, off(base)(R11*1), x, x
+
 // Q2R_SCALES stores the eight rows' f16 scales (at offset 0 of base's
 // rows) as float32 at off(DI).
 #define Q2R_SCALES(base, off) \
-	VPINSRW   $0, (base), X8, X8 \
-	VPINSRW   $1, (base)(R8*1), X8, X8 \
-	VPINSRW   $2, (base)(R8*2), X8, X8 \
-	VPINSRW   $3, (base)(R9*1), X8, X8 \
-	VPINSRW   $4, (base)(R8*4), X8, X8 \
-	VPINSRW   $5, (base)(R10*1), X8, X8 \
-	VPINSRW   $6, (base)(R9*2), X8, X8 \
-	VPINSRW   $7, (base)(R11*1), X8, X8 \
+	Q2R_WORDS(base, 0, X8) \
 	VCVTPH2PS X8, Y8 \
 	VMOVUPS   Y8, off(DI)
 
 // Q2R_NIB stores the codes of the low and high nibbles of Y4+k (reg) as
-// layout registers k and k+4 of half h (0x0f bytes in Y15, the table in
-// Y14).
-#define Q2R_NIB(reg, k, h) \
+// layout registers k and k+4 of half h of the layout block at off(DI)
+// (0x0f bytes in Y15, the table in Y14).
+#define Q2R_NIB(reg, k, h, off) \
 	VPSRLW  $4, reg, Y9 \
 	VPAND   Y15, reg, Y10 \
 	VPAND   Y15, Y9, Y9 \
 	VPSHUFB Y10, Y14, Y10 \
 	VPSHUFB Y9, Y14, Y9 \
-	VMOVDQU Y10, (64*k+32*h)(DI) \
-	VMOVDQU Y9, (64*k+256+32*h)(DI)
+	VMOVDQU Y10, (off+64*k+32*h)(DI) \
+	VMOVDQU Y9, (off+64*k+256+32*h)(DI)
+
+// Q2R_NIBS stores the codes of the four registers Y4-Y7 (Q2R_ROWS) into
+// half h of the layout block at off(DI).
+#define Q2R_NIBS(h, off) \
+	Q2R_NIB(Y4, 0, h, off) \
+	Q2R_NIB(Y5, 1, h, off) \
+	Q2R_NIB(Y6, 2, h, off) \
+	Q2R_NIB(Y7, 3, h, off)
 
 // Q2R_ARGS loads a repack's arguments (dst DI, w SI, rb R8, nb CX), the
 // row strides R9-R11, the second half's rows in BX (SI + 8rb), and 0x0f
@@ -297,7 +309,7 @@ GLOBL q2Ones<>(SB), RODATA|NOPTR, $32
 	VPBROADCASTD X15, Y15
 
 // func qtRepackNib18AVX2(dst, w *byte, rb, nb int, lut *[16]byte)
-// Q4_0 (and any 18-byte block of an f16 scale and 16 qs bytes).
+// Q4_0 and IQ4_NL: 18-byte blocks, f16 scale then 16 bytes of nibbles.
 TEXT ·qtRepackNib18AVX2(SB), NOSPLIT, $0-40
 	Q2R_ARGS
 	MOVQ lut+32(FP), AX
@@ -306,16 +318,10 @@ TEXT ·qtRepackNib18AVX2(SB), NOSPLIT, $0-40
 q2rn18loop:
 	Q2R_SCALES(SI, 512)
 	Q2R_ROWS(SI, 2)
-	Q2R_NIB(Y4, 0, 0)
-	Q2R_NIB(Y5, 1, 0)
-	Q2R_NIB(Y6, 2, 0)
-	Q2R_NIB(Y7, 3, 0)
+	Q2R_NIBS(0, 0)
 	Q2R_SCALES(BX, 544)
 	Q2R_ROWS(BX, 2)
-	Q2R_NIB(Y4, 0, 1)
-	Q2R_NIB(Y5, 1, 1)
-	Q2R_NIB(Y6, 2, 1)
-	Q2R_NIB(Y7, 3, 1)
+	Q2R_NIBS(1, 0)
 	ADDQ $18, SI
 	ADDQ $18, BX
 	ADDQ $576, DI
@@ -398,6 +404,129 @@ q2r50loop:
 	JNZ  q2r50loop
 	VZEROUPPER
 	RET
+
+// Q2R_BYTES stores Y4-Y7 (Q2R_ROWS) with their top bits flipped (0x80
+// bytes in Y14) as layout registers j0..j0+3 of half h.
+#define Q2R_BYTES(j0, h) \
+	VPXOR   Y14, Y4, Y4 \
+	VPXOR   Y14, Y5, Y5 \
+	VPXOR   Y14, Y6, Y6 \
+	VPXOR   Y14, Y7, Y7 \
+	VMOVDQU Y4, (64*j0+32*h)(DI) \
+	VMOVDQU Y5, (64*j0+64+32*h)(DI) \
+	VMOVDQU Y6, (64*j0+128+32*h)(DI) \
+	VMOVDQU Y7, (64*j0+192+32*h)(DI)
+
+// func qtRepackQ8_0AVX2(dst, w *byte, rb, nb int)
+// Q8_0: 34-byte blocks, f16 scale then 32 code bytes, flipped to u.
+TEXT ·qtRepackQ8_0AVX2(SB), NOSPLIT, $0-32
+	Q2R_ARGS
+	MOVL $0x80808080, AX
+	VMOVD AX, X14
+	VPBROADCASTD X14, Y14
+
+q2r80loop:
+	Q2R_SCALES(SI, 512)
+	Q2R_ROWS(SI, 2)
+	Q2R_BYTES(0, 0)
+	Q2R_ROWS(SI, 18)
+	Q2R_BYTES(4, 0)
+	Q2R_SCALES(BX, 544)
+	Q2R_ROWS(BX, 2)
+	Q2R_BYTES(0, 1)
+	Q2R_ROWS(BX, 18)
+	Q2R_BYTES(4, 1)
+	ADDQ $34, SI
+	ADDQ $34, BX
+	ADDQ $576, DI
+	DECQ CX
+	JNZ  q2r80loop
+	VZEROUPPER
+	RET
+
+// Q2R_XSHDR leaves, for the eight IQ4_XS rows at base, d as float32 in
+// Y11, scales_h (zero-extended) in Y12 and scales_l in Y13, row by row.
+#define Q2R_XSHDR(base) \
+	Q2R_WORDS(base, 0, X11) \
+	VCVTPH2PS X11, Y11 \
+	Q2R_WORDS(base, 2, X12) \
+	VPMOVZXWD X12, Y12 \
+	VMOVD   4(base), X13 \
+	VPINSRD $1, 4(base)(R8*1), X13, X13 \
+	VPINSRD $2, 4(base)(R8*2), X13, X13 \
+	VPINSRD $3, 4(base)(R9*1), X13, X13 \
+	VMOVD   4(base)(R8*4), X10 \
+	VPINSRD $1, 4(base)(R10*1), X10, X10 \
+	VPINSRD $2, 4(base)(R9*2), X10, X10 \
+	VPINSRD $3, 4(base)(R11*1), X10, X10 \
+	VINSERTI128 $1, X10, Y13, Y13
+
+// Q2R_XSSUB writes sub-block k of half h of the IQ4_XS rows at base:
+// its scale d·(ls-32), ls = (scales_l nibble k) | (scales_h bits 2k,
+// 2k+1) << 4, and its codes (qs at 8+16k).
+#define Q2R_XSSUB(base, k, h) \
+	VPSRLD    $(4*k), Y13, Y8 \
+	VPAND     q2Fifteen<>(SB), Y8, Y8 \
+	VPSRLD    $(2*k), Y12, Y9 \
+	VPAND     q2Three<>(SB), Y9, Y9 \
+	VPSLLD    $4, Y9, Y9 \
+	VPOR      Y9, Y8, Y8 \
+	VPSUBD    q2ThirtyTwo<>(SB), Y8, Y8 \
+	VCVTDQ2PS Y8, Y8 \
+	VMULPS    Y11, Y8, Y8 \
+	VMOVUPS   Y8, (576*k+512+32*h)(DI) \
+	Q2R_ROWS(base, 8+16*k) \
+	Q2R_NIBS(h, 576*k)
+
+// Q2R_XSHALF writes half h of the eight layout blocks of one IQ4_XS
+// block of the rows at base.
+#define Q2R_XSHALF(base, h) \
+	Q2R_XSHDR(base) \
+	Q2R_XSSUB(base, 0, h) \
+	Q2R_XSSUB(base, 1, h) \
+	Q2R_XSSUB(base, 2, h) \
+	Q2R_XSSUB(base, 3, h) \
+	Q2R_XSSUB(base, 4, h) \
+	Q2R_XSSUB(base, 5, h) \
+	Q2R_XSSUB(base, 6, h) \
+	Q2R_XSSUB(base, 7, h)
+
+// func qtRepackIQ4XSAVX2(dst, w *byte, rb, nb int, lut *[16]byte)
+// nb counts 256-value blocks (eight layout blocks each): f16 d,
+// scales_h, scales_l, then eight sub-blocks of 16 qs bytes.
+TEXT ·qtRepackIQ4XSAVX2(SB), NOSPLIT, $0-40
+	Q2R_ARGS
+	MOVQ lut+32(FP), AX
+	VBROADCASTI128 (AX), Y14
+
+q2rxsloop:
+	Q2R_XSHALF(SI, 0)
+	Q2R_XSHALF(BX, 1)
+	ADDQ $136, SI
+	ADDQ $136, BX
+	ADDQ $4608, DI
+	DECQ CX
+	JNZ  q2rxsloop
+	VZEROUPPER
+	RET
+
+DATA q2Fifteen<>+0(SB)/8, $0x0000000f0000000f
+DATA q2Fifteen<>+8(SB)/8, $0x0000000f0000000f
+DATA q2Fifteen<>+16(SB)/8, $0x0000000f0000000f
+DATA q2Fifteen<>+24(SB)/8, $0x0000000f0000000f
+GLOBL q2Fifteen<>(SB), RODATA|NOPTR, $32
+
+DATA q2Three<>+0(SB)/8, $0x0000000300000003
+DATA q2Three<>+8(SB)/8, $0x0000000300000003
+DATA q2Three<>+16(SB)/8, $0x0000000300000003
+DATA q2Three<>+24(SB)/8, $0x0000000300000003
+GLOBL q2Three<>(SB), RODATA|NOPTR, $32
+
+DATA q2ThirtyTwo<>+0(SB)/8, $0x0000002000000020
+DATA q2ThirtyTwo<>+8(SB)/8, $0x0000002000000020
+DATA q2ThirtyTwo<>+16(SB)/8, $0x0000002000000020
+DATA q2ThirtyTwo<>+24(SB)/8, $0x0000002000000020
+GLOBL q2ThirtyTwo<>(SB), RODATA|NOPTR, $32
 
 DATA q2Bit5Mul<>+0(SB)/8, $0x0020408100204081
 DATA q2Bit5Mul<>+8(SB)/8, $0x0020408100204081
