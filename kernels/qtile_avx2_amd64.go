@@ -2,16 +2,16 @@
 
 package kernels
 
-import (
-	"github.com/lisa-llm/lisa/tensor"
-)
+import "github.com/lisa-llm/lisa/tensor"
 
-// setQTileAVX2 gives t the AVX2 prompt tile (qtile_avx2_amd64.s) for Q4_0
-// and Q5_0, their repacks of whole groups in assembly (a last group of
-// fewer rows takes the pure-Go one), and the tile's activation quantizer. AVX2 has no VPDPBUSD: its byte products (VPMADDUBSW) add
-// pairs into saturating 16-bit lanes, which the codes of 0..255 the other
-// types take would overflow, while Q4_0's and Q5_0's codes less their
-// base fit; the other tile types keep their row dots on this path.
+// setQTileAVX2 gives t the AVX2 prompt tile (qtile_avx2_amd64.s) for every
+// tile type, their repacks of whole groups in assembly (a last group of
+// fewer rows takes the pure-Go one), and the tile's activation quantizer.
+// AVX2 has no VPDPBUSD: its byte products (VPMADDUBSW) add pairs into
+// saturating 16-bit lanes. Q4_0's and Q5_0's codes less their base are
+// small enough for one product per value; the codes of 0..255 of IQ4_NL,
+// IQ4_XS and Q8_0 take two, with the activations split in nibbles
+// (weightKernels.qtSplit).
 func setQTileAVX2(t *table) {
 	t.qtQuant = func(src []float32, xq []int8, xs []qtScale) {
 		if len(xs) == 0 {
@@ -20,10 +20,12 @@ func setQTileAVX2(t *table) {
 		src, xq = src[:32*len(xs)], xq[:32*len(xs)]
 		qtQuantQ8_0AVX2(&src[0], &xq[0], &xs[0], len(xs))
 	}
-	for _, k := range []qt2Kernel{qt2Q4_0, qt2Q5_0} {
-		typ := k.typ()
-		t.weights[typ].qtRepack = qtRepackAVX2(typ)
-		t.weights[typ].qtile = k.tile
+	for typ, k := range map[tensor.Type]qt2Kernel{tensor.Q4_0: qt2Q4_0, tensor.Q5_0: qt2Q5_0,
+		tensor.IQ4_NL: qt2Wide, tensor.IQ4_XS: qt2Wide, tensor.Q8_0: qt2Wide} {
+		wk := &t.weights[typ]
+		wk.qtRepack = qtRepackAVX2(typ)
+		wk.qtile = k.tile
+		wk.qtSplit = k == qt2Wide
 	}
 }
 
@@ -69,14 +71,10 @@ var qtQ4_0 = [16]byte{120, 121, 122, 123, 124, 125, 126, 127, 128, 129, 130, 131
 type qt2Kernel uint8
 
 const (
-	qt2Q4_0 qt2Kernel = iota
-	qt2Q5_0
+	qt2Q4_0 qt2Kernel = iota // Q4_0's codes, 120..135
+	qt2Q5_0                  // Q5_0's, 112..143
+	qt2Wide                  // any code, the activations split (qtSplitActs)
 )
-
-// typ returns the weight type of kernel k.
-func (k qt2Kernel) typ() tensor.Type {
-	return [...]tensor.Type{tensor.Q4_0, tensor.Q5_0}[k]
-}
 
 // tile is k's tile kernel (qtTileFunc): each half of the group (eight
 // rows, one 256-bit register) by four tokens at a time, the last one to
@@ -86,8 +84,12 @@ func (k qt2Kernel) tile(w []byte, xq []int8, xs []qtScale, nb, nt int, out []flo
 	if nb <= 0 || nt <= 0 || rows <= 0 {
 		return
 	}
+	xb := 32 // activation bytes per block and token
+	if k == qt2Wide {
+		xb = 64
+	}
 	w = w[:nb*qtBlockBytes]
-	xq, xs = xq[:nt*nb*32], xs[:nt*nb]
+	xq, xs = xq[:nt*nb*xb], xs[:nt*nb]
 	rows = min(rows, qtRows)
 	_ = out[(nt-1)*ldo+rows-1]
 	for h := 0; h*8 < rows; h++ {
@@ -96,14 +98,14 @@ func (k qt2Kernel) tile(w []byte, xq []int8, xs []qtScale, nb, nt int, out []flo
 		t := 0
 		for ; t+4 <= nt; t += 4 {
 			var o [32]float32
-			k.call4(wh, &xq[t*nb*32], &xs[t*nb], nb, &o)
+			k.call4(wh, &xq[t*nb*xb], &xs[t*nb], nb, &o)
 			for u := range 4 {
 				copy(out[(t+u)*ldo+8*h:(t+u)*ldo+8*h+nr], o[8*u:8*u+nr])
 			}
 		}
 		for ; t < nt; t++ {
 			var o [8]float32
-			k.call1(wh, &xq[t*nb*32], &xs[t*nb], nb, &o)
+			k.call1(wh, &xq[t*nb*xb], &xs[t*nb], nb, &o)
 			copy(out[t*ldo+8*h:t*ldo+8*h+nr], o[:nr])
 		}
 	}
@@ -116,6 +118,8 @@ func (k qt2Kernel) call4(w *byte, xq *int8, xs *qtScale, nb int, o *[32]float32)
 		qtile4Q4_0AVX2(w, xq, xs, nb, o)
 	case qt2Q5_0:
 		qtile4Q5_0AVX2(w, xq, xs, nb, o)
+	case qt2Wide:
+		qtile4WideAVX2(w, xq, xs, nb, o)
 	}
 }
 
@@ -125,13 +129,15 @@ func (k qt2Kernel) call1(w *byte, xq *int8, xs *qtScale, nb int, o *[8]float32) 
 		qtile1Q4_0AVX2(w, xq, xs, nb, o)
 	case qt2Q5_0:
 		qtile1Q5_0AVX2(w, xq, xs, nb, o)
+	case qt2Wide:
+		qtile1WideAVX2(w, xq, xs, nb, o)
 	}
 }
 
 // The kernels multiply eight rows of a group (w points at their half of
 // the first block's registers) by four tokens (codes nb·32 bytes apart,
-// scales nb apart) or one, over nb >= 1 blocks, and store token t's
-// eight results at o[8t:].
+// nb·64 split for the wide ones; scales nb apart) or one, over nb >= 1
+// blocks, and store token t's eight results at o[8t:].
 
 //go:noescape
 func qtile4Q4_0AVX2(w *byte, xq *int8, xs *qtScale, nb int, out *[32]float32)
@@ -141,6 +147,12 @@ func qtile4Q5_0AVX2(w *byte, xq *int8, xs *qtScale, nb int, out *[32]float32)
 
 //go:noescape
 func qtile1Q4_0AVX2(w *byte, xq *int8, xs *qtScale, nb int, out *[8]float32)
+
+//go:noescape
+func qtile4WideAVX2(w *byte, xq *int8, xs *qtScale, nb int, out *[32]float32)
+
+//go:noescape
+func qtile1WideAVX2(w *byte, xq *int8, xs *qtScale, nb int, out *[8]float32)
 
 //go:noescape
 func qtile1Q5_0AVX2(w *byte, xq *int8, xs *qtScale, nb int, out *[8]float32)

@@ -161,6 +161,78 @@ q2q5loop:
 	JNZ  q2q5loop
 	Q2_STORE4
 
+// The wide kernel, for codes u anywhere in 0..255 (IQ4_NL, IQ4_XS,
+// Q8_0): VPMADDUBSW of u with a signed byte could overflow its 16-bit
+// pair sums, so the token's codes come split (qtSplitActs) as x = 16·h +
+// l with h = x>>4 in -8..7 and l = x&15 in 0..15, 32 bytes of each per
+// block (the token's 64 at qx). Σ u·h adds in 16 bits over all eight
+// registers (|Σ| <= 8·2·255·8 = 32640) and is widened times 16; Σ u·l in
+// two chains of four (4·2·255·15 = 30600), each widened; their sum is
+// Σ u·x exactly, and the token's bias -128·Σx as it is makes it Σ v·x.
+
+// Q2W_TOK adds one token's block to acc (its split codes at qx: Q2X with
+// R11 = nb·64, R13 = 3·R11).
+#define Q2W_TOK(qx, qs, acc) \
+	VPBROADCASTD qx(0), Y12 \
+	VPMADDUBSW   Y12, Y0, Y14 \
+	Q2_PAIR(qx, 1, Y1, Y14) \
+	Q2_PAIR(qx, 2, Y2, Y14) \
+	Q2_PAIR(qx, 3, Y3, Y14) \
+	Q2_PAIR(qx, 4, Y4, Y14) \
+	Q2_PAIR(qx, 5, Y5, Y14) \
+	Q2_PAIR(qx, 6, Y6, Y14) \
+	Q2_PAIR(qx, 7, Y7, Y14) \
+	VPMADDWD     q2Sixteen<>(SB), Y14, Y14 \
+	VPBROADCASTD qx(32), Y12 \
+	VPMADDUBSW   Y12, Y0, Y15 \
+	Q2_PAIR(qx, 9, Y1, Y15) \
+	Q2_PAIR(qx, 10, Y2, Y15) \
+	Q2_PAIR(qx, 11, Y3, Y15) \
+	VPMADDWD     q2Ones<>(SB), Y15, Y15 \
+	VPADDD       Y15, Y14, Y14 \
+	VPBROADCASTD qx(48), Y12 \
+	VPMADDUBSW   Y12, Y4, Y15 \
+	Q2_PAIR(qx, 13, Y5, Y15) \
+	Q2_PAIR(qx, 14, Y6, Y15) \
+	Q2_PAIR(qx, 15, Y7, Y15) \
+	VPMADDWD     q2Ones<>(SB), Y15, Y15 \
+	VPADDD       Y15, Y14, Y14 \
+	VPBROADCASTD qs(4), Y12 \
+	VPADDD       Y12, Y14, Y14 \
+	VCVTDQ2PS    Y14, Y14 \
+	VBROADCASTSS qs(0), Y15 \
+	VMULPS       512(SI), Y15, Y15 \
+	VFMADD231PS  Y15, Y14, acc
+
+// Q2W_CODES loads the half-block at SI as it is.
+#define Q2W_CODES \
+	VMOVDQU 0(SI), Y0 \
+	VMOVDQU 64(SI), Y1 \
+	VMOVDQU 128(SI), Y2 \
+	VMOVDQU 192(SI), Y3 \
+	VMOVDQU 256(SI), Y4 \
+	VMOVDQU 320(SI), Y5 \
+	VMOVDQU 384(SI), Y6 \
+	VMOVDQU 448(SI), Y7
+
+// func qtile4WideAVX2(w *byte, xq *int8, xs *qtScale, nb int, out *[32]float32)
+TEXT ·qtile4WideAVX2(SB), NOSPLIT, $0-40
+	Q2_ARGS4
+	SHLQ $1, R11
+	SHLQ $1, R13
+q2wloop:
+	Q2W_CODES
+	Q2W_TOK(Q2X0, Q2S0, Y8)
+	Q2W_TOK(Q2X1, Q2S1, Y9)
+	Q2W_TOK(Q2X2, Q2S2, Y10)
+	Q2W_TOK(Q2X3, Q2S3, Y11)
+	ADDQ $576, SI
+	ADDQ $64, DI
+	ADDQ $8, R8
+	DECQ CX
+	JNZ  q2wloop
+	Q2_STORE4
+
 // Q2_ARGS1 loads the one-token kernels' arguments and zeroes Y8.
 #define Q2_ARGS1 \
 	MOVQ w+0(FP), SI \
@@ -201,6 +273,25 @@ q1q5loop:
 	DECQ CX
 	JNZ  q1q5loop
 	Q2_STORE1
+
+// func qtile1WideAVX2(w *byte, xq *int8, xs *qtScale, nb int, out *[8]float32)
+TEXT ·qtile1WideAVX2(SB), NOSPLIT, $0-40
+	Q2_ARGS1
+q1wloop:
+	Q2W_CODES
+	Q2W_TOK(Q2X0, Q2S0, Y8)
+	ADDQ $576, SI
+	ADDQ $64, DI
+	ADDQ $8, R8
+	DECQ CX
+	JNZ  q1wloop
+	Q2_STORE1
+
+DATA q2Sixteen<>+0(SB)/8, $0x0010001000100010
+DATA q2Sixteen<>+8(SB)/8, $0x0010001000100010
+DATA q2Sixteen<>+16(SB)/8, $0x0010001000100010
+DATA q2Sixteen<>+24(SB)/8, $0x0010001000100010
+GLOBL q2Sixteen<>(SB), RODATA|NOPTR, $32
 
 DATA q2Neg120<>+0(SB)/8, $0x8888888888888888
 DATA q2Neg120<>+8(SB)/8, $0x8888888888888888

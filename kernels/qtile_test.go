@@ -48,6 +48,17 @@ func qtHasTile(tab *table) bool {
 	return false
 }
 
+// qtKernActs returns the activation codes xq as typ's tile kernel on tab
+// takes them: split in nibbles when it says so (qtSplit).
+func qtKernActs(tab *table, typ tensor.Type, xq []int8) []int8 {
+	if !tab.weights[typ].qtSplit {
+		return xq
+	}
+	s := make([]int8, 2*len(xq))
+	qtSplitActs(s, xq)
+	return s
+}
+
 // qtCodes returns the range of a tile type's codes (its values + 128):
 // a path's tile kernel for the type must take any code in it.
 func qtCodes(typ tensor.Type) (lo, hi int) {
@@ -168,7 +179,7 @@ func qtKernelCases(t *testing.T, r *rand.Rand, tab *table, typ tensor.Type, kern
 							want[i], got[i] = -1, -1
 						}
 						qtileGeneric(w, xq, xs, nb, nt, want, ldo, rows)
-						kern(w, xq, xs, nb, nt, got, ldo, rows)
+						kern(w, qtKernActs(tab, typ, xq), xs, nb, nt, got, ldo, rows)
 						for i := range got {
 							if !sameFloat(got[i], want[i]) {
 								t.Fatalf("%s %s nb=%d nt=%d rows=%d edge=%v: out[%d] = %v, twin %v", tab.path, typ, nb, nt, rows, edge, i, got[i], want[i])
@@ -454,7 +465,7 @@ func FuzzQTile(f *testing.F) {
 				}
 			}
 			out := make([]float32, nt*rows)
-			tab.weights[typ].qtile(g, xq, xs, nb, nt, out, rows, rows)
+			tab.weights[typ].qtile(g, qtKernActs(tab, typ, xq), xs, nb, nt, out, rows, rows)
 			for i := range out {
 				if !sameFloat(out[i], wantOut[i]) {
 					t.Fatalf("%s %s: out[%d] = %v, twin %v", tab.path, typ, i, out[i], wantOut[i])
@@ -488,10 +499,11 @@ func BenchmarkQTile(b *testing.B) {
 					binary.LittleEndian.PutUint32(w[b*qtBlockBytes+512+4*k:], math.Float32bits(r.Float32()*0.1))
 				}
 			}
+			ka := qtKernActs(tab, typ, xq)
 			b.Run(fmt.Sprintf("%s/kernel/%s", tab.path, typ), func(b *testing.B) {
 				b.ReportAllocs()
 				for range b.N {
-					kern(w, xq, xs, nb, 8, out, qtRows, qtRows)
+					kern(w, ka, xs, nb, 8, out, qtRows, qtRows)
 				}
 				b.ReportMetric(2*float64(qtRows*8*32*nb)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 			})

@@ -84,6 +84,9 @@ type weightKernels struct {
 	// (the avx2 one sums Q4_0's and Q5_0's products in 16-bit lanes).
 	qtRepack qtRepackFunc
 	qtile    qtTileFunc
+	// qtSplit is set when qtile takes the activation codes split in
+	// nibbles (qtSplitActs) instead of as they are.
+	qtSplit bool
 }
 
 // genericWeights returns the pure-Go rows. The types added after Q4_K,
