@@ -295,7 +295,7 @@ func (j *job) qtGrow(threads int) {
 		j.qtx = growSlice(j.qtx, 2*j.n*j.w.Cols)
 	}
 	j.qts = growSlice(j.qts, j.n*nb)
-	group := nb * qtBlockBytes
+	group := qtLayoutBytes(j.w.Type, nb)
 	groups := max(1, min(qtScratchBytes/group, (j.w.Rows+qtRows-1)/qtRows))
 	if len(j.qtScr) < threads {
 		j.qtScr = make([][]byte, threads)
@@ -332,7 +332,7 @@ func (j *job) qtConvert(p partner, quantize func([]float32, []int8, []qtScale), 
 // groups, eight tokens at a time.
 func (j *job) qtRowsRun(tab *table, part, r0, r1 int) {
 	nb := j.w.Cols / 32
-	group := nb * qtBlockBytes
+	group := qtLayoutBytes(j.w.Type, nb)
 	scr := j.qtScr[part]
 	run := len(scr) / group * qtRows
 	repack := tab.weights[j.w.Type].qtRepack

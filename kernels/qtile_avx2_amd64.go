@@ -27,6 +27,46 @@ func setQTileAVX2(t *table) {
 		wk.qtile = k.tile
 		wk.qtSplit = k == qt2Wide
 	}
+	t.weights[tensor.Q4_K].qtRepack = func(dst, w []byte, rb, rows, nb int) {
+		nk := nb / 8
+		if rows < qtRows || nk == 0 {
+			qkRepackGeneric(dst, w, rb, rows, nb)
+			return
+		}
+		dst, w = dst[:nk*qkBlockBytes], w[:(qtRows-1)*rb+nk*q4KBytes]
+		qkRepackAVX2(&dst[0], &w[0], rb, nk)
+	}
+	t.weights[tensor.Q4_K].qtile = qkTileAVX2
+}
+
+// qkTileAVX2 is the Q4_K tile kernel (qtTileFunc, qtile_q4k.go) in AVX2
+// assembly: each half of the group by four tokens at a time (a last
+// group of fewer repeats its last token, whose copies are dropped).
+func qkTileAVX2(w []byte, xq []int8, xs []qtScale, nb, nt int, out []float32, ldo, rows int) {
+	nk := nb / 8
+	if nk <= 0 || nt <= 0 || rows <= 0 {
+		return
+	}
+	w = w[:nk*qkBlockBytes]
+	xq, xs = xq[:nt*nb*32], xs[:nt*nb]
+	rows = min(rows, qtRows)
+	_ = out[(nt-1)*ldo+rows-1]
+	for h := 0; h*8 < rows; h++ {
+		nr := min(8, rows-8*h)
+		for t := 0; t < nt; t += 4 {
+			var px [4]*int8
+			var ps [4]*qtScale
+			for u := range 4 {
+				tu := min(t+u, nt-1)
+				px[u], ps[u] = &xq[tu*nb*32], &xs[tu*nb]
+			}
+			var o [32]float32
+			qkTile4AVX2(&w[32*h], &px, &ps, nk, &o)
+			for u := range min(4, nt-t) {
+				copy(out[(t+u)*ldo+8*h:(t+u)*ldo+8*h+nr], o[8*u:8*u+nr])
+			}
+		}
+	}
 }
 
 // qtRepackAVX2 returns the repack of tile type typ whose whole groups are
@@ -156,6 +196,19 @@ func qtile1WideAVX2(w *byte, xq *int8, xs *qtScale, nb int, out *[8]float32)
 
 //go:noescape
 func qtile1Q5_0AVX2(w *byte, xq *int8, xs *qtScale, nb int, out *[8]float32)
+
+// qkRepackAVX2 rewrites sixteen Q4_K rows (rb bytes apart) of nk blocks
+// into the Q4_K tile layout at dst.
+//
+//go:noescape
+func qkRepackAVX2(dst, w *byte, rb, nk int)
+
+// qkTile4AVX2 multiplies eight rows of a Q4_K group (w at their half)
+// by four tokens (codes and scales at xq[t] and xs[t]) over nk >= 1
+// 256-value blocks, adding token t's eight results to out[8t:].
+//
+//go:noescape
+func qkTile4AVX2(w *byte, xq *[4]*int8, xs *[4]*qtScale, nk int, out *[32]float32)
 
 // qtQuantQ8_0AVX2 quantizes nb blocks of 32 activations at src into the
 // tile's codes and scales, as qtQuantQ8_0Generic.

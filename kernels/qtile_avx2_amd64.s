@@ -685,3 +685,280 @@ q2qzero:
 	JNZ  q2qloop
 	VZEROUPPER
 	RET
+
+// The Q4_K tile (qtile_q4k.go's layout): eight rows (w at their half)
+// times four tokens (their codes and scales through pointers, so that a
+// last group of fewer tokens can repeat one). Per sub-block k the rows'
+// codes q (0..15) are loaded and, per token, the pair sums of its eight
+// registers add up in 16 bits (Q2_HALVES, then one add: at most 30720, as
+// Q4_0's); VPMADDWD with the sub-block's scales (doubled words) widens
+// them times the scale, and they add to the token's isum (Y8-Y11). After
+// the eight sub-blocks, per token, the mins: its sub-block sums X_k are
+// its biases (-128·X_k) shifted right by 7, whose low words VPMADDWD
+// multiplies by the mins' (the high word of the min dwords is 0), summing
+// -mins; then the two float steps on the token's accumulator, which
+// lives in out (zero at the call) so that the sixteen registers hold the
+// codes, the four isums and the temporaries.
+
+// Token t's codes at QKXt and scales at QKSt.
+#define QKX0(off) off(DI)
+#define QKX1(off) off(R11)
+#define QKX2(off) off(R12)
+#define QKX3(off) off(R13)
+#define QKS0(off) off(R8)
+#define QKS1(off) off(R9)
+#define QKS2(off) off(R10)
+#define QKS3(off) off(R14)
+
+// QK_TOKSUB adds one token's sub-block (activations at qx) times the
+// rows' scales of sub-block k to isum.
+#define QK_TOKSUB(qx, k, isum) \
+	Q2_HALVES(qx) \
+	VPADDW   Y15, Y14, Y14 \
+	VPMADDWD (576*k+512)(SI), Y14, Y14 \
+	VPADDD   Y14, isum, isum
+
+// QK_SUB adds sub-block k of the four tokens to their isums and moves
+// their codes on by 32 bytes.
+#define QK_SUB(k) \
+	VMOVDQU (576*k)(SI), Y0 \
+	VMOVDQU (576*k+64)(SI), Y1 \
+	VMOVDQU (576*k+128)(SI), Y2 \
+	VMOVDQU (576*k+192)(SI), Y3 \
+	VMOVDQU (576*k+256)(SI), Y4 \
+	VMOVDQU (576*k+320)(SI), Y5 \
+	VMOVDQU (576*k+384)(SI), Y6 \
+	VMOVDQU (576*k+448)(SI), Y7 \
+	QK_TOKSUB(QKX0, k, Y8) \
+	QK_TOKSUB(QKX1, k, Y9) \
+	QK_TOKSUB(QKX2, k, Y10) \
+	QK_TOKSUB(QKX3, k, Y11) \
+	ADDQ $32, DI \
+	ADDQ $32, R11 \
+	ADDQ $32, R12 \
+	ADDQ $32, R13
+
+// QK_MIN adds sub-block k's -m·X_k of the token (scales at qs; the
+// rows' mins in mk) to Y14.
+#define QK_MIN(qs, k, mk) \
+	VPBROADCASTD qs(8*k+4), Y12 \
+	VPSRAD       $7, Y12, Y12 \
+	VPMADDWD     mk, Y12, Y13 \
+	VPADDD       Y13, Y14, Y14
+
+// QK_FLOAT takes the token's two float steps into its accumulator at
+// acc(DX) and zeroes isum for the next block (Y12-Y15 temporaries).
+#define QK_FLOAT(qs, isum, acc) \
+	VPXOR        Y14, Y14, Y14 \
+	QK_MIN(qs, 0, Y0) \
+	QK_MIN(qs, 1, Y1) \
+	QK_MIN(qs, 2, Y2) \
+	QK_MIN(qs, 3, Y3) \
+	QK_MIN(qs, 4, Y4) \
+	QK_MIN(qs, 5, Y5) \
+	QK_MIN(qs, 6, Y6) \
+	QK_MIN(qs, 7, Y7) \
+	VCVTDQ2PS    Y14, Y14 \
+	VCVTDQ2PS    isum, isum \
+	VMOVUPS      acc(DX), Y15 \
+	VBROADCASTSS qs(0), Y12 \
+	VMULPS       5120(SI), Y12, Y13 \
+	VFMADD231PS  Y13, isum, Y15 \
+	VMULPS       5184(SI), Y12, Y13 \
+	VFMADD231PS  Y13, Y14, Y15 \
+	VMOVUPS      Y15, acc(DX) \
+	VPXOR        isum, isum, isum
+
+// func qkTile4AVX2(w *byte, xq *[4]*int8, xs *[4]*qtScale, nk int, out *[32]float32)
+// nk 256-value blocks; out holds zeros.
+TEXT ·qkTile4AVX2(SB), NOSPLIT, $0-40
+	MOVQ w+0(FP), SI
+	MOVQ xq+8(FP), AX
+	MOVQ 0(AX), DI
+	MOVQ 8(AX), R11
+	MOVQ 16(AX), R12
+	MOVQ 24(AX), R13
+	MOVQ xs+16(FP), AX
+	MOVQ 0(AX), R8
+	MOVQ 8(AX), R9
+	MOVQ 16(AX), R10
+	MOVQ 24(AX), R14
+	MOVQ nk+24(FP), CX
+	MOVQ out+32(FP), DX
+	VPXOR Y8, Y8, Y8
+	VPXOR Y9, Y9, Y9
+	VPXOR Y10, Y10, Y10
+	VPXOR Y11, Y11, Y11
+
+qkloop:
+	QK_SUB(0)
+	QK_SUB(1)
+	QK_SUB(2)
+	QK_SUB(3)
+	QK_SUB(4)
+	QK_SUB(5)
+	QK_SUB(6)
+	QK_SUB(7)
+	VMOVDQU 4608(SI), Y0
+	VMOVDQU 4672(SI), Y1
+	VMOVDQU 4736(SI), Y2
+	VMOVDQU 4800(SI), Y3
+	VMOVDQU 4864(SI), Y4
+	VMOVDQU 4928(SI), Y5
+	VMOVDQU 4992(SI), Y6
+	VMOVDQU 5056(SI), Y7
+	QK_FLOAT(QKS0, Y8, 0)
+	QK_FLOAT(QKS1, Y9, 32)
+	QK_FLOAT(QKS2, Y10, 64)
+	QK_FLOAT(QKS3, Y11, 96)
+	ADDQ $5248, SI
+	ADDQ $64, R8
+	ADDQ $64, R9
+	ADDQ $64, R10
+	ADDQ $64, R14
+	DECQ CX
+	JNZ  qkloop
+	VZEROUPPER
+	RET
+
+// The Q4_K repack of whole groups, eight rows at a time: the rows' first
+// sixteen bytes (d, dmin and the twelve scale bytes) transposed as
+// Q2R_ROWS does leave d|dmin, scales 0-3, 4-7 and 8-11 of the eight rows
+// in the dword lanes of Y4-Y7; the six-bit scales and mins are unpacked
+// there (scale k < 4: byte k & 63; k >= 4: byte k+4's low nibble | byte
+// k-4's top two bits << 4; mins likewise from bytes k+4 and k+4's high
+// nibble), and the codes come from two transposes of each 32-byte group
+// of qs, low nibbles for the even sub-block and high for the odd.
+
+// QK_SCW stores byte sh/8 of every dword lane of src as sub-block k's
+// doubled scale words of half h.
+#define QK_SCW(src, sh, k, h) \
+	VPSRLD  $(sh), src, Y13 \
+	VPAND   qkByte<>(SB), Y13, Y13 \
+	VPSLLD  $16, Y13, Y14 \
+	VPOR    Y14, Y13, Y13 \
+	VMOVDQU Y13, (576*k+512+32*h)(DI)
+
+// QK_MW stores byte sh/8 of every dword lane of src as sub-block k's
+// mins of half h.
+#define QK_MW(src, sh, k, h) \
+	VPSRLD  $(sh), src, Y13 \
+	VPAND   qkByte<>(SB), Y13, Y13 \
+	VMOVDQU Y13, (4608+64*k+32*h)(DI)
+
+// QK_CODES stores the codes of Y4-Y7 (dwords j0..j0+3 of a 32-byte qs
+// group) as registers j0.. of sub-blocks k (low nibbles) and k+1 (high).
+#define QK_CODE(reg, j, k, h) \
+	VPSRLW  $4, reg, Y9 \
+	VPAND   Y15, reg, Y10 \
+	VPAND   Y15, Y9, Y9 \
+	VMOVDQU Y10, (576*(k)+64*(j)+32*(h))(DI) \
+	VMOVDQU Y9, (576*(k)+576+64*(j)+32*(h))(DI)
+
+#define QK_CODES(j0, k, h) \
+	QK_CODE(Y4, j0, k, h) \
+	QK_CODE(Y5, j0+1, k, h) \
+	QK_CODE(Y6, j0+2, k, h) \
+	QK_CODE(Y7, j0+3, k, h)
+
+// QK_HALF writes half h of one Q4_K layout block from the rows at base.
+#define QK_HALF(base, h) \
+	Q2R_ROWS(base, 0) \
+	VPSHUFB   qkLoWords<>(SB), Y4, Y8 \
+	VPERMQ    $0x08, Y8, Y8 \
+	VCVTPH2PS X8, Y8 \
+	VMOVUPS   Y8, (5120+32*h)(DI) \
+	VPSHUFB   qkHiWords<>(SB), Y4, Y8 \
+	VPERMQ    $0x08, Y8, Y8 \
+	VCVTPH2PS X8, Y8 \
+	VMOVUPS   Y8, (5184+32*h)(DI) \
+	VPAND     qk3f<>(SB), Y5, Y9 \
+	VPAND     qk3f<>(SB), Y6, Y10 \
+	VPSRLD    $2, Y5, Y11 \
+	VPAND     qk30<>(SB), Y11, Y11 \
+	VPAND     Y15, Y7, Y13 \
+	VPOR      Y13, Y11, Y11 \
+	VPSRLD    $2, Y6, Y12 \
+	VPAND     qk30<>(SB), Y12, Y12 \
+	VPSRLD    $4, Y7, Y13 \
+	VPAND     Y15, Y13, Y13 \
+	VPOR      Y13, Y12, Y12 \
+	QK_SCW(Y9, 0, 0, h) \
+	QK_SCW(Y9, 8, 1, h) \
+	QK_SCW(Y9, 16, 2, h) \
+	QK_SCW(Y9, 24, 3, h) \
+	QK_SCW(Y11, 0, 4, h) \
+	QK_SCW(Y11, 8, 5, h) \
+	QK_SCW(Y11, 16, 6, h) \
+	QK_SCW(Y11, 24, 7, h) \
+	QK_MW(Y10, 0, 0, h) \
+	QK_MW(Y10, 8, 1, h) \
+	QK_MW(Y10, 16, 2, h) \
+	QK_MW(Y10, 24, 3, h) \
+	QK_MW(Y12, 0, 4, h) \
+	QK_MW(Y12, 8, 5, h) \
+	QK_MW(Y12, 16, 6, h) \
+	QK_MW(Y12, 24, 7, h) \
+	Q2R_ROWS(base, 16) \
+	QK_CODES(0, 0, h) \
+	Q2R_ROWS(base, 32) \
+	QK_CODES(4, 0, h) \
+	Q2R_ROWS(base, 48) \
+	QK_CODES(0, 2, h) \
+	Q2R_ROWS(base, 64) \
+	QK_CODES(4, 2, h) \
+	Q2R_ROWS(base, 80) \
+	QK_CODES(0, 4, h) \
+	Q2R_ROWS(base, 96) \
+	QK_CODES(4, 4, h) \
+	Q2R_ROWS(base, 112) \
+	QK_CODES(0, 6, h) \
+	Q2R_ROWS(base, 128) \
+	QK_CODES(4, 6, h)
+
+// func qkRepackAVX2(dst, w *byte, rb, nk int)
+TEXT ·qkRepackAVX2(SB), NOSPLIT, $0-32
+	Q2R_ARGS
+
+qkrloop:
+	QK_HALF(SI, 0)
+	QK_HALF(BX, 1)
+	ADDQ $144, SI
+	ADDQ $144, BX
+	ADDQ $5248, DI
+	DECQ CX
+	JNZ  qkrloop
+	VZEROUPPER
+	RET
+
+DATA qkByte<>+0(SB)/8, $0x000000ff000000ff
+DATA qkByte<>+8(SB)/8, $0x000000ff000000ff
+DATA qkByte<>+16(SB)/8, $0x000000ff000000ff
+DATA qkByte<>+24(SB)/8, $0x000000ff000000ff
+GLOBL qkByte<>(SB), RODATA|NOPTR, $32
+
+DATA qk3f<>+0(SB)/8, $0x3f3f3f3f3f3f3f3f
+DATA qk3f<>+8(SB)/8, $0x3f3f3f3f3f3f3f3f
+DATA qk3f<>+16(SB)/8, $0x3f3f3f3f3f3f3f3f
+DATA qk3f<>+24(SB)/8, $0x3f3f3f3f3f3f3f3f
+GLOBL qk3f<>(SB), RODATA|NOPTR, $32
+
+DATA qk30<>+0(SB)/8, $0x3030303030303030
+DATA qk30<>+8(SB)/8, $0x3030303030303030
+DATA qk30<>+16(SB)/8, $0x3030303030303030
+DATA qk30<>+24(SB)/8, $0x3030303030303030
+GLOBL qk30<>(SB), RODATA|NOPTR, $32
+
+// qkLoWords and qkHiWords pick the low (d) and high (dmin) words of each
+// dword of a 128-bit lane into its low eight bytes.
+DATA qkLoWords<>+0(SB)/8, $0x0d0c090805040100
+DATA qkLoWords<>+8(SB)/8, $0x8080808080808080
+DATA qkLoWords<>+16(SB)/8, $0x0d0c090805040100
+DATA qkLoWords<>+24(SB)/8, $0x8080808080808080
+GLOBL qkLoWords<>(SB), RODATA|NOPTR, $32
+
+DATA qkHiWords<>+0(SB)/8, $0x0f0e0b0a07060302
+DATA qkHiWords<>+8(SB)/8, $0x8080808080808080
+DATA qkHiWords<>+16(SB)/8, $0x0f0e0b0a07060302
+DATA qkHiWords<>+24(SB)/8, $0x8080808080808080
+GLOBL qkHiWords<>(SB), RODATA|NOPTR, $32

@@ -23,6 +23,8 @@ func qtGenericTable() *table {
 		t.weights[typ].qtRepack = qtRepackGeneric(qtDecoder(typ))
 		t.weights[typ].qtile = qtileGeneric
 	}
+	t.weights[tensor.Q4_K].qtRepack = qkRepackGeneric
+	t.weights[tensor.Q4_K].qtile = qkTileGeneric
 	return t
 }
 
@@ -73,7 +75,12 @@ func qtCodes(typ tensor.Type) (lo, hi int) {
 
 // qtScaleOffs returns the offsets of a tile type's f16 scales in its
 // blocks.
-func qtScaleOffs(typ tensor.Type) []int { return []int{0} }
+func qtScaleOffs(typ tensor.Type) []int {
+	if typ == tensor.Q4_K {
+		return []int{0, 2}
+	}
+	return []int{0}
+}
 
 // qtEdgeScales are f16 scales that stress the float steps: zero, the
 // smallest subnormal, the largest finite, infinities and a NaN.
@@ -272,7 +279,7 @@ func qtCheckLayout(t *testing.T, typ tensor.Type, g, w []byte, rb, rows, nb int)
 func TestQTileMatMul(t *testing.T) {
 	r := rand.New(rand.NewPCG(45, 46))
 	tabs := qtTables()
-	for _, typ := range qtTypes {
+	for _, typ := range append(qtTypes, tensor.Q4_K) {
 		cols := 96
 		if typ.BlockSize() == 256 {
 			cols = 512
@@ -347,7 +354,7 @@ func TestQTileMatMul(t *testing.T) {
 func TestQTileAllocs(t *testing.T) {
 	r := rand.New(rand.NewPCG(47, 48))
 	for _, tab := range qtTables() {
-		for _, typ := range qtTypes {
+		for _, typ := range append(qtTypes, tensor.Q4_K) {
 			w := testMatrix(t, r, typ, 64, 512)
 			x := randF32(r, 20*512, 1)
 			out := make([]float32, 20*64)
