@@ -696,7 +696,8 @@ q2qzero:
 // the eight sub-blocks, per token, the mins: its sub-block sums X_k are
 // its biases (-128·X_k) shifted right by 7, whose low words VPMADDWD
 // multiplies by the mins' (the high word of the min dwords is 0), summing
-// -mins; then the two float steps on the token's accumulator, which
+// -mins; then the float steps of qkTileGeneric (adding the product with
+// -mins is subtracting the one with mins) on the token's accumulator, which
 // lives in out (zero at the call) so that the sixteen registers hold the
 // codes, the four isums and the temporaries.
 
@@ -763,9 +764,11 @@ q2qzero:
 	VMOVUPS      acc(DX), Y15 \
 	VBROADCASTSS qs(0), Y12 \
 	VMULPS       5120(SI), Y12, Y13 \
-	VFMADD231PS  Y13, isum, Y15 \
+	VMULPS       isum, Y13, Y13 \
+	VADDPS       Y13, Y15, Y15 \
 	VMULPS       5184(SI), Y12, Y13 \
-	VFMADD231PS  Y13, Y14, Y15 \
+	VMULPS       Y14, Y13, Y13 \
+	VADDPS       Y13, Y15, Y15 \
 	VMOVUPS      Y15, acc(DX) \
 	VPXOR        isum, isum, isum
 

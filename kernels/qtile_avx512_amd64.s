@@ -212,9 +212,10 @@ qq8zero:
 // of the doubled ones) and VPADDD adds to the token's isum (Z8-Z15).
 // After the eight sub-blocks the rows' mins are loaded into Z0-Z7 and,
 // per token, VPDPWSSD adds m_k times the low word of its bias shifted
-// right by 7 (-X_k) into Z26, -mins; then the two float steps of
+// right by 7 (-X_k) into Z26, -mins; then the float steps of
 // qkTileGeneric into the token's accumulator (Z16-Z23), with the rows'
-// d and dmin in Z29 and Z30.
+// d and dmin in Z29 and Z30. (Not in the avx512 table: see
+// qtile_q4k.go.)
 
 // QK5_TOK adds one token's sub-block (activations at qx) times the scales
 // in Z25 to isum.
@@ -290,10 +291,12 @@ qq8zero:
 	QK5_MIN(qs, 7, Z7) \
 	VCVTDQ2PS   isum, isum \
 	VMULPS.BCST qs(0), Z29, Z27 \
-	VFMADD231PS Z27, isum, acc \
+	VMULPS      isum, Z27, Z27 \
+	VADDPS      Z27, acc, acc \
 	VCVTDQ2PS   Z26, Z26 \
 	VMULPS.BCST qs(0), Z30, Z27 \
-	VFMADD231PS Z27, Z26, acc \
+	VMULPS      Z26, Z27, Z27 \
+	VADDPS      Z27, acc, acc \
 	VPXORD      isum, isum, isum
 
 // func qkTile8AVX512(w *byte, xq *int8, xs *qtScale, nk, ldo int, mask uint16, out *float32)

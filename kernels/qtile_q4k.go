@@ -26,12 +26,17 @@ import (
 // Per row, token and 256-value block the kernels compute two exact
 // integers, isum = Σ_k sc_k·Σ q·x over sub-block k and mins = Σ_k m_k·X_k
 // with X_k the token's sum over sub-block k (from its bias, -X_k·128),
-// and take two float steps:
+// and take the float steps of ggml's generic Q4_K dot (dotQ4KGeneric),
+// each rounded to float32:
 //
-//	acc = fma(float32(isum), d·dx, acc)
-//	acc = fma(float32(-mins), dmin·dx, acc)
+//	acc = acc + (d·dx)·float32(isum)
+//	acc = acc - (dmin·dx)·float32(mins)
 //
-// with d·dx and dmin·dx rounded to float32 once (dx the token's Q8_K d).
+// (dx the token's Q8_K d), so that a token's result is bit for bit the
+// one-token dot of the paths that keep that order (generic, avx2): a
+// sequence's logits do not depend on how its tokens are batched or what
+// shares the batch. The avx512 path's one-token Q4_K dots sum in vector
+// lanes, so it keeps its multi-token row runs (dots.xn) instead.
 // |isum| < 8·63·15·128·32 < 2^31. qkTileGeneric is the pure-Go twin.
 
 // qkBlockBytes is the size of one 256-value block of a group in the Q4_K
@@ -118,8 +123,8 @@ func qkTileGeneric(w []byte, xq []int8, xs []qtScale, nb, nt int, out []float32,
 				dx := s[8*i].d
 				d := math.Float32frombits(binary.LittleEndian.Uint32(blk[qkDOff+4*r:]))
 				dmin := math.Float32frombits(binary.LittleEndian.Uint32(blk[qkDminOff+4*r:]))
-				acc = fma32Once(float32(isum), float32(d*dx), acc)
-				acc = fma32Once(float32(-mins), float32(dmin*dx), acc)
+				acc = float32(acc + float32(float32(d*dx)*float32(isum)))
+				acc = float32(acc - float32(float32(dmin*dx)*float32(mins)))
 			}
 			o[r] = acc
 		}
