@@ -19,41 +19,7 @@ func setQTileAVX512(t *table) {
 		t.weights[typ].qtRepack = qtRepackAVX2(typ)
 		t.weights[typ].qtile = qtileAVX512
 	}
-	t.weights[tensor.Q4_K].qtRepack = tableFor(AVX2).weights[tensor.Q4_K].qtRepack
-	t.weights[tensor.Q4_K].qtile = qkTileAVX512
 }
-
-// qkTileAVX512 is the Q4_K tile kernel (qtTileFunc, qtile_q4k.go) in
-// AVX-512 assembly: eight tokens in one pass over the group's blocks,
-// fewer one at a time.
-func qkTileAVX512(w []byte, xq []int8, xs []qtScale, nb, nt int, out []float32, ldo, rows int) {
-	nk := nb / 8
-	if nk <= 0 || nt <= 0 || rows <= 0 {
-		return
-	}
-	w = w[:nk*qkBlockBytes]
-	xq, xs = xq[:nt*nb*32], xs[:nt*nb]
-	_ = out[(nt-1)*ldo+rows-1]
-	mask := uint16(1<<min(rows, qtRows) - 1)
-	if nt == 8 {
-		qkTile8AVX512(&w[0], &xq[0], &xs[0], nk, ldo, mask, &out[0])
-		return
-	}
-	for t := range nt {
-		qkTile1AVX512(&w[0], &xq[t*nb*32], &xs[t*nb], nk, mask, &out[t*ldo])
-	}
-}
-
-// qkTile8AVX512 and qkTile1AVX512 multiply the Q4_K group at w by eight
-// tokens (codes nk·256 bytes apart, scales nk·8 apart) or one, over nk
-// >= 1 256-value blocks, and store row r of token t at out[t*ldo+r] for
-// the rows in mask.
-//
-//go:noescape
-func qkTile8AVX512(w *byte, xq *int8, xs *qtScale, nk, ldo int, mask uint16, out *float32)
-
-//go:noescape
-func qkTile1AVX512(w *byte, xq *int8, xs *qtScale, nk int, mask uint16, out *float32)
 
 // qtileAVX512 is the tile kernel (qtTileFunc) in AVX-512 assembly: eight
 // tokens in one pass over the group's blocks, fewer one at a time.

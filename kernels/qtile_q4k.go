@@ -36,7 +36,10 @@ import (
 // one-token dot of the paths that keep that order (generic, avx2): a
 // sequence's logits do not depend on how its tokens are batched or what
 // shares the batch. The avx512 path's one-token Q4_K dots sum in vector
-// lanes, so it keeps its multi-token row runs (dots.xn) instead.
+// lanes, so it keeps its multi-token row runs (dots.xn) instead: a tile
+// kernel of its own (VNNI, eight tokens a pass) measured 2.1 times their
+// speed (BenchmarkMatMulPrompt Q4_K 2048x5632, one thread, 300 against
+// 140 GFLOP per CPU-second) but would need one-token dots in this order.
 // |isum| < 8·63·15·128·32 < 2^31. qkTileGeneric is the pure-Go twin.
 
 // qkBlockBytes is the size of one 256-value block of a group in the Q4_K
