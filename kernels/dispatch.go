@@ -63,9 +63,6 @@ type table struct {
 	foldCols    func(o []float32, ldo int, u []float32, ldu, rows int, a, b []float32)
 	widenQ8_0   func(dst []float32, src []byte)
 
-	// qtile is the prompt tile kernel of the 32-value block types
-	// (qtile.go), nil on a path without one.
-	qtile qtTileFunc
 	// qtQuant quantizes activations for the tile as qtQuantQ8_0Generic
 	// (nil: that one).
 	qtQuant func(src []float32, xq []int8, xs []qtScale)

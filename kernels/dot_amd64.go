@@ -24,6 +24,7 @@ func nativeTable(p Path) *table {
 		t.weights[tensor.Q8_0].q80 = dots[quant.BlockQ8_0]{one: dotQ8_0AVX2Go, x4: dotQ8_0x4AVX2Go, x8: dotQ8_0x8AVX2Go}
 		setNewQAVX2(t)
 		setMXFP4AVX2(t)
+		setQTileAVX2(t)
 		t.quantQ8_0 = quantizeQ8_0AVX2Go
 		t.quantQ8_1 = quantizeQ8_1AVX2Go
 		t.quantQ8K = quantizeQ8KAVX2Go

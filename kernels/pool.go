@@ -137,10 +137,12 @@ type job struct {
 	// The prompt tile path (qtile.go), used when qt is set: the
 	// activations' codes and scales, and each goroutine's rewritten
 	// weight rows.
-	qt    bool
-	qtq   []int8
-	qts   []qtScale
-	qtScr [][]byte
+	qt      bool
+	qtSplit bool // the type's tile kernel takes qtx
+	qtq     []int8
+	qtx     []int8 // qtq split in nibbles (qtSplitActs)
+	qts     []qtScale
+	qtScr   [][]byte
 }
 
 // partResult is one goroutine's results of a multi-token dot, padded so
@@ -315,6 +317,7 @@ func (p *Pool) MatMul(out []float32, w Matrix, x []float32, n int) error {
 	j.out, j.w, j.rb, j.x, j.n = out, w, w.rowBytes(), x, n
 	j.grow(p.tab)
 	if j.qt = !j.blocked && j.qtUse(p.tab); j.qt {
+		j.qtSplit = p.tab.weights[w.Type].qtSplit
 		j.qtGrow(p.threads)
 	}
 	if traffic, err := tensor.MulInt64(int64(len(w.Data)), int64(n)); err == nil && traffic < p.serial || p.threads == 1 {

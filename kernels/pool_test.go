@@ -126,7 +126,7 @@ func batchRounds(tab *table, typ tensor.Type, n int) bool {
 func batchTokens(tab *table, typ tensor.Type, n int) int {
 	k := typ == tensor.Q4_K || typ == tensor.Q6_K
 	switch {
-	case n >= qtMinTokens && tab.qtile != nil && tab.weights[typ].qtRepack != nil:
+	case n >= qtMinTokens && tab.weights[typ].qtile != nil && tab.weights[typ].qtRepack != nil:
 		return n // the prompt tile (qtile.go) takes every token
 	case k && tab.q8k(typ).xn != nil:
 		return 0 // every token equals its one-token dot (dots.xn)

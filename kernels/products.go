@@ -45,6 +45,7 @@ type Products struct {
 	q81   []quant.BlockQ8_1
 	q8k   []quant.BlockQ8K
 	qtq   []int8
+	qtx   []int8
 	qts   []qtScale
 
 	// Per goroutine, shared by the jobs (a goroutine works on one piece
@@ -216,9 +217,10 @@ func (s *Products) prepare(threads int) {
 			s.src[i] = s.src[i-1]
 		}
 	}
-	var nq80, ndx, nprep, nq81, nq8k, nqtq, nqts int
+	var nq80, ndx, nprep, nq81, nq8k, nqtq, nqtx, nqts int
 	for i, j := range jobs {
 		j.qt = j.qtUse(s.tab)
+		j.qtSplit = j.qt && s.tab.weights[j.w.Type].qtSplit
 		if int(s.src[i]) != i {
 			continue // shares an earlier product's scratch
 		}
@@ -237,10 +239,13 @@ func (s *Products) prepare(threads int) {
 			nqtq += nv
 			nqts += nv / 32
 		}
+		if j.qtSplit {
+			nqtx += 2 * nv
+		}
 	}
 	s.q80, s.q80dx, s.q81, s.q8k = growSlice(s.q80, nq80), growSlice(s.q80dx, ndx), growSlice(s.q81, nq81), growSlice(s.q8k, nq8k)
 	s.prep = growSlice(s.prep, nprep)
-	s.qtq, s.qts = growSlice(s.qtq, nqtq), growSlice(s.qts, nqts)
+	s.qtq, s.qtx, s.qts = growSlice(s.qtq, nqtq), growSlice(s.qtx, nqtx), growSlice(s.qts, nqts)
 	if len(s.res) < threads {
 		s.res = make([]partResult, threads)
 	}
@@ -250,7 +255,7 @@ func (s *Products) prepare(threads int) {
 	if len(s.pending) < len(jobs) {
 		s.pending = make([]atomic.Int32, len(jobs))
 	}
-	nq80, ndx, nprep, nq81, nq8k, nqtq, nqts = 0, 0, 0, 0, 0, 0, 0
+	nq80, ndx, nprep, nq81, nq8k, nqtq, nqtx, nqts = 0, 0, 0, 0, 0, 0, 0, 0
 	cut := func(off *int, n int) (int, int) { o := *off; *off += n; return o, o + n }
 	s.pieces = s.pieces[:0]
 	for i, j := range jobs {
@@ -261,9 +266,9 @@ func (s *Products) prepare(threads int) {
 			// The earlier product's converted activations (cut above:
 			// src points backwards), and no conversion of its own.
 			o := jobs[s.src[i]]
-			j.xh, j.q80, j.q80dx, j.prep, j.q81, j.q8k, j.qtq, j.qts = o.xh, o.q80, o.q80dx, o.prep, o.q81, o.q8k, o.qtq, o.qts
+			j.xh, j.q80, j.q80dx, j.prep, j.q81, j.q8k, j.qtq, j.qtx, j.qts = o.xh, o.q80, o.q80dx, o.prep, o.q81, o.q8k, o.qtq, o.qtx, o.qts
 		} else {
-			j.xh, j.q80, j.q80dx, j.prep, j.q81, j.q8k, j.qtq, j.qts = nil, nil, nil, nil, nil, nil, nil, nil
+			j.xh, j.q80, j.q80dx, j.prep, j.q81, j.q8k, j.qtq, j.qtx, j.qts = nil, nil, nil, nil, nil, nil, nil, nil, nil
 			switch s.tab.weights[j.w.Type].partner {
 			case partnerQ8_0:
 				a, b := cut(&nq80, nv/quant.QK8_0)
@@ -284,6 +289,10 @@ func (s *Products) prepare(threads int) {
 				j.qtq = s.qtq[a:b:b]
 				a, b = cut(&nqts, nv/32)
 				j.qts = s.qts[a:b:b]
+			}
+			if j.qtSplit {
+				a, b := cut(&nqtx, 2*nv)
+				j.qtx = s.qtx[a:b:b]
 			}
 		}
 		if j.qt {

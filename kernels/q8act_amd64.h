@@ -69,3 +69,22 @@ GLOBL q8actPerm<>(SB), RODATA|NOPTR, $32
 	VCVTPS2DQ    Z1, Z1 \
 	VPMOVSDB     Z0, X0 \
 	VPMOVSDB     Z1, X1
+
+// Q8ACT_CODES256 leaves the block's 32 codes in Y0 as Q8ACT_CODES512
+// does, from Y0, Y1, Y6 and Y7: the two signed packs interleave the
+// values four at a time, and q8actPerm (q8act_amd64.h, in Y13) puts them
+// back in order.
+#define Q8ACT_CODES256 \
+	VBROADCASTSS X5, Y5 \
+	VMULPS       Y5, Y0, Y0 \
+	VMULPS       Y5, Y1, Y1 \
+	VMULPS       Y5, Y6, Y6 \
+	VMULPS       Y5, Y7, Y7 \
+	VCVTPS2DQ    Y0, Y0 \
+	VCVTPS2DQ    Y1, Y1 \
+	VCVTPS2DQ    Y6, Y6 \
+	VCVTPS2DQ    Y7, Y7 \
+	VPACKSSDW    Y1, Y0, Y0 \
+	VPACKSSDW    Y7, Y6, Y6 \
+	VPACKSSWB    Y6, Y0, Y0 \
+	VPERMD       Y0, Y13, Y0

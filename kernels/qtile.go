@@ -63,9 +63,11 @@ type qtScale struct {
 }
 
 // qtTileFunc is a path's tile kernel: for the nt tokens (1..8) whose
-// codes are xq[t*nb*32:] and scales xs[t*nb:], it sets out[t*ldo+r] to
-// the product of row r of the group w (nb blocks in the tile layout) for
-// r < rows (1..qtRows); the other rows' results are dropped.
+// codes are xq[t*nb*32:] (or, for a kernel that takes them split,
+// xq[t*nb*64:] in qtSplitActs's layout) and scales xs[t*nb:], it sets
+// out[t*ldo+r] to the product of row r of the group w (nb blocks in the
+// tile layout) for r < rows (1..qtRows); the other rows' results are
+// dropped.
 type qtTileFunc func(w []byte, xq []int8, xs []qtScale, nb, nt int, out []float32, ldo, rows int)
 
 // qtRepackFunc rewrites rows (1..qtRows) weight rows of rb bytes each, at
@@ -208,6 +210,21 @@ func qtActsQ8K(xq []int8, xs []qtScale, x []quant.BlockQ8K) {
 	}
 }
 
+// qtSplitActs writes the activation codes xq (whole blocks of 32) split
+// in nibbles into dst, 64 bytes a block: the high ones as signed values
+// (x>>4, -8..7), then the low ones (x&15, 0..15), so that x = 16·hi + lo.
+// The avx2 tile kernel of the types whose codes take all of 0..255 reads
+// them so (qtile_avx2_amd64.s).
+func qtSplitActs(dst, xq []int8) {
+	dst = dst[:2*len(xq)]
+	for b := 0; b+32 <= len(xq); b += 32 {
+		hi, lo := dst[2*b:2*b+32], dst[2*b+32:2*b+64]
+		for i, x := range xq[b : b+32] {
+			hi[i], lo[i] = x>>4, x&15
+		}
+	}
+}
+
 // qtileGeneric is the pure-Go tile kernel (qtTileFunc), the twin of the
 // assembly ones: the same float steps per lane, so the same bits.
 func qtileGeneric(w []byte, xq []int8, xs []qtScale, nb, nt int, out []float32, ldo, rows int) {
@@ -265,8 +282,8 @@ const qtMinTokens = 2
 
 // qtUse reports whether the current job takes the tile path on tab.
 func (j *job) qtUse(tab *table) bool {
-	return tab.qtile != nil && j.n >= qtMinTokens && j.w.Cols%32 == 0 &&
-		tab.weights[j.w.Type].qtRepack != nil
+	wk := &tab.weights[j.w.Type]
+	return wk.qtile != nil && wk.qtRepack != nil && j.n >= qtMinTokens && j.w.Cols%32 == 0
 }
 
 // qtGrow sizes the tile path's scratch for the current job: the
@@ -274,8 +291,11 @@ func (j *job) qtUse(tab *table) bool {
 func (j *job) qtGrow(threads int) {
 	nb := j.w.Cols / 32
 	j.qtq = growSlice(j.qtq, j.n*j.w.Cols)
+	if j.qtSplit {
+		j.qtx = growSlice(j.qtx, 2*j.n*j.w.Cols)
+	}
 	j.qts = growSlice(j.qts, j.n*nb)
-	group := nb * qtBlockBytes
+	group := qtLayoutBytes(j.w.Type, nb)
 	groups := max(1, min(qtScratchBytes/group, (j.w.Rows+qtRows-1)/qtRows))
 	if len(j.qtScr) < threads {
 		j.qtScr = make([][]byte, threads)
@@ -301,6 +321,9 @@ func (j *job) qtConvert(p partner, quantize func([]float32, []int8, []qtScale), 
 		nb := c / quant.QK_K
 		qtActsQ8K(xq, xs, j.q8k[t0*nb:t1*nb])
 	}
+	if j.qtSplit {
+		qtSplitActs(j.qtx[2*t0*c:2*t1*c], xq)
+	}
 }
 
 // qtRowsRun computes the outputs of weight rows r0..r1-1 for every token
@@ -309,13 +332,17 @@ func (j *job) qtConvert(p partner, quantize func([]float32, []int8, []qtScale), 
 // groups, eight tokens at a time.
 func (j *job) qtRowsRun(tab *table, part, r0, r1 int) {
 	nb := j.w.Cols / 32
-	group := nb * qtBlockBytes
+	group := qtLayoutBytes(j.w.Type, nb)
 	scr := j.qtScr[part]
 	run := len(scr) / group * qtRows
 	repack := tab.weights[j.w.Type].qtRepack
-	kern := tab.qtile
+	kern := tab.weights[j.w.Type].qtile
 	rb, rows, n := j.rb, j.w.Rows, j.n
-	tb := max(8, j.tokenBlock/(nb*(32+8))/8*8)
+	xq, xb := j.qtq, 32 // the kernel's activation codes, bytes per block
+	if j.qtSplit {
+		xq, xb = j.qtx, 64
+	}
+	tb := max(8, j.tokenBlock/(nb*(xb+8))/8*8)
 	for g0 := r0; g0 < r1; g0 += run {
 		g1 := min(g0+run, r1)
 		for g := g0; g < g1; g += qtRows {
@@ -330,7 +357,7 @@ func (j *job) qtRowsRun(tab *table, part, r0, r1 int) {
 				nr := min(qtRows, g1-g)
 				for t := t0; t < t1; t += 8 {
 					nt := min(8, t1-t)
-					kern(wg, j.qtq[t*nb*32:], j.qts[t*nb:], nb, nt, j.out[t*rows+g:], rows, nr)
+					kern(wg, xq[t*nb*xb:], j.qts[t*nb:], nb, nt, j.out[t*rows+g:], rows, nr)
 				}
 			}
 		}

@@ -19,10 +19,12 @@ var qtTypes = []tensor.Type{tensor.Q4_0, tensor.Q5_0, tensor.IQ4_NL, tensor.Q8_0
 // every tile path must equal bit for bit.
 func qtGenericTable() *table {
 	t := genericTable()
-	t.qtile = qtileGeneric
 	for _, typ := range qtTypes {
 		t.weights[typ].qtRepack = qtRepackGeneric(qtDecoder(typ))
+		t.weights[typ].qtile = qtileGeneric
 	}
+	t.weights[tensor.Q4_K].qtRepack = qkRepackGeneric
+	t.weights[tensor.Q4_K].qtile = qkTileGeneric
 	return t
 }
 
@@ -31,16 +33,54 @@ func qtGenericTable() *table {
 func qtTables() []*table {
 	ts := []*table{qtGenericTable()}
 	for _, p := range nativePaths() {
-		if tab := tableFor(p); tab.qtile != nil {
+		if tab := tableFor(p); qtHasTile(tab) {
 			ts = append(ts, tab)
 		}
 	}
 	return ts
 }
 
+// qtHasTile reports whether tab has a tile kernel for any type.
+func qtHasTile(tab *table) bool {
+	for _, typ := range qtTypes {
+		if tab.weights[typ].qtile != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// qtKernActs returns the activation codes xq as typ's tile kernel on tab
+// takes them: split in nibbles when it says so (qtSplit).
+func qtKernActs(tab *table, typ tensor.Type, xq []int8) []int8 {
+	if !tab.weights[typ].qtSplit {
+		return xq
+	}
+	s := make([]int8, 2*len(xq))
+	qtSplitActs(s, xq)
+	return s
+}
+
+// qtCodes returns the range of a tile type's codes (its values + 128):
+// a path's tile kernel for the type must take any code in it.
+func qtCodes(typ tensor.Type) (lo, hi int) {
+	switch typ {
+	case tensor.Q4_0:
+		return 120, 135
+	case tensor.Q5_0:
+		return 112, 143
+	}
+	return 0, 255
+}
+
 // qtScaleOffs returns the offsets of a tile type's f16 scales in its
 // blocks.
-func qtScaleOffs(typ tensor.Type) []int { return []int{0} }
+func qtScaleOffs(typ tensor.Type) []int {
+	if typ == tensor.Q4_K {
+		return []int{0, 2}
+	}
+	return []int{0}
+}
 
 // qtEdgeScales are f16 scales that stress the float steps: zero, the
 // smallest subnormal, the largest finite, infinities and a NaN.
@@ -97,15 +137,35 @@ func qtRandActs(r *rand.Rand, nt, nb int, edge bool) ([]int8, []qtScale) {
 
 // TestQTileKernel checks each tile kernel against the pure-Go twin, bit
 // for bit, on every token count, row count and several widths, with
-// random and edge-case codes and scales.
+// random and edge-case codes (anywhere in the type's range, its ends
+// included) and scales.
 func TestQTileKernel(t *testing.T) {
 	r := rand.New(rand.NewPCG(41, 42))
 	for _, tab := range qtTables()[1:] {
+		for _, typ := range qtTypes {
+			kern := tab.weights[typ].qtile
+			if kern == nil {
+				continue
+			}
+			lo, hi := qtCodes(typ)
+			qtKernelCases(t, r, tab, typ, kern, lo, hi)
+		}
+	}
+}
+
+// qtKernelCases runs TestQTileKernel's cases of one path's kernel for
+// typ, whose codes lie in lo..hi.
+func qtKernelCases(t *testing.T, r *rand.Rand, tab *table, typ tensor.Type, kern qtTileFunc, lo, hi int) {
+	t.Helper()
+	{
 		for _, nb := range []int{1, 2, 7, 64} {
 			for _, edge := range []bool{false, true} {
 				w := make([]byte, nb*qtBlockBytes)
 				for i := range w {
-					w[i] = byte(r.Uint32())
+					w[i] = byte(lo + r.IntN(hi-lo+1))
+					if edge && r.IntN(3) == 0 {
+						w[i] = byte([2]int{lo, hi}[r.IntN(2)])
+					}
 				}
 				for b := range nb {
 					for k := range qtRows {
@@ -126,10 +186,10 @@ func TestQTileKernel(t *testing.T) {
 							want[i], got[i] = -1, -1
 						}
 						qtileGeneric(w, xq, xs, nb, nt, want, ldo, rows)
-						tab.qtile(w, xq, xs, nb, nt, got, ldo, rows)
+						kern(w, qtKernActs(tab, typ, xq), xs, nb, nt, got, ldo, rows)
 						for i := range got {
 							if !sameFloat(got[i], want[i]) {
-								t.Fatalf("%s nb=%d nt=%d rows=%d edge=%v: out[%d] = %v, twin %v", tab.path, nb, nt, rows, edge, i, got[i], want[i])
+								t.Fatalf("%s %s nb=%d nt=%d rows=%d edge=%v: out[%d] = %v, twin %v", tab.path, typ, nb, nt, rows, edge, i, got[i], want[i])
 							}
 						}
 					}
@@ -159,6 +219,9 @@ func TestQTileRepack(t *testing.T) {
 					tabs[0].weights[typ].qtRepack(want, w, rb, rows, nb)
 					qtCheckLayout(t, typ, want, w, rb, rows, nb)
 					for _, tab := range tabs[1:] {
+						if tab.weights[typ].qtRepack == nil {
+							continue
+						}
 						got := make([]byte, nb*qtBlockBytes)
 						for i := range got {
 							got[i] = 0x5a
@@ -216,7 +279,7 @@ func qtCheckLayout(t *testing.T, typ tensor.Type, g, w []byte, rb, rows, nb int)
 func TestQTileMatMul(t *testing.T) {
 	r := rand.New(rand.NewPCG(45, 46))
 	tabs := qtTables()
-	for _, typ := range qtTypes {
+	for _, typ := range append(qtTypes, tensor.Q4_K) {
 		cols := 96
 		if typ.BlockSize() == 256 {
 			cols = 512
@@ -227,7 +290,12 @@ func TestQTileMatMul(t *testing.T) {
 				x := randF32(r, n*cols, 1)
 				want := refMatMul(w, x, n)
 				var first []float32
+				var last *table
 				for _, tab := range tabs {
+					if tab.weights[typ].qtile == nil {
+						continue // this path keeps the row dots for typ
+					}
+					last = tab
 					for threads := 1; threads <= 3; threads++ {
 						for _, tokenBlock := range []int{tokenBlockBytes, 1} {
 							p := newPool(threads, tab)
@@ -258,7 +326,7 @@ func TestQTileMatMul(t *testing.T) {
 				}
 				// Split into products of two tokens (and one of three for
 				// an odd count): the same bits.
-				p := newPool(2, tabs[len(tabs)-1])
+				p := newPool(2, last)
 				for t0 := 0; t0 < n; {
 					k := 2
 					if n-t0 == 3 {
@@ -286,7 +354,7 @@ func TestQTileMatMul(t *testing.T) {
 func TestQTileAllocs(t *testing.T) {
 	r := rand.New(rand.NewPCG(47, 48))
 	for _, tab := range qtTables() {
-		for _, typ := range qtTypes {
+		for _, typ := range append(qtTypes, tensor.Q4_K) {
 			w := testMatrix(t, r, typ, 64, 512)
 			x := randF32(r, 20*512, 1)
 			out := make([]float32, 20*64)
@@ -393,6 +461,9 @@ func FuzzQTile(f *testing.F) {
 		wantOut := make([]float32, nt*rows)
 		qtileGeneric(want, xq, xs, nb, nt, wantOut, rows, rows)
 		for _, tab := range tabs[1:] {
+			if tab.weights[typ].qtile == nil {
+				continue
+			}
 			g := make([]byte, nb*qtBlockBytes)
 			tab.weights[typ].qtRepack(g, w, rb, rows, nb)
 			for i := range g {
@@ -401,7 +472,7 @@ func FuzzQTile(f *testing.F) {
 				}
 			}
 			out := make([]float32, nt*rows)
-			tab.qtile(g, xq, xs, nb, nt, out, rows, rows)
+			tab.weights[typ].qtile(g, qtKernActs(tab, typ, xq), xs, nb, nt, out, rows, rows)
 			for i := range out {
 				if !sameFloat(out[i], wantOut[i]) {
 					t.Fatalf("%s %s: out[%d] = %v, twin %v", tab.path, typ, i, out[i], wantOut[i])
@@ -411,7 +482,7 @@ func FuzzQTile(f *testing.F) {
 	})
 }
 
-// BenchmarkQTile measures the tile kernel from cache (one group of
+// BenchmarkQTile measures the tile kernels from cache (one group of
 // sixteen rows of 2048 columns, eight tokens) and the repacks of a
 // group, on every path with a tile: GFLOP/s and weight GB/s.
 func BenchmarkQTile(b *testing.B) {
@@ -419,19 +490,35 @@ func BenchmarkQTile(b *testing.B) {
 	nb := 64
 	for _, tab := range qtTables() {
 		w := make([]byte, nb*qtBlockBytes)
-		for i := range w {
-			w[i] = byte(r.Uint32())
-		}
 		xq, xs := qtRandActs(r, 8, nb, false)
 		out := make([]float32, 8*qtRows)
-		b.Run(fmt.Sprintf("%s/kernel", tab.path), func(b *testing.B) {
-			b.ReportAllocs()
-			for range b.N {
-				tab.qtile(w, xq, xs, nb, 8, out, qtRows, qtRows)
-			}
-			b.ReportMetric(2*float64(qtRows*8*32*nb)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-		})
 		for _, typ := range qtTypes {
+			kern := tab.weights[typ].qtile
+			if kern == nil {
+				continue
+			}
+			lo, hi := qtCodes(typ)
+			for i := range w {
+				w[i] = byte(lo + r.IntN(hi-lo+1))
+			}
+			for b := range nb {
+				for k := range qtRows {
+					binary.LittleEndian.PutUint32(w[b*qtBlockBytes+512+4*k:], math.Float32bits(r.Float32()*0.1))
+				}
+			}
+			ka := qtKernActs(tab, typ, xq)
+			b.Run(fmt.Sprintf("%s/kernel/%s", tab.path, typ), func(b *testing.B) {
+				b.ReportAllocs()
+				for range b.N {
+					kern(w, ka, xs, nb, 8, out, qtRows, qtRows)
+				}
+				b.ReportMetric(2*float64(qtRows*8*32*nb)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+		for _, typ := range qtTypes {
+			if tab.weights[typ].qtRepack == nil {
+				continue
+			}
 			rb := typ.BlockBytes() * nb / (typ.BlockSize() / 32)
 			src := qtRandRows(r, typ, qtRows, nb, false)
 			b.Run(fmt.Sprintf("%s/repack/%s", tab.path, typ), func(b *testing.B) {

@@ -78,8 +78,15 @@ type weightKernels struct {
 	q81     dots[quant.BlockQ8_1]
 	q8k     dots[quant.BlockQ8K]
 	// qtRepack rewrites weight rows into the prompt tile's layout
-	// (qtile.go), on a path with a tile kernel; nil for the other types.
+	// (qtile.go) and qtile multiplies tokens by them, for the types a
+	// path has a tile kernel for; both nil for the others. The kernel is
+	// the type's because a path may know the range of the type's codes
+	// (the avx2 one sums Q4_0's and Q5_0's products in 16-bit lanes).
 	qtRepack qtRepackFunc
+	qtile    qtTileFunc
+	// qtSplit is set when qtile takes the activation codes split in
+	// nibbles (qtSplitActs) instead of as they are.
+	qtSplit bool
 }
 
 // genericWeights returns the pure-Go rows. The types added after Q4_K,
