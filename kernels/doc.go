@@ -68,15 +68,25 @@
 // the avx512 eight-token dot multiplies two blocks of all eight tokens'
 // scales at once instead of gathering them from the blocks.
 //
-// On the avx512 path, Q4_0, Q5_0, IQ4_NL, Q8_0 and IQ4_XS weights with two
-// or more tokens take the prompt tile instead (qtile.go): each goroutine
-// rewrites its rows, sixteen at a time, into a bounded scratch buffer in a
-// row-interleaved layout of unsigned codes and float32 block scales, and
-// VPDPBUSD multiplies them with each token's activation bytes broadcast to
-// the sixteen rows, one float32 lane per row. Every result is the same
-// sequence of float steps whatever its lane, piece or token group, so it
-// does not depend on the thread count or on how a prompt is split into
-// products of two or more tokens; the pure-Go twin gives the same bits.
+// On the avx512 and avx2 paths, Q4_0, Q5_0, IQ4_NL, Q8_0 and IQ4_XS
+// weights with two or more tokens take the prompt tile instead (qtile.go):
+// each goroutine rewrites its rows, sixteen at a time, into a bounded
+// scratch buffer in a row-interleaved layout of unsigned codes and
+// float32 block scales (the repacks load rows and transpose them in
+// registers, no gathers), and VPDPBUSD multiplies them with each token's
+// activation bytes broadcast to the sixteen rows, one float32 lane per
+// row; AVX2 has no VPDPBUSD, so its kernels add VPMADDUBSW's 16-bit pair
+// sums as far as the type's code range allows (qtile_avx2_amd64.s; the
+// types whose codes take all of 0..255 read the activations split in
+// nibbles). Every result is the same sequence of float steps whatever its
+// lane, piece or token group, so it does not depend on the thread count or
+// on how a prompt is split into products of two or more tokens; the
+// pure-Go twin gives the same bits. A one-token product of these types
+// sums in its own order, so a token's result there differs in rounding
+// from the same token's in a batch. On the avx2 path Q4_K takes a tile of
+// its own layout too (qtile_q4k.go), whose float steps are the generic
+// Q4_K dot's, which the avx2 one-token dot keeps: every token of a batch
+// equals its one-token dot, as the avx512 path's dots.xn give.
 //
 // F32, F16 and BF16 weights with gemmMinTokens (3) or more tokens take a
 // blocked matrix product instead (gemm.go): each goroutine converts a
