@@ -126,12 +126,12 @@ func NewRunner(m *Model, c *Cache, pool *kernels.Pool, maxBatch int) *Runner {
 // logits of F32 models to float32 ulps (`lisa run`, reference tests), at
 // the price of logits that depend on how a prompt is split into batches.
 // Results stay independent of the other sequences in a batch either way
-// for float and K-quant weights. The 32-value block types (Q4_0, Q5_0,
-// IQ4_NL, Q8_0, IQ4_XS) are the exception on the avx512 and avx2 kernel
-// paths: products of two or more tokens take the prompt tile, which sums
-// in another order than the one-token dot, so a token decoded alone and
-// the same token beside another sequence's differ in float rounding
-// (kernels/doc.go).
+// for float, Q4_K and Q6_K weights (Q4_K_M and Q6_K files; the tests pin
+// it). For the other quantized types the assembly paths' multi-token
+// kernels (the prompt tile of the 32-value block types, the eight-token
+// dots of Q3_K, Q5_K and IQ4_XS on avx512) may sum in another order than
+// the one-token dot, so a token decoded alone and the same token beside
+// another sequence's can differ in float rounding (kernels/doc.go).
 func (r *Runner) SetLlamaOrder(on bool) { r.llama = on }
 
 // SetArithmetic chooses the summation orders of the attention dot
