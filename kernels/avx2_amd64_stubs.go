@@ -162,13 +162,6 @@ func dotIQ4NLx4AVX2(w *byte, x *uint16, nb int, out *[4]float32)
 //go:noescape
 func dotQ5KAVX2(w *byte, x *float32, nb int) float32
 
-// dotIQ4XSAVX2 works like quant.DotIQ4XSQ8K.
-// It reads exactly nb blocks of weights at w and of activations at x (the
-// address of the first block).
-//
-//go:noescape
-func dotIQ4XSAVX2(w *byte, x *float32, nb int) float32
-
 // dotQ3KAVX2 works like quant.DotQ3KQ8K up to the rounding of its summation order.
 // It reads exactly nb blocks of weights at w and of activations at x (the
 // address of the first block).
@@ -231,10 +224,3 @@ func dotQ3Kx4AVX2(w *byte, x *float32, nb int, out *[4]float32)
 //
 //go:noescape
 func dotQ2Kx4AVX2(w *byte, x *float32, nb int, out *[4]float32)
-
-// dotIQ4XSx4AVX2 works like dotIQ4XSAVX2 for each of the four tokens at x, bit for bit.
-// It reads exactly nb blocks of weights at w and of activations at x (the
-// address of the first block).
-//
-//go:noescape
-func dotIQ4XSx4AVX2(w *byte, x *float32, nb int, out *[4]float32)

@@ -358,7 +358,9 @@ func streamCopies(b *testing.B, w Matrix, total int) []Matrix {
 // 54-96 KiB of weights, in GB/s of weights and per CPU-second. It tells a
 // kernel's compute rate apart from the memory bandwidth that
 // BenchmarkMatVecStream adds, and the CPU-second rate holds better on a
-// loaded machine.
+// loaded machine. A type whose row-run dot prepares the activations once
+// per product (dots.prep) is measured that way too (.../prep), as the
+// pool's one-token products take it.
 func BenchmarkQuantRows(b *testing.B) {
 	const cols, rows = 2048, 48
 	types := append([]tensor.Type{tensor.Q4_K, tensor.Q6_K, tensor.Q8_0}, newTypes...)
@@ -384,17 +386,43 @@ func BenchmarkQuantRows(b *testing.B) {
 				quant.QuantizeRowQ8K(x, q)
 				run = func() { rowsOf(wk.q8k, m.Data, q, out) }
 			}
-			b.Run(fmt.Sprintf("%s/%s", t, p), func(b *testing.B) {
-				b.SetBytes(int64(len(m.Data)))
-				b.ReportAllocs()
-				c0 := cputime.Process()
-				for range b.N {
-					run()
-				}
-				reportCPU(b, c0, float64(len(m.Data)), 0, false)
-			})
+			bench := func(name string, run func()) {
+				b.Run(name, func(b *testing.B) {
+					b.SetBytes(int64(len(m.Data)))
+					b.ReportAllocs()
+					c0 := cputime.Process()
+					for range b.N {
+						run()
+					}
+					reportCPU(b, c0, float64(len(m.Data)), 0, false)
+				})
+			}
+			bench(fmt.Sprintf("%s/%s", t, p), run)
+			if prep := prepRun(wk, m.Data, x, out); prep != nil {
+				bench(fmt.Sprintf("%s/%s/prep", t, p), prep)
+			}
 		}
 	}
+}
+
+// prepRun returns, for a type whose row-run dot prepares the activations
+// once per product (dots.prep), the product of the rows w with the token
+// x as the pool takes it: the activations converted and prepared, then
+// the rows from the prepared scratch. It returns nil for the other types.
+func prepRun(wk *weightKernels, w []byte, x []float32, out []float32) func() {
+	switch {
+	case wk.partner == partnerQ8_0 && wk.q80.prep != nil:
+		q := make([]quant.BlockQ8_0, len(x)/quant.QK8_0)
+		quant.QuantizeRowQ8_0Act(x, q)
+		scr := make([]byte, wk.q80.prepLen(len(q)))
+		return func() { wk.q80.prep(q, scr); wk.q80.prepRows(w, q, scr, out) }
+	case wk.partner == partnerQ8K && wk.q8k.prep != nil:
+		q := make([]quant.BlockQ8K, len(x)/quant.QK_K)
+		quant.QuantizeRowQ8K(x, q)
+		scr := make([]byte, wk.q8k.prepLen(len(q)))
+		return func() { wk.q8k.prep(q, scr); wk.q8k.prepRows(w, q, scr, out) }
+	}
+	return nil
 }
 
 // rowsOf sets out to the dots of the len(out) rows of w with x, by d's

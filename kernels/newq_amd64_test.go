@@ -3,6 +3,7 @@
 package kernels
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 )
@@ -37,63 +38,83 @@ func TestNewTypeDotsWide(t *testing.T) {
 }
 
 // TestNewTypeRowsPrepared checks the row-run dots that prepare a token's
-// activations once per product (dots.prep: the avx512 Q8_0-partner ones)
-// at widths with and without a tail of blocks, the widest they prepare
-// and one past it: every run of distinct rows from the prepared scratch
-// bit for bit the path's rows (which prepares per call), a run that
-// starts mid-product too, and nothing written past the run or the
-// scratch.
+// activations once per product (dots.prep: the avx512 Q8_0-partner ones,
+// the avx2 IQ4_XS one) at widths with and without a tail of blocks, for
+// the Q8_0-partner ones the widest they prepare and one past it: every run
+// of distinct rows from the prepared scratch bit for bit the path's rows
+// (which prepares per call, or not at all), a run that starts
+// mid-product too, and nothing written past the run or the scratch.
 func TestNewTypeRowsPrepared(t *testing.T) {
 	forEachPath(t, func(t *testing.T, tab *table) {
 		r := rand.New(rand.NewPCG(19, 9))
 		seen := false
 		for _, c := range newqTypes() {
-			d := &tab.weights[c.typ].q80
-			if d.prep == nil {
+			wk := &tab.weights[c.typ]
+			if wk.q80.prep == nil && wk.q8k.prep == nil {
 				continue
 			}
 			seen = true
-			for _, nb := range []int{1, 7, 8, 9, 17, 64, 67, q80RowsMaxBlocks, q80RowsMaxBlocks + 1} {
+			nbs := []int{1, 7, 8, 9, 17, 64, 67, q80RowsMaxBlocks, q80RowsMaxBlocks + 1}
+			if wk.q8k.prep != nil {
+				nbs = []int{1, 2, 3, 7, 8, 9, 17, 67}
+			}
+			for _, nb := range nbs {
 				if nb > 67 && testing.Short() {
 					continue
 				}
 				ins := newqInputs(r, c, nb)
-				x := ins[len(ins)-1].q80
+				if wk.q8k.prep != nil {
+					ins = append(ins, specialQ8KInputs(r, c, nb, 7)...)
+				}
 				var w []byte
 				for _, in := range ins {
 					w = append(w, in.w...)
 				}
-				n := len(ins)
-				want := make([]float32, n)
-				d.rows(w, x, want)
-				k := d.prepLen(nb)
-				if (k == 0) != (nb > q80RowsMaxBlocks) {
-					t.Fatalf("%s nb=%d: prepLen %d", c.typ, nb, k)
-				}
-				scr := make([]byte, k+1)
-				for i := range scr {
-					scr[i] = byte(r.Uint32()) // poison: any unwritten byte read shows
-				}
-				last := scr[k]
-				d.prep(x, scr[:k])
-				got := make([]float32, n+1)
-				got[n] = 42
-				for _, lo := range []int{0, n / 2} {
-					rb := len(w) / n
-					d.prepRows(w[lo*rb:], x, scr[:k], got[lo:n])
-					for i := lo; i < n; i++ {
-						if !sameFloat(got[i], want[i]) {
-							t.Errorf("%s nb=%d rows %d-%d: row %d = %v, rows %v", c.typ, nb, lo, n, i, got[i], want[i])
-						}
+				name := fmt.Sprintf("%s nb=%d", c.typ, nb)
+				if wk.q80.prep != nil {
+					x := ins[len(ins)-1].q80
+					if k := wk.q80.prepLen(nb); (k == 0) != (nb > q80RowsMaxBlocks) {
+						t.Fatalf("%s: prepLen %d", name, k)
 					}
+					checkPrepared(t, r, name, &wk.q80, w, x, len(ins))
+					continue
 				}
-				if got[n] != 42 || scr[k] != last {
-					t.Errorf("%s nb=%d: wrote past the run or the scratch", c.typ, nb)
+				for _, k := range []int{0, len(ins) - 1} {
+					checkPrepared(t, r, fmt.Sprintf("%s activations %d", name, k), &wk.q8k, w, ins[k].q8k, len(ins))
 				}
 			}
 		}
-		if tab.path == AVX512 && !seen {
-			t.Error("avx512: no row-run dot prepares its activations")
+		if tab.path != Generic && !seen {
+			t.Errorf("%s: no row-run dot prepares its activations", tab.path)
 		}
 	})
+}
+
+// checkPrepared is TestNewTypeRowsPrepared for n rows w of a type with
+// dots d and one token's activations x.
+func checkPrepared[X any](t *testing.T, r *rand.Rand, name string, d *dots[X], w []byte, x []X, n int) {
+	t.Helper()
+	want := make([]float32, n)
+	d.rows(w, x, want)
+	k := d.prepLen(len(x))
+	scr := make([]byte, k+1)
+	for i := range scr {
+		scr[i] = byte(r.Uint32()) // poison: any unwritten byte read shows
+	}
+	last := scr[k]
+	d.prep(x, scr[:k])
+	got := make([]float32, n+1)
+	got[n] = 42
+	for _, lo := range []int{0, n / 2} {
+		rb := len(w) / n
+		d.prepRows(w[lo*rb:], x, scr[:k], got[lo:n])
+		for i := lo; i < n; i++ {
+			if !sameFloat(got[i], want[i]) {
+				t.Errorf("%s rows %d-%d: row %d = %v, rows %v", name, lo, n, i, got[i], want[i])
+			}
+		}
+	}
+	if got[n] != 42 || scr[k] != last {
+		t.Errorf("%s: wrote past the run or the scratch", name)
+	}
 }

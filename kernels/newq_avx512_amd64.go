@@ -280,10 +280,11 @@ func dotQ5KRowsAVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32)
 func dotQ3KRowsAVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32)
 
 // setNewQAVX2 puts the AVX2 dots of the types added after Q4_K, Q6_K and
-// Q8_0 (generated into avx2_amd64.s by _asm/legacy.go, iq4xs.go, q3k.go,
+// Q8_0 (generated into avx2_amd64.s by _asm/legacy.go, q3k.go,
 // q5k.go, more.go and kx4.go) into t's rows: one-token dots, and
 // four-token ones that equal them bit for bit. All but Q2_K's, Q3_K's and Q5_K's
-// equal package quant's dots, the generic rows, bit for bit.
+// equal package quant's dots, the generic rows, bit for bit. IQ4_XS's
+// row is a row-run dot that sums in float32 lanes (setIQ4XSAVX2).
 func setNewQAVX2(t *table) {
 	q80 := func(typ tensor.Type, bb int, f func(w *byte, x *uint16, nb int) float32) {
 		t.weights[typ].q80.one = func(w []byte, x []quant.BlockQ8_0) float32 {
@@ -314,13 +315,7 @@ func setNewQAVX2(t *table) {
 	q80x4(tensor.Q4_0, quant.BlockQ4_0Bytes, dotQ4_0x4AVX2)
 	q80x4(tensor.Q5_0, quant.BlockQ5_0Bytes, dotQ5_0x4AVX2)
 	q80x4(tensor.IQ4_NL, quant.BlockIQ4_NLBytes, dotIQ4NLx4AVX2)
-	t.weights[tensor.IQ4_XS].q8k.one = func(w []byte, x []quant.BlockQ8K) float32 {
-		if len(x) == 0 {
-			return 0
-		}
-		w = w[:quant.BlockIQ4_XSBytes*len(x)]
-		return dotIQ4XSAVX2(&w[0], &x[0].D, len(x))
-	}
+	setIQ4XSAVX2(t)
 	q81 := func(typ tensor.Type, bb int, f func(w *byte, x *uint16, nb int) float32) {
 		t.weights[typ].q81.one = func(w []byte, x []quant.BlockQ8_1) float32 {
 			if len(x) == 0 {
@@ -369,8 +364,7 @@ func setNewQAVX2(t *table) {
 		return dotQ5KAVX2(&w[0], &x[0].D, len(x))
 	}
 	// Their four-token dots decode a weight block once for four tokens
-	// and equal these one-token dots bit for bit (IQ4_XS's so the generic
-	// twin too).
+	// and equal these one-token dots bit for bit.
 	q8kx4 := func(typ tensor.Type, bb int, f func(w *byte, x *float32, nb int, out *[4]float32)) {
 		t.weights[typ].q8k.x4 = func(w []byte, x []quant.BlockQ8K, nb int, out *[4]float32) {
 			x = x[:4*nb]
@@ -385,7 +379,6 @@ func setNewQAVX2(t *table) {
 	q8kx4(tensor.Q5_K, quant.BlockQ5_KBytes, dotQ5Kx4AVX2)
 	q8kx4(tensor.Q3_K, quant.BlockQ3_KBytes, dotQ3Kx4AVX2)
 	q8kx4(tensor.Q2_K, quant.BlockQ2_KBytes, dotQ2Kx4AVX2)
-	q8kx4(tensor.IQ4_XS, quant.BlockIQ4_XSBytes, dotIQ4XSx4AVX2)
 }
 
 // dotQ5Kx8AVX512 sets out[t] to the dot of the nb Q5_K blocks at w with

@@ -449,6 +449,7 @@ func (j *job) grow(tab *table) {
 		j.q81 = growSlice(j.q81, nv/quant.QK8_1)
 	case partnerQ8K:
 		j.q8k = growSlice(j.q8k, nv/quant.QK_K)
+		j.prep = growSlice(j.prep, prepBytes(tab, j.w, j.n))
 	}
 }
 
@@ -456,11 +457,16 @@ func (j *job) grow(tab *table) {
 // tokens with w prepared once for its row-run dot (dots.prep): only a
 // one-token product on a path whose dots have a prep has one.
 func prepBytes(tab *table, w Matrix, n int) int {
-	d := &tab.weights[w.Type].q80
-	if n != 1 || d.prep == nil || tab.weights[w.Type].partner != partnerQ8_0 {
+	wk := &tab.weights[w.Type]
+	switch {
+	case n != 1:
 		return 0
+	case wk.partner == partnerQ8_0 && wk.q80.prep != nil:
+		return wk.q80.prepLen(w.Cols / quant.QK8_0)
+	case wk.partner == partnerQ8K && wk.q8k.prep != nil:
+		return wk.q8k.prepLen(w.Cols / quant.QK_K)
 	}
-	return d.prepLen(w.Cols / quant.QK8_0)
+	return 0
 }
 
 // growSlice returns s resized to n elements, reallocating only when its
@@ -512,6 +518,10 @@ func (j *job) convert(tab *table, t0, t1 int) {
 	case partnerQ8K:
 		nb := c / quant.QK_K
 		tab.quantQ8K(x, j.q8k[t0*nb:t1*nb])
+		if len(j.prep) > 0 {
+			// One token: its row-run dots read the prepared scratch.
+			wk.q8k.prep(j.q8k[:nb], j.prep)
+		}
 		if j.qt {
 			j.qtConvert(partnerQ8K, nil, t0, t1)
 		}

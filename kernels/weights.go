@@ -56,7 +56,9 @@ type dots[X any] struct {
 	// two for a one-token product, whose rows come in many calls (one
 	// per piece of the pool): the activation work a row-run kernel does
 	// per call (the avx512 Q8_0-partner ones reorder the activations and
-	// convert their scales) is done once per product. prepLen(nb) is the
+	// convert their scales), or work that makes its rows cheaper (the
+	// avx2 IQ4_XS one splits each activation in two parts), is done once
+	// per product. prepLen(nb) is the
 	// scratch bytes for nb blocks (0: none, use rows), prep(x, scr)
 	// writes them from the token's blocks, and prepRows(w, x, scr, out)
 	// then sets out exactly as rows(w, x, out) does.

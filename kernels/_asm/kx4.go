@@ -6,8 +6,8 @@ import (
 	. "github.com/mmcloughlin/avo/reg"
 )
 
-// kx4Kernels emits the four-token dots of Q5_K, Q3_K, Q2_K and IQ4_XS
-// beside their one-token AVX2 dots (q5k.go, q3k.go, more.go, iq4xs.go):
+// kx4Kernels emits the four-token dots of Q5_K, Q3_K and Q2_K beside
+// their one-token AVX2 dots (q5k.go, q3k.go, more.go):
 // each weight block is decoded once and multiplied with the four tokens'
 // blocks (at x + t*nb*292). A token's integer sums are exact whatever the
 // order they are added in, and its float steps are the one-token dot's
@@ -15,15 +15,9 @@ import (
 // taken lane by lane in a vector of the four tokens; so out[t] equals the
 // one-token AVX2 dot of token t bit for bit.
 func kx4Kernels() {
-	// The quadword shifts 0, 0, 4, 4 that dotIQ4XSx4 splits nibbles with.
-	GLOBL("iq4NibShift", RODATA|NOPTR)
-	for i, v := range []uint64{0, 0, 4, 4} {
-		DATA(8*i, U64(v))
-	}
 	dotQ5Kx4()
 	dotQ3Kx4()
 	dotQ2Kx4()
-	dotIQ4XSx4()
 }
 
 // kx4Header starts a four-token dot whose one-token twin is one.
@@ -241,98 +235,6 @@ func dotQ3Kx4() {
 		VMULPS(xd, d, d)
 		VMULPS(d, v, v)
 		VADDPS(v, sum, sum)
-	})
-	storeOut(sum)
-	VZEROUPPER()
-	RET()
-}
-
-// dotIQ4XSx4 emits the four-token IQ4_XS×Q8_K dot of dotIQ4XS (which
-// equals quant.DotIQ4XSQ8K bit for bit): its eight sub-blocks unrolled,
-// each sub-block's codes looked up once for the four tokens.
-func dotIQ4XSx4() {
-	kx4Header("dotIQ4XSx4AVX2", "dotIQ4XSAVX2")
-	w, x, nb, stride, s3 := x4Setup(q8kSize)
-	xm := tokenMems(x, stride, s3)
-	mask := bcast32(0x0f0f0f0f)
-	tab := YMM()
-	VMOVDQU(NewDataAddr(Symbol{Name: iq4Table, Static: true}, 0), tab)
-	nibShift := YMM()
-	VMOVDQU(NewDataAddr(Symbol{Name: "iq4NibShift", Static: true}, 0), nibShift)
-	sum := XMM()
-	VXORPS(sum, sum, sum)
-	blockLoop("iq4xs4", w, x, nb, iq4xsSize, q8kSize, func() {
-		// d·xd of the four tokens, as dotIQ4XS's d4d8.
-		d4d8, r := XMM(), GP32()
-		MOVWLZX(Mem{Base: w}, r)
-		VMOVD(r, d4d8)
-		VCVTPH2PS(d4d8, d4d8)
-		VBROADCASTSS(d4d8, d4d8)
-		VMULPS(tokenScales(xm), d4d8, d4d8)
-		sh, sl := GP32(), GP32()
-		MOVWLZX(Mem{Base: w, Disp: 2}, sh)
-		MOVL(Mem{Base: w, Disp: 4}, sl)
-		for ib := range 8 {
-			// The 16 code bytes in both halves, the upper shifted by four
-			// (per quadword: what crosses from the next byte is masked
-			// away): low nibbles, then high ones, in value order. u is
-			// written whole, so no copy of it stays live across the
-			// unrolled sub-blocks.
-			u, hi := YMM(), XMM()
-			VBROADCASTI128(Mem{Base: w, Disp: 8 + 16*ib}, u)
-			VPSRLVQ(nibShift, u, u)
-			VPAND(mask, u, u)
-			VPSHUFB(u, tab, u)
-			w0, w1 := YMM(), YMM()
-			VPMOVSXBW(u.AsX(), w0)
-			VEXTRACTI128(Imm(1), u, hi)
-			VPMOVSXBW(hi, w1)
-			// Token t's eight lanes, paired as they come (fewer live
-			// registers than keeping all four for sum4).
-			prod := func(m func(int) Mem) VecVirtual {
-				a, b := YMM(), YMM()
-				VPMOVSXBW(m(q8kQs+32*ib), a)
-				VPMOVSXBW(m(q8kQs+32*ib+16), b)
-				VPMADDWD(a, w0, a)
-				VPMADDWD(b, w1, b)
-				VPADDD(b, a, a)
-				return a
-			}
-			p0 := prod(xm[0])
-			VPHADDD(prod(xm[1]), p0, p0)
-			p2 := prod(xm[2])
-			VPHADDD(prod(xm[3]), p2, p2)
-			VPHADDD(p2, p0, p0)
-			v := XMM()
-			VEXTRACTI128(Imm(1), p0, v)
-			VPADDD(v, p0.AsX(), v)
-			VCVTDQ2PS(v, v)
-			// ls = low nibble of sl | (low two bits of sh) << 4, minus
-			// 32, for sub-block ib.
-			l, h := GP32(), GP32()
-			MOVL(sl, l)
-			if ib > 0 {
-				SHRL(U8(uint8(4*ib)), l)
-			}
-			ANDL(U32(15), l)
-			MOVL(sh, h)
-			if ib > 0 {
-				SHRL(U8(uint8(2*ib)), h)
-			}
-			ANDL(U32(3), h)
-			SHLL(U8(4), h)
-			ORL(h, l)
-			SUBL(U32(32), l)
-			// dl is zeroed first: VCVTSI2SSL keeps the upper lanes of
-			// its source, which would keep every dl alive from the start.
-			dl := XMM()
-			VXORPS(dl, dl, dl)
-			VCVTSI2SSL(l, dl, dl)
-			VBROADCASTSS(dl, dl)
-			VMULPS(d4d8, dl, dl)
-			VMULPS(dl, v, v)
-			VADDPS(v, sum, sum)
-		}
 	})
 	storeOut(sum)
 	VZEROUPPER()

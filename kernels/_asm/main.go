@@ -32,7 +32,6 @@ func main() {
 	quantKernels()
 	legacyKernels()
 	dotQ5K()
-	dotIQ4XS()
 	dotQ3K()
 	moreKernels()
 	kx4Kernels()
