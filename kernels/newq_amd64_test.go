@@ -8,9 +8,9 @@ import (
 )
 
 // TestNewTypeDotsWide checks the Q8_0-partner dots at the widths where
-// the avx512 row-run kernels' callers change stack arrays (the tiny one
-// full, the small one full, the large one, and the widest rows the
-// kernels take, beyond which the generic twin runs row by row): every row
+// the avx512 and avx2 row-run kernels' callers change stack arrays (the
+// tiny one full, the small one full, the large one, and the widest rows
+// the kernels take, beyond which the generic twin runs row by row): every row
 // of a run equal to the one-token dot, and within the summation-order
 // tolerance of the generic twin.
 func TestNewTypeDotsWide(t *testing.T) {
@@ -37,12 +37,12 @@ func TestNewTypeDotsWide(t *testing.T) {
 }
 
 // TestNewTypeRowsPrepared checks the row-run dots that prepare a token's
-// activations once per product (dots.prep: the avx512 Q8_0-partner ones)
-// at widths with and without a tail of blocks, the widest they prepare
-// and one past it: every run of distinct rows from the prepared scratch
-// bit for bit the path's rows (which prepares per call), a run that
-// starts mid-product too, and nothing written past the run or the
-// scratch.
+// activations once per product (dots.prep: the avx512 Q8_0-partner ones,
+// the avx2 Q4_0 and Q5_0 ones) at widths with and without a tail of
+// blocks, the widest they prepare and one past it: every run of distinct
+// rows from the prepared scratch bit for bit the path's rows (which
+// prepares per call), a run that starts mid-product too, and nothing
+// written past the run or the scratch.
 func TestNewTypeRowsPrepared(t *testing.T) {
 	forEachPath(t, func(t *testing.T, tab *table) {
 		r := rand.New(rand.NewPCG(19, 9))
@@ -92,8 +92,8 @@ func TestNewTypeRowsPrepared(t *testing.T) {
 				}
 			}
 		}
-		if tab.path == AVX512 && !seen {
-			t.Error("avx512: no row-run dot prepares its activations")
+		if (tab.path == AVX512 || tab.path == AVX2) && !seen {
+			t.Errorf("%s: no row-run dot prepares its activations", tab.path)
 		}
 	})
 }

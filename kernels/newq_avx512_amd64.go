@@ -37,7 +37,7 @@ func setNewQAVX512(t *table) {
 	q81(tensor.Q5_1, quant.BlockQ5_1Bytes, dotQ5_1RowsAVX512)
 	for _, k := range []q80Kernel{q80Q4_0, q80Q5_0, q80IQ4NL} {
 		t.weights[k.typ()].q80 = dots[quant.BlockQ8_0]{
-			one: oneOfRows(k.rows), rows: k.rows,
+			one: k.one, rows: k.rows,
 			prepLen: q80PrepLen, prep: k.prep, prepRows: k.prepRows,
 		}
 	}
@@ -155,17 +155,21 @@ const (
 	q80Q4_0 q80Kernel = iota
 	q80Q5_0
 	q80IQ4NL
+	// The AVX2 ones (rows_avx2_amd64.s), whose scratch rowsPrepAVX2
+	// writes in a layout of its own, of q80ScrBytes's size.
+	q80Q4_0AVX2
+	q80Q5_0AVX2
 )
 
 // typ returns the weight type of kernel k.
 func (k q80Kernel) typ() tensor.Type {
-	return [...]tensor.Type{tensor.Q4_0, tensor.Q5_0, tensor.IQ4_NL}[k]
+	return [...]tensor.Type{tensor.Q4_0, tensor.Q5_0, tensor.IQ4_NL, tensor.Q4_0, tensor.Q5_0}[k]
 }
 
 // offset returns k's code offset o (the codes are u-o for unsigned u) in
 // every byte.
 func (k q80Kernel) offset() uint32 {
-	return [...]uint32{0x08080808, 0x10101010, 0x80808080}[k]
+	return [...]uint32{0x08080808, 0x10101010, 0x80808080, 0x08080808, 0x10101010}[k]
 }
 
 // rows is k's row-run dot: the activations prepared into scratch in
@@ -186,12 +190,27 @@ func (k q80Kernel) rows(w []byte, x []quant.BlockQ8_0, out []float32) {
 	case nb <= q80RowsMaxBlocks:
 		k.rowsLarge(w, x, out)
 	default:
-		twin := [...]func([]byte, []quant.BlockQ8_0) float32{quant.DotQ4_0Q8_0, quant.DotQ5_0Q8_0, quant.DotIQ4NLQ8_0}[k]
+		twin := quant.DotQ4_0Q8_0
+		switch k.typ() {
+		case tensor.Q5_0:
+			twin = quant.DotQ5_0Q8_0
+		case tensor.IQ4_NL:
+			twin = quant.DotIQ4NLQ8_0
+		}
 		rb := k.typ().BlockBytes() * nb
 		for r := range out {
 			out[r] = twin(w[r*rb:(r+1)*rb], x)
 		}
 	}
+}
+
+// one is k's one-token dot, a run of one row of rows; a method rather
+// than oneOfRows, so that the compiler sees its result array does not
+// escape (no allocation per call).
+func (k q80Kernel) one(w []byte, x []quant.BlockQ8_0) float32 {
+	var out [1]float32
+	k.rows(w, x, out[:])
+	return out[0]
 }
 
 // rowsSmall and rowsLarge keep their arrays out of the narrower rows'
@@ -209,8 +228,17 @@ func (k q80Kernel) rowsLarge(w []byte, x []quant.BlockQ8_0, out []float32) {
 // prepCall prepares the activations into scr (q80ScrBytes(len(x)) bytes)
 // and runs kernel k on len(out) rows (len(x), len(out) >= 1).
 func (k q80Kernel) prepCall(w []byte, x []quant.BlockQ8_0, out []float32, scr *byte) {
-	q80PrepAVX512(&x[0], len(x), k.offset(), scr)
+	k.prepare(x, scr)
 	k.call(w, x, out, scr)
+}
+
+// prepare writes kernel k's scratch for the blocks x (len(x) >= 1) to scr.
+func (k q80Kernel) prepare(x []quant.BlockQ8_0, scr *byte) {
+	if k >= q80Q4_0AVX2 {
+		rowsPrepAVX2(&x[0], len(x), k.offset(), scr)
+		return
+	}
+	q80PrepAVX512(&x[0], len(x), k.offset(), scr)
 }
 
 // prep is k's dots.prep: the activation work of rows, once per product
@@ -220,7 +248,7 @@ func (k q80Kernel) prep(x []quant.BlockQ8_0, scr []byte) {
 	if len(scr) == 0 {
 		return
 	}
-	q80PrepAVX512(&x[0], len(x), k.offset(), &scr[0])
+	k.prepare(x, &scr[0])
 }
 
 // prepRows is k's dots.prepRows: rows's dots from the scratch prep wrote
@@ -246,6 +274,10 @@ func (k q80Kernel) call(w []byte, x []quant.BlockQ8_0, out []float32, scr *byte)
 		dotQ5_0RowsAVX512(&w[0], &x[0], len(x), len(out), &out[0], scr)
 	case q80IQ4NL:
 		dotIQ4NLRowsAVX512(&w[0], &x[0], len(x), len(out), &out[0], scr)
+	case q80Q4_0AVX2:
+		dotQ4_0RowsAVX2(&w[0], &x[0], len(x), len(out), &out[0], scr)
+	case q80Q5_0AVX2:
+		dotQ5_0RowsAVX2(&w[0], &x[0], len(x), len(out), &out[0], scr)
 	}
 }
 

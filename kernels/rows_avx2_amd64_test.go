@@ -1,0 +1,186 @@
+//go:build amd64 && !purego
+
+package kernels
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/lisa-llm/lisa/quant"
+	"github.com/lisa-llm/lisa/tensor"
+)
+
+// rowsLanesAVX2Go is the float sequence of the AVX2 Q4_0 and Q5_0 row-run
+// dots (rows_avx2_amd64.s) in Go, for one row w of type typ and the
+// activations x: per whole group of eight blocks, dw·dx rounded to
+// float32 and, for each pair p of blocks, lane l (block 2p+l/4) fused-
+// multiply-adds the exact Σ (u-o)·x of values 4m..4m+3 and 16+4m..16+4m+3
+// (m = l%4) into accumulator p; then the four accumulators are added
+// ((0+1)+(2+3)), the last nb%8 blocks fused-multiply-added one at a time
+// (lane l: values 4l..4l+3 for l < 4, 16+4(l-4).. for l >= 4), and the
+// lanes reduced as HSUMROW does.
+func rowsLanesAVX2Go(typ tensor.Type, w []byte, x []quant.BlockQ8_0) float32 {
+	bb := typ.BlockBytes()
+	o := int32(8)
+	if typ == tensor.Q5_0 {
+		o = 16
+	}
+	// v returns value j of block b minus the offset.
+	v := func(b, j int) int32 {
+		blk := w[b*bb : (b+1)*bb]
+		if typ == tensor.Q4_0 {
+			return int32(blk[2+j%16]>>(4*uint(j/16))&0xf) - o
+		}
+		qh := binary.LittleEndian.Uint32(blk[2:])
+		return int32(blk[6+j%16]>>(4*uint(j/16))&0xf|byte(qh>>uint(j)&1)<<4) - o
+	}
+	// sum4 returns Σ v·x over values j0..j0+3 of block b.
+	sum4 := func(b, j0 int) int32 {
+		var s int32
+		for j := j0; j < j0+4; j++ {
+			s += v(b, j) * int32(x[b].Qs[j])
+		}
+		return s
+	}
+	scale := func(b int) float32 { return float32(f16At(w[b*bb:]) * quant.F16ToF32(x[b].D)) }
+	nb := len(x)
+	var acc [4][8]float32
+	for g := range nb / 8 {
+		for p := range 4 {
+			for l := range 8 {
+				b, m := 8*g+2*p+l/4, l%4
+				acc[p][l] = fma32Once(float32(sum4(b, 4*m)+sum4(b, 16+4*m)), scale(b), acc[p][l])
+			}
+		}
+	}
+	var y [8]float32
+	for l := range y {
+		y[l] = (acc[0][l] + acc[1][l]) + (acc[2][l] + acc[3][l])
+	}
+	for b := nb / 8 * 8; b < nb; b++ {
+		for l := range y {
+			j0 := 4 * l
+			if l >= 4 {
+				j0 = 16 + 4*(l-4)
+			}
+			y[l] = fma32Once(float32(sum4(b, j0)), scale(b), y[l])
+		}
+	}
+	h := [4]float32{y[0] + y[4], y[1] + y[5], y[2] + y[6], y[3] + y[7]}
+	return (h[0] + h[2]) + (h[1] + h[3])
+}
+
+// specialF16 are the half scales the edge-case inputs plant: NaN, both
+// infinities, the largest finite, subnormals, both zeros, and a scale
+// whose products overflow float32 with a large activation scale.
+var specialF16 = []uint16{0x7e00, 0x7c00, 0xfc00, 0x7bff, 0xfbff, 0x0001, 0x83ff, 0x0000, 0x8000, 0x3c00}
+
+// TestRowsAVX2Lanes checks the AVX2 Q4_0 and Q5_0 row-run dots against
+// their Go twin bit for bit, on runs of distinct rows of random and
+// edge-case inputs (NaN, infinite, huge, subnormal and zero scales of
+// either side, -128 activation codes, all-0xff weight bytes) at widths
+// with and without a tail of blocks, one block, and whole groups only:
+// rows, prepRows from the prepared scratch and the one-token dot each
+// give the twin's bits for every row.
+func TestRowsAVX2Lanes(t *testing.T) {
+	if !slices.Contains(Available(), AVX2) {
+		t.Skip("no AVX2")
+	}
+	tab := tableFor(AVX2)
+	r := rand.New(rand.NewPCG(23, 5))
+	for _, c := range newqTypes()[:2] { // Q4_0, Q5_0
+		d := &tab.weights[c.typ].q80
+		if d.prep == nil || d.x4 != nil {
+			t.Fatalf("%s: the avx2 row has no prepared row-run dot, or a four-token dot", c.typ)
+		}
+		bb := c.typ.BlockBytes()
+		for _, nb := range []int{1, 2, 7, 8, 9, 15, 16, 17, 24, 31, 64, 65, 200} {
+			var rows []newqInput
+			for len(rows) < 12 {
+				rows = append(rows, newqInputs(r, c, nb)...)
+			}
+			// Special scales: on some rows' blocks, and on the
+			// activations of some inputs.
+			for i := range rows {
+				for b := range nb {
+					if (i+b)%3 == 0 {
+						binary.LittleEndian.PutUint16(rows[i].w[b*bb:], specialF16[(i*7+b)%len(specialF16)])
+					}
+				}
+			}
+			for k, xin := range rows[:6] {
+				x := slices.Clone(xin.q80)
+				if k >= 3 {
+					for b := range x {
+						if (k+b)%4 == 0 {
+							x[b].D = specialF16[(k+3*b)%len(specialF16)]
+						}
+					}
+				}
+				var w []byte
+				for _, in := range rows {
+					w = append(w, in.w...)
+				}
+				n := len(rows)
+				want := make([]float32, n)
+				for i, in := range rows {
+					want[i] = rowsLanesAVX2Go(c.typ, in.w, x)
+				}
+				got := make([]float32, n+1)
+				got[n] = 42
+				d.rows(w, x, got[:n])
+				scr := make([]byte, d.prepLen(nb))
+				d.prep(x, scr)
+				pr := make([]float32, n)
+				d.prepRows(w, x, scr, pr)
+				for i, in := range rows {
+					name := fmt.Sprintf("%s nb=%d x%d row %d", c.typ, nb, k, i)
+					if !sameFloat(got[i], want[i]) {
+						t.Errorf("%s: rows %v (%#x), twin %v (%#x)", name, got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
+					}
+					if !sameFloat(pr[i], want[i]) {
+						t.Errorf("%s: prepRows %v, twin %v", name, pr[i], want[i])
+					}
+					if one := d.one(in.w, x); !sameFloat(one, want[i]) {
+						t.Errorf("%s: one %v, twin %v", name, one, want[i])
+					}
+				}
+				if got[n] != 42 {
+					t.Errorf("%s nb=%d: wrote past the run", c.typ, nb)
+				}
+			}
+		}
+	}
+}
+
+// TestRowsAVX2NoAllocs checks that the AVX2 row-run dots allocate
+// nothing: the one-token dot and rows at every size of their stack
+// scratch, and prepRows.
+func TestRowsAVX2NoAllocs(t *testing.T) {
+	if !slices.Contains(Available(), AVX2) {
+		t.Skip("no AVX2")
+	}
+	tab := tableFor(AVX2)
+	r := rand.New(rand.NewPCG(23, 6))
+	for _, c := range newqTypes()[:2] {
+		d := &tab.weights[c.typ].q80
+		for _, nb := range []int{9, q80RowsSmallBlocks, q80RowsMaxBlocks} {
+			in := newqInputs(r, c, nb)[0]
+			w := slices.Concat(in.w, in.w, in.w)
+			out := make([]float32, 3)
+			scr := make([]byte, d.prepLen(nb))
+			d.prep(in.q80, scr)
+			if a := testing.AllocsPerRun(10, func() {
+				d.one(in.w, in.q80)
+				d.rows(w, in.q80, out)
+				d.prepRows(w, in.q80, scr, out)
+			}); a != 0 {
+				t.Errorf("%s nb=%d: %v allocations per product", c.typ, nb, a)
+			}
+		}
+	}
+}
