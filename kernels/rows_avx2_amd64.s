@@ -9,127 +9,169 @@
 // kernels do, instead of the one serial sum per block of the generic twin
 // that the avx2 path's one-token dots (avx2_amd64.s) keep.
 //
-// Integer part, per block: the weight codes are unsigned bytes u (Q4_0:
-// the nibble, 0..15; Q5_0: the nibble and the fifth bit, 0..31), VPMADDUBSW
-// multiplies them with the signed activation bytes x and sums pairs into
-// 16-bit lanes (at most 31*128*2 in magnitude, so it never saturates), and
-// VPMADDWD with 16-bit ones sums those into dword lanes. Adding the offset
-// lanes -o·Σx (o = 8 or 16, the code offset), which rowsPrepAVX2 computes
-// once per product, leaves the exact Σ (u-o)·x of each lane's values for
+// Integer part: the weight codes are unsigned bytes u (Q4_0: the nibble,
+// 0..15; Q5_0: the nibble and the fifth bit, 0..31), VPMADDUBSW multiplies
+// them with the signed activation bytes x and sums pairs into 16-bit lanes
+// (at most 31*128*2 in magnitude, so it never saturates), further 16-bit
+// and dword sums (FOLD) reduce them to one dword per block, and adding the
+// block's offset -o·Σx (o = 8 or 16, the code offset), which rowsPrepAVX2
+// computes once per product, leaves the exact Σ (u-o)·x of the block for
 // every code and every activation byte, -128 included. (No sign trick:
 // VPSIGNB of an activation byte of -128 wraps.)
 //
-// Float part: the exact dword lanes are converted to float32 and fused-
-// multiply-added with the block's dw·dx (float32) into float32 lanes,
+// Float part: the exact block sums are converted to float32 and fused-
+// multiply-added with the blocks' dw·dx (float32) into float32 lanes,
 // reduced once per row: the results equal the generic twins up to the
 // rounding of the summation order, as ggml's own SIMD kernels do.
 //
 // Layout: a 256-bit register of codes holds a pair of blocks, values 0-15
 // of both (low nibbles: block 0 in the lower 128-bit lane, block 1 in the
 // upper) or values 16-31 of both (high nibbles), so that one VPSRLW and two
-// VPANDs split the 32 qs bytes of two blocks, and one conversion and one
-// fused multiply-add serve two blocks, their dw·dx spread four lanes each.
-// The activations are brought into that order once per product by
-// rowsPrepAVX2. A row takes eight blocks (four pairs) per iteration, each
-// pair into an accumulator of its own (four fused multiply-add chains),
-// and the last nb%8 blocks one at a time from x, codes [0-15 | 16-31] as
-// they are stored.
+// VPANDs split the 32 qs bytes of two blocks. The activations are brought
+// into that order once per product by rowsPrepAVX2. A row takes eight
+// blocks (four pairs) per iteration: the two VPMADDUBSWs of a pair added
+// leave 16-bit lanes of four products each, and FOLD sums a group's four
+// pairs to one dword per block, in the order [0 2 4 6 1 3 5 7]: the
+// quadwords of two pairs interleaved and added (eight products a 16-bit
+// lane, at most 31*128*8 = 31744 in magnitude, so no overflow), VPMADDWD,
+// and the even and odd dwords of two such registers picked (VSHUFPS) and
+// added. Then one VPADDD of the offsets, one conversion and one fused
+// multiply-add with the group's eight dw·dx. The last nb%8 blocks go one
+// at a time from x, codes [0-15 | 16-31] as they are stored, into the
+// same accumulator. From cache (BenchmarkQuantRows, avx2, alternated runs
+// on a Zen 4 VM), that fold made Q4_0 26.0 GB/cpu-s and Q5_0 19.3,
+// against 24.0 and 18.0 for a conversion, a fused multiply-add and an
+// in-lane VPERMILPS spreading dw·dx per pair (four accumulators).
 //
-// Scales: a group's eight f16 weight scales are gathered by VPINSRW in the
-// order [0 2 4 6 1 3 5 7], converted at once, multiplied by the eight
-// activation scales the prep stored as float32 in that order, and spread
-// to the pairs' [dw·dx of block 2p ×4 | of block 2p+1 ×4] by one
-// in-lane VPERMILPS each.
+// Scales: a group's eight f16 weight scales are loaded and joined in
+// general registers in the order [0 2 4 6 1 3 5 7] (two quadwords, moved
+// by VMOVQ and VPINSRQ), converted at once and multiplied by the eight
+// activation scales the prep stored as float32 in that order. Against a
+// VPINSRW from memory per scale, that made Q4_0 28.2 GB/cpu-s against 26.0
+// (Q5_0 the same, 19.3): the vector ports are the bound.
+//
+// The software prefetches are the avx512 row runs' (newq_avx512_amd64.s):
+// 32 iterations ahead into L1, 96 into L2.
 
-// rowsPrepAVX2's scratch, per whole group of eight blocks (416 bytes,
-// q80ScrBytes's size): for each pair p of blocks (2p, 2p+1), at 96p, the
-// activation bytes of values 0-15 of both (32 bytes), of values 16-31 of
-// both (32 bytes) and the eight dword offset lanes -o·Σx of the codes'
-// lanes (32 bytes); at 384 the eight activation scales as float32 in the
-// order [0 2 4 6 1 3 5 7]. The first group starts at the scratch aligned
-// up to 64 bytes.
+// rowsPrepAVX2's scratch, per whole group of eight blocks (320 bytes,
+// within q80ScrBytes): for each pair p of blocks (2p, 2p+1), at 64p, the
+// activation bytes of values 0-15 of both (32 bytes) and of values 16-31
+// of both (32 bytes); at 256 the eight blocks' offsets -o·Σx as dwords and
+// at 288 their scales as float32, both in the order [0 2 4 6 1 3 5 7].
+// The first group starts at the scratch aligned up to 64 bytes.
 
 // The activation scale of block k of a group of Q8_0 blocks at DI.
 #define XD(k) (34*(k))(DI)
 
+// FOLD leaves in r0 the dword sums of the 16-bit lanes of the group's four
+// pairs r0-r3 (each [block 2p | block 2p+1], eight lanes a block) times
+// the words of m, one per block in the order [0 2 4 6 1 3 5 7]. Clobbers
+// r2, t.
+#define FOLD(r0, r1, r2, r3, t, m) \
+	VPUNPCKLQDQ r1, r0, t \
+	VPUNPCKHQDQ r1, r0, r0 \
+	VPADDW      t, r0, r0 \
+	VPUNPCKLQDQ r3, r2, t \
+	VPUNPCKHQDQ r3, r2, r2 \
+	VPADDW      t, r2, r2 \
+	VPMADDWD    m, r0, r0 \
+	VPMADDWD    m, r2, r2 \
+	VSHUFPS     $0x88, r2, r0, t \
+	VSHUFPS     $0xdd, r2, r0, r0 \
+	VPADDD      t, r0, r0
+
 // PREPPAIR stores pair p's activations (blocks 2p and 2p+1 of the group of
-// Q8_0 blocks at DI) and offset lanes at 96p(BX). Y13 holds o in every
-// byte, Y12 -1 in every word. o·x pairs sum to at most 16*128*2, and two
-// of them to 2^13, in 16-bit lanes.
-#define PREPPAIR(p) \
-	VMOVDQU     (68*(p)+2)(DI), X4 \
-	VINSERTI128 $1, (68*(p)+36)(DI), Y4, Y4 \
-	VMOVDQU     (68*(p)+18)(DI), X5 \
-	VINSERTI128 $1, (68*(p)+52)(DI), Y5, Y5 \
-	VMOVDQA     Y4, (96*(p))(BX) \
-	VMOVDQA     Y5, (96*(p)+32)(BX) \
-	VPMADDUBSW  Y4, Y13, Y4 \
-	VPMADDUBSW  Y5, Y13, Y5 \
-	VPADDW      Y5, Y4, Y4 \
-	VPMADDWD    Y12, Y4, Y4 \
-	VMOVDQA     Y4, (96*(p)+64)(BX)
+// Q8_0 blocks at DI) at 64p(BX) and leaves o·x of them summed in pairs of
+// values (16-bit lanes, the halves added) in y. Y13 holds o in every byte.
+#define PREPPAIR(p, x, y, xt, yt) \
+	VMOVDQU     (68*(p)+2)(DI), x \
+	VINSERTI128 $1, (68*(p)+36)(DI), y, y \
+	VMOVDQU     (68*(p)+18)(DI), xt \
+	VINSERTI128 $1, (68*(p)+52)(DI), yt, yt \
+	VMOVDQA     y, (64*(p))(BX) \
+	VMOVDQA     yt, (64*(p)+32)(BX) \
+	VPMADDUBSW  y, Y13, y \
+	VPMADDUBSW  yt, Y13, yt \
+	VPADDW      yt, y, y
 
 // WSCALES leaves in Y4 dw·dx of the group of eight blocks of bb bytes at
-// SI, in the order [0 2 4 6 1 3 5 7] (dx from 384(BX)). Clobbers AX.
+// SI, in the order [0 2 4 6 1 3 5 7] (dx from 288(BX)). Clobbers AX, DX.
 #define WSCALES(bb) \
 	MOVWLZX   0(SI), AX \
-	VMOVD     AX, X4 \
-	VPINSRW   $1, (2*(bb))(SI), X4, X4 \
-	VPINSRW   $2, (4*(bb))(SI), X4, X4 \
-	VPINSRW   $3, (6*(bb))(SI), X4, X4 \
-	VPINSRW   $4, (bb)(SI), X4, X4 \
-	VPINSRW   $5, (3*(bb))(SI), X4, X4 \
-	VPINSRW   $6, (5*(bb))(SI), X4, X4 \
-	VPINSRW   $7, (7*(bb))(SI), X4, X4 \
+	MOVWLZX   (2*(bb))(SI), DX \
+	SHLL      $16, DX \
+	ORL       DX, AX \
+	MOVWLZX   (4*(bb))(SI), DX \
+	SHLQ      $32, DX \
+	ORQ       DX, AX \
+	MOVWLZX   (6*(bb))(SI), DX \
+	SHLQ      $48, DX \
+	ORQ       DX, AX \
+	VMOVQ     AX, X4 \
+	MOVWLZX   (bb)(SI), AX \
+	MOVWLZX   (3*(bb))(SI), DX \
+	SHLL      $16, DX \
+	ORL       DX, AX \
+	MOVWLZX   (5*(bb))(SI), DX \
+	SHLQ      $32, DX \
+	ORQ       DX, AX \
+	MOVWLZX   (7*(bb))(SI), DX \
+	SHLQ      $48, DX \
+	ORQ       DX, AX \
+	VPINSRQ   $1, AX, X4, X4 \
 	VCVTPH2PS X4, Y4 \
-	VMULPS    384(BX), Y4, Y4
+	VMULPS    288(BX), Y4, Y4
 
-// PAIRFIN adds pair p's Σ (u-o)·x lanes, the codes of values 0-15 in Y6
-// and of values 16-31 in Y7, times its dw·dx (VPERMILPS imm picks them
-// out of Y4) into acc. Y14 holds 1 in every word.
-#define PAIRFIN(p, imm, acc) \
-	VPMADDUBSW  (96*(p))(BX), Y6, Y6 \
-	VPMADDUBSW  (96*(p)+32)(BX), Y7, Y7 \
-	VPADDW      Y7, Y6, Y6 \
-	VPMADDWD    Y14, Y6, Y6 \
-	VPADDD      (96*(p)+64)(BX), Y6, Y6 \
-	VCVTDQ2PS   Y6, Y6 \
-	VPERMILPS   imm, Y4, Y7 \
-	VFMADD231PS Y7, Y6, acc
+// PAIRMUL leaves in lo pair p's u·x summed in fours of values (16-bit
+// lanes), its codes of values 0-15 in lo and of 16-31 in hi.
+#define PAIRMUL(p, lo, hi) \
+	VPMADDUBSW (64*(p))(BX), lo, lo \
+	VPMADDUBSW (64*(p)+32)(BX), hi, hi \
+	VPADDW     hi, lo, lo
 
-// Q4PAIR leaves the codes of Q4_0 pair p of the group at SI in Y6 (values
-// 0-15) and Y7 (16-31).
-#define Q4PAIR(p) \
-	VMOVDQU     (36*(p)+2)(SI), X6 \
-	VINSERTI128 $1, (36*(p)+20)(SI), Y6, Y6 \
-	VPSRLW      $4, Y6, Y7 \
-	VPAND       Y15, Y6, Y6 \
-	VPAND       Y15, Y7, Y7
+// GROUPFIN folds the group's pairs (Y5-Y8, Y9 clobbered), adds the
+// offsets, converts and accumulates into Y0 with the scales in Y4. Y14
+// holds 1 in every word.
+#define GROUPFIN \
+	FOLD(Y5, Y6, Y7, Y8, Y9, Y14) \
+	VPADDD      256(BX), Y5, Y5 \
+	VCVTDQ2PS   Y5, Y5 \
+	VFMADD231PS Y4, Y5, Y0
 
-// Q5PAIR leaves the codes of Q5_0 pair p of the group at SI in Y6 and Y7:
+// Q4PAIR leaves the codes of Q4_0 pair p of the group at SI in lo (values
+// 0-15; x its 128-bit name) and hi (16-31).
+#define Q4PAIR(p, x, lo, hi) \
+	VMOVDQU     (36*(p)+2)(SI), x \
+	VINSERTI128 $1, (36*(p)+20)(SI), lo, lo \
+	VPSRLW      $4, lo, hi \
+	VPAND       Y15, lo, lo \
+	VPAND       Y15, hi, hi
+
+// Q5PAIR leaves the codes of Q5_0 pair p of the group at SI in lo and hi:
 // the nibbles, and 16 where the fifth bit is set. The two blocks' qh
 // dwords, one per 128-bit lane, are spread a byte per value (VPSHUFB: Y13
 // for values 0-15, Y12 for 16-31), the value's bit isolated and compared
-// (Y11: 1<<(j%8) in byte j) and the result masked to 16 (Y10).
-#define Q5PAIR(p) \
-	VMOVDQU      (44*(p)+6)(SI), X6 \
-	VINSERTI128  $1, (44*(p)+28)(SI), Y6, Y6 \
-	VPSRLW       $4, Y6, Y7 \
-	VPAND        Y15, Y6, Y6 \
-	VPAND        Y15, Y7, Y7 \
-	VPBROADCASTD (44*(p)+2)(SI), Y8 \
-	VPBROADCASTD (44*(p)+24)(SI), Y9 \
-	VPBLENDD     $0xf0, Y9, Y8, Y8 \
-	VPSHUFB      Y12, Y8, Y9 \
-	VPSHUFB      Y13, Y8, Y8 \
-	VPAND        Y11, Y8, Y8 \
-	VPAND        Y11, Y9, Y9 \
-	VPCMPEQB     Y11, Y8, Y8 \
-	VPCMPEQB     Y11, Y9, Y9 \
-	VPAND        Y10, Y8, Y8 \
-	VPAND        Y10, Y9, Y9 \
-	VPOR         Y8, Y6, Y6 \
-	VPOR         Y9, Y7, Y7
+// (Y11: 1<<(j%8) in byte j) and the result masked to 16 (Y10). Clobbers
+// t1, t2.
+#define Q5PAIR(p, x, lo, hi, t1, t2) \
+	VMOVDQU      (44*(p)+6)(SI), x \
+	VINSERTI128  $1, (44*(p)+28)(SI), lo, lo \
+	VPSRLW       $4, lo, hi \
+	VPAND        Y15, lo, lo \
+	VPAND        Y15, hi, hi \
+	VPBROADCASTD (44*(p)+2)(SI), t1 \
+	VPBROADCASTD (44*(p)+24)(SI), t2 \
+	VPBLENDD     $0xf0, t2, t1, t1 \
+	VPSHUFB      Y12, t1, t2 \
+	VPSHUFB      Y13, t1, t1 \
+	VPAND        Y11, t1, t1 \
+	VPAND        Y11, t2, t2 \
+	VPCMPEQB     Y11, t1, t1 \
+	VPCMPEQB     Y11, t2, t2 \
+	VPAND        Y10, t1, t1 \
+	VPAND        Y10, t2, t2 \
+	VPOR         t1, lo, lo \
+	VPOR         t2, hi, hi
 
 // TAILFIN adds the Σ (u-o)·x lanes of one block, its codes [values 0-15 |
 // 16-31] in Y6, the Q8_0 block at DI, times dw·dx (dw at 0(SI)) into Y0;
@@ -176,22 +218,15 @@
 	VMOVD AX, X14 \
 	VPBROADCASTD X14, Y14
 
-// ROWSTART zeroes the accumulators and points BX at the scratch and CX
-// at the whole groups of the row.
+// ROWSTART zeroes the accumulator and points BX at the scratch and CX at
+// the whole groups of the row.
 #define ROWSTART \
 	MOVQ   R8, BX \
 	MOVQ   R10, CX \
-	VXORPS Y0, Y0, Y0 \
-	VXORPS Y1, Y1, Y1 \
-	VXORPS Y2, Y2, Y2 \
-	VXORPS Y3, Y3, Y3
+	VXORPS Y0, Y0, Y0
 
-// ROWFOLD adds the four accumulators into Y0 and points DI and CX at the
-// tail's activation blocks and count.
-#define ROWFOLD \
-	VADDPS Y1, Y0, Y0 \
-	VADDPS Y3, Y2, Y2 \
-	VADDPS Y2, Y0, Y0 \
+// ROWTAIL points DI and CX at the tail's activation blocks and count.
+#define ROWTAIL \
 	MOVQ   R9, DI \
 	MOVQ   R12, CX \
 	ANDQ   $7, CX
@@ -226,20 +261,21 @@ q40group:
 	PREFETCHT1 (13824+64)(SI)
 	PREFETCHT1 (13824+128)(SI)
 	WSCALES(18)
-	Q4PAIR(0)
-	PAIRFIN(0, $0x00, Y0)
-	Q4PAIR(1)
-	PAIRFIN(1, $0x55, Y1)
-	Q4PAIR(2)
-	PAIRFIN(2, $0xaa, Y2)
-	Q4PAIR(3)
-	PAIRFIN(3, $0xff, Y3)
+	Q4PAIR(0, X5, Y5, Y1)
+	PAIRMUL(0, Y5, Y1)
+	Q4PAIR(1, X6, Y6, Y2)
+	PAIRMUL(1, Y6, Y2)
+	Q4PAIR(2, X7, Y7, Y3)
+	PAIRMUL(2, Y7, Y3)
+	Q4PAIR(3, X8, Y8, Y1)
+	PAIRMUL(3, Y8, Y1)
+	GROUPFIN
 	ADDQ $144, SI
-	ADDQ $416, BX
+	ADDQ $320, BX
 	DECQ CX
 	JNZ  q40group
 q40fold:
-	ROWFOLD
+	ROWTAIL
 	JZ   q40done
 q40tail:
 	VMOVDQU     2(SI), X6
@@ -299,20 +335,21 @@ q50group:
 	PREFETCHT1 (16896+64)(SI)
 	PREFETCHT1 (16896+128)(SI)
 	WSCALES(22)
-	Q5PAIR(0)
-	PAIRFIN(0, $0x00, Y0)
-	Q5PAIR(1)
-	PAIRFIN(1, $0x55, Y1)
-	Q5PAIR(2)
-	PAIRFIN(2, $0xaa, Y2)
-	Q5PAIR(3)
-	PAIRFIN(3, $0xff, Y3)
+	Q5PAIR(0, X5, Y5, Y1, Y2, Y3)
+	PAIRMUL(0, Y5, Y1)
+	Q5PAIR(1, X6, Y6, Y1, Y2, Y3)
+	PAIRMUL(1, Y6, Y1)
+	Q5PAIR(2, X7, Y7, Y1, Y2, Y3)
+	PAIRMUL(2, Y7, Y1)
+	Q5PAIR(3, X8, Y8, Y1, Y2, Y3)
+	PAIRMUL(3, Y8, Y1)
+	GROUPFIN
 	ADDQ $176, SI
-	ADDQ $416, BX
+	ADDQ $320, BX
 	DECQ CX
 	JNZ  q50group
 q50fold:
-	ROWFOLD
+	ROWTAIL
 	JZ   q50done
 q50tail:
 	VMOVDQU      6(SI), X6
@@ -355,10 +392,12 @@ TEXT ·rowsPrepAVX2(SB), NOSPLIT, $0-32
 	SHRQ $3, CX
 	JZ   prepdone
 prep:
-	PREPPAIR(0)
-	PREPPAIR(1)
-	PREPPAIR(2)
-	PREPPAIR(3)
+	PREPPAIR(0, X5, Y5, X1, Y1)
+	PREPPAIR(1, X6, Y6, X1, Y1)
+	PREPPAIR(2, X7, Y7, X1, Y1)
+	PREPPAIR(3, X8, Y8, X1, Y1)
+	FOLD(Y5, Y6, Y7, Y8, Y9, Y12)
+	VMOVDQA   Y5, 256(BX)
 	MOVWLZX   XD(0), AX
 	VMOVD     AX, X4
 	VPINSRW   $1, XD(2), X4, X4
@@ -369,9 +408,9 @@ prep:
 	VPINSRW   $6, XD(5), X4, X4
 	VPINSRW   $7, XD(7), X4, X4
 	VCVTPH2PS X4, Y4
-	VMOVDQA   Y4, 384(BX)
+	VMOVDQA   Y4, 288(BX)
 	ADDQ $272, DI
-	ADDQ $416, BX
+	ADDQ $320, BX
 	DECQ CX
 	JNZ  prep
 prepdone:

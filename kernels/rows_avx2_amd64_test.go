@@ -16,13 +16,11 @@ import (
 
 // rowsLanesAVX2Go is the float sequence of the AVX2 Q4_0 and Q5_0 row-run
 // dots (rows_avx2_amd64.s) in Go, for one row w of type typ and the
-// activations x: per whole group of eight blocks, dw·dx rounded to
-// float32 and, for each pair p of blocks, lane l (block 2p+l/4) fused-
-// multiply-adds the exact Σ (u-o)·x of values 4m..4m+3 and 16+4m..16+4m+3
-// (m = l%4) into accumulator p; then the four accumulators are added
-// ((0+1)+(2+3)), the last nb%8 blocks fused-multiply-added one at a time
-// (lane l: values 4l..4l+3 for l < 4, 16+4(l-4).. for l >= 4), and the
-// lanes reduced as HSUMROW does.
+// activations x: per whole group of eight blocks, lane l takes block
+// [0 2 4 6 1 3 5 7][l] of the group and fused-multiply-adds its exact
+// Σ (u-o)·x times dw·dx (rounded to float32); the last nb%8 blocks one at
+// a time, lane l the exact sum of values 4l..4l+3 (l < 4) or
+// 16+4(l-4)..19+4(l-4); then the lanes are reduced as HSUMROW does.
 func rowsLanesAVX2Go(typ tensor.Type, w []byte, x []quant.BlockQ8_0) float32 {
 	bb := typ.BlockBytes()
 	o := int32(8)
@@ -38,28 +36,22 @@ func rowsLanesAVX2Go(typ tensor.Type, w []byte, x []quant.BlockQ8_0) float32 {
 		qh := binary.LittleEndian.Uint32(blk[2:])
 		return int32(blk[6+j%16]>>(4*uint(j/16))&0xf|byte(qh>>uint(j)&1)<<4) - o
 	}
-	// sum4 returns Σ v·x over values j0..j0+3 of block b.
-	sum4 := func(b, j0 int) int32 {
+	// sum returns Σ v·x over values j0..j1-1 of block b.
+	sum := func(b, j0, j1 int) int32 {
 		var s int32
-		for j := j0; j < j0+4; j++ {
+		for j := j0; j < j1; j++ {
 			s += v(b, j) * int32(x[b].Qs[j])
 		}
 		return s
 	}
 	scale := func(b int) float32 { return float32(f16At(w[b*bb:]) * quant.F16ToF32(x[b].D)) }
 	nb := len(x)
-	var acc [4][8]float32
-	for g := range nb / 8 {
-		for p := range 4 {
-			for l := range 8 {
-				b, m := 8*g+2*p+l/4, l%4
-				acc[p][l] = fma32Once(float32(sum4(b, 4*m)+sum4(b, 16+4*m)), scale(b), acc[p][l])
-			}
-		}
-	}
 	var y [8]float32
-	for l := range y {
-		y[l] = (acc[0][l] + acc[1][l]) + (acc[2][l] + acc[3][l])
+	for g := range nb / 8 {
+		for l, k := range [8]int{0, 2, 4, 6, 1, 3, 5, 7} {
+			b := 8*g + k
+			y[l] = fma32Once(float32(sum(b, 0, 32)), scale(b), y[l])
+		}
 	}
 	for b := nb / 8 * 8; b < nb; b++ {
 		for l := range y {
@@ -67,7 +59,7 @@ func rowsLanesAVX2Go(typ tensor.Type, w []byte, x []quant.BlockQ8_0) float32 {
 			if l >= 4 {
 				j0 = 16 + 4*(l-4)
 			}
-			y[l] = fma32Once(float32(sum4(b, j0)), scale(b), y[l])
+			y[l] = fma32Once(float32(sum(b, j0, j0+4)), scale(b), y[l])
 		}
 	}
 	h := [4]float32{y[0] + y[4], y[1] + y[5], y[2] + y[6], y[3] + y[7]}
