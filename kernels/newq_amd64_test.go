@@ -38,7 +38,7 @@ func TestNewTypeDotsWide(t *testing.T) {
 
 // TestNewTypeRowsPrepared checks the row-run dots that prepare a token's
 // activations once per product (dots.prep: the avx512 Q8_0-partner ones,
-// the avx2 Q4_0 and Q5_0 ones) at widths with and without a tail of
+// the avx2 Q4_0, Q5_0 and IQ4_NL ones) at widths with and without a tail of
 // blocks, the widest they prepare and one past it: every run of distinct
 // rows from the prepared scratch bit for bit the path's rows (which
 // prepares per call), a run that starts mid-product too, and nothing

@@ -159,17 +159,19 @@ const (
 	// writes in a layout of its own, of q80ScrBytes's size.
 	q80Q4_0AVX2
 	q80Q5_0AVX2
+	q80IQ4NLAVX2
 )
 
 // typ returns the weight type of kernel k.
 func (k q80Kernel) typ() tensor.Type {
-	return [...]tensor.Type{tensor.Q4_0, tensor.Q5_0, tensor.IQ4_NL, tensor.Q4_0, tensor.Q5_0}[k]
+	return [...]tensor.Type{tensor.Q4_0, tensor.Q5_0, tensor.IQ4_NL, tensor.Q4_0, tensor.Q5_0, tensor.IQ4_NL}[k]
 }
 
 // offset returns k's code offset o (the codes are u-o for unsigned u) in
-// every byte.
+// every byte (0 for the AVX2 IQ4_NL kernel, which multiplies signed
+// codes).
 func (k q80Kernel) offset() uint32 {
-	return [...]uint32{0x08080808, 0x10101010, 0x80808080, 0x08080808, 0x10101010}[k]
+	return [...]uint32{0x08080808, 0x10101010, 0x80808080, 0x08080808, 0x10101010, 0}[k]
 }
 
 // rows is k's row-run dot: the activations prepared into scratch in
@@ -278,6 +280,8 @@ func (k q80Kernel) call(w []byte, x []quant.BlockQ8_0, out []float32, scr *byte)
 		dotQ4_0RowsAVX2(&w[0], &x[0], len(x), len(out), &out[0], scr)
 	case q80Q5_0AVX2:
 		dotQ5_0RowsAVX2(&w[0], &x[0], len(x), len(out), &out[0], scr)
+	case q80IQ4NLAVX2:
+		dotIQ4NLRowsAVX2(&w[0], &x[0], len(x), len(out), &out[0], scr)
 	}
 }
 

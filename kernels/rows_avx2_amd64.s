@@ -182,6 +182,12 @@
 	VPMADDUBSW   Y7, ob, Y7 \
 	VPSUBW       Y7, Y6, Y6 \
 	VPMADDWD     Y14, Y6, Y6 \
+	TAILSCALE
+
+// TAILSCALE converts the dword lanes of one block in Y6 and adds them
+// times dw·dx (dw at 0(SI), dx at 0(DI)) into Y0. Clobbers AX, DX, Y7,
+// Y8.
+#define TAILSCALE \
 	VCVTDQ2PS    Y6, Y6 \
 	MOVWLZX      0(SI), AX \
 	MOVWLZX      0(DI), DX \
@@ -371,6 +377,107 @@ q50done:
 	HSUMROW
 	DECQ R13
 	JNZ  q50row
+	VZEROUPPER
+	RET
+
+// IQ4_NL's codes stand for signed codebook values w (-127..113), whose
+// offset form (w+128 up to 241) would saturate VPMADDUBSW. Its kernel
+// multiplies |x| (VPABSB: 128 for -128, as an unsigned byte) by w with
+// x's sign (VPSIGNB of the weights, which never hold -128, so nothing
+// wraps): pairs of at most 2*128*127, summed to dwords per register
+// before FOLDD adds the two halves and the pairs. The prep's offsets are
+// zero (offset 0) and not read.
+
+// iq4Signed is IQ4_NL's codebook as signed bytes, twice (one copy per
+// 128-bit lane of a VPSHUFB).
+DATA iq4Signed<>+0(SB)/8, $0xf6eaddcfbfad9881
+DATA iq4Signed<>+8(SB)/8, $0x7159453526190d01
+DATA iq4Signed<>+16(SB)/8, $0xf6eaddcfbfad9881
+DATA iq4Signed<>+24(SB)/8, $0x7159453526190d01
+GLOBL iq4Signed<>(SB), RODATA|NOPTR, $32
+
+// FOLDD is FOLD for pairs already in dwords (four a block).
+#define FOLDD(r0, r1, r2, r3, t) \
+	VPUNPCKLQDQ r1, r0, t \
+	VPUNPCKHQDQ r1, r0, r0 \
+	VPADDD      t, r0, r0 \
+	VPUNPCKLQDQ r3, r2, t \
+	VPUNPCKHQDQ r3, r2, r2 \
+	VPADDD      t, r2, r2 \
+	VSHUFPS     $0x88, r2, r0, t \
+	VSHUFPS     $0xdd, r2, r0, r0 \
+	VPADDD      t, r0, r0
+
+// NLPAIR leaves in lo IQ4_NL pair p's Σ w·x in dwords (four a block),
+// the group at SI, its activations at 64p(BX), Y13 the codebook. Clobbers
+// hi, t.
+#define NLPAIR(p, x, lo, hi, t) \
+	VMOVDQU     (36*(p)+2)(SI), x \
+	VINSERTI128 $1, (36*(p)+20)(SI), lo, lo \
+	VPSRLW      $4, lo, hi \
+	VPAND       Y15, lo, lo \
+	VPAND       Y15, hi, hi \
+	VPSHUFB     lo, Y13, lo \
+	VPSHUFB     hi, Y13, hi \
+	VPSIGNB     (64*(p))(BX), lo, lo \
+	VPSIGNB     (64*(p)+32)(BX), hi, hi \
+	VPABSB      (64*(p))(BX), t \
+	VPMADDUBSW  lo, t, lo \
+	VPABSB      (64*(p)+32)(BX), t \
+	VPMADDUBSW  hi, t, hi \
+	VPMADDWD    Y14, lo, lo \
+	VPMADDWD    Y14, hi, hi \
+	VPADDD      hi, lo, lo
+
+// func dotIQ4NLRowsAVX2(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32, scr *byte)
+TEXT ·dotIQ4NLRowsAVX2(SB), NOSPLIT, $0-48
+	ROWSETUP
+	VMOVDQU iq4Signed<>(SB), Y13
+iq4nlrow:
+	ROWSTART
+	TESTQ CX, CX
+	JZ    iq4nlfold
+iq4nlgroup:
+	PREFETCHT0 4608(SI)
+	PREFETCHT0 (4608+64)(SI)
+	PREFETCHT0 (4608+128)(SI)
+	PREFETCHT1 13824(SI)
+	PREFETCHT1 (13824+64)(SI)
+	PREFETCHT1 (13824+128)(SI)
+	WSCALES(18)
+	NLPAIR(0, X5, Y5, Y1, Y2)
+	NLPAIR(1, X6, Y6, Y1, Y2)
+	NLPAIR(2, X7, Y7, Y1, Y2)
+	NLPAIR(3, X8, Y8, Y1, Y2)
+	FOLDD(Y5, Y6, Y7, Y8, Y9)
+	VCVTDQ2PS   Y5, Y5
+	VFMADD231PS Y4, Y5, Y0
+	ADDQ $144, SI
+	ADDQ $320, BX
+	DECQ CX
+	JNZ  iq4nlgroup
+iq4nlfold:
+	ROWTAIL
+	JZ   iq4nldone
+iq4nltail:
+	VMOVDQU     2(SI), X6
+	VPSRLW      $4, X6, X7
+	VINSERTI128 $1, X7, Y6, Y6
+	VPAND       Y15, Y6, Y6
+	VPSHUFB     Y6, Y13, Y6
+	VPSIGNB     2(DI), Y6, Y6
+	VPABSB      2(DI), Y7
+	VPMADDUBSW  Y6, Y7, Y6
+	VPMADDWD    Y14, Y6, Y6
+	TAILSCALE
+	ADDQ $18, SI
+	ADDQ $34, DI
+	DECQ CX
+	JNZ  iq4nltail
+iq4nldone:
+	HSUMROW
+	DECQ R13
+	JNZ  iq4nlrow
 	VZEROUPPER
 	RET
 

@@ -14,24 +14,29 @@ import (
 	"github.com/lisa-llm/lisa/tensor"
 )
 
-// rowsLanesAVX2Go is the float sequence of the AVX2 Q4_0 and Q5_0 row-run
-// dots (rows_avx2_amd64.s) in Go, for one row w of type typ and the
-// activations x: per whole group of eight blocks, lane l takes block
+// rowsLanesAVX2Go is the float sequence of the AVX2 Q4_0, Q5_0 and IQ4_NL
+// row-run dots (rows_avx2_amd64.s) in Go, for one row w of type typ and
+// the activations x: per whole group of eight blocks, lane l takes block
 // [0 2 4 6 1 3 5 7][l] of the group and fused-multiply-adds its exact
-// Σ (u-o)·x times dw·dx (rounded to float32); the last nb%8 blocks one at
-// a time, lane l the exact sum of values 4l..4l+3 (l < 4) or
-// 16+4(l-4)..19+4(l-4); then the lanes are reduced as HSUMROW does.
+// Σ v·x (v the code minus the offset, or IQ4_NL's codebook value) times
+// dw·dx (rounded to float32); the last nb%8 blocks one at a time, lane l
+// the exact sum of values 4l..4l+3 (l < 4) or 16+4(l-4)..19+4(l-4); then
+// the lanes are reduced as HSUMROW does.
 func rowsLanesAVX2Go(typ tensor.Type, w []byte, x []quant.BlockQ8_0) float32 {
 	bb := typ.BlockBytes()
 	o := int32(8)
 	if typ == tensor.Q5_0 {
 		o = 16
 	}
-	// v returns value j of block b minus the offset.
+	// v returns value j of block b minus the offset (IQ4_NL: its
+	// codebook value).
 	v := func(b, j int) int32 {
 		blk := w[b*bb : (b+1)*bb]
-		if typ == tensor.Q4_0 {
+		switch typ {
+		case tensor.Q4_0:
 			return int32(blk[2+j%16]>>(4*uint(j/16))&0xf) - o
+		case tensor.IQ4_NL:
+			return int32(iq4NLValues[blk[2+j%16]>>(4*uint(j/16))&0xf])
 		}
 		qh := binary.LittleEndian.Uint32(blk[2:])
 		return int32(blk[6+j%16]>>(4*uint(j/16))&0xf|byte(qh>>uint(j)&1)<<4) - o
@@ -66,12 +71,15 @@ func rowsLanesAVX2Go(typ tensor.Type, w []byte, x []quant.BlockQ8_0) float32 {
 	return (h[0] + h[2]) + (h[1] + h[3])
 }
 
+// iq4NLValues is IQ4_NL's codebook (ggml's kvalues_iq4nl).
+var iq4NLValues = [16]int8{-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113}
+
 // specialF16 are the half scales the edge-case inputs plant: NaN, both
 // infinities, the largest finite, subnormals, both zeros, and a scale
 // whose products overflow float32 with a large activation scale.
 var specialF16 = []uint16{0x7e00, 0x7c00, 0xfc00, 0x7bff, 0xfbff, 0x0001, 0x83ff, 0x0000, 0x8000, 0x3c00}
 
-// TestRowsAVX2Lanes checks the AVX2 Q4_0 and Q5_0 row-run dots against
+// TestRowsAVX2Lanes checks the AVX2 Q4_0, Q5_0 and IQ4_NL row-run dots against
 // their Go twin bit for bit, on runs of distinct rows of random and
 // edge-case inputs (NaN, infinite, huge, subnormal and zero scales of
 // either side, -128 activation codes, all-0xff weight bytes) at widths
@@ -84,7 +92,7 @@ func TestRowsAVX2Lanes(t *testing.T) {
 	}
 	tab := tableFor(AVX2)
 	r := rand.New(rand.NewPCG(23, 5))
-	for _, c := range newqTypes()[:2] { // Q4_0, Q5_0
+	for _, c := range newqTypes()[:3] { // Q4_0, Q5_0, IQ4_NL
 		d := &tab.weights[c.typ].q80
 		if d.prep == nil || d.x4 != nil {
 			t.Fatalf("%s: the avx2 row has no prepared row-run dot, or a four-token dot", c.typ)
@@ -158,7 +166,7 @@ func TestRowsAVX2NoAllocs(t *testing.T) {
 	}
 	tab := tableFor(AVX2)
 	r := rand.New(rand.NewPCG(23, 6))
-	for _, c := range newqTypes()[:2] {
+	for _, c := range newqTypes()[:3] {
 		d := &tab.weights[c.typ].q80
 		for _, nb := range []int{9, q80RowsSmallBlocks, q80RowsMaxBlocks} {
 			in := newqInputs(r, c, nb)[0]
