@@ -316,40 +316,15 @@ func dotQ5KRowsAVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32)
 func dotQ3KRowsAVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32)
 
 // setNewQAVX2 puts the AVX2 dots of the types added after Q4_K, Q6_K and
-// Q8_0 (generated into avx2_amd64.s by _asm/legacy.go, iq4xs.go, q3k.go,
-// q5k.go, more.go and kx4.go) into t's rows: one-token dots, and
-// four-token ones that equal them bit for bit. All but Q2_K's, Q3_K's and Q5_K's
-// equal package quant's dots, the generic rows, bit for bit.
+// Q8_0 but Q4_0, Q5_0 and IQ4_NL (generated into avx2_amd64.s by
+// _asm/iq4xs.go, q3k.go, q5k.go, more.go and kx4.go) into t's rows:
+// one-token dots, and four-token ones that equal them bit for bit. Those
+// of Q4_1, Q5_1 and IQ4_XS equal package quant's dots, the generic rows,
+// bit for bit; Q2_K's, Q3_K's and Q5_K's sum in the AVX2 Q4_K dot's
+// order. (The avx2 path's Q4_0, Q5_0 and IQ4_NL dots are row runs that
+// sum in float32 lanes, setRowsAVX2; the avx512 path replaces these rows
+// with its own, setNewQAVX512.)
 func setNewQAVX2(t *table) {
-	q80 := func(typ tensor.Type, bb int, f func(w *byte, x *uint16, nb int) float32) {
-		t.weights[typ].q80.one = func(w []byte, x []quant.BlockQ8_0) float32 {
-			if len(x) == 0 {
-				return 0
-			}
-			w = w[:bb*len(x)]
-			return f(&w[0], &x[0].D, len(x))
-		}
-	}
-	q80(tensor.Q4_0, quant.BlockQ4_0Bytes, dotQ4_0AVX2)
-	q80(tensor.Q5_0, quant.BlockQ5_0Bytes, dotQ5_0AVX2)
-	q80(tensor.IQ4_NL, quant.BlockIQ4_NLBytes, dotIQ4NLAVX2)
-	// Their four-token dots decode a weight block once for four tokens
-	// and equal the one-token dots bit for bit (the avx512 path replaces
-	// these rows whole with its own).
-	q80x4 := func(typ tensor.Type, bb int, f func(w *byte, x *uint16, nb int, out *[4]float32)) {
-		t.weights[typ].q80.x4 = func(w []byte, x []quant.BlockQ8_0, nb int, out *[4]float32) {
-			x = x[:4*nb]
-			w = w[:bb*nb]
-			if nb == 0 {
-				*out = [4]float32{}
-				return
-			}
-			f(&w[0], &x[0].D, nb, out)
-		}
-	}
-	q80x4(tensor.Q4_0, quant.BlockQ4_0Bytes, dotQ4_0x4AVX2)
-	q80x4(tensor.Q5_0, quant.BlockQ5_0Bytes, dotQ5_0x4AVX2)
-	q80x4(tensor.IQ4_NL, quant.BlockIQ4_NLBytes, dotIQ4NLx4AVX2)
 	t.weights[tensor.IQ4_XS].q8k.one = func(w []byte, x []quant.BlockQ8K) float32 {
 		if len(x) == 0 {
 			return 0

@@ -30,7 +30,7 @@ func main() {
 	expSubSum(c)
 	siluMul(c)
 	quantKernels()
-	legacyKernels()
+	iq4Codebook()
 	dotQ5K()
 	dotIQ4XS()
 	dotQ3K()
