@@ -119,7 +119,8 @@ const q80XsGroupBytes = 384
 
 // q80ScrBytes is the scratch of the Q8_0-partner row-run dots for rows of
 // nb blocks (q80PrepAVX512's layout): 64 bytes to align it, then every
-// whole group's activations and then its scales.
+// whole group's activations and then its scales. The AVX2 ones' layout
+// (rowsPrepAVX2's) takes 320 of the 416 bytes a group.
 func q80ScrBytes(nb int) int { return 64 + nb/8*(q80XsGroupBytes+32) }
 
 // The stack arrays of rows, q80ScrBytes of the three widths.
