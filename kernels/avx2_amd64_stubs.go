@@ -113,48 +113,6 @@ func dotQ8_0AVX2(w *byte, x *uint16, nb int) float32
 //go:noescape
 func dotQ8_0x4AVX2(w *byte, x *uint16, nb int, out *[4]float32)
 
-// dotQ4_0AVX2 works like quant.DotQ4_0Q8_0.
-// It reads exactly nb blocks of weights at w and of activations at x (the
-// address of the first block).
-//
-//go:noescape
-func dotQ4_0AVX2(w *byte, x *uint16, nb int) float32
-
-// dotQ4_0x4AVX2 works like quant.DotQ4_0Q8_0 for each of the four tokens at x.
-// It reads exactly nb blocks of weights at w and of activations at x (the
-// address of the first block).
-//
-//go:noescape
-func dotQ4_0x4AVX2(w *byte, x *uint16, nb int, out *[4]float32)
-
-// dotQ5_0AVX2 works like quant.DotQ5_0Q8_0.
-// It reads exactly nb blocks of weights at w and of activations at x (the
-// address of the first block).
-//
-//go:noescape
-func dotQ5_0AVX2(w *byte, x *uint16, nb int) float32
-
-// dotQ5_0x4AVX2 works like quant.DotQ5_0Q8_0 for each of the four tokens at x.
-// It reads exactly nb blocks of weights at w and of activations at x (the
-// address of the first block).
-//
-//go:noescape
-func dotQ5_0x4AVX2(w *byte, x *uint16, nb int, out *[4]float32)
-
-// dotIQ4NLAVX2 works like quant.DotIQ4NLQ8_0.
-// It reads exactly nb blocks of weights at w and of activations at x (the
-// address of the first block).
-//
-//go:noescape
-func dotIQ4NLAVX2(w *byte, x *uint16, nb int) float32
-
-// dotIQ4NLx4AVX2 works like quant.DotIQ4NLQ8_0 for each of the four tokens at x.
-// It reads exactly nb blocks of weights at w and of activations at x (the
-// address of the first block).
-//
-//go:noescape
-func dotIQ4NLx4AVX2(w *byte, x *uint16, nb int, out *[4]float32)
-
 // dotQ5KAVX2 works like quant.DotQ5KQ8K up to the rounding of its summation order.
 // It reads exactly nb blocks of weights at w and of activations at x (the
 // address of the first block).

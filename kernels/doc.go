@@ -44,16 +44,17 @@
 // goroutine for several tokens, and for one token pieces that shrink as
 // the rows run out (each a share of the rows left), so the goroutines
 // finish together. On the avx512 path a one-token product of Q4_K, Q6_K,
-// Q5_K, Q3_K, Q2_K, IQ4_XS, Q4_0, Q5_0, IQ4_NL or MXFP4 weights takes each
-// claimed piece in one call of a row-run dot, and so does one of IQ4_XS
-// weights on the avx2 path. Quantized dot products
-// multiply 8-bit codes with integer arithmetic and apply one float scale
-// per block; the integer sums are exact on every path. The Q4_K and
-// Q6_K dots of the generic and avx2 paths run the same scalar float
-// sequence and agree bit for bit; the avx512 Q8_0 dots and the avx512
-// Q4_K/Q6_K dots accumulate in float32 vector lanes, reduced once per
-// row, and agree with the generic twins within a summation-order
-// tolerance, as do the avx2 IQ4_XS row-run dots. For n > 1 the rows
+// Q5_K, Q3_K, Q2_K, IQ4_XS, Q4_0, Q5_0, IQ4_NL or MXFP4 weights, and on
+// the avx2 path one of Q4_0, Q5_0, IQ4_NL or IQ4_XS weights, takes each
+// claimed piece in one call of a row-run dot, the activations prepared for
+// it once per product (dots.prep) where it has a prep. Quantized dot
+// products multiply 8-bit codes with integer arithmetic and apply one
+// float scale per block; the integer sums are exact on every path. The
+// Q4_K and Q6_K dots of the generic and avx2 paths run the same scalar
+// float sequence and agree bit for bit; the avx512 quantized dots and the
+// avx2 Q4_0, Q5_0, IQ4_NL, IQ4_XS, Q2_K, Q3_K and Q5_K ones accumulate in
+// float32 vector lanes, reduced once per row, and agree with the generic
+// twins within a summation-order tolerance. For n > 1 the rows
 // are processed in tiles small enough to stay in cache
 // while every token column is multiplied by them, so each weight block is
 // read from memory once per call; the quantized types take eight tokens at
@@ -127,8 +128,9 @@
 // VNNI instructions (VPDPWSSD, VPDPBUSD) and opmask registers the avo
 // version in use does not have; so are the activation quantizers
 // (q8k_amd64.s, q8act_amd64.s; the Q8_0 and Q8_1 ones share macros,
-// q8act_amd64.h, with the prompt tile's) and the AVX2 IQ4_XS row-run
-// dot (iq4xs_avx2_amd64.s).
+// q8act_amd64.h, with the prompt tile's), the AVX2 row-run dots of
+// Q4_0, Q5_0 and IQ4_NL (rows_avx2_amd64.s) and of IQ4_XS
+// (iq4xs_avx2_amd64.s).
 //
 // # Which types have which kernels
 //
@@ -136,12 +138,12 @@
 // Q5_1, which take the AVX2 ones; eight-token dots for all of those but Q2_K, Q4_K and Q6_K
 // (four-token ones for Q8_0 too), and for Q4_K and Q6_K one multi-token dot for 1..8 tokens; the rest multiply a prompt token by token,
 // each weight tile staying in cache. avx2: one- and four-token dots for
-// Q4_K, Q6_K and Q8_0; one-token dots for Q4_0, Q4_1, Q5_0, Q5_1 and
-// IQ4_NL that equal the generic ones bit for bit (MXFP4: one- and
-// four-token, both bit for bit; mxfp4_amd64.s), and for Q2_K, Q3_K
-// and Q5_K in the AVX2 Q4_K dot's order; a row-run dot for IQ4_XS that
-// sums in float32 lanes (no four-token one: a prompt takes it token by
-// token, each weight tile staying in cache). Every other pair runs the generic row: package
+// Q4_K, Q6_K and Q8_0; row-run dots for Q4_0, Q5_0, IQ4_NL and IQ4_XS
+// that sum in float32 lanes (rows_avx2_amd64.s, iq4xs_avx2_amd64.s; two
+// or more tokens take the prompt tile); one-token dots for Q4_1 and Q5_1
+// that equal the generic ones bit for bit (MXFP4: one- and four-token,
+// both bit for bit; mxfp4_amd64.s), and for Q2_K, Q3_K and Q5_K in the
+// AVX2 Q4_K dot's order. Every other pair runs the generic row: package
 // quant's dot, ggml's generic C kernel's arithmetic. The blocked-product kernels
 // (gemm_avx512_amd64.s, gemm_avx2_amd64.s) are hand-written too.
 package kernels

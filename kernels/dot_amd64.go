@@ -23,6 +23,7 @@ func nativeTable(p Path) *table {
 		t.weights[tensor.Q6_K].q8k = dots[quant.BlockQ8K]{one: dotQ6KAVX2Go, x4: dotQ6Kx4AVX2Go}
 		t.weights[tensor.Q8_0].q80 = dots[quant.BlockQ8_0]{one: dotQ8_0AVX2Go, x4: dotQ8_0x4AVX2Go, x8: dotQ8_0x8AVX2Go}
 		setNewQAVX2(t)
+		setRowsAVX2(t)
 		setMXFP4AVX2(t)
 		setQTileAVX2(t)
 		t.quantQ8_0 = quantizeQ8_0AVX2Go

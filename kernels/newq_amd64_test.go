@@ -9,9 +9,9 @@ import (
 )
 
 // TestNewTypeDotsWide checks the Q8_0-partner dots at the widths where
-// the avx512 row-run kernels' callers change stack arrays (the tiny one
-// full, the small one full, the large one, and the widest rows the
-// kernels take, beyond which the generic twin runs row by row): every row
+// the avx512 and avx2 row-run kernels' callers change stack arrays (the
+// tiny one full, the small one full, the large one, and the widest rows
+// the kernels take, beyond which the generic twin runs row by row): every row
 // of a run equal to the one-token dot, and within the summation-order
 // tolerance of the generic twin.
 func TestNewTypeDotsWide(t *testing.T) {
@@ -39,11 +39,12 @@ func TestNewTypeDotsWide(t *testing.T) {
 
 // TestNewTypeRowsPrepared checks the row-run dots that prepare a token's
 // activations once per product (dots.prep: the avx512 Q8_0-partner ones,
-// the avx2 IQ4_XS one) at widths with and without a tail of blocks, for
-// the Q8_0-partner ones the widest they prepare and one past it: every run
-// of distinct rows from the prepared scratch bit for bit the path's rows
-// (which prepares per call, or not at all), a run that starts
-// mid-product too, and nothing written past the run or the scratch.
+// the avx2 Q4_0, Q5_0, IQ4_NL and IQ4_XS ones) at widths with and without
+// a tail of blocks, for the Q8_0-partner ones the widest they prepare and
+// one past it: every run of distinct rows from the prepared scratch bit
+// for bit the path's rows (which prepares per call, or not at all), a run
+// that starts mid-product too, and nothing written past the run or the
+// scratch.
 func TestNewTypeRowsPrepared(t *testing.T) {
 	forEachPath(t, func(t *testing.T, tab *table) {
 		r := rand.New(rand.NewPCG(19, 9))

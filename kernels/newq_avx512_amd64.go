@@ -37,7 +37,7 @@ func setNewQAVX512(t *table) {
 	q81(tensor.Q5_1, quant.BlockQ5_1Bytes, dotQ5_1RowsAVX512)
 	for _, k := range []q80Kernel{q80Q4_0, q80Q5_0, q80IQ4NL} {
 		t.weights[k.typ()].q80 = dots[quant.BlockQ8_0]{
-			one: oneOfRows(k.rows), rows: k.rows,
+			one: k.one, rows: k.rows,
 			prepLen: q80PrepLen, prep: k.prep, prepRows: k.prepRows,
 		}
 	}
@@ -119,7 +119,8 @@ const q80XsGroupBytes = 384
 
 // q80ScrBytes is the scratch of the Q8_0-partner row-run dots for rows of
 // nb blocks (q80PrepAVX512's layout): 64 bytes to align it, then every
-// whole group's activations and then its scales.
+// whole group's activations and then its scales. The AVX2 ones' layout
+// (rowsPrepAVX2's) takes 320 of the 416 bytes a group.
 func q80ScrBytes(nb int) int { return 64 + nb/8*(q80XsGroupBytes+32) }
 
 // The stack arrays of rows, q80ScrBytes of the three widths.
@@ -155,17 +156,23 @@ const (
 	q80Q4_0 q80Kernel = iota
 	q80Q5_0
 	q80IQ4NL
+	// The AVX2 ones (rows_avx2_amd64.s), whose scratch rowsPrepAVX2
+	// writes in a layout of its own, of q80ScrBytes's size.
+	q80Q4_0AVX2
+	q80Q5_0AVX2
+	q80IQ4NLAVX2
 )
 
 // typ returns the weight type of kernel k.
 func (k q80Kernel) typ() tensor.Type {
-	return [...]tensor.Type{tensor.Q4_0, tensor.Q5_0, tensor.IQ4_NL}[k]
+	return [...]tensor.Type{tensor.Q4_0, tensor.Q5_0, tensor.IQ4_NL, tensor.Q4_0, tensor.Q5_0, tensor.IQ4_NL}[k]
 }
 
 // offset returns k's code offset o (the codes are u-o for unsigned u) in
-// every byte.
+// every byte (0 for the AVX2 IQ4_NL kernel, which multiplies signed
+// codes).
 func (k q80Kernel) offset() uint32 {
-	return [...]uint32{0x08080808, 0x10101010, 0x80808080}[k]
+	return [...]uint32{0x08080808, 0x10101010, 0x80808080, 0x08080808, 0x10101010, 0}[k]
 }
 
 // rows is k's row-run dot: the activations prepared into scratch in
@@ -186,12 +193,27 @@ func (k q80Kernel) rows(w []byte, x []quant.BlockQ8_0, out []float32) {
 	case nb <= q80RowsMaxBlocks:
 		k.rowsLarge(w, x, out)
 	default:
-		twin := [...]func([]byte, []quant.BlockQ8_0) float32{quant.DotQ4_0Q8_0, quant.DotQ5_0Q8_0, quant.DotIQ4NLQ8_0}[k]
+		twin := quant.DotQ4_0Q8_0
+		switch k.typ() {
+		case tensor.Q5_0:
+			twin = quant.DotQ5_0Q8_0
+		case tensor.IQ4_NL:
+			twin = quant.DotIQ4NLQ8_0
+		}
 		rb := k.typ().BlockBytes() * nb
 		for r := range out {
 			out[r] = twin(w[r*rb:(r+1)*rb], x)
 		}
 	}
+}
+
+// one is k's one-token dot, a run of one row of rows; a method rather
+// than oneOfRows, so that the compiler sees its result array does not
+// escape (no allocation per call).
+func (k q80Kernel) one(w []byte, x []quant.BlockQ8_0) float32 {
+	var out [1]float32
+	k.rows(w, x, out[:])
+	return out[0]
 }
 
 // rowsSmall and rowsLarge keep their arrays out of the narrower rows'
@@ -209,8 +231,17 @@ func (k q80Kernel) rowsLarge(w []byte, x []quant.BlockQ8_0, out []float32) {
 // prepCall prepares the activations into scr (q80ScrBytes(len(x)) bytes)
 // and runs kernel k on len(out) rows (len(x), len(out) >= 1).
 func (k q80Kernel) prepCall(w []byte, x []quant.BlockQ8_0, out []float32, scr *byte) {
-	q80PrepAVX512(&x[0], len(x), k.offset(), scr)
+	k.prepare(x, scr)
 	k.call(w, x, out, scr)
+}
+
+// prepare writes kernel k's scratch for the blocks x (len(x) >= 1) to scr.
+func (k q80Kernel) prepare(x []quant.BlockQ8_0, scr *byte) {
+	if k >= q80Q4_0AVX2 {
+		rowsPrepAVX2(&x[0], len(x), k.offset(), scr)
+		return
+	}
+	q80PrepAVX512(&x[0], len(x), k.offset(), scr)
 }
 
 // prep is k's dots.prep: the activation work of rows, once per product
@@ -220,7 +251,7 @@ func (k q80Kernel) prep(x []quant.BlockQ8_0, scr []byte) {
 	if len(scr) == 0 {
 		return
 	}
-	q80PrepAVX512(&x[0], len(x), k.offset(), &scr[0])
+	k.prepare(x, &scr[0])
 }
 
 // prepRows is k's dots.prepRows: rows's dots from the scratch prep wrote
@@ -246,6 +277,12 @@ func (k q80Kernel) call(w []byte, x []quant.BlockQ8_0, out []float32, scr *byte)
 		dotQ5_0RowsAVX512(&w[0], &x[0], len(x), len(out), &out[0], scr)
 	case q80IQ4NL:
 		dotIQ4NLRowsAVX512(&w[0], &x[0], len(x), len(out), &out[0], scr)
+	case q80Q4_0AVX2:
+		dotQ4_0RowsAVX2(&w[0], &x[0], len(x), len(out), &out[0], scr)
+	case q80Q5_0AVX2:
+		dotQ5_0RowsAVX2(&w[0], &x[0], len(x), len(out), &out[0], scr)
+	case q80IQ4NLAVX2:
+		dotIQ4NLRowsAVX2(&w[0], &x[0], len(x), len(out), &out[0], scr)
 	}
 }
 
@@ -280,41 +317,15 @@ func dotQ5KRowsAVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32)
 func dotQ3KRowsAVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32)
 
 // setNewQAVX2 puts the AVX2 dots of the types added after Q4_K, Q6_K and
-// Q8_0 (generated into avx2_amd64.s by _asm/legacy.go, q3k.go,
-// q5k.go, more.go and kx4.go) into t's rows: one-token dots, and
-// four-token ones that equal them bit for bit. All but Q2_K's, Q3_K's and Q5_K's
-// equal package quant's dots, the generic rows, bit for bit. IQ4_XS's
-// row is a row-run dot that sums in float32 lanes (setIQ4XSAVX2).
+// Q8_0 but Q4_0, Q5_0, IQ4_NL and IQ4_XS (generated into avx2_amd64.s by
+// q3k.go, q5k.go, more.go and kx4.go) into t's rows: one-token dots, and
+// four-token ones that equal them bit for bit. Those of Q4_1 and Q5_1
+// equal package quant's dots, the generic rows, bit for bit; Q2_K's,
+// Q3_K's and Q5_K's sum in the AVX2 Q4_K dot's order. (The avx2 path's
+// Q4_0, Q5_0 and IQ4_NL dots are row runs that sum in float32 lanes,
+// setRowsAVX2, and IQ4_XS's too, setIQ4XSAVX2; the avx512 path replaces
+// these rows with its own, setNewQAVX512.)
 func setNewQAVX2(t *table) {
-	q80 := func(typ tensor.Type, bb int, f func(w *byte, x *uint16, nb int) float32) {
-		t.weights[typ].q80.one = func(w []byte, x []quant.BlockQ8_0) float32 {
-			if len(x) == 0 {
-				return 0
-			}
-			w = w[:bb*len(x)]
-			return f(&w[0], &x[0].D, len(x))
-		}
-	}
-	q80(tensor.Q4_0, quant.BlockQ4_0Bytes, dotQ4_0AVX2)
-	q80(tensor.Q5_0, quant.BlockQ5_0Bytes, dotQ5_0AVX2)
-	q80(tensor.IQ4_NL, quant.BlockIQ4_NLBytes, dotIQ4NLAVX2)
-	// Their four-token dots decode a weight block once for four tokens
-	// and equal the one-token dots bit for bit (the avx512 path replaces
-	// these rows whole with its own).
-	q80x4 := func(typ tensor.Type, bb int, f func(w *byte, x *uint16, nb int, out *[4]float32)) {
-		t.weights[typ].q80.x4 = func(w []byte, x []quant.BlockQ8_0, nb int, out *[4]float32) {
-			x = x[:4*nb]
-			w = w[:bb*nb]
-			if nb == 0 {
-				*out = [4]float32{}
-				return
-			}
-			f(&w[0], &x[0].D, nb, out)
-		}
-	}
-	q80x4(tensor.Q4_0, quant.BlockQ4_0Bytes, dotQ4_0x4AVX2)
-	q80x4(tensor.Q5_0, quant.BlockQ5_0Bytes, dotQ5_0x4AVX2)
-	q80x4(tensor.IQ4_NL, quant.BlockIQ4_NLBytes, dotIQ4NLx4AVX2)
 	setIQ4XSAVX2(t)
 	q81 := func(typ tensor.Type, bb int, f func(w *byte, x *uint16, nb int) float32) {
 		t.weights[typ].q81.one = func(w []byte, x []quant.BlockQ8_1) float32 {

@@ -9,9 +9,11 @@ import (
 	"github.com/lisa-llm/lisa/quant"
 )
 
-// specialF16 are the f16 weight scales of specialQ8KInputs: infinities,
-// NaN, zeros, the smallest and largest subnormals, the largest half.
-var specialF16 = []uint16{0x7c00, 0xfc00, 0x7e00, 0x0000, 0x8000, 0x0001, 0x8001, 0x03ff, 0x7bff, 0xfbff}
+// specialF16 are the f16 weight scales the edge-case inputs plant
+// (specialQ8KInputs, TestRowsAVX2Lanes): infinities, NaN, zeros, the
+// smallest and largest subnormals of both signs, the largest half, and
+// 1.0.
+var specialF16 = []uint16{0x7c00, 0xfc00, 0x7e00, 0x0000, 0x8000, 0x0001, 0x8001, 0x03ff, 0x83ff, 0x7bff, 0xfbff, 0x3c00}
 
 // specialF32 are the activation scales of specialQ8KInputs: zeros, NaN,
 // infinities, a huge one, the smallest subnormal.

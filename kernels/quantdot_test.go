@@ -165,15 +165,17 @@ func absTermsQ8_0(w []byte, x []quant.BlockQ8_0) float64 {
 }
 
 // reordered reports whether tab's one-token dots of typ sum in their own
-// order (in float vector lanes, see q8_0_avx512_amd64.s and
-// quant_avx512_amd64.s) rather than in the generic twin's block order:
-// the avx512 path's dots of these types do, and the avx2 path's Q5_K,
-// Q3_K, Q2_K and IQ4_XS (iq4xs_avx2_amd64.s) ones.
+// order (in float vector lanes, see q8_0_avx512_amd64.s,
+// quant_avx512_amd64.s, rows_avx2_amd64.s and iq4xs_avx2_amd64.s)
+// rather than in the generic twin's block order: the avx512 path's
+// quantized dots do, and the avx2 path's of Q2_K, Q3_K, Q5_K (the AVX2
+// Q4_K dot's order), Q4_0, Q5_0, IQ4_NL and IQ4_XS.
 func reordered(tab *table, typ tensor.Type) bool {
 	switch typ {
 	case tensor.Q8_0, tensor.Q4_K, tensor.Q6_K, tensor.Q4_0, tensor.Q5_0, tensor.IQ4_NL, tensor.IQ4_XS, tensor.Q5_K, tensor.Q3_K, tensor.Q2_K, tensor.Q4_1, tensor.Q5_1,
 		tensor.MXFP4:
-		return tab.path == AVX512 || tab.path == AVX2 && (typ == tensor.Q5_K || typ == tensor.Q3_K || typ == tensor.Q2_K || typ == tensor.IQ4_XS)
+		return tab.path == AVX512 || tab.path == AVX2 && (typ == tensor.Q5_K || typ == tensor.Q3_K || typ == tensor.Q2_K ||
+			typ == tensor.Q4_0 || typ == tensor.Q5_0 || typ == tensor.IQ4_NL || typ == tensor.IQ4_XS)
 	}
 	return false
 }

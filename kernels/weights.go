@@ -31,8 +31,8 @@ type dots[X any] struct {
 	// x4 sets out[t] to a one-token dot of w with token t's nb blocks
 	// x[t*nb:(t+1)*nb], for four tokens: exactly the path's one (the
 	// avx512 path, whose one-token dots of the types added after Q4_K
-	// sum in vector lanes, has no x4 for those; its Q4_K and Q6_K x4 is
-	// xn on one row).
+	// sum in vector lanes, has no x4 for those, nor the avx2 path for
+	// Q4_0, Q5_0 and IQ4_NL; avx512's Q4_K and Q6_K x4 is xn on one row).
 	x4 func(w []byte, x []X, nb int, out *[4]float32)
 	// x8 does so for eight tokens, up to float32 rounding when the
 	// kernel sums in vector lanes (exactly when it is xn on one row). dx holds the tokens' block scales as
@@ -55,10 +55,11 @@ type dots[X any] struct {
 	// prepLen, prep and prepRows, where set (with rows), split rows in
 	// two for a one-token product, whose rows come in many calls (one
 	// per piece of the pool): the activation work a row-run kernel does
-	// per call (the avx512 Q8_0-partner ones reorder the activations and
-	// convert their scales), or work that makes its rows cheaper (the
-	// avx2 IQ4_XS one splits each activation in two parts), is done once
-	// per product. prepLen(nb) is the
+	// per call (the avx512 Q8_0-partner ones and the avx2 Q4_0, Q5_0 and
+	// IQ4_NL ones reorder the activations, sum their offsets and convert
+	// their scales), or work that makes its rows cheaper (the avx2 IQ4_XS
+	// one splits each activation in two parts), is done once per product.
+	// prepLen(nb) is the
 	// scratch bytes for nb blocks (0: none, use rows), prep(x, scr)
 	// writes them from the token's blocks, and prepRows(w, x, scr, out)
 	// then sets out exactly as rows(w, x, out) does.
@@ -120,8 +121,9 @@ func genericWeights() [tensor.TypeCount]weightKernels {
 // row-run kernels without a prep (MXFP4's) convert the activation scales
 // and reorder the activations at every call, which a call per
 // prefetchBytes of rows paid every few rows. Those with a prep (Q4_0,
-// Q5_0, IQ4_NL on avx512) no longer do; they were measured with whole
-// pieces, before the prep, and keep them. The Q8_K-partner ones keep the
+// Q5_0, IQ4_NL on avx512 and avx2) no longer do; the avx512 ones were
+// measured with whole pieces, before the prep, and keep them, as the
+// avx2 ones do. The Q8_K-partner ones keep the
 // calls of prefetchBytes with the next rows prefetched, which measured
 // faster for them (a Qwen3-MoE decode step, 2 threads: 8.8-9.2 CPU-ms
 // against 10.5-11.1 with whole pieces).

@@ -30,7 +30,6 @@ func main() {
 	expSubSum(c)
 	siluMul(c)
 	quantKernels()
-	legacyKernels()
 	dotQ5K()
 	dotQ3K()
 	moreKernels()
