@@ -129,20 +129,30 @@
 	VZEROUPPER \
 	RET
 
+// Q2_FOUR adds the four tokens' blocks to their accumulators with tok
+// (Q2_TOKQ4, Q2_TOKQ5 or Q2W_TOK).
+#define Q2_FOUR(tok) \
+	tok(Q2X0, Q2S0, Y8) \
+	tok(Q2X1, Q2S1, Y9) \
+	tok(Q2X2, Q2S2, Y10) \
+	tok(Q2X3, Q2S3, Y11)
+
+// Q2_NEXT moves to the next block (xb activation bytes a token) and
+// loops while blocks are left.
+#define Q2_NEXT(xb, loop) \
+	ADDQ $576, SI \
+	ADDQ $xb, DI \
+	ADDQ $8, R8 \
+	DECQ CX \
+	JNZ  loop
+
 // func qtile4Q4_0AVX2(w *byte, xq *int8, xs *qtScale, nb int, out *[32]float32)
 TEXT ·qtile4Q4_0AVX2(SB), NOSPLIT, $0-40
 	Q2_ARGS4
 q2q4loop:
 	Q2_CODES(q2Neg120<>(SB))
-	Q2_TOKQ4(Q2X0, Q2S0, Y8)
-	Q2_TOKQ4(Q2X1, Q2S1, Y9)
-	Q2_TOKQ4(Q2X2, Q2S2, Y10)
-	Q2_TOKQ4(Q2X3, Q2S3, Y11)
-	ADDQ $576, SI
-	ADDQ $32, DI
-	ADDQ $8, R8
-	DECQ CX
-	JNZ  q2q4loop
+	Q2_FOUR(Q2_TOKQ4)
+	Q2_NEXT(32, q2q4loop)
 	Q2_STORE4
 
 // func qtile4Q5_0AVX2(w *byte, xq *int8, xs *qtScale, nb int, out *[32]float32)
@@ -150,15 +160,8 @@ TEXT ·qtile4Q5_0AVX2(SB), NOSPLIT, $0-40
 	Q2_ARGS4
 q2q5loop:
 	Q2_CODES(q2Neg112<>(SB))
-	Q2_TOKQ5(Q2X0, Q2S0, Y8)
-	Q2_TOKQ5(Q2X1, Q2S1, Y9)
-	Q2_TOKQ5(Q2X2, Q2S2, Y10)
-	Q2_TOKQ5(Q2X3, Q2S3, Y11)
-	ADDQ $576, SI
-	ADDQ $32, DI
-	ADDQ $8, R8
-	DECQ CX
-	JNZ  q2q5loop
+	Q2_FOUR(Q2_TOKQ5)
+	Q2_NEXT(32, q2q5loop)
 	Q2_STORE4
 
 // The wide kernel, for codes u anywhere in 0..255 (IQ4_NL, IQ4_XS,
@@ -222,15 +225,8 @@ TEXT ·qtile4WideAVX2(SB), NOSPLIT, $0-40
 	SHLQ $1, R13
 q2wloop:
 	Q2W_CODES
-	Q2W_TOK(Q2X0, Q2S0, Y8)
-	Q2W_TOK(Q2X1, Q2S1, Y9)
-	Q2W_TOK(Q2X2, Q2S2, Y10)
-	Q2W_TOK(Q2X3, Q2S3, Y11)
-	ADDQ $576, SI
-	ADDQ $64, DI
-	ADDQ $8, R8
-	DECQ CX
-	JNZ  q2wloop
+	Q2_FOUR(Q2W_TOK)
+	Q2_NEXT(64, q2wloop)
 	Q2_STORE4
 
 // Q2_ARGS1 loads the one-token kernels' arguments and zeroes Y8.
@@ -254,11 +250,7 @@ TEXT ·qtile1Q4_0AVX2(SB), NOSPLIT, $0-40
 q1q4loop:
 	Q2_CODES(q2Neg120<>(SB))
 	Q2_TOKQ4(Q2X0, Q2S0, Y8)
-	ADDQ $576, SI
-	ADDQ $32, DI
-	ADDQ $8, R8
-	DECQ CX
-	JNZ  q1q4loop
+	Q2_NEXT(32, q1q4loop)
 	Q2_STORE1
 
 // func qtile1Q5_0AVX2(w *byte, xq *int8, xs *qtScale, nb int, out *[8]float32)
@@ -267,11 +259,7 @@ TEXT ·qtile1Q5_0AVX2(SB), NOSPLIT, $0-40
 q1q5loop:
 	Q2_CODES(q2Neg112<>(SB))
 	Q2_TOKQ5(Q2X0, Q2S0, Y8)
-	ADDQ $576, SI
-	ADDQ $32, DI
-	ADDQ $8, R8
-	DECQ CX
-	JNZ  q1q5loop
+	Q2_NEXT(32, q1q5loop)
 	Q2_STORE1
 
 // func qtile1WideAVX2(w *byte, xq *int8, xs *qtScale, nb int, out *[8]float32)
@@ -280,11 +268,7 @@ TEXT ·qtile1WideAVX2(SB), NOSPLIT, $0-40
 q1wloop:
 	Q2W_CODES
 	Q2W_TOK(Q2X0, Q2S0, Y8)
-	ADDQ $576, SI
-	ADDQ $64, DI
-	ADDQ $8, R8
-	DECQ CX
-	JNZ  q1wloop
+	Q2_NEXT(64, q1wloop)
 	Q2_STORE1
 
 DATA q2Sixteen<>+0(SB)/8, $0x0010001000100010
