@@ -316,8 +316,9 @@ func (p *Pool) MatMul(out []float32, w Matrix, x []float32, n int) error {
 	j := &p.job
 	j.out, j.w, j.rb, j.x, j.n = out, w, w.rowBytes(), x, n
 	j.grow(p.tab)
-	if j.qt = !j.blocked && j.qtUse(p.tab); j.qt {
-		j.qtSplit = p.tab.weights[w.Type].qtSplit
+	j.qt = !j.blocked && j.qtUse(p.tab)
+	j.qtSplit = j.qt && p.tab.weights[w.Type].qtSplit
+	if j.qt {
 		j.qtGrow(p.threads)
 	}
 	if traffic, err := tensor.MulInt64(int64(len(w.Data)), int64(n)); err == nil && traffic < p.serial || p.threads == 1 {
