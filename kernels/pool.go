@@ -319,7 +319,7 @@ func (p *Pool) MatMul(out []float32, w Matrix, x []float32, n int) error {
 	j.qt = !j.blocked && j.qtUse(p.tab)
 	j.qtSplit = j.qt && p.tab.weights[w.Type].qtSplit
 	if j.qt {
-		j.qtGrow(p.threads)
+		j.qtGrow(p.tab, p.threads)
 	}
 	if traffic, err := tensor.MulInt64(int64(len(w.Data)), int64(n)); err == nil && traffic < p.serial || p.threads == 1 {
 		j.convert(p.tab, 0, n)

@@ -300,7 +300,7 @@ func (s *Products) prepare(threads int) {
 			// grows here, before any of them runs (the activations'
 			// slices are already cut to size).
 			j.qtScr = s.qtScr
-			j.qtGrow(threads)
+			j.qtGrow(s.tab, threads)
 		}
 		if shared {
 			s.pending[i].Store(0)

@@ -288,14 +288,14 @@ func (j *job) qtUse(tab *table) bool {
 
 // qtGrow sizes the tile path's scratch for the current job: the
 // activations and each goroutine's rewritten rows.
-func (j *job) qtGrow(threads int) {
+func (j *job) qtGrow(tab *table, threads int) {
 	nb := j.w.Cols / 32
 	j.qtq = growSlice(j.qtq, j.n*j.w.Cols)
 	if j.qtSplit {
 		j.qtx = growSlice(j.qtx, 2*j.n*j.w.Cols)
 	}
 	j.qts = growSlice(j.qts, j.n*nb)
-	group := qtLayoutBytes(j.w.Type, nb)
+	group := nb * tab.weights[j.w.Type].qtBlock
 	groups := max(1, min(qtScratchBytes/group, (j.w.Rows+qtRows-1)/qtRows))
 	if len(j.qtScr) < threads {
 		j.qtScr = make([][]byte, threads)
@@ -332,7 +332,7 @@ func (j *job) qtConvert(p partner, quantize func([]float32, []int8, []qtScale), 
 // groups, eight tokens at a time.
 func (j *job) qtRowsRun(tab *table, part, r0, r1 int) {
 	nb := j.w.Cols / 32
-	group := qtLayoutBytes(j.w.Type, nb)
+	group := nb * tab.weights[j.w.Type].qtBlock
 	scr := j.qtScr[part]
 	run := len(scr) / group * qtRows
 	repack := tab.weights[j.w.Type].qtRepack

@@ -23,10 +23,11 @@ func setQTileAVX2(t *table) {
 	for typ, k := range map[tensor.Type]qt2Kernel{tensor.Q4_0: qt2Q4_0, tensor.Q5_0: qt2Q5_0,
 		tensor.IQ4_NL: qt2Wide, tensor.IQ4_XS: qt2Wide, tensor.Q8_0: qt2Wide} {
 		wk := &t.weights[typ]
-		wk.qtRepack = qtRepackAVX2(typ)
+		wk.qtRepack, wk.qtBlock = qtRepackAVX2(typ), qtBlockBytes
 		wk.qtile = k.tile
 		wk.qtSplit = k == qt2Wide
 	}
+	t.weights[tensor.Q4_K].qtBlock = qkBlockBytes / 8
 	t.weights[tensor.Q4_K].qtRepack = func(dst, w []byte, rb, rows, nb int) {
 		nk := nb / 8
 		if rows < qtRows || nk == 0 {

@@ -16,7 +16,7 @@ func setQTileAVX512(t *table) {
 		qtQuantQ8_0AVX512(&src[0], &xq[0], &xs[0], len(xs))
 	}
 	for _, typ := range []tensor.Type{tensor.Q4_0, tensor.Q5_0, tensor.IQ4_NL, tensor.Q8_0, tensor.IQ4_XS} {
-		t.weights[typ].qtRepack = qtRepackAVX2(typ)
+		t.weights[typ].qtRepack, t.weights[typ].qtBlock = qtRepackAVX2(typ), qtBlockBytes
 		t.weights[typ].qtile = qtileAVX512
 	}
 }

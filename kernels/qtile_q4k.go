@@ -5,7 +5,6 @@ import (
 	"math"
 
 	"github.com/lisa-llm/lisa/quant"
-	"github.com/lisa-llm/lisa/tensor"
 )
 
 // The prompt tile of Q4_K, the type most downloads are made of: the
@@ -56,15 +55,6 @@ const (
 	qkDOff     = qkMinOff + 8*64
 	qkDminOff  = qkDOff + 64
 )
-
-// qtLayoutBytes returns the bytes of nb 32-value blocks of one group of
-// type typ in its tile layout.
-func qtLayoutBytes(typ tensor.Type, nb int) int {
-	if typ == tensor.Q4_K {
-		return nb / 8 * qkBlockBytes
-	}
-	return nb * qtBlockBytes
-}
 
 // qkRepackGeneric rewrites rows (1..qtRows) Q4_K rows of rb bytes at w
 // into the tile layout at dst (nb 32-value blocks a row, a multiple of

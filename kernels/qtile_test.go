@@ -20,10 +20,10 @@ var qtTypes = []tensor.Type{tensor.Q4_0, tensor.Q5_0, tensor.IQ4_NL, tensor.Q8_0
 func qtGenericTable() *table {
 	t := genericTable()
 	for _, typ := range qtTypes {
-		t.weights[typ].qtRepack = qtRepackGeneric(qtDecoder(typ))
+		t.weights[typ].qtRepack, t.weights[typ].qtBlock = qtRepackGeneric(qtDecoder(typ)), qtBlockBytes
 		t.weights[typ].qtile = qtileGeneric
 	}
-	t.weights[tensor.Q4_K].qtRepack = qkRepackGeneric
+	t.weights[tensor.Q4_K].qtRepack, t.weights[tensor.Q4_K].qtBlock = qkRepackGeneric, qkBlockBytes/8
 	t.weights[tensor.Q4_K].qtile = qkTileGeneric
 	return t
 }

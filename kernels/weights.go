@@ -87,6 +87,9 @@ type weightKernels struct {
 	// (the avx2 one sums Q4_0's and Q5_0's products in 16-bit lanes).
 	qtRepack qtRepackFunc
 	qtile    qtTileFunc
+	// qtBlock is the size of 32 values of a group in the layout qtRepack
+	// writes: qtBlockBytes, or qkBlockBytes/8 for Q4_K's own layout.
+	qtBlock int
 	// qtSplit is set when qtile takes the activation codes split in
 	// nibbles (qtSplitActs) instead of as they are.
 	qtSplit bool
