@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "rowsum_amd64.h"
 
 // The IQ4_XS row-run dots against Q8_K activations, AVX2 path (AVX2, FMA,
 // F16C; no BMI2: Zen 2's PDEP is microcoded). For each of rows
@@ -164,18 +165,6 @@ GLOBL iq4xsPerm<>(SB), RODATA|NOPTR, $32
 	VMULPS       Y5, Y4, Y4 \
 	VFMADD231PS  Y4, Y1, Y0
 
-// IQ4XS_STORE stores the sum of the float lanes of Y0 to (R14) and
-// advances R14.
-#define IQ4XS_STORE \
-	VEXTRACTF128 $1, Y0, X1 \
-	VADDPS       X1, X0, X0 \
-	VMOVHLPS     X0, X1, X1 \
-	VADDPS       X1, X0, X0 \
-	VMOVSHDUP    X0, X1 \
-	VADDSS       X1, X0, X0 \
-	VMOVSS       X0, (R14) \
-	ADDQ         $4, R14
-
 // The row-run dots take one row at a time, as the AVX-512 ones (see
 // there), and prefetch 16 blocks ahead as they do.
 
@@ -217,7 +206,7 @@ iq4xsblock:
 	ADDQ $292, DI
 	DECQ CX
 	JNZ  iq4xsblock
-	IQ4XS_STORE
+	ROWSUM_Y0
 	DECQ R13
 	JNZ  iq4xsrow
 	VZEROUPPER
@@ -362,7 +351,7 @@ iq4xspblock:
 	ADDQ $576, DI
 	DECQ CX
 	JNZ  iq4xspblock
-	IQ4XS_STORE
+	ROWSUM_Y0
 	DECQ R13
 	JNZ  iq4xsprow
 	VZEROUPPER

@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "rowsum_amd64.h"
 #include "q80x_amd64.h"
 
 // MXFP4 dot products against Q8_0 activations: the AVX2 one- and
@@ -379,18 +380,6 @@ mxfour_done:
 	VBROADCASTSS X6, Y6 \
 	VFMADD231PS Y6, Y5, Y0
 
-// MXHSUM stores the sum of the eight float lanes of Y0 to (R14) and
-// advances R14.
-#define MXHSUM \
-	VEXTRACTF128 $1, Y0, X1 \
-	VADDPS       X1, X0, X0 \
-	VMOVHLPS     X0, X1, X1 \
-	VADDPS       X1, X0, X0 \
-	VMOVSHDUP    X0, X1 \
-	VADDSS       X1, X0, X0 \
-	VMOVSS       X0, (R14) \
-	ADDQ         $4, R14
-
 // Eight-token dot, for prompt processing: out[t] is the dot of the nb
 // blocks at w with token t's nb blocks at x[t*nb:], dx the tokens' block
 // scales as float32 (q80Scales's layout: the eight tokens' scales of a
@@ -700,7 +689,7 @@ mx1loop1:
 	DECQ CX
 	JNZ  mx1loop1
 mx1done:
-	MXHSUM
+	ROWSUM_Y0
 	DECQ R13
 	JMP  mx1row
 mx1end:

@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "rowsum_amd64.h"
 #include "q80x_amd64.h"
 
 // Row-run dot products of the 4- and 5-bit weight types added after Q4_K,
@@ -70,18 +71,6 @@ GLOBL iq4Shifted<>(SB), RODATA|NOPTR, $32
 	VMULSS        X7, X6, X6 \
 	VBROADCASTSS  X6, Y6 \
 	VFMADD231PS   Y6, Y5, Y0
-
-// HSUM0 stores the sum of the eight float lanes of Y0 to (R14) and
-// advances R14.
-#define HSUM0 \
-	VEXTRACTF128 $1, Y0, X1 \
-	VADDPS       X1, X0, X0 \
-	VMOVHLPS     X0, X1, X1 \
-	VADDPS       X1, X0, X0 \
-	VMOVSHDUP    X0, X1 \
-	VADDSS       X1, X0, X0 \
-	VMOVSS       X0, (R14) \
-	ADDQ         $4, R14
 
 // ROWS_PROLOGUE loads the arguments (w SI, x R11, nb R12, rows R13, out
 // R14) and 0x0f bytes into Y15.
@@ -459,7 +448,7 @@ q40loop:
 	DECQ CX
 	JNZ  q40loop
 q40done:
-	HSUM0
+	ROWSUM_Y0
 	DECQ R13
 	JMP  q40row
 q40end:
@@ -550,7 +539,7 @@ q50loop:
 	DECQ CX
 	JNZ  q50loop
 q50done:
-	HSUM0
+	ROWSUM_Y0
 	DECQ R13
 	JMP  q50row
 q50end:
@@ -614,7 +603,7 @@ iq4nlloop:
 	DECQ CX
 	JNZ  iq4nlloop
 iq4nldone:
-	HSUM0
+	ROWSUM_Y0
 	DECQ R13
 	JMP  iq4nlrow
 iq4nlend:
@@ -760,7 +749,7 @@ GLOBL iq4xsQuad<>(SB), RODATA|NOPTR, $128
 	VADDPS        b, a, Z0 \
 	VEXTRACTF64X4 $1, Z0, Y1 \
 	VADDPS        Y1, Y0, Y0 \
-	HSUM0
+	ROWSUM_Y0
 
 // func dotIQ4XSRowsAVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32)
 //
@@ -1310,7 +1299,7 @@ q41loop:
 	JNZ  q41loop
 q41done:
 	VADDPS Y10, Y0, Y0
-	HSUM0
+	ROWSUM_Y0
 	DECQ R13
 	JNZ  q41row
 	VZEROUPPER
@@ -1366,7 +1355,7 @@ q51loop:
 	JNZ  q51loop
 q51done:
 	VADDPS Y10, Y0, Y0
-	HSUM0
+	ROWSUM_Y0
 	DECQ R13
 	JNZ  q51row
 	VZEROUPPER

@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "rowsum_amd64.h"
 
 // Row-run dot products of Q4_0 and Q5_0 weights with Q8_0 activations,
 // AVX2 path (AVX2, FMA, F16C): for each of rows consecutive weight rows
@@ -237,18 +238,6 @@
 	MOVQ   R12, CX \
 	ANDQ   $7, CX
 
-// HSUMROW stores the sum of the eight float lanes of Y0 to (R14) and
-// advances R14.
-#define HSUMROW \
-	VEXTRACTF128 $1, Y0, X1 \
-	VADDPS       X1, X0, X0 \
-	VMOVHLPS     X0, X1, X1 \
-	VADDPS       X1, X0, X0 \
-	VMOVSHDUP    X0, X1 \
-	VADDSS       X1, X0, X0 \
-	VMOVSS       X0, (R14) \
-	ADDQ         $4, R14
-
 // func dotQ4_0RowsAVX2(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32, scr *byte)
 TEXT ·dotQ4_0RowsAVX2(SB), NOSPLIT, $0-48
 	ROWSETUP
@@ -294,7 +283,7 @@ q40tail:
 	DECQ CX
 	JNZ  q40tail
 q40done:
-	HSUMROW
+	ROWSUM_Y0
 	DECQ R13
 	JNZ  q40row
 	VZEROUPPER
@@ -374,7 +363,7 @@ q50tail:
 	DECQ CX
 	JNZ  q50tail
 q50done:
-	HSUMROW
+	ROWSUM_Y0
 	DECQ R13
 	JNZ  q50row
 	VZEROUPPER
@@ -475,7 +464,7 @@ iq4nltail:
 	DECQ CX
 	JNZ  iq4nltail
 iq4nldone:
-	HSUMROW
+	ROWSUM_Y0
 	DECQ R13
 	JNZ  iq4nlrow
 	VZEROUPPER
