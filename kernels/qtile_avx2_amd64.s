@@ -2,6 +2,7 @@
 
 #include "textflag.h"
 #include "q8act_amd64.h"
+#include "qtile_amd64.h"
 
 // The prompt tile on AVX2 (qtile.go's layout, qtile_avx2_amd64.go): one
 // call multiplies eight rows of a group (one half of its 64-byte
@@ -17,17 +18,6 @@
 // -128·Σx shifted right by 4 (Q4_0) or 3 (Q5_0) is -(128-base)·Σx, which
 // makes the lane Σ v·x, the integer the other tile kernels have; then
 // the float step is theirs: acc = fma(float32(Σ), dw·dx, acc).
-
-// Q2X(t, off) and Q2S(t, off) address token t's codes and scales: token 0
-// at DI and R8, the next ones R11 (codes) and R9 (scales) bytes apart.
-#define Q2X0(off) off(DI)
-#define Q2X1(off) off(DI)(R11*1)
-#define Q2X2(off) off(DI)(R11*2)
-#define Q2X3(off) off(DI)(R13*1)
-#define Q2S0(off) off(R8)
-#define Q2S1(off) off(R8)(R9*1)
-#define Q2S2(off) off(R8)(R9*2)
-#define Q2S3(off) off(R8)(R10*1)
 
 // Q2_CODES loads the half-block at SI as codes q = u - base: neg holds
 // -base in every byte.
@@ -132,10 +122,10 @@
 // Q2_FOUR adds the four tokens' blocks to their accumulators with tok
 // (Q2_TOKQ4, Q2_TOKQ5 or Q2W_TOK).
 #define Q2_FOUR(tok) \
-	tok(Q2X0, Q2S0, Y8) \
-	tok(Q2X1, Q2S1, Y9) \
-	tok(Q2X2, Q2S2, Y10) \
-	tok(Q2X3, Q2S3, Y11)
+	tok(QX0, QS0, Y8) \
+	tok(QX1, QS1, Y9) \
+	tok(QX2, QS2, Y10) \
+	tok(QX3, QS3, Y11)
 
 // Q2_NEXT moves to the next block (xb activation bytes a token) and
 // loops while blocks are left.
@@ -173,7 +163,7 @@ q2q5loop:
 // two chains of four (4·2·255·15 = 30600), each widened; their sum is
 // Σ u·x exactly, and the token's bias -128·Σx as it is makes it Σ v·x.
 
-// Q2W_TOK adds one token's block to acc (its split codes at qx: Q2X with
+// Q2W_TOK adds one token's block to acc (its split codes at qx: QX with
 // R11 = nb·64, R13 = 3·R11).
 #define Q2W_TOK(qx, qs, acc) \
 	VPBROADCASTD qx(0), Y12 \
@@ -249,7 +239,7 @@ TEXT ·qtile1Q4_0AVX2(SB), NOSPLIT, $0-40
 	Q2_ARGS1
 q1q4loop:
 	Q2_CODES(q2Neg120<>(SB))
-	Q2_TOKQ4(Q2X0, Q2S0, Y8)
+	Q2_TOKQ4(QX0, QS0, Y8)
 	Q2_NEXT(32, q1q4loop)
 	Q2_STORE1
 
@@ -258,7 +248,7 @@ TEXT ·qtile1Q5_0AVX2(SB), NOSPLIT, $0-40
 	Q2_ARGS1
 q1q5loop:
 	Q2_CODES(q2Neg112<>(SB))
-	Q2_TOKQ5(Q2X0, Q2S0, Y8)
+	Q2_TOKQ5(QX0, QS0, Y8)
 	Q2_NEXT(32, q1q5loop)
 	Q2_STORE1
 
@@ -267,7 +257,7 @@ TEXT ·qtile1WideAVX2(SB), NOSPLIT, $0-40
 	Q2_ARGS1
 q1wloop:
 	Q2W_CODES
-	Q2W_TOK(Q2X0, Q2S0, Y8)
+	Q2W_TOK(QX0, QS0, Y8)
 	Q2_NEXT(64, q1wloop)
 	Q2_STORE1
 

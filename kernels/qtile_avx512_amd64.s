@@ -2,6 +2,7 @@
 
 #include "textflag.h"
 #include "q8act_amd64.h"
+#include "qtile_amd64.h"
 
 // The prompt tile (qtile.go): sixteen weight rows, one per float32 lane,
 // times one or eight tokens. Per 32-value block the rows' codes are eight
@@ -14,25 +15,6 @@
 // broadcast from memory) into the token's accumulator. After the last
 // block each accumulator is stored to the token's output row under the
 // mask of valid rows.
-
-// Token t's codes (QX) and scales (QS): tokens follow one another at
-// R11 bytes (codes) and R9 bytes (scales); R12 and BX point at token 4's.
-#define QX0(off) off(DI)
-#define QX1(off) off(DI)(R11*1)
-#define QX2(off) off(DI)(R11*2)
-#define QX3(off) off(DI)(R13*1)
-#define QX4(off) off(R12)
-#define QX5(off) off(R12)(R11*1)
-#define QX6(off) off(R12)(R11*2)
-#define QX7(off) off(R12)(R13*1)
-#define QS0(off) off(R8)
-#define QS1(off) off(R8)(R9*1)
-#define QS2(off) off(R8)(R9*2)
-#define QS3(off) off(R8)(R10*1)
-#define QS4(off) off(BX)
-#define QS5(off) off(BX)(R9*1)
-#define QS6(off) off(BX)(R9*2)
-#define QS7(off) off(BX)(R10*1)
 
 // QT_LOAD loads one block of the group at SI: codes into Z0-Z7, scales
 // into Z8.
