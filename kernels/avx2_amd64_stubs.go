@@ -78,13 +78,6 @@ func siluMulAVX2(dst *float32, gate *float32, up *float32, n int)
 //go:noescape
 func dotQ4KAVX2(w *byte, x *float32, nb int) float32
 
-// dotQ4Kx4AVX2 works like dotQ4Kx4Generic.
-// It reads exactly nb blocks of weights at w and of activations at x (the
-// address of the first block).
-//
-//go:noescape
-func dotQ4Kx4AVX2(w *byte, x *float32, nb int, out *[4]float32)
-
 // dotQ6KAVX2 works like dotQ6KGeneric.
 // It reads exactly nb blocks of weights at w and of activations at x (the
 // address of the first block).

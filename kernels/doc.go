@@ -138,7 +138,8 @@
 // Q5_1, which take the AVX2 ones; eight-token dots for all of those but Q2_K, Q4_K and Q6_K
 // (four-token ones for Q8_0 too), and for Q4_K and Q6_K one multi-token dot for 1..8 tokens; the rest multiply a prompt token by token,
 // each weight tile staying in cache. avx2: one- and four-token dots for
-// Q4_K, Q6_K and Q8_0; row-run dots for Q4_0, Q5_0, IQ4_NL and IQ4_XS
+// Q6_K and Q8_0, a one-token dot for Q4_K (its prompts take the Q4_K
+// tile); row-run dots for Q4_0, Q5_0, IQ4_NL and IQ4_XS
 // that sum in float32 lanes (rows_avx2_amd64.s, iq4xs_avx2_amd64.s; two
 // or more tokens take the prompt tile); one-token dots for Q4_1 and Q5_1
 // that equal the generic ones bit for bit (MXFP4: one- and four-token,

@@ -19,7 +19,9 @@ func nativeTable(p Path) *table {
 		t := genericTable()
 		t.path = AVX2
 		setVecAVX2(t)
-		t.weights[tensor.Q4_K].q8k = dots[quant.BlockQ8K]{one: dotQ4KAVX2Go, x4: dotQ4Kx4AVX2Go}
+		// Q4_K's multi-token products take the prompt tile, whose tokens
+		// each equal this one-token dot (qtile_q4k.go).
+		t.weights[tensor.Q4_K].q8k = dots[quant.BlockQ8K]{one: dotQ4KAVX2Go}
 		t.weights[tensor.Q6_K].q8k = dots[quant.BlockQ8K]{one: dotQ6KAVX2Go, x4: dotQ6Kx4AVX2Go}
 		t.weights[tensor.Q8_0].q80 = dots[quant.BlockQ8_0]{one: dotQ8_0AVX2Go, x4: dotQ8_0x4AVX2Go, x8: dotQ8_0x8AVX2Go}
 		setNewQAVX2(t)
@@ -275,17 +277,6 @@ func dotQ4KRowsAVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32)
 //
 //go:noescape
 func dotQ6KRowsAVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32)
-
-// dotQ4Kx4AVX2Go works like dotQ4Kx4Generic, in AVX2 assembly.
-func dotQ4Kx4AVX2Go(w []byte, x []quant.BlockQ8K, nb int, out *[4]float32) {
-	x = x[:4*nb]
-	w = w[:q4KBytes*nb]
-	if nb == 0 {
-		*out = [4]float32{}
-		return
-	}
-	dotQ4Kx4AVX2(&w[0], &x[0].D, nb, out)
-}
 
 // dotQ6Kx4AVX2Go works like dotQ6Kx4Generic, in AVX2 assembly.
 func dotQ6Kx4AVX2Go(w []byte, x []quant.BlockQ8K, nb int, out *[4]float32) {

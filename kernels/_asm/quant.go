@@ -20,7 +20,6 @@ const (
 // quantKernels emits the AVX2 quantized dot products.
 func quantKernels() {
 	dotQ4K()
-	dotQ4Kx4()
 	dotQ6K()
 	dotQ6Kx4()
 	dotQ80()
@@ -232,53 +231,6 @@ func tokenScales(xm []func(int) Mem) VecVirtual {
 func storeOut(sum VecVirtual) {
 	p := Load(Param("out"), GP64())
 	VMOVUPS(sum, Mem{Base: p})
-}
-
-// dotQ4Kx4 emits the four-token Q4_K×Q8_K dot.
-func dotQ4Kx4() {
-	quantHeader("dotQ4Kx4AVX2", "func(w *byte, x *float32, nb int, out *[4]float32)", "dotQ4Kx4Generic")
-	w, x, nb, stride, s3 := x4Setup(q8kSize)
-	xm := tokenMems(x, stride, s3)
-	mask := bcast32(0x0f0f0f0f)
-	sum := XMM()
-	VXORPS(sum, sum, sum)
-	sc := AllocLocal(16)
-	blockLoop("q4k4", w, x, nb, q4kSize, q8kSize, func() {
-		s, mn := q4kScales(w)
-		VMOVDQU(s, sc)
-		mins := dupWords(mn)
-		accs := []VecVirtual{YMM(), YMM(), YMM(), YMM()}
-		for _, a := range accs {
-			VPXOR(a, a, a)
-		}
-		for c := range 4 {
-			q4kChunk(w, c, sc, mask, xm, accs)
-		}
-		ints := make([]VecVirtual, 4)
-		for t := range 4 {
-			ints[t] = q4kInts(accs[t], mins, xm[t](q8kBsums))
-		}
-		is, mi := gather4(ints)
-		VCVTDQ2PS(is, is)
-		VCVTDQ2PS(mi, mi)
-		xd := tokenScales(xm)
-		r, d, dm := GP32(), XMM(), XMM()
-		MOVL(Mem{Base: w}, r)
-		VMOVD(r, d)
-		VCVTPH2PS(d, d)
-		VMOVSHDUP(d, dm)
-		VBROADCASTSS(d, d)
-		VBROADCASTSS(dm, dm)
-		VMULPS(xd, d, d)
-		VMULPS(xd, dm, dm)
-		VMULPS(is, d, d)
-		VMULPS(mi, dm, dm)
-		VADDPS(d, sum, sum)
-		VSUBPS(dm, sum, sum)
-	})
-	storeOut(sum)
-	VZEROUPPER()
-	RET()
 }
 
 // q6kConsts returns the masks 0x0F and 0x30 and the VPSHUFB control that
