@@ -59,18 +59,7 @@ GLOBL iq4Shifted<>(SB), RODATA|NOPTR, $32
 // Q80FIN converts the lanes in Y5 and accumulates them into Y0 with the
 // product of the f16 weight scale at 0(SI) and the f16 activation scale
 // at 0(DI). Clobbers AX, BX.
-#define Q80FIN \
-	VCVTDQ2PS     Y5, Y5 \
-	MOVWLZX       0(SI), AX \
-	MOVWLZX       0(DI), BX \
-	SHLL          $16, BX \
-	ORL           BX, AX \
-	VMOVD         AX, X6 \
-	VCVTPH2PS     X6, X6 \
-	VMOVSHDUP     X6, X7 \
-	VMULSS        X7, X6, X6 \
-	VBROADCASTSS  X6, Y6 \
-	VFMADD231PS   Y6, Y5, Y0
+#define Q80FIN ROW_F16SCALE(Y5, X6, Y6, X7, BX)
 
 // ROWS_PROLOGUE loads the arguments (w SI, x R11, nb R12, rows R13, out
 // R14) and 0x0f bytes into Y15.

@@ -188,18 +188,7 @@
 // TAILSCALE converts the dword lanes of one block in Y6 and adds them
 // times dw·dx (dw at 0(SI), dx at 0(DI)) into Y0. Clobbers AX, DX, Y7,
 // Y8.
-#define TAILSCALE \
-	VCVTDQ2PS    Y6, Y6 \
-	MOVWLZX      0(SI), AX \
-	MOVWLZX      0(DI), DX \
-	SHLL         $16, DX \
-	ORL          DX, AX \
-	VMOVD        AX, X7 \
-	VCVTPH2PS    X7, X7 \
-	VMOVSHDUP    X7, X8 \
-	VMULSS       X8, X7, X7 \
-	VBROADCASTSS X7, Y7 \
-	VFMADD231PS  Y7, Y6, Y0
+#define TAILSCALE ROW_F16SCALE(Y6, X7, Y7, X8, DX)
 
 // ROWSETUP loads the arguments (w SI, nb R12, rows R13, out R14, the
 // scratch aligned up to 64 bytes R8), the tail's first activation block
