@@ -69,6 +69,7 @@ type Pool struct {
 	exited  sync.WaitGroup
 	closed  bool
 	serial  int64 // serialBytes; tests lower it to exercise the split
+	spin    int   // finishSpin; tests lower it to exercise the sleep
 	job     job
 
 	seq     atomic.Uint64 // job counter: a worker runs a job when it changes
@@ -163,7 +164,7 @@ func NewPool(threads int) *Pool { return newPool(threads, dispatch.tab) }
 // newPool starts a pool that uses the kernels of tab.
 func newPool(threads int, tab *table) *Pool {
 	threads = max(threads, 1)
-	p := &Pool{threads: threads, tab: tab, serial: serialBytes}
+	p := &Pool{threads: threads, tab: tab, serial: serialBytes, spin: finishSpin}
 	p.wake = sync.NewCond(&p.wakeMu)
 	p.done = sync.NewCond(&p.wakeMu)
 	p.job.res = make([]partResult, threads)
@@ -239,13 +240,20 @@ func (p *Pool) start() {
 // workers are slow (another process took their processor), it sleeps
 // until the last one signals.
 func (p *Pool) finish() {
-	for i := 0; i < finishSpin; i++ {
+	for i := 0; i < p.spin; i++ {
 		if p.pending.Load() == 0 {
 			return
 		}
 	}
 	p.wakeMu.Lock()
-	p.waiting.Store(true)
+	// This writes waiting and then reads pending; the last worker writes
+	// pending and then reads waiting. Both may see the old value only if
+	// a read passes the other thread's write. Go's atomics forbid that,
+	// but qemu-user's arm64 on an x86 host lets a load pass an earlier
+	// store-release (about 1 in 30000 such pairs): a Store here
+	// slept forever under the CI's emulated arm64 tests. A swap is a
+	// read-modify-write, which every emulator keeps in order.
+	p.waiting.Swap(true)
 	for p.pending.Load() != 0 {
 		p.done.Wait()
 	}
