@@ -488,9 +488,10 @@ mxx8loop:
 	RET
 
 // The one-row row-run dot (dotMXFP4RowsAVX512), as the IQ4_NL one in
-// newq_avx512_amd64.s: once per call the activations of every whole group
-// of eight blocks are brought into the codes' order and stored with their
-// offset lanes in xs, and each row then takes eight blocks per iteration,
+// newq_avx512_amd64.s: once per product (mxfp4PrepAVX512, below; the
+// pool's prep) the activations of every whole group of eight blocks are
+// brought into the codes' order and stored with their offset lanes, and
+// each row then takes eight blocks per iteration,
 // four per 512-bit register: blocks 0, 2, 4 and 6 (whose qs bytes start
 // at odd offsets 1, 35, 69, 103) by one word permute of bytes 1-128 of
 // the group, blocks 1, 3, 5 and 7 (at 18, 52, 86, 120) by one of bytes
@@ -562,19 +563,82 @@ GLOBL mxfp4Spread<>(SB), RODATA|NOPTR, $128
 	VPSHUFB   Z2, Z11, Z2 \
 	VPSHUFB   Z3, Z11, Z3
 
-// func dotMXFP4RowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32, dx *float32, xs *byte)
+// MX1SCR takes the scratch (mxfp4PrepAVX512's) in R9 and nb in R12 and
+// leaves in R9 the activations of the whole groups (aligned up to 64
+// bytes) and in R10 the nb activation scales as float32, after them.
+#define MX1SCR \
+	ADDQ $63, R9 \
+	ANDQ $-64, R9 \
+	MOVQ R12, R10 \
+	SHRQ $3, R10 \
+	IMUL3Q $384, R10, R10 \
+	ADDQ R9, R10
+
+// func mxfp4PrepAVX512(x *quant.BlockQ8_0, nb int, scr *byte)
+//
+// mxfp4PrepAVX512 does the activation work of the MXFP4 row-run dot once
+// per product: for every whole group of eight of the nb blocks at x (nb
+// >= 1), the activations in the codes' order with their offset lanes
+// (-12·Σx), blocks 0, 2, 4, 6 (their qs at 2, 70, 138, 206) and then 1,
+// 3, 5, 7 (at 36, 104, 172, 240), 384 bytes a group, and then all nb
+// activation scales as float32, into scr (MX1SCR's layout,
+// mxfp4ScrBytes(nb) bytes).
+TEXT ·mxfp4PrepAVX512(SB), NOSPLIT, $0-24
+	MOVQ x+0(FP), R11
+	MOVQ nb+8(FP), R12
+	MOVQ scr+16(FP), R9
+	MX1SCR
+	MOVL $0x0c0c0c0c, AX
+	VPBROADCASTD AX, Z13
+	VPXORD Z24, Z24, Z24
+	MOVQ R11, DI
+	MOVQ R12, CX
+mx1dx:
+	MOVWLZX   0(DI), AX
+	VMOVD     AX, X2
+	VCVTPH2PS X2, X2
+	VMOVSS    X2, (R10)
+	ADDQ      $34, DI
+	ADDQ      $4, R10
+	DECQ      CX
+	JNZ       mx1dx
+	MOVQ R11, DI
+	MOVQ R9, BX
+	MOVQ R12, CX
+	SHRQ $3, CX
+	JZ   mx1prepdone
+mx1prep:
+	Q80X4(2, 70, 138, 206, Z4, Z5, Z28)
+	VMOVDQA64 Z4, 0(BX)
+	VMOVDQA64 Z5, 64(BX)
+	VMOVDQA64 Z28, 128(BX)
+	Q80X4(36, 104, 172, 240, Z4, Z5, Z28)
+	VMOVDQA64 Z4, 192(BX)
+	VMOVDQA64 Z5, 256(BX)
+	VMOVDQA64 Z28, 320(BX)
+	ADDQ $272, DI
+	ADDQ $384, BX
+	DECQ CX
+	JNZ  mx1prep
+mx1prepdone:
+	VZEROUPPER
+	RET
+
+// func dotMXFP4RowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32, scr *byte)
 //
 // For each of rows weight rows of nb blocks at w, out[r] is its dot with
-// the nb activation blocks at x (nb, rows >= 1); dx receives the nb
-// activation scales as float32 and xs (nb/8*384 bytes after aligning up
-// to 64) the activations of the whole groups of eight blocks first. A
-// row's result does not depend on the others of the run.
-TEXT ·dotMXFP4RowsAVX512(SB), NOSPLIT, $0-56
+// the nb activation blocks at x (nb, rows >= 1), whose activation work
+// mxfp4PrepAVX512 did into scr. A row's result does not depend on the
+// others of the run.
+TEXT ·dotMXFP4RowsAVX512(SB), NOSPLIT, $0-48
 	MOVQ w+0(FP), SI
 	MOVQ x+8(FP), R11
 	MOVQ nb+16(FP), R12
 	MOVQ rows+24(FP), R13
 	MOVQ out+32(FP), R14
+	MOVQ scr+40(FP), R9
+	MX1SCR
+	MOVQ R10, DX
 	LEAQ mxfp4Half<>(SB), R8
 	MOVL $0x0f0f0f0f, AX
 	VPBROADCASTD AX, Z15
@@ -597,54 +661,12 @@ TEXT ·dotMXFP4RowsAVX512(SB), NOSPLIT, $0-56
 	VPBROADCASTD AX, Y25
 	MOVL $0xff, AX
 	VPBROADCASTD AX, Y26
-	VPXORD Z24, Z24, Z24
-
-	// The activation scales as float32, once per call.
-	MOVQ R11, DI
-	MOVQ dx+40(FP), R10
-	MOVQ R12, CX
-mx1dx:
-	MOVWLZX   0(DI), AX
-	VMOVD     AX, X2
-	VCVTPH2PS X2, X2
-	VMOVSS    X2, (R10)
-	ADDQ      $34, DI
-	ADDQ      $4, R10
-	DECQ      CX
-	JNZ       mx1dx
-
-	// The activations of the whole groups, in the codes' order, to xs
-	// aligned up to 64 bytes (R9): blocks 0, 2, 4, 6 (their qs at 2, 70,
-	// 138, 206), then 1, 3, 5, 7 (at 36, 104, 172, 240), 384 bytes a
-	// group.
-	MOVQ xs+48(FP), R9
-	ADDQ $63, R9
-	ANDQ $-64, R9
-	MOVQ R11, DI
-	MOVQ R9, BX
-	MOVQ R12, CX
-	SHRQ $3, CX
-	JZ   mx1prepdone
-mx1prep:
-	Q80X4(2, 70, 138, 206, Z4, Z5, Z28)
-	VMOVDQA64 Z4, 0(BX)
-	VMOVDQA64 Z5, 64(BX)
-	VMOVDQA64 Z28, 128(BX)
-	Q80X4(36, 104, 172, 240, Z4, Z5, Z28)
-	VMOVDQA64 Z4, 192(BX)
-	VMOVDQA64 Z5, 256(BX)
-	VMOVDQA64 Z28, 320(BX)
-	ADDQ $272, DI
-	ADDQ $384, BX
-	DECQ CX
-	JNZ  mx1prep
-mx1prepdone:
 
 mx1row:
 	TESTQ R13, R13
 	JZ   mx1end
 	MOVQ R11, DI
-	MOVQ dx+40(FP), R10
+	MOVQ DX, R10
 	MOVQ R9, BX
 	MOVQ R12, CX
 	VPXORD Z0, Z0, Z0

@@ -29,8 +29,9 @@ func TestMXFP4DotsWide(t *testing.T) {
 
 // BenchmarkMXFP4Rows measures the AVX-512 row-run kernel on gpt-oss's
 // expert rows (2880 values) in pieces of 48 rows, as kernels.Products
-// hands a decode step's expert products out: from cache, and streamed
-// from about 1 GiB of copies (DRAM), in GB of weights per CPU-second.
+// hands a decode step's expert products out, with the activation work in
+// every call and prepared once: from cache, and streamed from about 1
+// GiB of copies (DRAM), in GB of weights per CPU-second.
 func BenchmarkMXFP4Rows(b *testing.B) {
 	if !detect().avx512 {
 		b.Skip("no AVX-512")
@@ -42,8 +43,8 @@ func BenchmarkMXFP4Rows(b *testing.B) {
 	q := make([]quant.BlockQ8_0, nb)
 	quant.QuantizeRowQ8_0Act(x, q)
 	out := make([]float32, rows)
-	dx := make([]float32, nb)
-	xs := make([]byte, nb/8*q80XsGroupBytes+64)
+	scr := make([]byte, mxfp4ScrBytes(nb))
+	mxfp4PrepAVX512(&q[0], nb, &scr[0])
 	copies := [][]byte{m.Data}
 	for n := len(m.Data); n < 1<<30; n += len(m.Data) {
 		copies = append(copies, append([]byte(nil), m.Data...))
@@ -52,7 +53,10 @@ func BenchmarkMXFP4Rows(b *testing.B) {
 		name string
 		run  func(w []byte)
 	}{
-		{"one-row", func(w []byte) { dotMXFP4RowsAVX512(&w[0], &q[0], nb, rows, &out[0], &dx[0], &xs[0]) }},
+		// The activation work in every call, as the one-token dot does,
+		// and once per product, as the pool's prep does.
+		{"one-row", func(w []byte) { mxfp4Rows(w, q, out) }},
+		{"prepared", func(w []byte) { dotMXFP4RowsAVX512(&w[0], &q[0], nb, rows, &out[0], &scr[0]) }},
 	}
 	for _, from := range []string{"cache", "dram"} {
 		for _, k := range kernels {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/lisa-llm/lisa/tensor"
 )
 
 // TestNewTypeDotsWide checks the Q8_0-partner dots at the widths where
@@ -39,7 +41,8 @@ func TestNewTypeDotsWide(t *testing.T) {
 
 // TestNewTypeRowsPrepared checks the row-run dots that prepare a token's
 // activations once per product (dots.prep: the avx512 Q8_0-partner ones,
-// the avx2 Q4_0, Q5_0, IQ4_NL and IQ4_XS ones) at widths with and without
+// MXFP4's included, the avx2 Q4_0, Q5_0, IQ4_NL and IQ4_XS ones) at
+// widths with and without
 // a tail of blocks, for the Q8_0-partner ones the widest they prepare and
 // one past it: every run of distinct rows from the prepared scratch bit
 // for bit the path's rows (which prepares per call, or not at all), a run
@@ -49,10 +52,14 @@ func TestNewTypeRowsPrepared(t *testing.T) {
 	forEachPath(t, func(t *testing.T, tab *table) {
 		r := rand.New(rand.NewPCG(19, 9))
 		seen := false
-		for _, c := range newqTypes() {
+		for _, c := range append(newqTypes(), mxfp4Type) {
 			wk := &tab.weights[c.typ]
 			if wk.q80.prep == nil && wk.q8k.prep == nil {
 				continue
+			}
+			inputs := func(nb int) []newqInput { return newqInputs(r, c, nb) }
+			if c.typ == tensor.MXFP4 {
+				inputs = func(nb int) []newqInput { return mxfp4Inputs(r, nb) }
 			}
 			seen = true
 			nbs := []int{1, 7, 8, 9, 17, 64, 67, q80RowsMaxBlocks, q80RowsMaxBlocks + 1}
@@ -63,7 +70,7 @@ func TestNewTypeRowsPrepared(t *testing.T) {
 				if nb > 67 && testing.Short() {
 					continue
 				}
-				ins := newqInputs(r, c, nb)
+				ins := inputs(nb)
 				if wk.q8k.prep != nil {
 					ins = append(ins, specialQ8KInputs(r, c, nb, 7)...)
 				}

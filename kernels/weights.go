@@ -121,12 +121,12 @@ func genericWeights() [tensor.TypeCount]weightKernels {
 
 // wholePieces reports whether the pool's one-token pieces of this type
 // go to its row-run dot in one call each (Products.work): the Q8_0-partner
-// row-run kernels without a prep (MXFP4's) convert the activation scales
-// and reorder the activations at every call, which a call per
-// prefetchBytes of rows paid every few rows. Those with a prep (Q4_0,
-// Q5_0, IQ4_NL on avx512 and avx2) no longer do; the avx512 ones were
-// measured with whole pieces, before the prep, and keep them, as the
-// avx2 ones do. The Q8_K-partner ones keep the
+// row-run kernels (Q4_0, Q5_0, IQ4_NL on avx512 and avx2, MXFP4 on
+// avx512) once converted the activation scales and reordered the
+// activations at every call, which a call per prefetchBytes of rows paid
+// every few rows. With the prep (dots.prep, once per product) they no
+// longer do; they were measured with whole pieces, before the prep, and
+// keep them. The Q8_K-partner ones keep the
 // calls of prefetchBytes with the next rows prefetched, which measured
 // faster for them (a Qwen3-MoE decode step, 2 threads: 8.8-9.2 CPU-ms
 // against 10.5-11.1 with whole pieces).
