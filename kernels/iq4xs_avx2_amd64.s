@@ -169,7 +169,8 @@ GLOBL iq4xsPerm<>(SB), RODATA|NOPTR, $32
 // there), and prefetch 16 blocks ahead as they do.
 
 // func dotIQ4XSRowsAVX2(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32)
-TEXT ·dotIQ4XSRowsAVX2(SB), NOSPLIT, $0-40
+TEXT ·dotIQ4XSRowsAVX2(SB), NOSPLIT, $ROWS8_FRAME-40
+	MOVQ $0, ROWS8_KEPT
 	MOVQ w+0(FP), SI
 	MOVQ x+8(FP), R11
 	MOVQ nb+16(FP), R12
@@ -206,9 +207,7 @@ iq4xsblock:
 	ADDQ $292, DI
 	DECQ CX
 	JNZ  iq4xsblock
-	ROWSUM_Y0
-	DECQ R13
-	JNZ  iq4xsrow
+	ROWEND_Y0(iq4xsrow, iq4xskept, iq4xsadv, iq4xsnext)
 	VZEROUPPER
 	RET
 
@@ -313,7 +312,8 @@ GLOBL iq4xsU<>(SB), RODATA|NOPTR, $16
 // func dotIQ4XSRowsPrepAVX2(w *byte, scr *byte, nb, rows int, out *float32)
 //
 // scr is the scratch iq4xsPrepAVX2 wrote (the same pointer).
-TEXT ·dotIQ4XSRowsPrepAVX2(SB), NOSPLIT, $0-40
+TEXT ·dotIQ4XSRowsPrepAVX2(SB), NOSPLIT, $ROWS8_FRAME-40
+	MOVQ $0, ROWS8_KEPT
 	MOVQ w+0(FP), SI
 	MOVQ scr+8(FP), R11
 	ADDQ $63, R11
@@ -351,8 +351,6 @@ iq4xspblock:
 	ADDQ $576, DI
 	DECQ CX
 	JNZ  iq4xspblock
-	ROWSUM_Y0
-	DECQ R13
-	JNZ  iq4xsprow
+	ROWEND_Y0(iq4xsprow, iq4xspkept, iq4xspadv, iq4xspnext)
 	VZEROUPPER
 	RET

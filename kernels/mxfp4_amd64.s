@@ -630,7 +630,8 @@ mx1prepdone:
 // the nb activation blocks at x (nb, rows >= 1), whose activation work
 // mxfp4PrepAVX512 did into scr. A row's result does not depend on the
 // others of the run.
-TEXT ·dotMXFP4RowsAVX512(SB), NOSPLIT, $0-48
+TEXT ·dotMXFP4RowsAVX512(SB), NOSPLIT, $ROWS8_FRAME-48
+	MOVQ $0, ROWS8_KEPT
 	MOVQ w+0(FP), SI
 	MOVQ x+8(FP), R11
 	MOVQ nb+16(FP), R12
@@ -638,7 +639,6 @@ TEXT ·dotMXFP4RowsAVX512(SB), NOSPLIT, $0-48
 	MOVQ out+32(FP), R14
 	MOVQ scr+40(FP), R9
 	MX1SCR
-	MOVQ R10, DX
 	LEAQ mxfp4Half<>(SB), R8
 	MOVL $0x0f0f0f0f, AX
 	VPBROADCASTD AX, Z15
@@ -665,8 +665,12 @@ TEXT ·dotMXFP4RowsAVX512(SB), NOSPLIT, $0-48
 mx1row:
 	TESTQ R13, R13
 	JZ   mx1end
+	// The scales' address (R10, after the groups) again for every row.
 	MOVQ R11, DI
-	MOVQ DX, R10
+	MOVQ R12, R10
+	SHRQ $3, R10
+	IMUL3Q $384, R10, R10
+	ADDQ R9, R10
 	MOVQ R9, BX
 	MOVQ R12, CX
 	VPXORD Z0, Z0, Z0
@@ -711,9 +715,7 @@ mx1loop1:
 	DECQ CX
 	JNZ  mx1loop1
 mx1done:
-	ROWSUM_Y0
-	DECQ R13
-	JMP  mx1row
+	ROWEND_Y0(mx1row, mx1kept, mx1adv, mx1next)
 mx1end:
 	VZEROUPPER
 	RET

@@ -383,8 +383,9 @@ GLOBL q5ScIdx<>(SB), RODATA|NOPTR, $16
 	Q80SCR
 
 // func dotQ4_0RowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32, scr *byte)
-TEXT ·dotQ4_0RowsAVX512(SB), NOSPLIT, $0-48
+TEXT ·dotQ4_0RowsAVX512(SB), NOSPLIT, $ROWS8_FRAME-48
 	ROWS_PROLOGUE
+	MOVQ $0, ROWS8_KEPT
 	MOVL $0x08080808, AX
 	VPBROADCASTD AX, Z13
 	VMOVDQU64 q80W18Idx<>(SB), Z21
@@ -437,16 +438,15 @@ q40loop:
 	DECQ CX
 	JNZ  q40loop
 q40done:
-	ROWSUM_Y0
-	DECQ R13
-	JMP  q40row
+	ROWEND_Y0(q40row, q40kept, q40adv, q40next)
 q40end:
 	VZEROUPPER
 	RET
 
 // func dotQ5_0RowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32, scr *byte)
-TEXT ·dotQ5_0RowsAVX512(SB), NOSPLIT, $0-48
+TEXT ·dotQ5_0RowsAVX512(SB), NOSPLIT, $ROWS8_FRAME-48
 	ROWS_PROLOGUE
+	MOVQ $0, ROWS8_KEPT
 	MOVL $0x10101010, AX
 	VPBROADCASTD AX, Z13
 	VPBROADCASTD AX, Z12
@@ -528,16 +528,15 @@ q50loop:
 	DECQ CX
 	JNZ  q50loop
 q50done:
-	ROWSUM_Y0
-	DECQ R13
-	JMP  q50row
+	ROWEND_Y0(q50row, q50kept, q50adv, q50next)
 q50end:
 	VZEROUPPER
 	RET
 
 // func dotIQ4NLRowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32, scr *byte)
-TEXT ·dotIQ4NLRowsAVX512(SB), NOSPLIT, $0-48
+TEXT ·dotIQ4NLRowsAVX512(SB), NOSPLIT, $ROWS8_FRAME-48
 	ROWS_PROLOGUE
+	MOVQ $0, ROWS8_KEPT
 	MOVL $0x80808080, AX
 	VPBROADCASTD AX, Z13
 	VBROADCASTI32X4 iq4Shifted<>(SB), Z11
@@ -592,9 +591,7 @@ iq4nlloop:
 	DECQ CX
 	JNZ  iq4nlloop
 iq4nldone:
-	ROWSUM_Y0
-	DECQ R13
-	JMP  iq4nlrow
+	ROWEND_Y0(iq4nlrow, iq4nlkept, iq4nladv, iq4nlnext)
 iq4nlend:
 	VZEROUPPER
 	RET
@@ -732,19 +729,19 @@ GLOBL iq4xsQuad<>(SB), RODATA|NOPTR, $128
 	VCVTDQ2PS   Z9, Z9 \
 	VFMADD231PS s, Z9, acc
 
-// IQ4XS_STORE stores the sum of the float lanes of a and b to (R14) and
-// advances R14.
-#define IQ4XS_STORE(a, b) \
+// IQ4XS_FOLD leaves the sums of the float lanes of a and b folded to
+// eight in Y0 for ROWEND_Y0.
+#define IQ4XS_FOLD(a, b) \
 	VADDPS        b, a, Z0 \
 	VEXTRACTF64X4 $1, Z0, Y1 \
-	VADDPS        Y1, Y0, Y0 \
-	ROWSUM_Y0
+	VADDPS        Y1, Y0, Y0
 
 // func dotIQ4XSRowsAVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32)
 //
 // One row at a time (see the Q8_0-partner dots for why not two).
-TEXT ·dotIQ4XSRowsAVX512(SB), NOSPLIT, $0-40
+TEXT ·dotIQ4XSRowsAVX512(SB), NOSPLIT, $ROWS8_FRAME-40
 	ROWS_PROLOGUE
+	MOVQ $0, ROWS8_KEPT
 	VPBROADCASTD X15, Z15
 	VBROADCASTI32X4 iq4Shifted<>(SB), Z11
 	MOVQ $0x0f0f0f0f0f0f0f0f, R8
@@ -777,9 +774,8 @@ iq4xsloop1:
 	ADDQ $292, DI
 	DECQ CX
 	JNZ  iq4xsloop1
-	IQ4XS_STORE(Z24, Z25)
-	DECQ R13
-	JMP  iq4xsone
+	IQ4XS_FOLD(Z24, Z25)
+	ROWEND_Y0(iq4xsone, iq4xskept, iq4xsadv, iq4xsnext)
 
 iq4xsend:
 	VZEROUPPER
@@ -1244,8 +1240,9 @@ iq4xsx8loop:
 	VADDPS        Y6, Y10, Y10
 
 // func dotQ4_1RowsAVX512(w *byte, x *quant.BlockQ8_1, nb, rows int, out *float32)
-TEXT ·dotQ4_1RowsAVX512(SB), NOSPLIT, $0-40
+TEXT ·dotQ4_1RowsAVX512(SB), NOSPLIT, $ROWS8_FRAME-40
 	ROWS_PROLOGUE
+	MOVQ $0, ROWS8_KEPT
 	VPBROADCASTD X15, Z15
 	VMOVDQU64 iq4xsIdx<>+0(SB), Z16
 	VMOVDQU64 iq4xsIdx<>+64(SB), Z17
@@ -1288,15 +1285,14 @@ q41loop:
 	JNZ  q41loop
 q41done:
 	VADDPS Y10, Y0, Y0
-	ROWSUM_Y0
-	DECQ R13
-	JNZ  q41row
+	ROWEND_Y0(q41row, q41kept, q41adv, q41next)
 	VZEROUPPER
 	RET
 
 // func dotQ5_1RowsAVX512(w *byte, x *quant.BlockQ8_1, nb, rows int, out *float32)
-TEXT ·dotQ5_1RowsAVX512(SB), NOSPLIT, $0-40
+TEXT ·dotQ5_1RowsAVX512(SB), NOSPLIT, $ROWS8_FRAME-40
 	ROWS_PROLOGUE
+	MOVQ $0, ROWS8_KEPT
 	MOVL $0x10101010, AX
 	VPBROADCASTD AX, Z12
 	VPBROADCASTD X15, Z15
@@ -1344,8 +1340,6 @@ q51loop:
 	JNZ  q51loop
 q51done:
 	VADDPS Y10, Y0, Y0
-	ROWSUM_Y0
-	DECQ R13
-	JNZ  q51row
+	ROWEND_Y0(q51row, q51kept, q51adv, q51next)
 	VZEROUPPER
 	RET

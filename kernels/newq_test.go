@@ -462,26 +462,31 @@ func checkX4Q8K(t *testing.T, r *rand.Rand, tab *table, c newqType) {
 }
 
 // TestNewTypeRowsDistinct checks every path's row-run dots of the types
-// added after Q4_K on runs of different rows (the row-run kernels take
-// two or more rows per step, sharing the activation work): each row of
-// every run length bit for bit equal to the path's one-token dot of that
-// row alone, and no output written past the run. TestNewTypeDots runs
-// copies of one row, which cannot tell one row's scales or codes from
-// another's.
+// added after Q4_K (and MXFP4) on runs of different rows (the row-run
+// kernels sum a row's lanes eight rows at a time, ROWEND_Y0, and some
+// once took two rows per step): each row of every run length, up to two
+// groups of eight and a row, bit for bit equal to the path's one-token
+// dot of that row alone, and no output written past the run.
+// TestNewTypeDots runs copies of one row, which cannot tell one row's
+// scales or codes from another's.
 func TestNewTypeRowsDistinct(t *testing.T) {
 	forEachPath(t, func(t *testing.T, tab *table) {
 		r := rand.New(rand.NewPCG(19, 7))
-		for _, c := range newqTypes() {
+		for _, c := range append(newqTypes(), mxfp4Type) {
 			wk := &tab.weights[c.typ]
+			inputs := func(nb int) []newqInput { return newqInputs(r, c, nb) }
+			if c.typ == tensor.MXFP4 {
+				inputs = func(nb int) []newqInput { return mxfp4Inputs(r, nb) }
+			}
 			for _, nb := range []int{1, 7, 8, 9, 17} {
 				// Rows from every input kind, so that neighbours differ in
 				// scales, codes and edge cases.
 				var rows []newqInput
-				for len(rows) < 9 {
-					rows = append(rows, newqInputs(r, c, nb)...)
+				for len(rows) < 17 {
+					rows = append(rows, inputs(nb)...)
 				}
 				x := rows[0]
-				for _, n := range []int{1, 2, 3, 4, 5, 6, 7, 9} {
+				for _, n := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 16, 17} {
 					var w []byte
 					for _, in := range rows[:n] {
 						w = append(w, in.w...)

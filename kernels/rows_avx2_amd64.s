@@ -228,8 +228,9 @@
 	ANDQ   $7, CX
 
 // func dotQ4_0RowsAVX2(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32, scr *byte)
-TEXT ·dotQ4_0RowsAVX2(SB), NOSPLIT, $0-48
+TEXT ·dotQ4_0RowsAVX2(SB), NOSPLIT, $ROWS8_FRAME-48
 	ROWSETUP
+	MOVQ $0, ROWS8_KEPT
 	MOVL $0x08080808, AX
 	VMOVD AX, X13
 	VPBROADCASTD X13, Y13
@@ -272,9 +273,7 @@ q40tail:
 	DECQ CX
 	JNZ  q40tail
 q40done:
-	ROWSUM_Y0
-	DECQ R13
-	JNZ  q40row
+	ROWEND_Y0(q40row, q40kept, q40adv, q40next)
 	VZEROUPPER
 	RET
 
@@ -297,8 +296,9 @@ DATA q5SpreadOne<>+24(SB)/8, $0x0303030303030303
 GLOBL q5SpreadOne<>(SB), RODATA|NOPTR, $32
 
 // func dotQ5_0RowsAVX2(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32, scr *byte)
-TEXT ·dotQ5_0RowsAVX2(SB), NOSPLIT, $0-48
+TEXT ·dotQ5_0RowsAVX2(SB), NOSPLIT, $ROWS8_FRAME-48
 	ROWSETUP
+	MOVQ $0, ROWS8_KEPT
 	VMOVDQU q5SpreadLo<>(SB), Y13
 	VMOVDQU q5SpreadHi<>(SB), Y12
 	MOVQ $0x8040201008040201, AX
@@ -352,9 +352,7 @@ q50tail:
 	DECQ CX
 	JNZ  q50tail
 q50done:
-	ROWSUM_Y0
-	DECQ R13
-	JNZ  q50row
+	ROWEND_Y0(q50row, q50kept, q50adv, q50next)
 	VZEROUPPER
 	RET
 
@@ -408,8 +406,9 @@ GLOBL iq4Signed<>(SB), RODATA|NOPTR, $32
 	VPADDD      hi, lo, lo
 
 // func dotIQ4NLRowsAVX2(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32, scr *byte)
-TEXT ·dotIQ4NLRowsAVX2(SB), NOSPLIT, $0-48
+TEXT ·dotIQ4NLRowsAVX2(SB), NOSPLIT, $ROWS8_FRAME-48
 	ROWSETUP
+	MOVQ $0, ROWS8_KEPT
 	VMOVDQU iq4Signed<>(SB), Y13
 iq4nlrow:
 	ROWSTART
@@ -453,9 +452,7 @@ iq4nltail:
 	DECQ CX
 	JNZ  iq4nltail
 iq4nldone:
-	ROWSUM_Y0
-	DECQ R13
-	JNZ  iq4nlrow
+	ROWEND_Y0(iq4nlrow, iq4nlkept, iq4nladv, iq4nlnext)
 	VZEROUPPER
 	RET
 
