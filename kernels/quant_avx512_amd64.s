@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "rowsum_amd64.h"
 
 // Quantized dot products, AVX-512 path (F, BW, VL, VNNI). Each works like
 // its generic twin in dot_generic.go: exact integer sums per block
@@ -172,7 +173,8 @@ GLOBL q6kShift<>(SB), RODATA|NOPTR, $128
 // (stored at tmp and broadcast from there) into the float lanes of Z8
 // and Y12. The lanes are reduced once per row: no horizontal sum and no
 // scalar step per block. The constants are loaded once per call.
-TEXT ·dotQ4KRowsAVX512(SB), NOSPLIT, $8-40
+TEXT ·dotQ4KRowsAVX512(SB), NOSPLIT, $272-40
+	MOVQ $0, ROWS8_KEPT
 	MOVQ w+0(FP), SI
 	MOVQ x+8(FP), R11
 	MOVQ nb+16(FP), R12
@@ -226,18 +228,9 @@ q4k5loop:
 	JNZ q4k5loop
 
 	VEXTRACTF64X4 $1, Z8, Y0
-	VADDPS Y0, Y8, Y8
-	VSUBPS Y12, Y8, Y8
-	VEXTRACTF128 $1, Y8, X0
-	VADDPS X0, X8, X8
-	VMOVHLPS X8, X0, X0
-	VADDPS X0, X8, X8
-	VMOVSHDUP X8, X0
-	VADDSS X0, X8, X8
-	VMOVSS X8, (R14)
-	ADDQ $4, R14
-	DECQ R13
-	JNZ q4k5row
+	VADDPS Y0, Y8, Y0
+	VSUBPS Y12, Y0, Y0
+	ROWEND_Y0(q4k5row, q4k5kept, q4k5adv, q4k5next)
 	VZEROUPPER
 	RET
 
@@ -267,7 +260,8 @@ q4k5loop:
 // 2^24) and its scale-times-bsums sums (the codes' offset of 32) are
 // converted and accumulated with d*dx in the float lanes of Z8 and Y12,
 // which are reduced once per row.
-TEXT ·dotQ6KRowsAVX512(SB), NOSPLIT, $8-40
+TEXT ·dotQ6KRowsAVX512(SB), NOSPLIT, $272-40
+	MOVQ $0, ROWS8_KEPT
 	MOVQ w+0(FP), SI
 	MOVQ x+8(FP), R11
 	MOVQ nb+16(FP), R12
@@ -324,18 +318,9 @@ q6k5loop:
 	JNZ q6k5loop
 
 	VEXTRACTF64X4 $1, Z8, Y0
-	VADDPS Y0, Y8, Y8
-	VFNMADD231PS Y13, Y12, Y8
-	VEXTRACTF128 $1, Y8, X0
-	VADDPS X0, X8, X8
-	VMOVHLPS X8, X0, X0
-	VADDPS X0, X8, X8
-	VMOVSHDUP X8, X0
-	VADDSS X0, X8, X8
-	VMOVSS X8, (R14)
-	ADDQ $4, R14
-	DECQ R13
-	JNZ q6k5row
+	VADDPS Y0, Y8, Y0
+	VFNMADD231PS Y13, Y12, Y0
+	ROWEND_Y0(q6k5row, q6k5kept, q6k5adv, q6k5next)
 	VZEROUPPER
 	RET
 
@@ -741,7 +726,8 @@ GLOBL q5kBit<>(SB), RODATA|NOPTR, $256
 //
 // As dotQ4KRowsAVX512 (same scale layout, lanes and float steps), with
 // the codes at 48(SI) and their fifth bits at 16(SI).
-TEXT ·dotQ5KRowsAVX512(SB), NOSPLIT, $8-40
+TEXT ·dotQ5KRowsAVX512(SB), NOSPLIT, $272-40
+	MOVQ $0, ROWS8_KEPT
 	MOVQ w+0(FP), SI
 	MOVQ x+8(FP), R11
 	MOVQ nb+16(FP), R12
@@ -802,18 +788,9 @@ q5kloop:
 	JNZ q5kloop
 
 	VEXTRACTF64X4 $1, Z8, Y0
-	VADDPS Y0, Y8, Y8
-	VSUBPS Y12, Y8, Y8
-	VEXTRACTF128 $1, Y8, X0
-	VADDPS X0, X8, X8
-	VMOVHLPS X8, X0, X0
-	VADDPS X0, X8, X8
-	VMOVSHDUP X8, X0
-	VADDSS X0, X8, X8
-	VMOVSS X8, (R14)
-	ADDQ $4, R14
-	DECQ R13
-	JNZ q5krow
+	VADDPS Y0, Y8, Y0
+	VSUBPS Y12, Y0, Y0
+	ROWEND_Y0(q5krow, q5kkept, q5kadv, q5knext)
 	VZEROUPPER
 	RET
 
@@ -946,9 +923,11 @@ GLOBL q3kScX4<>(SB), RODATA|NOPTR, $32
 // and a multiple of 4, so still converted exactly); f16(d) is converted
 // from memory with the three f16 before it (the load ends at the block's
 // end) and d·x.D broadcast from the stack into the FMA, as in Q4_K; the
-// row's sum is multiplied by 1/4 at the end, which is exact, so the
-// result is bit for bit that of unscaled lanes (checked against the
-// kernel before this scheme on random blocks, 1-22 blocks a row).
+// row's float lanes are multiplied by 1/4 before they are summed
+// (ROWEND_Y0), which is exact short of subnormal lanes, so the result is
+// bit for bit that of unscaled lanes (checked against the kernel before
+// this scheme on random blocks, 1-22 blocks a row, when the 1/4 came
+// after the sum).
 //
 // Measured on the 2-vCPU Zen 4 EPYC (shared; medians of interleaved
 // runs, GB/cpu-s): BenchmarkQuantRows/Q3_K/avx512 15.8 -> 17.9 (Q4_K 22);
@@ -966,7 +945,8 @@ GLOBL q3kScX4<>(SB), RODATA|NOPTR, $32
 // (a prep, as for the Q8_0 partners) and per call on the stack for rows,
 // the kernel alone was 3-5% faster but BenchmarkQuantRows only 1.5%, and
 // the one-row calls would need the VINSERTI64X4 form (-5%): not kept.
-TEXT ·dotQ3KRowsAVX512(SB), NOSPLIT, $16-40
+TEXT ·dotQ3KRowsAVX512(SB), NOSPLIT, $280-40
+	MOVQ $0, ROWS8_KEPT
 	MOVQ w+0(FP), SI
 	MOVQ x+8(FP), R11
 	MOVQ nb+16(FP), R12
@@ -989,7 +969,7 @@ TEXT ·dotQ3KRowsAVX512(SB), NOSPLIT, $16-40
 	VMOVDQU64 q5kBit<>+128(SB), Z27
 	VMOVDQU64 q5kBit<>+192(SB), Z28
 	MOVL $0x3e800000, AX // 0.25
-	VMOVD AX, X29
+	VPBROADCASTD AX, Y29
 
 q3krow:
 	MOVQ R11, DI
@@ -1027,18 +1007,9 @@ q3kloop:
 	JNZ q3kloop
 
 	VEXTRACTF64X4 $1, Z8, Y0
-	VADDPS Y0, Y8, Y8
-	VEXTRACTF128 $1, Y8, X0
-	VADDPS X0, X8, X8
-	VMOVHLPS X8, X0, X0
-	VADDPS X0, X8, X8
-	VMOVSHDUP X8, X0
-	VADDSS X0, X8, X8
-	VMULSS X29, X8, X8
-	VMOVSS X8, (R14)
-	ADDQ $4, R14
-	DECQ R13
-	JNZ q3krow
+	VADDPS Y0, Y8, Y0
+	VMULPS Y29, Y0, Y0
+	ROWEND_Y0(q3krow, q3kkept, q3kadv, q3knext)
 	VZEROUPPER
 	RET
 
@@ -1346,7 +1317,8 @@ q3k8done:
 	VPDPWSSD        sc, Z2, acc
 
 // func dotQ2KRowsAVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32)
-TEXT ·dotQ2KRowsAVX512(SB), NOSPLIT, $8-40
+TEXT ·dotQ2KRowsAVX512(SB), NOSPLIT, $272-40
+	MOVQ $0, ROWS8_KEPT
 	MOVQ w+0(FP), SI
 	MOVQ x+8(FP), R11
 	MOVQ nb+16(FP), R12
@@ -1406,18 +1378,9 @@ q2kloop:
 	JNZ q2kloop
 
 	VEXTRACTF64X4 $1, Z8, Y0
-	VADDPS Y0, Y8, Y8
-	VSUBPS Y12, Y8, Y8
-	VEXTRACTF128 $1, Y8, X0
-	VADDPS X0, X8, X8
-	VMOVHLPS X8, X0, X0
-	VADDPS X0, X8, X8
-	VMOVSHDUP X8, X0
-	VADDSS X0, X8, X8
-	VMOVSS X8, (R14)
-	ADDQ $4, R14
-	DECQ R13
-	JNZ q2krow
+	VADDPS Y0, Y8, Y0
+	VSUBPS Y12, Y0, Y0
+	ROWEND_Y0(q2krow, q2kkept, q2kadv, q2knext)
 	VZEROUPPER
 	RET
 
