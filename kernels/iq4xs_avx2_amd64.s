@@ -170,12 +170,7 @@ GLOBL iq4xsPerm<>(SB), RODATA|NOPTR, $32
 
 // func dotIQ4XSRowsAVX2(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32)
 TEXT ·dotIQ4XSRowsAVX2(SB), NOSPLIT, $ROWS8_FRAME-40
-	MOVQ $0, ROWS8_KEPT
-	MOVQ w+0(FP), SI
-	MOVQ x+8(FP), R11
-	MOVQ nb+16(FP), R12
-	MOVQ rows+24(FP), R13
-	MOVQ out+32(FP), R14
+	ROWS8_ARGS
 	MOVL $0x0f0f0f0f, AX
 	MOVQ AX, X15
 	VPBROADCASTD X15, Y15

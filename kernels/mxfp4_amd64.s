@@ -631,12 +631,7 @@ mx1prepdone:
 // mxfp4PrepAVX512 did into scr. A row's result does not depend on the
 // others of the run.
 TEXT ·dotMXFP4RowsAVX512(SB), NOSPLIT, $ROWS8_FRAME-48
-	MOVQ $0, ROWS8_KEPT
-	MOVQ w+0(FP), SI
-	MOVQ x+8(FP), R11
-	MOVQ nb+16(FP), R12
-	MOVQ rows+24(FP), R13
-	MOVQ out+32(FP), R14
+	ROWS8_ARGS
 	MOVQ scr+40(FP), R9
 	MX1SCR
 	LEAQ mxfp4Half<>(SB), R8

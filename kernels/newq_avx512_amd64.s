@@ -61,14 +61,10 @@ GLOBL iq4Shifted<>(SB), RODATA|NOPTR, $32
 // at 0(DI). Clobbers AX, BX.
 #define Q80FIN ROW_F16SCALE(Y5, X6, Y6, X7, BX)
 
-// ROWS_PROLOGUE loads the arguments (w SI, x R11, nb R12, rows R13, out
-// R14) and 0x0f bytes into Y15.
+// ROWS_PROLOGUE loads the arguments (ROWS8_ARGS: w SI, x R11, nb R12,
+// rows R13, out R14; the kernel has ROWS8_FRAME) and 0x0f bytes into Y15.
 #define ROWS_PROLOGUE \
-	MOVQ w+0(FP), SI \
-	MOVQ x+8(FP), R11 \
-	MOVQ nb+16(FP), R12 \
-	MOVQ rows+24(FP), R13 \
-	MOVQ out+32(FP), R14 \
+	ROWS8_ARGS \
 	MOVL $0x0f0f0f0f, AX \
 	VPBROADCASTD AX, Y15
 
@@ -385,7 +381,6 @@ GLOBL q5ScIdx<>(SB), RODATA|NOPTR, $16
 // func dotQ4_0RowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32, scr *byte)
 TEXT ·dotQ4_0RowsAVX512(SB), NOSPLIT, $ROWS8_FRAME-48
 	ROWS_PROLOGUE
-	MOVQ $0, ROWS8_KEPT
 	MOVL $0x08080808, AX
 	VPBROADCASTD AX, Z13
 	VMOVDQU64 q80W18Idx<>(SB), Z21
@@ -446,7 +441,6 @@ q40end:
 // func dotQ5_0RowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32, scr *byte)
 TEXT ·dotQ5_0RowsAVX512(SB), NOSPLIT, $ROWS8_FRAME-48
 	ROWS_PROLOGUE
-	MOVQ $0, ROWS8_KEPT
 	MOVL $0x10101010, AX
 	VPBROADCASTD AX, Z13
 	VPBROADCASTD AX, Z12
@@ -536,7 +530,6 @@ q50end:
 // func dotIQ4NLRowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32, scr *byte)
 TEXT ·dotIQ4NLRowsAVX512(SB), NOSPLIT, $ROWS8_FRAME-48
 	ROWS_PROLOGUE
-	MOVQ $0, ROWS8_KEPT
 	MOVL $0x80808080, AX
 	VPBROADCASTD AX, Z13
 	VBROADCASTI32X4 iq4Shifted<>(SB), Z11
@@ -741,7 +734,6 @@ GLOBL iq4xsQuad<>(SB), RODATA|NOPTR, $128
 // One row at a time (see the Q8_0-partner dots for why not two).
 TEXT ·dotIQ4XSRowsAVX512(SB), NOSPLIT, $ROWS8_FRAME-40
 	ROWS_PROLOGUE
-	MOVQ $0, ROWS8_KEPT
 	VPBROADCASTD X15, Z15
 	VBROADCASTI32X4 iq4Shifted<>(SB), Z11
 	MOVQ $0x0f0f0f0f0f0f0f0f, R8
@@ -1242,7 +1234,6 @@ iq4xsx8loop:
 // func dotQ4_1RowsAVX512(w *byte, x *quant.BlockQ8_1, nb, rows int, out *float32)
 TEXT ·dotQ4_1RowsAVX512(SB), NOSPLIT, $ROWS8_FRAME-40
 	ROWS_PROLOGUE
-	MOVQ $0, ROWS8_KEPT
 	VPBROADCASTD X15, Z15
 	VMOVDQU64 iq4xsIdx<>+0(SB), Z16
 	VMOVDQU64 iq4xsIdx<>+64(SB), Z17
@@ -1292,7 +1283,6 @@ q41done:
 // func dotQ5_1RowsAVX512(w *byte, x *quant.BlockQ8_1, nb, rows int, out *float32)
 TEXT ·dotQ5_1RowsAVX512(SB), NOSPLIT, $ROWS8_FRAME-40
 	ROWS_PROLOGUE
-	MOVQ $0, ROWS8_KEPT
 	MOVL $0x10101010, AX
 	VPBROADCASTD AX, Z12
 	VPBROADCASTD X15, Z15

@@ -174,12 +174,7 @@ GLOBL q6kShift<>(SB), RODATA|NOPTR, $128
 // and Y12. The lanes are reduced once per row: no horizontal sum and no
 // scalar step per block. The constants are loaded once per call.
 TEXT ·dotQ4KRowsAVX512(SB), NOSPLIT, $272-40
-	MOVQ $0, ROWS8_KEPT
-	MOVQ w+0(FP), SI
-	MOVQ x+8(FP), R11
-	MOVQ nb+16(FP), R12
-	MOVQ rows+24(FP), R13
-	MOVQ out+32(FP), R14
+	ROWS8_ARGS
 	MOVL $0x0f0f0f0f, AX
 	VPBROADCASTD AX, Z15
 	VMOVDQU64 q4kIdx<>+0(SB), Z16
@@ -261,12 +256,7 @@ q4k5loop:
 // converted and accumulated with d*dx in the float lanes of Z8 and Y12,
 // which are reduced once per row.
 TEXT ·dotQ6KRowsAVX512(SB), NOSPLIT, $272-40
-	MOVQ $0, ROWS8_KEPT
-	MOVQ w+0(FP), SI
-	MOVQ x+8(FP), R11
-	MOVQ nb+16(FP), R12
-	MOVQ rows+24(FP), R13
-	MOVQ out+32(FP), R14
+	ROWS8_ARGS
 	MOVL $0x0f0f0f0f, AX
 	VPBROADCASTD AX, Z15
 	MOVL $0x30303030, AX
@@ -727,12 +717,7 @@ GLOBL q5kBit<>(SB), RODATA|NOPTR, $256
 // As dotQ4KRowsAVX512 (same scale layout, lanes and float steps), with
 // the codes at 48(SI) and their fifth bits at 16(SI).
 TEXT ·dotQ5KRowsAVX512(SB), NOSPLIT, $272-40
-	MOVQ $0, ROWS8_KEPT
-	MOVQ w+0(FP), SI
-	MOVQ x+8(FP), R11
-	MOVQ nb+16(FP), R12
-	MOVQ rows+24(FP), R13
-	MOVQ out+32(FP), R14
+	ROWS8_ARGS
 	MOVL $0x0f0f0f0f, AX
 	VPBROADCASTD AX, Z15
 	MOVL $0x10101010, AX
@@ -946,12 +931,7 @@ GLOBL q3kScX4<>(SB), RODATA|NOPTR, $32
 // the kernel alone was 3-5% faster but BenchmarkQuantRows only 1.5%, and
 // the one-row calls would need the VINSERTI64X4 form (-5%): not kept.
 TEXT ·dotQ3KRowsAVX512(SB), NOSPLIT, $280-40
-	MOVQ $0, ROWS8_KEPT
-	MOVQ w+0(FP), SI
-	MOVQ x+8(FP), R11
-	MOVQ nb+16(FP), R12
-	MOVQ rows+24(FP), R13
-	MOVQ out+32(FP), R14
+	ROWS8_ARGS
 	VMOVDQU64 q3kMask<>+0(SB), Z15
 	VMOVDQU64 q3kHigh<>+0(SB), Z14
 	MOVL $0x00200020, AX
@@ -1318,12 +1298,7 @@ q3k8done:
 
 // func dotQ2KRowsAVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32)
 TEXT ·dotQ2KRowsAVX512(SB), NOSPLIT, $272-40
-	MOVQ $0, ROWS8_KEPT
-	MOVQ w+0(FP), SI
-	MOVQ x+8(FP), R11
-	MOVQ nb+16(FP), R12
-	MOVQ rows+24(FP), R13
-	MOVQ out+32(FP), R14
+	ROWS8_ARGS
 	MOVL $0x03030303, AX
 	VPBROADCASTD AX, Z15
 	MOVL $0x0f0f0f0f, AX

@@ -47,6 +47,18 @@
 #define ROWS8_FRAME 264
 #define ROWS8_KEPT 256(SP)
 
+// ROWS8_ARGS opens the group count and loads a row run's arguments
+// (func(w *byte, x *X, nb, rows int, out *float32, ...)): w in SI, x in
+// R11, nb in R12, rows in R13, out in R14. Only in a kernel with a frame
+// of ROWS8_FRAME bytes or more: ROWS8_KEPT is in the frame.
+#define ROWS8_ARGS \
+	MOVQ $0, ROWS8_KEPT \
+	MOVQ w+0(FP), SI \
+	MOVQ x+8(FP), R11 \
+	MOVQ nb+16(FP), R12 \
+	MOVQ rows+24(FP), R13 \
+	MOVQ out+32(FP), R14
+
 // ROWS8_PAIRS leaves in yd, for the four rows kept in the slots at a,
 // a+32, a+64 and a+96, lanes 0-1 the first row's two pair sums (its lanes
 // 0+4+2+6 and 1+5+3+7, added as ROWSUM_Y0 adds them), lanes 2-3 the
@@ -69,7 +81,7 @@
 
 // ROWS8_SUM stores the sums of the eight rows kept in the slots to the
 // eight floats that end at (R14): each row's two pair sums added, then
-// the rows put in order by one permute (VPSHUFPS leaves them 0 2 4 6 1 3
+// the rows put in order by one permute (VSHUFPS leaves them 0 2 4 6 1 3
 // 5 7). Clobbers Y1-Y4, AX.
 #define ROWS8_SUM \
 	ROWS8_PAIRS(0, X3, Y3) \
