@@ -41,8 +41,8 @@ func TestNewTypeDotsWide(t *testing.T) {
 
 // TestNewTypeRowsPrepared checks the row-run dots that prepare a token's
 // activations once per product (dots.prep: the avx512 Q8_0-partner ones,
-// MXFP4's included, the avx2 Q4_0, Q5_0, IQ4_NL and IQ4_XS ones) at
-// widths with and without
+// MXFP4's included, and IQ4_XS's; the avx2 Q4_0, Q5_0, IQ4_NL and IQ4_XS
+// ones) at widths with and without
 // a tail of blocks, for the Q8_0-partner ones the widest they prepare and
 // one past it: every run of distinct rows from the prepared scratch bit
 // for bit the path's rows (which prepares per call, or not at all), a run

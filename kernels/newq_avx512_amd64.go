@@ -56,6 +56,7 @@ func setNewQAVX512(t *table) {
 	q80x8(tensor.Q5_0, quant.BlockQ5_0Bytes, dotQ5_0x8AVX512)
 	q80x8(tensor.IQ4_NL, quant.BlockIQ4_NLBytes, dotIQ4NLx8AVX512)
 	q8k(tensor.IQ4_XS, quant.BlockIQ4_XSBytes, dotIQ4XSRowsAVX512)
+	setIQ4XSPrepAVX512(t)
 	q8k(tensor.Q5_K, quant.BlockQ5_KBytes, dotQ5KRowsAVX512)
 	q8k(tensor.Q3_K, quant.BlockQ3_KBytes, dotQ3KRowsAVX512)
 	q8k(tensor.Q2_K, quant.BlockQ2_KBytes, dotQ2KRowsAVX512)
@@ -86,6 +87,48 @@ func setNewQAVX512(t *table) {
 		}
 		dotQ5Kx8AVX512(&w[0], &x[0], nb, out)
 	}
+}
+
+// setIQ4XSPrepAVX512 gives t's IQ4_XS row-run dot its split (prep,
+// prepRows) for the pool's one-token products: the activation work of
+// every block (IQ4XS_X) once per product instead of once per row, with
+// the same bits.
+func setIQ4XSPrepAVX512(t *table) {
+	d := &t.weights[tensor.IQ4_XS].q8k
+	rows := d.rows
+	d.prepLen = iq4xsPrepLen512
+	d.prep = func(x []quant.BlockQ8K, scr []byte) {
+		scr = scr[:iq4xsPrepLen512(len(x))]
+		if len(scr) == 0 {
+			return
+		}
+		iq4xsPrepAVX512(&x[0], len(x), &scr[0])
+	}
+	d.prepRows = func(w []byte, x []quant.BlockQ8K, scr []byte, out []float32) {
+		nb := len(x)
+		w = w[:quant.BlockIQ4_XSBytes*nb*len(out)]
+		scr = scr[:iq4xsPrepLen512(nb)]
+		if len(scr) == 0 || len(out) == 0 {
+			rows(w, x, out)
+			return
+		}
+		dotIQ4XSRowsPrepAVX512(&w[0], &x[0], nb, len(out), &out[0], &scr[0])
+	}
+}
+
+// iq4xsPrepBlockBytes512 is one block's prepared activations of the
+// AVX-512 IQ4_XS row run (newq_avx512_amd64.s): six 64-byte registers and
+// dx, padded to a multiple of 64.
+const iq4xsPrepBlockBytes512 = 448
+
+// iq4xsPrepLen512 is the dots.prepLen of the AVX-512 IQ4_XS row run: 63
+// bytes to align the scratch, then every block's prepared activations; 0
+// for no blocks.
+func iq4xsPrepLen512(nb int) int {
+	if nb < 1 {
+		return 0
+	}
+	return 63 + nb*iq4xsPrepBlockBytes512
 }
 
 // oneOfRows returns the one-token dot that is a run of one row of rows.
@@ -309,6 +352,18 @@ func dotIQ4NLRowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32,
 
 //go:noescape
 func dotIQ4XSRowsAVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32)
+
+// iq4xsPrepAVX512 writes the prepared activations of the nb blocks at x
+// (nb >= 1) to scr, iq4xsPrepLen512(nb) bytes.
+//
+//go:noescape
+func iq4xsPrepAVX512(x *quant.BlockQ8K, nb int, scr *byte)
+
+// dotIQ4XSRowsPrepAVX512 works like dotIQ4XSRowsAVX512, bit for bit, with
+// the activations iq4xsPrepAVX512 wrote to scr (x is not read).
+//
+//go:noescape
+func dotIQ4XSRowsPrepAVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32, scr *byte)
 
 //go:noescape
 func dotQ5KRowsAVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32)

@@ -722,6 +722,19 @@ GLOBL iq4xsQuad<>(SB), RODATA|NOPTR, $128
 	VCVTDQ2PS   Z9, Z9 \
 	VFMADD231PS s, Z9, acc
 
+// IQ4XS_CONSTS loads what IQ4XS_X and IQ4XS_SCALES keep in registers.
+#define IQ4XS_CONSTS \
+	MOVQ $0x0f0f0f0f0f0f0f0f, R8 \
+	MOVQ $0x3030303030303030, R10 \
+	MOVL $0xff80ff80, AX \
+	VPBROADCASTD AX, Y13 \
+	MOVL $32, AX \
+	VPBROADCASTD AX, Y14 \
+	MOVL $0x1111, AX \
+	KMOVW AX, K4 \
+	VMOVDQU64 iq4xsQuad<>+0(SB), Z16 \
+	VMOVDQU64 iq4xsQuad<>+64(SB), Z17
+
 // IQ4XS_FOLD leaves the sums of the float lanes of a and b folded to
 // eight in Y0 for ROWEND_Y0.
 #define IQ4XS_FOLD(a, b) \
@@ -736,16 +749,7 @@ TEXT ·dotIQ4XSRowsAVX512(SB), NOSPLIT, $ROWS8_FRAME-40
 	ROWS_PROLOGUE
 	VPBROADCASTD X15, Z15
 	VBROADCASTI32X4 iq4Shifted<>(SB), Z11
-	MOVQ $0x0f0f0f0f0f0f0f0f, R8
-	MOVQ $0x3030303030303030, R10
-	MOVL $0xff80ff80, AX
-	VPBROADCASTD AX, Y13
-	MOVL $32, AX
-	VPBROADCASTD AX, Y14
-	MOVL $0x1111, AX
-	KMOVW AX, K4
-	VMOVDQU64 iq4xsQuad<>+0(SB), Z16
-	VMOVDQU64 iq4xsQuad<>+64(SB), Z17
+	IQ4XS_CONSTS
 
 iq4xsone:
 	TESTQ R13, R13
@@ -770,6 +774,74 @@ iq4xsloop1:
 	ROWEND_Y0(iq4xsone, iq4xskept, iq4xsadv, iq4xsnext)
 
 iq4xsend:
+	VZEROUPPER
+	RET
+
+// The prepared form of the IQ4_XS row run: IQ4XS_X is the same for every
+// row of a product, so iq4xsPrepAVX512 does it once per product (the
+// pool's dots.prep) and stores, per block, its six registers and dx, 448
+// bytes (IQ4XS_PREP's layout), which the loop of dotIQ4XSRowsPrepAVX512
+// reads as memory operands: the same values into the same instructions,
+// so the same bits as dotIQ4XSRowsAVX512, without the block's six 512-bit
+// shuffles and four loads in every row.
+
+// func iq4xsPrepAVX512(x *quant.BlockQ8K, nb int, scr *byte)
+TEXT ·iq4xsPrepAVX512(SB), NOSPLIT, $0-24
+	MOVQ x+0(FP), DI
+	MOVQ nb+8(FP), CX
+	MOVQ scr+16(FP), BX
+	ADDQ $63, BX
+	ANDQ $-64, BX
+	IQ4XS_CONSTS
+iq4xsprep:
+	IQ4XS_X
+	VMOVDQA64 Z4, 0(BX)
+	VMOVDQA64 Z5, 64(BX)
+	VMOVDQA64 Z6, 128(BX)
+	VMOVDQA64 Z7, 192(BX)
+	VMOVDQA64 Z22, 256(BX)
+	VMOVDQA64 Z23, 320(BX)
+	VMOVSS    X10, 384(BX)
+	ADDQ $292, DI
+	ADDQ $448, BX
+	DECQ CX
+	JNZ  iq4xsprep
+	VZEROUPPER
+	RET
+
+// func dotIQ4XSRowsPrepAVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32, scr *byte)
+TEXT ·dotIQ4XSRowsPrepAVX512(SB), NOSPLIT, $ROWS8_FRAME-48
+	ROWS_PROLOGUE
+	VPBROADCASTD X15, Z15
+	VBROADCASTI32X4 iq4Shifted<>(SB), Z11
+	IQ4XS_CONSTS
+	MOVQ scr+40(FP), R9
+	ADDQ $63, R9
+	ANDQ $-64, R9
+
+iq4xspone:
+	TESTQ R13, R13
+	JZ    iq4xspend
+	MOVQ R9, DI
+	MOVQ R12, CX
+	VPXORD Z24, Z24, Z24
+	VPXORD Z25, Z25, Z25
+
+iq4xsploop1:
+	PREFETCHT0 2176(SI)
+	PREFETCHT0 2240(SI)
+	VBROADCASTSS 384(DI), Y10
+	IQ4XS_SCALES(RA, Z20, Z21)
+	IQ4XS_HALF(RA, 8, 0(DI), 64(DI), 256(DI), Z20, Z24)
+	IQ4XS_HALF(RA, 72, 128(DI), 192(DI), 320(DI), Z21, Z25)
+	ADDQ $136, SI
+	ADDQ $448, DI
+	DECQ CX
+	JNZ  iq4xsploop1
+	IQ4XS_FOLD(Z24, Z25)
+	ROWEND_Y0(iq4xspone, iq4xspkept, iq4xspadv, iq4xspnext)
+
+iq4xspend:
 	VZEROUPPER
 	RET
 
