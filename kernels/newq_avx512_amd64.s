@@ -780,8 +780,8 @@ iq4xsend:
 // The prepared form of the IQ4_XS row run: IQ4XS_X is the same for every
 // row of a product, so iq4xsPrepAVX512 does it once per product (the
 // pool's dots.prep) and stores, per block, its six registers and dx, 448
-// bytes (IQ4XS_PREP's layout), which the loop of dotIQ4XSRowsPrepAVX512
-// reads as memory operands: the same values into the same instructions,
+// bytes (Z4, Z5, Z6, Z7, Z22, Z23 at 0, 64, ..., 320, dx at 384), which
+// the loop of dotIQ4XSRowsPrepAVX512 reads as memory operands: the same values into the same instructions,
 // so the same bits as dotIQ4XSRowsAVX512, without the block's six 512-bit
 // shuffles and four loads in every row.
 
