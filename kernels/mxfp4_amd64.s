@@ -677,12 +677,7 @@ mx1loop8:
 	// BenchmarkMatVecStreamPair against the Q8_0 kernel, three
 	// alternating rounds on a Zen 4 VM, MXFP4 went from 0.88 / 1.00 /
 	// 0.98 to 0.94 / 1.04 / 1.02 at one thread (two threads: noise).
-	PREFETCHT0 4352(SI)
-	PREFETCHT0 (4352+64)(SI)
-	PREFETCHT0 (4352+128)(SI)
-	PREFETCHT1 13056(SI)
-	PREFETCHT1 (13056+64)(SI)
-	PREFETCHT1 (13056+128)(SI)
+	ROWS_PREFETCH(4352, 13056)
 	MXSCALE(MXRA, Y1)
 	VPERMPS Z1, Z16, Z27
 	VPERMPS Z1, Z17, Z29

@@ -28,16 +28,21 @@ func setQTileAVX2(t *table) {
 		wk.qtSplit = k == qt2Wide
 	}
 	t.weights[tensor.Q4_K].qtBlock = qkBlockBytes / 8
-	t.weights[tensor.Q4_K].qtRepack = func(dst, w []byte, rb, rows, nb int) {
-		nk := nb / 8
-		if rows < qtRows || nk == 0 {
-			qkRepackGeneric(dst, w, rb, rows, nb)
-			return
-		}
-		dst, w = dst[:nk*qkBlockBytes], w[:(qtRows-1)*rb+nk*q4KBytes]
-		qkRepackAVX2(&dst[0], &w[0], rb, nk)
-	}
+	t.weights[tensor.Q4_K].qtRepack = qkRepackAVX2Go
 	t.weights[tensor.Q4_K].qtile = qkTileAVX2
+}
+
+// qkRepackAVX2Go is the Q4_K tile's repack (qtRepackFunc, qtile_q4k.go):
+// whole groups in AVX2 assembly, a last group of fewer rows by the
+// pure-Go twin.
+func qkRepackAVX2Go(dst, w []byte, rb, rows, nb int) {
+	nk := nb / 8
+	if rows < qtRows || nk == 0 {
+		qkRepackGeneric(dst, w, rb, rows, nb)
+		return
+	}
+	dst, w = dst[:nk*qkBlockBytes], w[:(qtRows-1)*rb+nk*q4KBytes]
+	qkRepackAVX2(&dst[0], &w[0], rb, nk)
 }
 
 // qkTileAVX2 is the Q4_K tile kernel (qtTileFunc, qtile_q4k.go) in AVX2
@@ -76,6 +81,21 @@ func qkTileAVX2(w []byte, xq []int8, xs []qtScale, nb, nt int, out []float32, ld
 // 635 against 1910 ns); a last group of fewer rows takes the pure-Go one.
 func qtRepackAVX2(typ tensor.Type) qtRepackFunc {
 	twin := qtRepackGeneric(qtDecoder(typ))
+	var whole func(dst, w *byte, rb, nk int) // the kernel of whole groups
+	switch typ {
+	case tensor.Q4_0:
+		whole = func(dst, w *byte, rb, nk int) { qtRepackNib18AVX2(dst, w, rb, nk, &qtQ4_0) }
+	case tensor.IQ4_NL:
+		whole = func(dst, w *byte, rb, nk int) { qtRepackNib18AVX2(dst, w, rb, nk, &qtIQ4) }
+	case tensor.Q5_0:
+		whole = qtRepackQ5_0AVX2
+	case tensor.Q8_0:
+		whole = qtRepackQ8_0AVX2
+	case tensor.IQ4_XS:
+		whole = func(dst, w *byte, rb, nk int) { qtRepackIQ4XSAVX2(dst, w, rb, nk, &qtIQ4) }
+	default:
+		return twin
+	}
 	bb, per := typ.BlockBytes(), typ.BlockSize()/32
 	return func(dst, w []byte, rb, rows, nb int) {
 		if rows < qtRows {
@@ -87,20 +107,7 @@ func qtRepackAVX2(typ tensor.Type) qtRepackFunc {
 		if nk == 0 {
 			return
 		}
-		switch typ {
-		case tensor.Q4_0:
-			qtRepackNib18AVX2(&dst[0], &w[0], rb, nk, &qtQ4_0)
-		case tensor.IQ4_NL:
-			qtRepackNib18AVX2(&dst[0], &w[0], rb, nk, &qtIQ4)
-		case tensor.Q5_0:
-			qtRepackQ5_0AVX2(&dst[0], &w[0], rb, nk)
-		case tensor.Q8_0:
-			qtRepackQ8_0AVX2(&dst[0], &w[0], rb, nk)
-		case tensor.IQ4_XS:
-			qtRepackIQ4XSAVX2(&dst[0], &w[0], rb, nk, &qtIQ4)
-		default:
-			twin(dst, w, rb, rows, nb)
-		}
+		whole(&dst[0], &w[0], rb, nk)
 	}
 }
 

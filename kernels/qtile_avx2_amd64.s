@@ -19,9 +19,8 @@
 // makes the lane Σ v·x, the integer the other tile kernels have; then
 // the float step is theirs: acc = fma(float32(Σ), dw·dx, acc).
 
-// Q2_CODES loads the half-block at SI as codes q = u - base: neg holds
-// -base in every byte.
-#define Q2_CODES(neg) \
+// Q2W_CODES loads the half-block at SI as it is (the wide kernels' codes).
+#define Q2W_CODES \
 	VMOVDQU 0(SI), Y0 \
 	VMOVDQU 64(SI), Y1 \
 	VMOVDQU 128(SI), Y2 \
@@ -29,7 +28,12 @@
 	VMOVDQU 256(SI), Y4 \
 	VMOVDQU 320(SI), Y5 \
 	VMOVDQU 384(SI), Y6 \
-	VMOVDQU 448(SI), Y7 \
+	VMOVDQU 448(SI), Y7
+
+// Q2_CODES loads the half-block at SI as codes q = u - base: neg holds
+// -base in every byte.
+#define Q2_CODES(neg) \
+	Q2W_CODES \
 	VPADDB  neg, Y0, Y0 \
 	VPADDB  neg, Y1, Y1 \
 	VPADDB  neg, Y2, Y2 \
@@ -196,17 +200,6 @@ q2q5loop:
 	VBROADCASTSS qs(0), Y15 \
 	VMULPS       512(SI), Y15, Y15 \
 	VFMADD231PS  Y15, Y14, acc
-
-// Q2W_CODES loads the half-block at SI as it is.
-#define Q2W_CODES \
-	VMOVDQU 0(SI), Y0 \
-	VMOVDQU 64(SI), Y1 \
-	VMOVDQU 128(SI), Y2 \
-	VMOVDQU 192(SI), Y3 \
-	VMOVDQU 256(SI), Y4 \
-	VMOVDQU 320(SI), Y5 \
-	VMOVDQU 384(SI), Y6 \
-	VMOVDQU 448(SI), Y7
 
 // func qtile4WideAVX2(w *byte, xq *int8, xs *qtScale, nb int, out *[32]float32)
 TEXT ·qtile4WideAVX2(SB), NOSPLIT, $0-40

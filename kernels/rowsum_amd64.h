@@ -31,6 +31,19 @@
 	VMOVSS       X0, (R14) \
 	ADDQ         $4, R14
 
+// ROWS_PREFETCH prefetches three lines at t0(SI) into L1 and three at
+// t1(SI) into L2: the 32-value row runs take it once per group of eight
+// blocks, 32 groups ahead into L1 and 96 into L2 (the distances are the
+// type's group size times those; newq_avx512_amd64.s says how they were
+// chosen).
+#define ROWS_PREFETCH(t0, t1) \
+	PREFETCHT0 t0(SI) \
+	PREFETCHT0 (t0+64)(SI) \
+	PREFETCHT0 (t0+128)(SI) \
+	PREFETCHT1 t1(SI) \
+	PREFETCHT1 (t1+64)(SI) \
+	PREFETCHT1 (t1+128)(SI)
+
 // A row-run kernel whose rows are short pays ROWSUM_Y0 at every row:
 // seven dependent steps that the next row's loop can hide only in part
 // (Q5_0 rows of 2048 values read 4% more GB/cpu-s from cache with it

@@ -55,10 +55,12 @@ type dots[X any] struct {
 	// prepLen, prep and prepRows, where set (with rows), split rows in
 	// two for a one-token product, whose rows come in many calls (one
 	// per piece of the pool): the activation work a row-run kernel does
-	// per call (the avx512 Q8_0-partner ones and the avx2 Q4_0, Q5_0 and
-	// IQ4_NL ones reorder the activations, sum their offsets and convert
-	// their scales), or work that makes its rows cheaper (the avx2 IQ4_XS
-	// one splits each activation in two parts), is done once per product.
+	// per call (the avx512 Q8_0-partner ones, MXFP4's included, and the
+	// avx2 Q4_0, Q5_0 and IQ4_NL ones reorder the activations, sum their
+	// offsets and convert their scales), or per row (the IQ4_XS ones: the
+	// avx2 one splits each activation in two parts, the avx512 one
+	// shuffles each block's activations and spreads its offsets), is done
+	// once per product.
 	// prepLen(nb) is the
 	// scratch bytes for nb blocks (0: none, use rows), prep(x, scr)
 	// writes them from the token's blocks, and prepRows(w, x, scr, out)
