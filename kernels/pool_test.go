@@ -358,9 +358,11 @@ func TestPoolConcurrentCalls(t *testing.T) {
 // CI run, and this test does not reproduce it on demand. finish's
 // comment says why the swap closes it.)
 func TestPoolSleepingFinish(t *testing.T) {
+	// How long to wait for the jobs (which take seconds) before calling a
+	// wake-up lost.
+	const sleepingFinishWait = time.Minute
 	const jobs = 10000
 	p := NewPool(3)
-	defer p.Close()
 	p.spin = 0
 	var ran [3]int
 	var sink [3]uint32
@@ -384,11 +386,14 @@ func TestPoolSleepingFinish(t *testing.T) {
 	}()
 	select {
 	case err := <-done:
+		p.Close()
 		if err != nil {
 			t.Fatal(err)
 		}
-	case <-time.After(time.Minute):
-		t.Fatalf("a Run did not return in a minute: a worker's wake-up was lost")
+	case <-time.After(sleepingFinishWait):
+		// The pool is left as it is: its caller sleeps holding the
+		// pool's lock, so Close would wait for ever.
+		t.Fatalf("a Run did not return in %v: a worker's wake-up was lost", sleepingFinishWait)
 	}
 	for part, n := range ran {
 		if n != jobs {
