@@ -129,6 +129,10 @@ q80loop8:
 	// first: weights streamed from DRAM (BenchmarkMatVecStreamPair, one
 	// thread, huge pages, Zen 4 VM) went from 23.4-24.6 GB/s to
 	// 25.5-26.3, as for the Q4_0 and Q5_0 row runs (newq_avx512_amd64.s).
+	// Unlike theirs (ROWS_PREFETCH), this kernel gained nothing from
+	// taking the L2 set first: 0.997-1.001 of the time at one thread,
+	// 0.984-0.998 at two (three runs each, the method rowsum_amd64.h
+	// describes), within what the kernel against itself gives.
 	PREFETCHT0 2304(SI)
 	PREFETCHT0 2368(SI)
 	PREFETCHT0 2432(SI)
