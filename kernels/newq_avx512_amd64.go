@@ -56,9 +56,10 @@ func setNewQAVX512(t *table) {
 	q80x8(tensor.Q5_0, quant.BlockQ5_0Bytes, dotQ5_0x8AVX512)
 	q80x8(tensor.IQ4_NL, quant.BlockIQ4_NLBytes, dotIQ4NLx8AVX512)
 	q8k(tensor.IQ4_XS, quant.BlockIQ4_XSBytes, dotIQ4XSRowsAVX512)
-	setIQ4XSPrepAVX512(t)
+	iq4xsPrep512.set(t)
 	q8k(tensor.Q5_K, quant.BlockQ5_KBytes, dotQ5KRowsAVX512)
 	q8k(tensor.Q3_K, quant.BlockQ3_KBytes, dotQ3KRowsAVX512)
+	q3kPrep512.set(t)
 	q8k(tensor.Q2_K, quant.BlockQ2_KBytes, dotQ2KRowsAVX512)
 	t.weights[tensor.Q3_K].q8k.x8 = func(w []byte, x []quant.BlockQ8K, _ []float32, nb int, out *[8]float32) {
 		x = x[:8*nb]
@@ -89,46 +90,59 @@ func setNewQAVX512(t *table) {
 	}
 }
 
-// setIQ4XSPrepAVX512 gives t's IQ4_XS row-run dot its split (prep,
-// prepRows) for the pool's one-token products: the activation work of
-// every block (IQ4XS_X) once per product instead of once per row, with
-// the same bits.
-func setIQ4XSPrepAVX512(t *table) {
-	d := &t.weights[tensor.IQ4_XS].q8k
+// q8kPrep512 is an AVX-512 Q8_K-partner row run split for the pool's
+// one-token products (dots.prep, dots.prepRows): prep writes the
+// activation work of every block once per product, prepBlock bytes a
+// block from the scratch's first 64-byte boundary, and rows then gives
+// the row run's results, bit for bit, from it.
+type q8kPrep512 struct {
+	typ        tensor.Type
+	blockBytes int // of a weight block
+	prepBlock  int // prepared bytes of an activation block
+	prep       func(x *quant.BlockQ8K, nb int, scr *byte)
+	rows       func(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32, scr *byte)
+}
+
+// Row-run splits of the avx512 path. IQ4_XS's prepares each block's
+// activations into six 64-byte registers and dx (IQ4XS_X: the work its
+// row run did in every row); Q3_K's reorders them to match its whole
+// qs load (the VINSERTI64X4 its row run does in every row).
+var (
+	iq4xsPrep512 = q8kPrep512{tensor.IQ4_XS, quant.BlockIQ4_XSBytes, 448, iq4xsPrepAVX512, dotIQ4XSRowsPrepAVX512}
+	q3kPrep512   = q8kPrep512{tensor.Q3_K, quant.BlockQ3_KBytes, 256, q3kPrepAVX512, dotQ3KRowsPrepAVX512}
+)
+
+// prepLen is the dots.prepLen of k: 63 bytes to align the scratch, then
+// every block's prepared activations; 0 for no blocks.
+func (k q8kPrep512) prepLen(nb int) int {
+	if nb < 1 {
+		return 0
+	}
+	return 63 + nb*k.prepBlock
+}
+
+// set gives t's row-run dot of k.typ its split.
+func (k q8kPrep512) set(t *table) {
+	d := &t.weights[k.typ].q8k
 	rows := d.rows
-	d.prepLen = iq4xsPrepLen512
+	d.prepLen = k.prepLen
 	d.prep = func(x []quant.BlockQ8K, scr []byte) {
-		scr = scr[:iq4xsPrepLen512(len(x))]
+		scr = scr[:k.prepLen(len(x))]
 		if len(scr) == 0 {
 			return
 		}
-		iq4xsPrepAVX512(&x[0], len(x), &scr[0])
+		k.prep(&x[0], len(x), &scr[0])
 	}
 	d.prepRows = func(w []byte, x []quant.BlockQ8K, scr []byte, out []float32) {
 		nb := len(x)
-		w = w[:quant.BlockIQ4_XSBytes*nb*len(out)]
-		scr = scr[:iq4xsPrepLen512(nb)]
+		w = w[:k.blockBytes*nb*len(out)]
+		scr = scr[:k.prepLen(nb)]
 		if len(scr) == 0 || len(out) == 0 {
 			rows(w, x, out)
 			return
 		}
-		dotIQ4XSRowsPrepAVX512(&w[0], &x[0], nb, len(out), &out[0], &scr[0])
+		k.rows(&w[0], &x[0], nb, len(out), &out[0], &scr[0])
 	}
-}
-
-// iq4xsPrepBlockBytes512 is one block's prepared activations of the
-// AVX-512 IQ4_XS row run (newq_avx512_amd64.s): six 64-byte registers and
-// dx, padded to a multiple of 64.
-const iq4xsPrepBlockBytes512 = 448
-
-// iq4xsPrepLen512 is the dots.prepLen of the AVX-512 IQ4_XS row run: 63
-// bytes to align the scratch, then every block's prepared activations; 0
-// for no blocks.
-func iq4xsPrepLen512(nb int) int {
-	if nb < 1 {
-		return 0
-	}
-	return 63 + nb*iq4xsPrepBlockBytes512
 }
 
 // oneOfRows returns the one-token dot that is a run of one row of rows.
@@ -354,7 +368,7 @@ func dotIQ4NLRowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32,
 func dotIQ4XSRowsAVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32)
 
 // iq4xsPrepAVX512 writes the prepared activations of the nb blocks at x
-// (nb >= 1) to scr, iq4xsPrepLen512(nb) bytes.
+// (nb >= 1) to scr, iq4xsPrep512.prepLen(nb) bytes.
 //
 //go:noescape
 func iq4xsPrepAVX512(x *quant.BlockQ8K, nb int, scr *byte)
@@ -370,6 +384,20 @@ func dotQ5KRowsAVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32)
 
 //go:noescape
 func dotQ3KRowsAVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32)
+
+// q3kPrepAVX512 writes the activations of the nb blocks at x (nb >= 1) to
+// scr, q3kPrep512.prepLen(nb) bytes, in the order of the Q3_K row run's
+// products.
+//
+//go:noescape
+func q3kPrepAVX512(x *quant.BlockQ8K, nb int, scr *byte)
+
+// dotQ3KRowsPrepAVX512 works like dotQ3KRowsAVX512, bit for bit, with the
+// activations q3kPrepAVX512 wrote to scr (x is read for its scales and
+// bsums).
+//
+//go:noescape
+func dotQ3KRowsPrepAVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32, scr *byte)
 
 // setNewQAVX2 puts the AVX2 dots of the types added after Q4_K, Q6_K and
 // Q8_0 but Q4_0, Q5_0, IQ4_NL and IQ4_XS (generated into avx2_amd64.s by

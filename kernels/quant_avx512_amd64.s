@@ -851,68 +851,193 @@ GLOBL q3kShift<>(SB), RODATA|NOPTR, $128
 	VPMOVZXBW X0, Y0 \
 	VPSUBW Y13, Y0, Y0
 
-// Q3K_PAIR multiplies the 64 values of one half of a broadcast qs chunk
-// (q: the chunk, or the chunk shifted right by 4 bits) with their
-// activations at xoff(DI). The codes of the lower 32 bytes are bits 0-1
-// of q (u), those of the upper 32 bytes bits 2-3 (4u), which Z15 (3, then
-// 12) selects without a per-half shift; Z14 (4, then 16) is added under
-// the hmask bits (hmask broadcast in Z4; bit selects the chunk's bits,
-// q5kBit as in Q5_K). sc holds the scales, those of the lower halves
-// times 4, so every product carries the factor 4.
-#define Q3K_PAIR(q, xoff, bit, sc, acc) \
-	VPANDD     Z15, q, Z2 \
+// Q3K_PAIR multiplies 64 codes of the block with their activations (xa,
+// a register or memory): the lower 32 bytes of q hold in their bits
+// selected by mask (3 or 12) the codes of 32 values of the first half of
+// the block, its upper 32 bytes those of the same 32 values of the second
+// half (qs is loaded whole, 64 bytes, so its two chunks sit side by
+// side); high (4 or 16, the value of the hmask bit at those bits) is
+// added under the hmask bits (hmask broadcast in Z4; bit selects them). sc
+// holds the four sub-blocks' scales, those of the codes in bits 0-1 times
+// 4, so every product carries the factor 4.
+#define Q3K_PAIR(q, mask, high, xa, bit, sc, acc) \
+	VPANDD     mask, q, Z2 \
 	VPTESTMB   bit, Z4, K1 \
-	VPADDB     Z14, Z2, K1, Z2 \
-	VPMADDUBSW xoff(DI), Z2, Z2 \
+	VPADDB     high, Z2, K1, Z2 \
+	VPMADDUBSW xa, Z2, Z2 \
 	VPDPWSSD   sc, Z2, acc
 
-// Constants of dotQ3KRowsAVX512: the code masks (q3kMask: 3 in the lower
-// 32 bytes, 12 in the upper) and hmask increments (q3kHigh: 4, then 16) of
-// a chunk's two halves, and the word shifts that multiply by 4 the scales
-// of the lower halves (sub-blocks 4c and 4c+1 of chunk c; q3kScX4).
-DATA q3kMask<>+0(SB)/8, $0x0303030303030303
-DATA q3kMask<>+8(SB)/8, $0x0303030303030303
-DATA q3kMask<>+16(SB)/8, $0x0303030303030303
-DATA q3kMask<>+24(SB)/8, $0x0303030303030303
-DATA q3kMask<>+32(SB)/8, $0x0c0c0c0c0c0c0c0c
-DATA q3kMask<>+40(SB)/8, $0x0c0c0c0c0c0c0c0c
-DATA q3kMask<>+48(SB)/8, $0x0c0c0c0c0c0c0c0c
-DATA q3kMask<>+56(SB)/8, $0x0c0c0c0c0c0c0c0c
-GLOBL q3kMask<>(SB), RODATA|NOPTR, $64
-DATA q3kHigh<>+0(SB)/8, $0x0404040404040404
-DATA q3kHigh<>+8(SB)/8, $0x0404040404040404
-DATA q3kHigh<>+16(SB)/8, $0x0404040404040404
-DATA q3kHigh<>+24(SB)/8, $0x0404040404040404
-DATA q3kHigh<>+32(SB)/8, $0x1010101010101010
-DATA q3kHigh<>+40(SB)/8, $0x1010101010101010
-DATA q3kHigh<>+48(SB)/8, $0x1010101010101010
-DATA q3kHigh<>+56(SB)/8, $0x1010101010101010
-GLOBL q3kHigh<>(SB), RODATA|NOPTR, $64
+// Constants of the Q3_K row runs: the word permutes that spread the
+// four scales of each 64-code product over its four 128-bit lanes
+// (q3kIdx: sub-blocks 2p, 2p+1, 8+2p, 9+2p for product p), the hmask bits
+// of each product (q3kBit: bit p in the lower 32 bytes, bit 4+p in the
+// upper), and the word shifts that multiply by 4 the scales of the
+// sub-blocks whose codes sit in bits 0-1 (q3kScX4: 0, 1, 4, 5, 8, 9, 12,
+// 13).
+DATA q3kIdx<>+0(SB)/8, $0x0000000000000000
+DATA q3kIdx<>+8(SB)/8, $0x0000000000000000
+DATA q3kIdx<>+16(SB)/8, $0x0001000100010001
+DATA q3kIdx<>+24(SB)/8, $0x0001000100010001
+DATA q3kIdx<>+32(SB)/8, $0x0008000800080008
+DATA q3kIdx<>+40(SB)/8, $0x0008000800080008
+DATA q3kIdx<>+48(SB)/8, $0x0009000900090009
+DATA q3kIdx<>+56(SB)/8, $0x0009000900090009
+DATA q3kIdx<>+64(SB)/8, $0x0002000200020002
+DATA q3kIdx<>+72(SB)/8, $0x0002000200020002
+DATA q3kIdx<>+80(SB)/8, $0x0003000300030003
+DATA q3kIdx<>+88(SB)/8, $0x0003000300030003
+DATA q3kIdx<>+96(SB)/8, $0x000a000a000a000a
+DATA q3kIdx<>+104(SB)/8, $0x000a000a000a000a
+DATA q3kIdx<>+112(SB)/8, $0x000b000b000b000b
+DATA q3kIdx<>+120(SB)/8, $0x000b000b000b000b
+DATA q3kIdx<>+128(SB)/8, $0x0004000400040004
+DATA q3kIdx<>+136(SB)/8, $0x0004000400040004
+DATA q3kIdx<>+144(SB)/8, $0x0005000500050005
+DATA q3kIdx<>+152(SB)/8, $0x0005000500050005
+DATA q3kIdx<>+160(SB)/8, $0x000c000c000c000c
+DATA q3kIdx<>+168(SB)/8, $0x000c000c000c000c
+DATA q3kIdx<>+176(SB)/8, $0x000d000d000d000d
+DATA q3kIdx<>+184(SB)/8, $0x000d000d000d000d
+DATA q3kIdx<>+192(SB)/8, $0x0006000600060006
+DATA q3kIdx<>+200(SB)/8, $0x0006000600060006
+DATA q3kIdx<>+208(SB)/8, $0x0007000700070007
+DATA q3kIdx<>+216(SB)/8, $0x0007000700070007
+DATA q3kIdx<>+224(SB)/8, $0x000e000e000e000e
+DATA q3kIdx<>+232(SB)/8, $0x000e000e000e000e
+DATA q3kIdx<>+240(SB)/8, $0x000f000f000f000f
+DATA q3kIdx<>+248(SB)/8, $0x000f000f000f000f
+GLOBL q3kIdx<>(SB), RODATA|NOPTR, $256
+DATA q3kBit<>+0(SB)/8, $0x0101010101010101
+DATA q3kBit<>+8(SB)/8, $0x0101010101010101
+DATA q3kBit<>+16(SB)/8, $0x0101010101010101
+DATA q3kBit<>+24(SB)/8, $0x0101010101010101
+DATA q3kBit<>+32(SB)/8, $0x1010101010101010
+DATA q3kBit<>+40(SB)/8, $0x1010101010101010
+DATA q3kBit<>+48(SB)/8, $0x1010101010101010
+DATA q3kBit<>+56(SB)/8, $0x1010101010101010
+DATA q3kBit<>+64(SB)/8, $0x0202020202020202
+DATA q3kBit<>+72(SB)/8, $0x0202020202020202
+DATA q3kBit<>+80(SB)/8, $0x0202020202020202
+DATA q3kBit<>+88(SB)/8, $0x0202020202020202
+DATA q3kBit<>+96(SB)/8, $0x2020202020202020
+DATA q3kBit<>+104(SB)/8, $0x2020202020202020
+DATA q3kBit<>+112(SB)/8, $0x2020202020202020
+DATA q3kBit<>+120(SB)/8, $0x2020202020202020
+DATA q3kBit<>+128(SB)/8, $0x0404040404040404
+DATA q3kBit<>+136(SB)/8, $0x0404040404040404
+DATA q3kBit<>+144(SB)/8, $0x0404040404040404
+DATA q3kBit<>+152(SB)/8, $0x0404040404040404
+DATA q3kBit<>+160(SB)/8, $0x4040404040404040
+DATA q3kBit<>+168(SB)/8, $0x4040404040404040
+DATA q3kBit<>+176(SB)/8, $0x4040404040404040
+DATA q3kBit<>+184(SB)/8, $0x4040404040404040
+DATA q3kBit<>+192(SB)/8, $0x0808080808080808
+DATA q3kBit<>+200(SB)/8, $0x0808080808080808
+DATA q3kBit<>+208(SB)/8, $0x0808080808080808
+DATA q3kBit<>+216(SB)/8, $0x0808080808080808
+DATA q3kBit<>+224(SB)/8, $0x8080808080808080
+DATA q3kBit<>+232(SB)/8, $0x8080808080808080
+DATA q3kBit<>+240(SB)/8, $0x8080808080808080
+DATA q3kBit<>+248(SB)/8, $0x8080808080808080
+GLOBL q3kBit<>(SB), RODATA|NOPTR, $256
 DATA q3kScX4<>+0(SB)/8, $0x0000000000020002
 DATA q3kScX4<>+8(SB)/8, $0x0000000000020002
 DATA q3kScX4<>+16(SB)/8, $0x0000000000020002
 DATA q3kScX4<>+24(SB)/8, $0x0000000000020002
 GLOBL q3kScX4<>(SB), RODATA|NOPTR, $32
 
+// Q3K_SETUP loads the constants of the Q3_K row runs (after
+// ROWS8_ARGS).
+#define Q3K_SETUP \
+	MOVL $0x03030303, AX \
+	VPBROADCASTD AX, Z15 \
+	MOVL $0x04040404, AX \
+	VPBROADCASTD AX, Z14 \
+	MOVL $0x0c0c0c0c, AX \
+	VPBROADCASTD AX, Z30 \
+	MOVL $0x10101010, AX \
+	VPBROADCASTD AX, Z31 \
+	MOVL $0x00200020, AX \
+	VPBROADCASTD AX, Y13 \
+	MOVL $0xfff0fff0, AX \
+	VPBROADCASTD AX, Y12 \
+	VMOVDQU q3kScX4<>+0(SB), Y11 \
+	MOVQ $0x0f0f0f0f0f0f0f0f, R8 \
+	VMOVDQU64 q3kIdx<>+0(SB), Z16 \
+	VMOVDQU64 q3kIdx<>+64(SB), Z17 \
+	VMOVDQU64 q3kIdx<>+128(SB), Z18 \
+	VMOVDQU64 q3kIdx<>+192(SB), Z19 \
+	VMOVDQU64 q3kBit<>+0(SB), Z25 \
+	VMOVDQU64 q3kBit<>+64(SB), Z26 \
+	VMOVDQU64 q3kBit<>+128(SB), Z27 \
+	VMOVDQU64 q3kBit<>+192(SB), Z28 \
+	MOVL $0x3e800000, AX \
+	VPBROADCASTD AX, Y29
+
+// Q3K_HEAD starts the block at SI (activations' bsums at 260(DI)): its
+// scales, spread and times 4 where they must be, in Z20-Z23, the offset
+// term in Z9, hmask broadcast in Z4, qs in Z3 and shifted right by 4 in
+// Z5.
+#define Q3K_HEAD \
+	PREFETCHT0 1760(SI) \
+	PREFETCHT0 1824(SI) \
+	Q3K_SCALESGP \
+	VPMULLW Y12, Y0, Y10 \
+	VPMADDWD 260(DI), Y10, Y9 \
+	VPSLLVW Y11, Y0, Y0 \
+	VPERMW Z0, Z16, Z20 \
+	VPERMW Z0, Z17, Z21 \
+	VPERMW Z0, Z18, Z22 \
+	VPERMW Z0, Z19, Z23 \
+	VBROADCASTI64X4 0(SI), Z4 \
+	VMOVDQU64 32(SI), Z3 \
+	VPSRLW $4, Z3, Z5
+
+// Q3K_TAIL adds the block's integer lanes (Z9) times f16(d)·x.D into the
+// row's float lanes (Z8) and moves SI and DI to the next block.
+#define Q3K_TAIL \
+	VCVTDQ2PS Z9, Z9 \
+	VCVTPH2PS 102(SI), X1 \
+	VMULPS.BCST (DI), X1, X1 \
+	VMOVUPS X1, tmp-16(SP) \
+	VFMADD231PS.BCST tmp-4(SP), Z9, Z8 \
+	ADDQ $110, SI \
+	ADDQ $292, DI
+
+// Q3K_ROWEND sums the row's float lanes times 1/4 into Y0 for ROWEND_Y0.
+#define Q3K_ROWEND \
+	VEXTRACTF64X4 $1, Z8, Y0 \
+	VADDPS Y0, Y8, Y0 \
+	VMULPS Y29, Y0, Y0
+
+// Q3K_ACTS loads into Z24 the activations of product p in the order of
+// the whole-qs load: values 32p.. and 128+32p.. of the block at DI.
+#define Q3K_ACTS(lo, hi) \
+	VMOVDQU64    lo(DI), Y24 \
+	VINSERTI64X4 $1, hi(DI), Z24, Z24
+
 // func dotQ3KRowsAVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32)
 //
 // For each of rows consecutive weight rows of nb blocks at w, out[r] is
 // its dot with the nb blocks at x (nb, rows >= 1). Per block: the 16
-// scales are decoded in general registers (Q3K_SCALESGP), the lower
-// halves' scaled by 4 (VPSLLVW) and spread by four VPERMW; the offset
-// term -16·Σ_j scale_j·bsums_j (the scales times -16 by VPMULLW: bsums
-// times 16 could leave int16) starts the integer accumulator Z9; each
-// qs chunk is broadcast once and used unshifted and shifted right by 4
-// (Q3K_PAIR twice), so a block has two immediate shifts instead of four
-// variable ones. Every integer lane is 4 times the exact sum (below 2^26
-// and a multiple of 4, so still converted exactly); f16(d) is converted
-// from memory with the three f16 before it (the load ends at the block's
-// end) and d·x.D broadcast from the stack into the FMA, as in Q4_K; the
-// row's float lanes are multiplied by 1/4 before they are summed
-// (ROWEND_Y0), which is exact short of subnormal lanes, so the result is
-// bit for bit that of unscaled lanes (checked against the kernel before
-// this scheme on random blocks, 1-22 blocks a row, when the 1/4 came
-// after the sum).
+// scales are decoded in general registers (Q3K_SCALESGP), those of the
+// codes in bits 0-1 scaled by 4 (VPSLLVW) and spread by four VPERMW; the
+// offset term -16·Σ_j scale_j·bsums_j (the scales times -16 by VPMULLW:
+// bsums times 16 could leave int16) starts the integer accumulator Z9;
+// qs is loaded whole (64 bytes: both 32-byte chunks, the block's two
+// halves side by side) and used unshifted and shifted right by 4, each
+// masked to bits 0-1 and to bits 2-3 (Q3K_PAIR four times), so a block has
+// one shift. The activations of a product are values 32p.. and
+// 128+32p..: joined by VINSERTI64X4 here (Q3K_ACTS), prepared once per
+// product in that order by q3kPrepAVX512 for dotQ3KRowsPrepAVX512, which
+// is otherwise this kernel, so the two agree bit for bit. Every integer
+// lane is 4 times the exact sum (below 2^26 and a multiple of 4, so still
+// converted exactly); f16(d) is converted from memory with the three f16
+// before it (the load ends at the block's end) and d·x.D broadcast from
+// the stack into the FMA, as in Q4_K; the row's float lanes are
+// multiplied by 1/4 before they are summed (ROWEND_Y0), which is exact
+// short of subnormal lanes, so the result is bit for bit that of unscaled
+// lanes.
 //
 // Measured on the 2-vCPU Zen 4 EPYC (shared; medians of interleaved
 // runs, GB/cpu-s): BenchmarkQuantRows/Q3_K/avx512 15.8 -> 17.9 (Q4_K 22);
@@ -924,32 +1049,12 @@ GLOBL q3kScX4<>(SB), RODATA|NOPTR, $32
 // folding the 16 lanes to 8 before the conversion (-5%), the hmask bits
 // joined by VPTERNLOGD after two variable shifts of hmask instead of the
 // masks (-1%), VPSHUFB or VPERMD in place of VPERMW (at most +4%, before
-// the extra shuffle that would gather the scales for them), and a 64-byte
-// qs load with the activations loaded to match by VINSERTI64X4 (-7%).
-// With the activations reordered to match that load once per product
-// (a prep, as for the Q8_0 partners) and per call on the stack for rows,
-// the kernel alone was 3-5% faster but BenchmarkQuantRows only 1.5%, and
-// the one-row calls would need the VINSERTI64X4 form (-5%): not kept.
+// the extra shuffle that would gather the scales for them), f16(d)
+// broadcast by VPBROADCASTW and converted in all lanes instead of through
+// the stack (-3%), and L2 prefetches (nothing, or -2.5% 48 blocks ahead).
 TEXT ·dotQ3KRowsAVX512(SB), NOSPLIT, $280-40
 	ROWS8_ARGS
-	VMOVDQU64 q3kMask<>+0(SB), Z15
-	VMOVDQU64 q3kHigh<>+0(SB), Z14
-	MOVL $0x00200020, AX
-	VPBROADCASTD AX, Y13
-	MOVL $0xfff0fff0, AX
-	VPBROADCASTD AX, Y12
-	VMOVDQU q3kScX4<>+0(SB), Y11
-	MOVQ $0x0f0f0f0f0f0f0f0f, R8
-	VMOVDQU64 q6kIdx<>+0(SB), Z16
-	VMOVDQU64 q6kIdx<>+64(SB), Z17
-	VMOVDQU64 q6kIdx<>+128(SB), Z18
-	VMOVDQU64 q6kIdx<>+192(SB), Z19
-	VMOVDQU64 q5kBit<>+0(SB), Z25
-	VMOVDQU64 q5kBit<>+64(SB), Z26
-	VMOVDQU64 q5kBit<>+128(SB), Z27
-	VMOVDQU64 q5kBit<>+192(SB), Z28
-	MOVL $0x3e800000, AX // 0.25
-	VPBROADCASTD AX, Y29
+	Q3K_SETUP
 
 q3krow:
 	MOVQ R11, DI
@@ -957,39 +1062,88 @@ q3krow:
 	VPXORD Z8, Z8, Z8
 
 q3kloop:
-	PREFETCHT0 1760(SI)
-	PREFETCHT0 1824(SI)
-	Q3K_SCALESGP
-	VPMULLW Y12, Y0, Y10
-	VPMADDWD 260(DI), Y10, Y9
-	VPSLLVW Y11, Y0, Y0
-	VPERMW Z0, Z16, Z20
-	VPERMW Z0, Z17, Z21
-	VPERMW Z0, Z18, Z22
-	VPERMW Z0, Z19, Z23
-	VBROADCASTI64X4 0(SI), Z4
-	VBROADCASTI64X4 32(SI), Z3
-	VPSRLW $4, Z3, Z5
-	VBROADCASTI64X4 64(SI), Z6
-	VPSRLW $4, Z6, Z7
-	Q3K_PAIR(Z3, 4, Z25, Z20, Z9)
-	Q3K_PAIR(Z5, 68, Z26, Z21, Z9)
-	Q3K_PAIR(Z6, 132, Z27, Z22, Z9)
-	Q3K_PAIR(Z7, 196, Z28, Z23, Z9)
-	VCVTDQ2PS Z9, Z9
-	VCVTPH2PS 102(SI), X1
-	VMULPS.BCST (DI), X1, X1
-	VMOVUPS X1, tmp-16(SP)
-	VFMADD231PS.BCST tmp-4(SP), Z9, Z8
-	ADDQ $110, SI
-	ADDQ $292, DI
+	Q3K_HEAD
+	Q3K_ACTS(4, 132)
+	Q3K_PAIR(Z3, Z15, Z14, Z24, Z25, Z20, Z9)
+	Q3K_ACTS(36, 164)
+	Q3K_PAIR(Z3, Z30, Z31, Z24, Z26, Z21, Z9)
+	Q3K_ACTS(68, 196)
+	Q3K_PAIR(Z5, Z15, Z14, Z24, Z27, Z22, Z9)
+	Q3K_ACTS(100, 228)
+	Q3K_PAIR(Z5, Z30, Z31, Z24, Z28, Z23, Z9)
+	Q3K_TAIL
 	DECQ CX
 	JNZ q3kloop
 
-	VEXTRACTF64X4 $1, Z8, Y0
-	VADDPS Y0, Y8, Y0
-	VMULPS Y29, Y0, Y0
+	Q3K_ROWEND
 	ROWEND_Y0(q3krow, q3kkept, q3kadv, q3knext)
+	VZEROUPPER
+	RET
+
+// func q3kPrepAVX512(x *quant.BlockQ8K, nb int, scr *byte)
+//
+// q3kPrepAVX512 writes the activations of the nb blocks at x (nb >= 1) to
+// scr, from its first 64-byte boundary on, in the order of
+// dotQ3KRowsAVX512's products: per block four 64-byte groups, group p
+// values 32p..32p+31 then 128+32p..128+32p+31.
+TEXT ·q3kPrepAVX512(SB), NOSPLIT, $0-24
+	MOVQ x+0(FP), SI
+	MOVQ nb+8(FP), CX
+	MOVQ scr+16(FP), DI
+	ADDQ $63, DI
+	ANDQ $-64, DI
+
+q3kprep:
+	VMOVDQU      4(SI), Y0
+	VINSERTI64X4 $1, 132(SI), Z0, Z0
+	VMOVDQU64    Z0, 0(DI)
+	VMOVDQU      36(SI), Y1
+	VINSERTI64X4 $1, 164(SI), Z1, Z1
+	VMOVDQU64    Z1, 64(DI)
+	VMOVDQU      68(SI), Y2
+	VINSERTI64X4 $1, 196(SI), Z2, Z2
+	VMOVDQU64    Z2, 128(DI)
+	VMOVDQU      100(SI), Y3
+	VINSERTI64X4 $1, 228(SI), Z3, Z3
+	VMOVDQU64    Z3, 192(DI)
+	ADDQ $292, SI
+	ADDQ $256, DI
+	DECQ CX
+	JNZ  q3kprep
+	VZEROUPPER
+	RET
+
+// func dotQ3KRowsPrepAVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32, scr *byte)
+//
+// dotQ3KRowsPrepAVX512 is dotQ3KRowsAVX512 with each product's activations
+// read from the ones q3kPrepAVX512 wrote to scr (R15, 256 bytes a block)
+// instead of joined per row: one activation load fewer per product, and
+// no VINSERTI64X4. x is still read for its scales and bsums.
+TEXT ·dotQ3KRowsPrepAVX512(SB), NOSPLIT, $280-48
+	ROWS8_ARGS
+	Q3K_SETUP
+
+q3kprow:
+	MOVQ R11, DI
+	MOVQ R12, CX
+	MOVQ scr+40(FP), R15
+	ADDQ $63, R15
+	ANDQ $-64, R15
+	VPXORD Z8, Z8, Z8
+
+q3kploop:
+	Q3K_HEAD
+	Q3K_PAIR(Z3, Z15, Z14, 0(R15), Z25, Z20, Z9)
+	Q3K_PAIR(Z3, Z30, Z31, 64(R15), Z26, Z21, Z9)
+	Q3K_PAIR(Z5, Z15, Z14, 128(R15), Z27, Z22, Z9)
+	Q3K_PAIR(Z5, Z30, Z31, 192(R15), Z28, Z23, Z9)
+	Q3K_TAIL
+	ADDQ $256, R15
+	DECQ CX
+	JNZ q3kploop
+
+	Q3K_ROWEND
+	ROWEND_Y0(q3kprow, q3kpkept, q3kpadv, q3kpnext)
 	VZEROUPPER
 	RET
 
