@@ -81,7 +81,7 @@ GLOBL iq4Shifted<>(SB), RODATA|NOPTR, $32
 
 // The Q8_0-partner row-run dots (Q4_0, Q5_0, IQ4_NL) take one row at a
 // time and eight blocks per iteration, four blocks per 512-bit register
-// (see Q80N_LOAD18 and Q5MASKS below); the last nb%8 blocks go one at a
+// (see Q80N_LOAD18 and q5GatherIdx below); the last nb%8 blocks go one at a
 // time. A row's result does not depend on its neighbours: every row of a
 // run equals the one-token dot (a run of one). Two rows in lockstep, which
 // share the activation work, were faster from cache but slower from
@@ -108,7 +108,7 @@ GLOBL iq4Shifted<>(SB), RODATA|NOPTR, $32
 // the scratch the caller provides), and a row's eight f16 weight scales,
 // at a stride of the block size, are picked out of the eight blocks'
 // loaded bytes by one two-table word permute (VPERMT2W), or two merge-
-// masked ones for Q5_0's wider blocks (q5ScIdx).
+// masked ones for Q5_0's wider blocks (q5GatherIdx).
 
 // q80W18Idx picks the scale words of eight 18-byte blocks (Q4_0, IQ4_NL)
 // out of their first 128 bytes.
@@ -233,19 +233,24 @@ GLOBL q5Qs47<>(SB), RODATA|NOPTR, $64
 // order.
 //
 // Q5_0's eight blocks (176 bytes) come from three overlapping loads (0, 64
-// and 112). Its eight scales are picked by two merge-masked two-table
-// permutes (VPERMI2W under K2 and K3, q5ScIdx) into one register and then
-// converted, multiplied and spread as Q4_0's are; its qs bytes by one
-// permute per four blocks (q5Qs03, q5Qs47). Its fifth bits become the byte
-// masks under which 16 is added to the codes in general registers
-// (Q5MASKS): the loop is bound by its vector instructions. From cache
-// (BenchmarkQuantRows/Q5_0/avx512, interleaved, on a Zen 4 VM with 512-bit
-// instructions in two halves), against 24.2 GB/s for the byte shuffles and
-// VPTESTMBs in vector registers that made the masks before: 25.3 with the
-// masks from general registers but the scales spread by a permute per four
-// blocks, 26.9 as it is; 25.5 for a store of the permuted qh words
-// reloaded by KMOVQ, and 23.3 for VMOVQ/VPEXTRQ of them into general
-// registers. With no fifth bits at all the loop would do 30.4.
+// and 112). Two merge-masked two-table permutes (VPERMI2W under K2 and
+// K3, q5GatherIdx) pick out of them into one register the eight scales,
+// which are converted, multiplied and spread as Q4_0's are, and the eight
+// qh words split in halves: four blocks' low (high) halves in a quadword
+// are already the byte mask of their values 0-15 (16-31), so the register
+// is stored to the frame and the four masks loaded from it by KMOVQ; 16
+// is added to the codes under them. The qs bytes are picked by one
+// permute per four blocks (q5Qs03, q5Qs47). The masks were made before
+// from four scalar loads and four PEXTs per four blocks: with that loop
+// as the other kernel in one pool, on weights streamed from DRAM (as
+// rowsum_amd64.h says), it took 6.5-12% more time at one thread and 0-7%
+// more at two (six runs each, a loaded machine). From cache
+// (BenchmarkQuantRows/Q5_0/avx512, on a Zen 4 VM with 512-bit
+// instructions in two halves) the masks made from byte shuffles and
+// VPTESTMBs had done 24.2 GB/s, from general registers 26.9, an earlier
+// version of the store and KMOVQ reload 25.5, and VMOVQ/VPEXTRQ of the
+// qh words into general registers 23.3. With no fifth bits at all the
+// loop would do 30.4.
 
 // Q80SCR takes the scratch of a Q8_0-partner row-run dot (its last
 // argument, which q80PrepAVX512 fills) in R8 and nb in R12 and leaves in
@@ -310,54 +315,36 @@ prepdone:
 	VZEROUPPER
 	RET
 
-// q5QhLo and q5QhHi pick the low and the high halves of the two qh
-// words in a quadword.
-DATA q5QhLo<>+0(SB)/8, $0x0000ffff0000ffff
-GLOBL q5QhLo<>(SB), RODATA|NOPTR, $8
-DATA q5QhHi<>+0(SB)/8, $0xffff0000ffff0000
-GLOBL q5QhHi<>(SB), RODATA|NOPTR, $8
-
-// Q5MASKS leaves the fifth bits of the four Q5_0 blocks at boff(SI) as
-// the byte masks K1 (values 0-15 of each block, one block per 16 bits)
-// and K5 (values 16-31): two blocks' qh words per quadword, and PEXT of
-// their low or high halves. Clobbers AX, DX, DI, R9.
-#define Q5MASKS(boff) \
-	MOVL        boff+2(SI), AX \
-	MOVL        boff+24(SI), R9 \
-	SHLQ        $32, R9 \
-	ORQ         R9, AX \
-	MOVL        boff+46(SI), R9 \
-	MOVL        boff+68(SI), DX \
-	SHLQ        $32, DX \
-	ORQ         DX, R9 \
-	PEXTQ       q5QhLo<>(SB), AX, DI \
-	PEXTQ       q5QhLo<>(SB), R9, DX \
-	SHLQ        $32, DX \
-	ORQ         DX, DI \
-	KMOVQ       DI, K1 \
-	PEXTQ       q5QhHi<>(SB), AX, DI \
-	PEXTQ       q5QhHi<>(SB), R9, DX \
-	SHLQ        $32, DX \
-	ORQ         DX, DI \
-	KMOVQ       DI, K5
+// Q5_FRAME is the Q5_0 row run's frame: ROWS8_FRAME, then at Q5_GATHER
+// the 64 bytes of its gathered scale and qh words.
+#define Q5_FRAME 328
+#define Q5_GATHER 264
 
 // Q5CODES leaves in Z2 and Z3 the codes of the four blocks whose qs words
-// qidx picks out of tab1 and tab2 (overwriting tab1), 16 added under K1
-// and K5.
-#define Q5CODES(tab1, tab2, qidx) \
+// qidx picks out of tab1 and tab2 (overwriting tab1), 16 added under klo
+// (values 0-15) and khi (16-31).
+#define Q5CODES(tab1, tab2, qidx, klo, khi) \
 	VPERMT2W    tab2, qidx, tab1 \
 	VPSRLW      $4, tab1, Z3 \
 	VPANDD      Z15, tab1, Z2 \
 	VPANDD      Z15, Z3, Z3 \
-	VPADDB      Z12, Z2, K1, Z2 \
-	VPADDB      Z12, Z3, K5, Z3
+	VPADDB      Z12, Z2, klo, Z2 \
+	VPADDB      Z12, Z3, khi, Z3
 
-// q5ScIdx picks the scale words of blocks 0-3 of eight 22-byte blocks
-// out of bytes 0-127 (words 0-3, under K2) and of blocks 4-7 out of bytes
-// 64-127 and 112-175 (words 4-7, under K3).
-DATA q5ScIdx<>+0(SB)/8, $0x00210016000b0000
-DATA q5ScIdx<>+8(SB)/8, $0x0035002a0017000c
-GLOBL q5ScIdx<>(SB), RODATA|NOPTR, $16
+// q5GatherIdx picks out of eight 22-byte blocks their scale words (words
+// 0-7), then their qh words: the low halves (words 8-15) and the
+// high halves (words 16-23), blocks 0-3 under K2 and 4-7 under K3. Four
+// blocks' low (high) halves in a quadword are the byte mask of their
+// values 0-15 (16-31) as Q5CODES takes it.
+DATA q5GatherIdx<>+0(SB)/8, $0x00210016000b0000
+DATA q5GatherIdx<>+8(SB)/8, $0x0035002a0017000c
+DATA q5GatherIdx<>+16(SB)/8, $0x00220017000c0001
+DATA q5GatherIdx<>+24(SB)/8, $0x0036002b0018000d
+DATA q5GatherIdx<>+32(SB)/8, $0x00230018000d0002
+DATA q5GatherIdx<>+40(SB)/8, $0x0037002c0019000e
+DATA q5GatherIdx<>+48(SB)/8, $0x0000000000000000
+DATA q5GatherIdx<>+56(SB)/8, $0x0000000000000000
+GLOBL q5GatherIdx<>(SB), RODATA|NOPTR, $64
 
 // Q80GROUPS turns the block count in CX into the count of whole groups
 // of eight that the main loop takes and moves DI past their activation
@@ -434,23 +421,23 @@ q40end:
 	RET
 
 // func dotQ5_0RowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32, scr *byte)
-TEXT ·dotQ5_0RowsAVX512(SB), NOSPLIT, $ROWS8_FRAME-48
+TEXT ·dotQ5_0RowsAVX512(SB), NOSPLIT, $Q5_FRAME-48
 	ROWS_PROLOGUE
 	MOVL $0x10101010, AX
 	VPBROADCASTD AX, Z13
 	VPBROADCASTD AX, Z12
 	VMOVDQU64 q5Qs03<>(SB), Z18
 	VMOVDQU64 q5Qs47<>(SB), Z19
-	VBROADCASTI32X4 q5ScIdx<>(SB), Z23
-	MOVL $0x0f, AX
+	VMOVDQU64 q5GatherIdx<>(SB), Z23
+	MOVL $0x0f0f0f, AX
 	KMOVD AX, K2
-	MOVL $0xf0, AX
+	MOVL $0xf0f0f0, AX
 	KMOVD AX, K3
 	MOVQ scr+40(FP), R8
 	Q80ROWS_SETUP
 q50row:
-	// Q5MASKS takes R9 and DI, so the scales' address is made again
-	// for every row (R10, as Q80SCR makes R9) and DI after the loop.
+	// The scales' address is made again for every row (R10, as Q80SCR
+	// makes R9) and DI after the loop.
 	TESTQ R13, R13
 	JZ   q50end
 	MOVQ R11, DI
@@ -474,15 +461,18 @@ q50l:
 	VMOVDQA64 Z23, Z10
 	VPERMI2W  Z5, Z4, K2, Z10
 	VPERMI2W  Z6, Z5, K3, Z10
+	VMOVDQU64 Z10, Q5_GATHER(SP)
 	VCVTPH2PS X10, Y1
 	VMULPS    (R10), Y1, Y1
 	VPERMPS   Z1, Z16, Z25
 	VPERMPS   Z1, Z17, Z26
-	Q5MASKS(0)
-	Q5CODES(Z4, Z5, Z18)
+	KMOVQ     (Q5_GATHER+16)(SP), K1
+	KMOVQ     (Q5_GATHER+32)(SP), K5
+	Q5CODES(Z4, Z5, Z18, K1, K5)
 	Q80N_DOT(0(BX), 64(BX), 128(BX), Z25, Z0)
-	Q5MASKS(88)
-	Q5CODES(Z5, Z6, Z19)
+	KMOVQ     (Q5_GATHER+24)(SP), K6
+	KMOVQ     (Q5_GATHER+40)(SP), K7
+	Q5CODES(Z5, Z6, Z19, K6, K7)
 	Q80N_DOT(192(BX), 256(BX), 320(BX), Z26, Z0)
 	ADDQ $176, SI
 	ADDQ $384, BX
