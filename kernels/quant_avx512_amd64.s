@@ -1080,6 +1080,13 @@ q3kloop:
 	VZEROUPPER
 	RET
 
+// Q3K_PREP writes product p's activations of the block at SI to
+// 64p(DI), through y and z (its 512-bit register).
+#define Q3K_PREP(p, y, z) \
+	VMOVDQU      (4+32*p)(SI), y \
+	VINSERTI64X4 $1, (132+32*p)(SI), z, z \
+	VMOVDQU64    z, (64*p)(DI)
+
 // func q3kPrepAVX512(x *quant.BlockQ8K, nb int, scr *byte)
 //
 // q3kPrepAVX512 writes the activations of the nb blocks at x (nb >= 1) to
@@ -1094,18 +1101,10 @@ TEXT ·q3kPrepAVX512(SB), NOSPLIT, $0-24
 	ANDQ $-64, DI
 
 q3kprep:
-	VMOVDQU      4(SI), Y0
-	VINSERTI64X4 $1, 132(SI), Z0, Z0
-	VMOVDQU64    Z0, 0(DI)
-	VMOVDQU      36(SI), Y1
-	VINSERTI64X4 $1, 164(SI), Z1, Z1
-	VMOVDQU64    Z1, 64(DI)
-	VMOVDQU      68(SI), Y2
-	VINSERTI64X4 $1, 196(SI), Z2, Z2
-	VMOVDQU64    Z2, 128(DI)
-	VMOVDQU      100(SI), Y3
-	VINSERTI64X4 $1, 228(SI), Z3, Z3
-	VMOVDQU64    Z3, 192(DI)
+	Q3K_PREP(0, Y0, Z0)
+	Q3K_PREP(1, Y1, Z1)
+	Q3K_PREP(2, Y2, Z2)
+	Q3K_PREP(3, Y3, Z3)
 	ADDQ $292, SI
 	ADDQ $256, DI
 	DECQ CX
