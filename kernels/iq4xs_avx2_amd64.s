@@ -304,13 +304,14 @@ GLOBL iq4xsU<>(SB), RODATA|NOPTR, $16
 	VPMADDWD   Y5, Y9, Y9 \
 	VPMADDWD   Y5, Y4, Y4
 
-// func dotIQ4XSRowsPrepAVX2(w *byte, scr *byte, nb, rows int, out *float32)
+// func dotIQ4XSRowsPrepAVX2(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32, scr *byte)
 //
-// scr is the scratch iq4xsPrepAVX2 wrote (the same pointer).
-TEXT ·dotIQ4XSRowsPrepAVX2(SB), NOSPLIT, $ROWS8_FRAME-40
+// scr is the scratch iq4xsPrepAVX2 wrote (the same pointer); x is not
+// read.
+TEXT ·dotIQ4XSRowsPrepAVX2(SB), NOSPLIT, $ROWS8_FRAME-48
 	MOVQ $0, ROWS8_KEPT
 	MOVQ w+0(FP), SI
-	MOVQ scr+8(FP), R11
+	MOVQ scr+40(FP), R11
 	ADDQ $63, R11
 	ANDQ $-64, R11
 	MOVQ nb+16(FP), R12

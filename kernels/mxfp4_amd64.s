@@ -582,7 +582,7 @@ GLOBL mxfp4Spread<>(SB), RODATA|NOPTR, $128
 // (-12·Σx), blocks 0, 2, 4, 6 (their qs at 2, 70, 138, 206) and then 1,
 // 3, 5, 7 (at 36, 104, 172, 240), 384 bytes a group, and then all nb
 // activation scales as float32, into scr (MX1SCR's layout,
-// mxfp4ScrBytes(nb) bytes).
+// q80ScrBytes(nb) bytes hold it).
 TEXT ·mxfp4PrepAVX512(SB), NOSPLIT, $0-24
 	MOVQ x+0(FP), R11
 	MOVQ nb+8(FP), R12

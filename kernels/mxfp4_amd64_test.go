@@ -43,7 +43,7 @@ func BenchmarkMXFP4Rows(b *testing.B) {
 	q := make([]quant.BlockQ8_0, nb)
 	quant.QuantizeRowQ8_0Act(x, q)
 	out := make([]float32, rows)
-	scr := make([]byte, mxfp4ScrBytes(nb))
+	scr := make([]byte, q80ScrBytes(nb))
 	mxfp4PrepAVX512(&q[0], nb, &scr[0])
 	copies := [][]byte{m.Data}
 	for n := len(m.Data); n < 1<<30; n += len(m.Data) {
@@ -55,7 +55,7 @@ func BenchmarkMXFP4Rows(b *testing.B) {
 	}{
 		// The activation work in every call, as the one-token dot does,
 		// and once per product, as the pool's prep does.
-		{"one-row", func(w []byte) { mxfp4Rows(w, q, out) }},
+		{"one-row", func(w []byte) { q80MXFP4.rows(w, q, out) }},
 		{"prepared", func(w []byte) { dotMXFP4RowsAVX512(&w[0], &q[0], nb, rows, &out[0], &scr[0]) }},
 	}
 	for _, from := range []string{"cache", "dram"} {

@@ -56,10 +56,10 @@ func setNewQAVX512(t *table) {
 	q80x8(tensor.Q5_0, quant.BlockQ5_0Bytes, dotQ5_0x8AVX512)
 	q80x8(tensor.IQ4_NL, quant.BlockIQ4_NLBytes, dotIQ4NLx8AVX512)
 	q8k(tensor.IQ4_XS, quant.BlockIQ4_XSBytes, dotIQ4XSRowsAVX512)
-	iq4xsPrep512.set(t)
+	iq4xsPrepAVX512Split.set(t)
 	q8k(tensor.Q5_K, quant.BlockQ5_KBytes, dotQ5KRowsAVX512)
 	q8k(tensor.Q3_K, quant.BlockQ3_KBytes, dotQ3KRowsAVX512)
-	q3kPrep512.set(t)
+	q3kPrepAVX512Split.set(t)
 	q8k(tensor.Q2_K, quant.BlockQ2_KBytes, dotQ2KRowsAVX512)
 	t.weights[tensor.Q3_K].q8k.x8 = func(w []byte, x []quant.BlockQ8K, _ []float32, nb int, out *[8]float32) {
 		x = x[:8*nb]
@@ -90,60 +90,14 @@ func setNewQAVX512(t *table) {
 	}
 }
 
-// q8kPrep512 is an AVX-512 Q8_K-partner row run split for the pool's
-// one-token products (dots.prep, dots.prepRows): prep writes the
-// activation work of every block once per product, prepBlock bytes a
-// block from the scratch's first 64-byte boundary, and rows then gives
-// the row run's results, bit for bit, from it.
-type q8kPrep512 struct {
-	typ        tensor.Type
-	blockBytes int // of a weight block
-	prepBlock  int // prepared bytes of an activation block
-	prep       func(x *quant.BlockQ8K, nb int, scr *byte)
-	rows       func(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32, scr *byte)
-}
-
 // Row-run splits of the avx512 path. IQ4_XS's prepares each block's
 // activations into six 64-byte registers and dx (IQ4XS_X: the work its
 // row run did in every row); Q3_K's reorders them to match its whole
 // qs load (the VINSERTI64X4 its row run does in every row).
 var (
-	iq4xsPrep512 = q8kPrep512{tensor.IQ4_XS, quant.BlockIQ4_XSBytes, 448, iq4xsPrepAVX512, dotIQ4XSRowsPrepAVX512}
-	q3kPrep512   = q8kPrep512{tensor.Q3_K, quant.BlockQ3_KBytes, 256, q3kPrepAVX512, dotQ3KRowsPrepAVX512}
+	iq4xsPrepAVX512Split = q8kPrep{tensor.IQ4_XS, quant.BlockIQ4_XSBytes, 448, iq4xsPrepAVX512, dotIQ4XSRowsPrepAVX512}
+	q3kPrepAVX512Split   = q8kPrep{tensor.Q3_K, quant.BlockQ3_KBytes, 256, q3kPrepAVX512, dotQ3KRowsPrepAVX512}
 )
-
-// prepLen is the dots.prepLen of k: 63 bytes to align the scratch, then
-// every block's prepared activations; 0 for no blocks.
-func (k q8kPrep512) prepLen(nb int) int {
-	if nb < 1 {
-		return 0
-	}
-	return 63 + nb*k.prepBlock
-}
-
-// set gives t's row-run dot of k.typ its split.
-func (k q8kPrep512) set(t *table) {
-	d := &t.weights[k.typ].q8k
-	rows := d.rows
-	d.prepLen = k.prepLen
-	d.prep = func(x []quant.BlockQ8K, scr []byte) {
-		scr = scr[:k.prepLen(len(x))]
-		if len(scr) == 0 {
-			return
-		}
-		k.prep(&x[0], len(x), &scr[0])
-	}
-	d.prepRows = func(w []byte, x []quant.BlockQ8K, scr []byte, out []float32) {
-		nb := len(x)
-		w = w[:k.blockBytes*nb*len(out)]
-		scr = scr[:k.prepLen(nb)]
-		if len(scr) == 0 || len(out) == 0 {
-			rows(w, x, out)
-			return
-		}
-		k.rows(&w[0], &x[0], nb, len(out), &out[0], &scr[0])
-	}
-}
 
 // oneOfRows returns the one-token dot that is a run of one row of rows.
 func oneOfRows[X any](rows func(w []byte, x []X, out []float32)) func(w []byte, x []X) float32 {
@@ -176,15 +130,17 @@ const q80XsGroupBytes = 384
 
 // q80ScrBytes is the scratch of the Q8_0-partner row-run dots for rows of
 // nb blocks (q80PrepAVX512's layout): 64 bytes to align it, then every
-// whole group's activations and then its scales. The AVX2 ones' layout
+// whole group's activations and then its scales, and 32 bytes more for
+// MXFP4's layout (mxfp4PrepAVX512's), which keeps the scales of all nb
+// blocks, the last nb%8 too, after the groups. The AVX2 ones' layout
 // (rowsPrepAVX2's) takes 320 of the 416 bytes a group.
-func q80ScrBytes(nb int) int { return 64 + nb/8*(q80XsGroupBytes+32) }
+func q80ScrBytes(nb int) int { return 64 + nb/8*(q80XsGroupBytes+32) + 32 }
 
 // The stack arrays of rows, q80ScrBytes of the three widths.
 const (
-	q80ScrTiny  = 64 + q80RowsTinyBlocks/8*(q80XsGroupBytes+32)
-	q80ScrSmall = 64 + q80RowsSmallBlocks/8*(q80XsGroupBytes+32)
-	q80ScrLarge = 64 + q80RowsMaxBlocks/8*(q80XsGroupBytes+32)
+	q80ScrTiny  = 64 + q80RowsTinyBlocks/8*(q80XsGroupBytes+32) + 32
+	q80ScrSmall = 64 + q80RowsSmallBlocks/8*(q80XsGroupBytes+32) + 32
+	q80ScrLarge = 64 + q80RowsMaxBlocks/8*(q80XsGroupBytes+32) + 32
 )
 
 // q80PrepLen is the dots.prepLen of the Q8_0-partner row-run dots: the
@@ -213,6 +169,8 @@ const (
 	q80Q4_0 q80Kernel = iota
 	q80Q5_0
 	q80IQ4NL
+	// MXFP4's (mxfp4_amd64.s), whose scratch mxfp4PrepAVX512 writes.
+	q80MXFP4
 	// The AVX2 ones (rows_avx2_amd64.s), whose scratch rowsPrepAVX2
 	// writes in a layout of its own, of q80ScrBytes's size.
 	q80Q4_0AVX2
@@ -222,14 +180,14 @@ const (
 
 // typ returns the weight type of kernel k.
 func (k q80Kernel) typ() tensor.Type {
-	return [...]tensor.Type{tensor.Q4_0, tensor.Q5_0, tensor.IQ4_NL, tensor.Q4_0, tensor.Q5_0, tensor.IQ4_NL}[k]
+	return [...]tensor.Type{tensor.Q4_0, tensor.Q5_0, tensor.IQ4_NL, tensor.MXFP4, tensor.Q4_0, tensor.Q5_0, tensor.IQ4_NL}[k]
 }
 
 // offset returns k's code offset o (the codes are u-o for unsigned u) in
 // every byte (0 for the AVX2 IQ4_NL kernel, which multiplies signed
-// codes).
+// codes, and for MXFP4's, whose prep has its own).
 func (k q80Kernel) offset() uint32 {
-	return [...]uint32{0x08080808, 0x10101010, 0x80808080, 0x08080808, 0x10101010, 0}[k]
+	return [...]uint32{0x08080808, 0x10101010, 0x80808080, 0, 0x08080808, 0x10101010, 0}[k]
 }
 
 // rows is k's row-run dot: the activations prepared into scratch in
@@ -256,6 +214,8 @@ func (k q80Kernel) rows(w []byte, x []quant.BlockQ8_0, out []float32) {
 			twin = quant.DotQ5_0Q8_0
 		case tensor.IQ4_NL:
 			twin = quant.DotIQ4NLQ8_0
+		case tensor.MXFP4:
+			twin = quant.DotMXFP4Q8_0
 		}
 		rb := k.typ().BlockBytes() * nb
 		for r := range out {
@@ -294,11 +254,14 @@ func (k q80Kernel) prepCall(w []byte, x []quant.BlockQ8_0, out []float32, scr *b
 
 // prepare writes kernel k's scratch for the blocks x (len(x) >= 1) to scr.
 func (k q80Kernel) prepare(x []quant.BlockQ8_0, scr *byte) {
-	if k >= q80Q4_0AVX2 {
+	switch {
+	case k == q80MXFP4:
+		mxfp4PrepAVX512(&x[0], len(x), scr)
+	case k >= q80Q4_0AVX2:
 		rowsPrepAVX2(&x[0], len(x), k.offset(), scr)
-		return
+	default:
+		q80PrepAVX512(&x[0], len(x), k.offset(), scr)
 	}
-	q80PrepAVX512(&x[0], len(x), k.offset(), scr)
 }
 
 // prep is k's dots.prep: the activation work of rows, once per product
@@ -334,6 +297,8 @@ func (k q80Kernel) call(w []byte, x []quant.BlockQ8_0, out []float32, scr *byte)
 		dotQ5_0RowsAVX512(&w[0], &x[0], len(x), len(out), &out[0], scr)
 	case q80IQ4NL:
 		dotIQ4NLRowsAVX512(&w[0], &x[0], len(x), len(out), &out[0], scr)
+	case q80MXFP4:
+		dotMXFP4RowsAVX512(&w[0], &x[0], len(x), len(out), &out[0], scr)
 	case q80Q4_0AVX2:
 		dotQ4_0RowsAVX2(&w[0], &x[0], len(x), len(out), &out[0], scr)
 	case q80Q5_0AVX2:
@@ -368,7 +333,7 @@ func dotIQ4NLRowsAVX512(w *byte, x *quant.BlockQ8_0, nb, rows int, out *float32,
 func dotIQ4XSRowsAVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32)
 
 // iq4xsPrepAVX512 writes the prepared activations of the nb blocks at x
-// (nb >= 1) to scr, iq4xsPrep512.prepLen(nb) bytes.
+// (nb >= 1) to scr, iq4xsPrepAVX512Split.prepLen(nb) bytes.
 //
 //go:noescape
 func iq4xsPrepAVX512(x *quant.BlockQ8K, nb int, scr *byte)
@@ -386,8 +351,8 @@ func dotQ5KRowsAVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32)
 func dotQ3KRowsAVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32)
 
 // q3kPrepAVX512 writes the activations of the nb blocks at x (nb >= 1) to
-// scr, q3kPrep512.prepLen(nb) bytes, in the order of the Q3_K row run's
-// products.
+// scr, q3kPrepAVX512Split.prepLen(nb) bytes, in the order of the Q3_K row
+// run's products.
 //
 //go:noescape
 func q3kPrepAVX512(x *quant.BlockQ8K, nb int, scr *byte)
