@@ -5,6 +5,7 @@ package kernels
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/lisa-llm/lisa/tensor"
@@ -39,10 +40,20 @@ func TestNewTypeDotsWide(t *testing.T) {
 	})
 }
 
-// TestNewTypeRowsPrepared checks the row-run dots that prepare a token's
-// activations once per product (dots.prep: the avx512 Q8_0-partner ones,
-// MXFP4's included, and IQ4_XS's; the avx2 Q4_0, Q5_0, IQ4_NL and IQ4_XS
-// ones) at widths with and without
+// preparedTypes lists, per path, the weight types whose row-run dot
+// prepares a token's activations once per product (dots.prep). A dropped
+// prep changes no result, only the time every piece of a product spends
+// on the activations again, so TestNewTypeRowsPrepared holds each path to
+// its list; a type added here must be among the ones that test takes.
+var preparedTypes = map[Path][]tensor.Type{
+	AVX2:   {tensor.Q4_0, tensor.Q5_0, tensor.IQ4_NL, tensor.IQ4_XS},
+	AVX512: {tensor.Q4_0, tensor.Q5_0, tensor.Q3_K, tensor.IQ4_NL, tensor.IQ4_XS, tensor.MXFP4},
+}
+
+// TestNewTypeRowsPrepared checks that each path prepares the activations
+// of exactly its preparedTypes, and checks those row-run dots (the avx512
+// Q8_0-partner ones, MXFP4's included, Q3_K's and IQ4_XS's; the avx2
+// Q4_0, Q5_0, IQ4_NL and IQ4_XS ones) at widths with and without
 // a tail of blocks, for the Q8_0-partner ones the widest they prepare and
 // one past it: every run of distinct rows from the prepared scratch bit
 // for bit the path's rows (which prepares per call, or not at all), a run
@@ -50,8 +61,17 @@ func TestNewTypeDotsWide(t *testing.T) {
 // scratch.
 func TestNewTypeRowsPrepared(t *testing.T) {
 	forEachPath(t, func(t *testing.T, tab *table) {
+		var got []tensor.Type
+		for typ := range tab.weights {
+			if wk := &tab.weights[typ]; wk.q80.prep != nil || wk.q8k.prep != nil {
+				got = append(got, tensor.Type(typ))
+			}
+		}
+		if want := preparedTypes[tab.path]; !slices.Equal(got, want) {
+			t.Fatalf("types whose row run prepares its activations: %v, want %v", got, want)
+		}
 		r := rand.New(rand.NewPCG(19, 9))
-		seen := false
+		seen := 0
 		for _, c := range append(newqTypes(), mxfp4Type) {
 			wk := &tab.weights[c.typ]
 			if wk.q80.prep == nil && wk.q8k.prep == nil {
@@ -61,7 +81,7 @@ func TestNewTypeRowsPrepared(t *testing.T) {
 			if c.typ == tensor.MXFP4 {
 				inputs = func(nb int) []newqInput { return mxfp4Inputs(r, nb) }
 			}
-			seen = true
+			seen++
 			nbs := []int{1, 7, 8, 9, 17, 64, 67, q80RowsMaxBlocks, q80RowsMaxBlocks + 1}
 			if wk.q8k.prep != nil {
 				nbs = []int{1, 2, 3, 7, 8, 9, 17, 67}
@@ -92,8 +112,8 @@ func TestNewTypeRowsPrepared(t *testing.T) {
 				}
 			}
 		}
-		if tab.path != Generic && !seen {
-			t.Errorf("%s: no row-run dot prepares its activations", tab.path)
+		if seen != len(got) {
+			t.Errorf("checked %d of the %d prepared types %v", seen, len(got), got)
 		}
 	})
 }
