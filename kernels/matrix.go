@@ -3,6 +3,7 @@ package kernels
 import (
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/lisa-llm/lisa/tensor"
 )
@@ -30,11 +31,15 @@ type Matrix struct {
 	Data       []byte
 }
 
+// MaxRows is the most rows a Matrix may have: the pool hands a product's
+// rows out in pieces whose bounds are 32-bit.
+const MaxRows = math.MaxInt32
+
 // NewMatrix returns the matrix of rows×cols values of type t stored in
 // data. It returns ErrUnsupportedType (wrapped) for a type MatMul cannot
 // multiply and a *LengthError when cols is not a positive multiple of the
-// block size, rows is negative or data is not exactly the bytes the shape
-// takes.
+// block size, rows is negative or above MaxRows, or data is not exactly
+// the bytes the shape takes.
 func NewMatrix(t tensor.Type, rows, cols int, data []byte) (Matrix, error) {
 	m := Matrix{Type: t, Rows: rows, Cols: cols, Data: data}
 	return m, m.check("matrix")
@@ -54,7 +59,7 @@ func (m Matrix) check(op string) error {
 	if m.Cols <= 0 || m.Cols%bs != 0 {
 		return &LengthError{Pkg: "kernels", Op: op, Type: m.Type, Field: "cols", Len: int64(m.Cols), Want: -1}
 	}
-	if m.Rows < 0 {
+	if m.Rows < 0 || m.Rows > MaxRows {
 		return &LengthError{Pkg: "kernels", Op: op, Type: m.Type, Field: "rows", Len: int64(m.Rows), Want: -1}
 	}
 	rb, err := m.Type.RowBytes(int64(m.Cols))

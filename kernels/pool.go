@@ -127,10 +127,15 @@ type job struct {
 
 	fn func(part int) // Run's function
 
-	// The rows phase outside the blocked product hands out chunk rows at a
-	// time: next is the first row not yet claimed.
-	chunk int
-	next  atomic.Int64
+	// The rows phase of a multi-token product outside the blocked one
+	// hands out chunk rows at a time: next is the first row not yet
+	// claimed. A one-token product's rows are cut into one region per
+	// goroutine instead (claimRegion): regions[i] holds the rows of
+	// goroutine i's region not yet claimed, the first in its low 32 bits
+	// and the end in its high 32 bits.
+	chunk   int
+	next    atomic.Int64
+	regions []atomic.Uint64
 
 	// res holds each goroutine's results of a multi-token dot.
 	res []partResult
@@ -168,6 +173,7 @@ func newPool(threads int, tab *table) *Pool {
 	p.wake = sync.NewCond(&p.wakeMu)
 	p.done = sync.NewCond(&p.wakeMu)
 	p.job.res = make([]partResult, threads)
+	p.job.regions = make([]atomic.Uint64, threads)
 	p.job.gemm = make([]gemmPart, threads)
 	p.job.gemmMin = gemmMinTokens
 	p.job.tokenBlock = tokenBlockBytes
@@ -282,7 +288,7 @@ func (p *Pool) Close() {
 	p.start()
 	p.exited.Wait()
 	clear(p.job.gemm)
-	p.job = job{res: p.job.res, gemm: p.job.gemm, gemmMin: p.job.gemmMin, tokenBlock: p.job.tokenBlock}
+	p.job = job{res: p.job.res, gemm: p.job.gemm, gemmMin: p.job.gemmMin, tokenBlock: p.job.tokenBlock, regions: p.job.regions}
 }
 
 // MatMul computes out[i*w.Rows + r] = dot(row r of w, x[i*w.Cols:(i+1)*w.Cols])
@@ -340,6 +346,9 @@ func (p *Pool) MatMul(out []float32, w Matrix, x []float32, n int) error {
 		}
 		j.chunk = j.chunkRows(p.threads)
 		j.next.Store(0)
+		if n == 1 {
+			j.splitRegions(p.threads)
+		}
 		p.parallel(phaseRows)
 	}
 	j.out, j.x, j.w.Data = nil, nil, nil
@@ -388,7 +397,7 @@ func (p *Pool) run(part int) {
 		}
 		if j.n == 1 {
 			for {
-				r0, r1 := j.claimGuided(p.threads)
+				r0, r1 := j.claimRegion(part, p.threads)
 				if r0 >= r1 {
 					return
 				}
@@ -407,26 +416,62 @@ func (p *Pool) run(part int) {
 	}
 }
 
-// claimGuided claims the next piece of a one-token product's rows: a
-// share of those left (half of them split among the goroutines), at
-// least minGuidedRows, so the pieces shrink towards the end and the
-// goroutines finish together. It returns r0 >= r1 when none are left.
-func (j *job) claimGuided(threads int) (int, int) {
-	for {
-		cur := j.next.Load()
-		left := int64(j.w.Rows) - cur
-		if left <= 0 {
-			return 0, 0
-		}
-		size := min(left, max(minGuidedRows, left/int64(2*threads)))
-		if j.next.CompareAndSwap(cur, cur+size) {
-			return int(cur), int(cur + size)
-		}
+// splitRegions cuts a one-token product's rows into threads regions of
+// about equal size for claimRegion.
+func (j *job) splitRegions(threads int) {
+	rows := int64(j.w.Rows)
+	for i := range threads {
+		lo, hi := rows*int64(i)/int64(threads), rows*int64(i+1)/int64(threads)
+		j.regions[i].Store(uint64(hi)<<32 | uint64(lo))
 	}
 }
 
-// minGuidedRows is the smallest piece claimGuided hands out.
-const minGuidedRows = 16
+// claimRegion claims the next piece of a one-token product's rows for
+// goroutine part. Each goroutine takes pieces from the front of its own
+// region, each half of what is left of it (at least minPieceRows, as
+// the region allows), so that its pieces follow each other in memory:
+// the row runs' software prefetches, which run ahead of the piece being
+// multiplied, and the processor's stream prefetchers carry on into its
+// next piece, instead of fetching rows that another goroutine multiplies
+// while this one starts a cold stream elsewhere. A goroutine whose region
+// is done takes pieces from the back of the others', again half of what
+// is left each time, so that one whose processor is slowed (another
+// process, another virtual machine on the same host) is helped, and the
+// goroutines finish together. It returns r0 >= r1 when no rows are left.
+//
+// Against guided pieces from one shared counter (each a quarter of the
+// rows left, so that the two goroutines' pieces alternated along the
+// matrix), with both called alternately in one pool at two threads on
+// weights streamed from DRAM (2048×5632, 512 MiB of copies, the Zen 4
+// VM), a product took 2-5.5% less time: Q4_0 3%, Q8_0 3%, Q5_0 4.5%,
+// Q4_K 2.3% (three runs each; the same with the order swapped, and
+// 0.99-1.016 for guided against itself).
+func (j *job) claimRegion(part, threads int) (int, int) {
+	for k := range threads {
+		r := &j.regions[(part+k)%threads]
+		for {
+			cur := r.Load()
+			lo, hi := int64(uint32(cur)), int64(cur>>32)
+			left := hi - lo
+			if left <= 0 {
+				break
+			}
+			size := min(left, max(minPieceRows, left/2))
+			r0, r1, next := lo, lo+size, uint64(hi)<<32|uint64(lo+size)
+			if k > 0 {
+				r0, r1, next = hi-size, hi, uint64(hi-size)<<32|uint64(lo)
+			}
+			if r.CompareAndSwap(cur, next) {
+				return int(r0), int(r1)
+			}
+		}
+	}
+	return 0, 0
+}
+
+// minPieceRows is the smallest piece claimRegion hands out while a
+// region has that many rows left.
+const minPieceRows = 16
 
 // chunkRows returns the rows of one claimed piece of the rows phase for
 // threads goroutines: about chunksPerThread pieces each, rounded up to

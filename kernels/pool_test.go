@@ -2,10 +2,10 @@ package kernels
 
 import (
 	"errors"
-	"math"
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -242,6 +242,7 @@ func TestMatMulErrors(t *testing.T) {
 		{"type", Matrix{Type: tensor.IQ2_XS, Rows: 4, Cols: 256, Data: make([]byte, 4*74)}, make([]float32, 256), make([]float32, 4), 1, ErrUnsupportedType},
 		{"data", Matrix{Type: tensor.Q4_K, Rows: 4, Cols: 256, Data: make([]byte, 100)}, make([]float32, 256), make([]float32, 4), 1, ErrLength},
 		{"cols", Matrix{Type: tensor.Q4_K, Rows: 4, Cols: 100, Data: nil}, make([]float32, 100), make([]float32, 4), 1, ErrLength},
+		{"rows", Matrix{Type: tensor.Q4_K, Rows: -1, Cols: 256, Data: nil}, make([]float32, 256), nil, 1, ErrLength},
 		{"x", good, make([]float32, 255), make([]float32, 4), 1, ErrLength},
 		{"out", good, make([]float32, 256), make([]float32, 5), 1, ErrLength},
 		{"n", good, nil, nil, -1, ErrLength},
@@ -265,6 +266,9 @@ func TestMatMulErrors(t *testing.T) {
 	var le *LengthError
 	if _, err := NewMatrix(tensor.Q4_K, 2, 256, make([]byte, 10)); !errors.As(err, &le) || le.Field != "data" || le.Want != 288 {
 		t.Fatalf("NewMatrix: got %v", err)
+	}
+	if _, err := NewMatrix(tensor.Q4_K, MaxRows+1, 256, nil); !errors.As(err, &le) || le.Field != "rows" {
+		t.Fatalf("NewMatrix of MaxRows+1 rows: got %v", err)
 	}
 }
 
@@ -402,49 +406,92 @@ func TestPoolSleepingFinish(t *testing.T) {
 	}
 }
 
-// TestClaimGuided checks that the guided claims of a one-token product
-// hand out every row exactly once, in pieces of at least minGuidedRows
-// (but the last), that shrink as rows run out, with goroutines claiming
-// at once.
-func TestClaimGuided(t *testing.T) {
-	for _, tc := range []struct{ rows, threads int }{{1, 2}, {15, 2}, {16, 2}, {17, 3}, {256, 2}, {5632, 2}, {32000, 4}} {
-		j := &job{w: Matrix{Rows: tc.rows}, n: 1}
-		got := make([][][2]int, tc.threads)
-		var wg sync.WaitGroup
-		for g := range tc.threads {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for {
-					r0, r1 := j.claimGuided(tc.threads)
-					if r0 >= r1 {
-						return
-					}
-					got[g] = append(got[g], [2]int{r0, r1})
-				}
-			}()
-		}
-		wg.Wait()
-		var all [][2]int
-		for _, g := range got {
-			all = append(all, g...)
-		}
-		slices.SortFunc(all, func(a, b [2]int) int { return a[0] - b[0] })
-		next, last := 0, math.MaxInt
-		for i, p := range all {
-			size := p[1] - p[0]
-			switch {
-			case p[0] != next:
-				t.Fatalf("%+v: piece %d starts at %d, want %d", tc, i, p[0], next)
-			case size < minGuidedRows && p[1] != tc.rows:
-				t.Fatalf("%+v: piece %v smaller than %d rows", tc, p, minGuidedRows)
-			case size > last:
-				t.Fatalf("%+v: piece %v larger than the one before (%d rows)", tc, p, last)
+// TestClaimRegion checks that the claims of a one-token product's rows
+// hand out every row exactly once: each goroutine's pieces from its own
+// region one after another from the region's start, every piece at least
+// minPieceRows but the last one taken from a region. The goroutines claim
+// at once; or in turns, the last one claiming three times for every
+// other's claim, so that it helps with the others' regions while they
+// still take from them; or only the first claims (a worker whose
+// processor is taken) and must get every row.
+func TestClaimRegion(t *testing.T) {
+	for _, tc := range []struct{ rows, threads int }{{1, 2}, {15, 2}, {16, 2}, {17, 3}, {40, 2}, {256, 2}, {5632, 2}, {5, 8}, {32000, 4}} {
+		for _, mode := range []string{"at once", "in turns", "one"} {
+			claimers := tc.threads
+			if mode == "one" {
+				claimers = 1
 			}
-			next, last = p[1], size
-		}
-		if next != tc.rows {
-			t.Fatalf("%+v: pieces end at %d", tc, next)
+			j := &job{w: Matrix{Rows: tc.rows}, n: 1, regions: make([]atomic.Uint64, tc.threads)}
+			j.splitRegions(tc.threads)
+			got := make([][][2]int, claimers)
+			claim := func(g int) bool {
+				r0, r1 := j.claimRegion(g, tc.threads)
+				if r0 >= r1 {
+					return false
+				}
+				got[g] = append(got[g], [2]int{r0, r1})
+				return true
+			}
+			if mode == "in turns" {
+				for more := true; more; {
+					more = false
+					for g := range claimers {
+						for range 1 + 2*(g/(claimers-1)) {
+							more = claim(g) || more
+						}
+					}
+				}
+			} else {
+				var wg sync.WaitGroup
+				for g := range claimers {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for claim(g) {
+						}
+					}()
+				}
+				wg.Wait()
+			}
+			region := func(r int) int { // the region row r is in
+				for i := range tc.threads {
+					if r < tc.rows*(i+1)/tc.threads {
+						return i
+					}
+				}
+				return -1
+			}
+			var all [][2]int
+			for g, ps := range got {
+				next := tc.rows * g / tc.threads
+				for _, p := range ps {
+					if region(p[0]) == g {
+						if p[0] != next {
+							t.Fatalf("%+v, %s: goroutine %d's own piece %v after row %d", tc, mode, g, p, next)
+						}
+						next = p[1]
+					}
+				}
+				all = append(all, ps...)
+			}
+			slices.SortFunc(all, func(a, b [2]int) int { return a[0] - b[0] })
+			next, small := 0, map[int]int{}
+			for i, p := range all {
+				switch {
+				case p[0] != next:
+					t.Fatalf("%+v, %s: piece %d starts at %d, want %d", tc, mode, i, p[0], next)
+				case p[1] <= p[0] || region(p[1]-1) != region(p[0]):
+					t.Fatalf("%+v, %s: piece %v is empty or spans two regions", tc, mode, p)
+				case p[1]-p[0] < minPieceRows:
+					if small[region(p[0])]++; small[region(p[0])] > 1 {
+						t.Fatalf("%+v, %s: a second piece of fewer than %d rows in region %d: %v", tc, mode, minPieceRows, region(p[0]), p)
+					}
+				}
+				next = p[1]
+			}
+			if next != tc.rows {
+				t.Fatalf("%+v, %s: pieces end at %d", tc, mode, next)
+			}
 		}
 	}
 }

@@ -319,7 +319,7 @@ func (s *Products) prepare(threads int) {
 	for i, j := range jobs {
 		// A one-token piece's outputs are whole cache lines (16 rows),
 		// so that two goroutines' pieces never write the same line.
-		chunk := (max(minGuidedRows, onePieceBytes/j.rb) + 15) &^ 15
+		chunk := (max(minPieceRows, onePieceBytes/j.rb) + 15) &^ 15
 		if j.n > 1 {
 			chunk = j.chunkRows(threads)
 		}
