@@ -408,8 +408,9 @@ func TestPoolSleepingFinish(t *testing.T) {
 
 // TestClaimRegion checks that the claims of a one-token product's rows
 // hand out every row exactly once: each goroutine's pieces from its own
-// region one after another from the region's start, every piece at least
-// minPieceRows but the last one taken from a region. The goroutines claim
+// region one after another from the region's start, at multiples of
+// minPieceRows, every piece at least minPieceRows but the last one taken
+// from a region. The goroutines claim
 // at once; or in turns, the last one claiming three times for every
 // other's claim, so that it helps with the others' regions while they
 // still take from them; or only the first claims (a worker whose
@@ -453,9 +454,15 @@ func TestClaimRegion(t *testing.T) {
 				}
 				wg.Wait()
 			}
+			bound := func(i int) int { // where region i starts
+				if i == tc.threads {
+					return tc.rows
+				}
+				return tc.rows * i / tc.threads &^ (minPieceRows - 1)
+			}
 			region := func(r int) int { // the region row r is in
 				for i := range tc.threads {
-					if r < tc.rows*(i+1)/tc.threads {
+					if r < bound(i+1) {
 						return i
 					}
 				}
@@ -463,10 +470,10 @@ func TestClaimRegion(t *testing.T) {
 			}
 			var all [][2]int
 			for g, ps := range got {
-				next := tc.rows * g / tc.threads
+				next := bound(g)
 				for _, p := range ps {
 					if region(p[0]) == g {
-						if p[0] != next {
+						if p[0] != next || p[0]%minPieceRows != 0 {
 							t.Fatalf("%+v, %s: goroutine %d's own piece %v after row %d", tc, mode, g, p, next)
 						}
 						next = p[1]
