@@ -100,7 +100,17 @@ GLOBL iq4Shifted<>(SB), RODATA|NOPTR, $32
 // without it, four pairs each; 64 or 128 iterations ahead did the same);
 // without any software prefetch Q5_0 lost a sixth. The same second set
 // did nothing for the Q4_K, Q6_K, Q5_K and Q3_K row runs (a little
-// slower, not kept there).
+// slower, not kept there). It does for IQ4_XS (ROWS_PREFETCH 96 blocks
+// ahead, the first set three lines a block where it was two): streamed
+// from DRAM with the kernel before it in one pool, 0.78-0.81 of the time
+// at one thread and 0.94-0.99 at two (four runs each); the two lines of
+// the second set alone took 1.12 times the time, which leaves part of
+// every 136-byte block to the hardware. Its from-cache rate is a third
+// above its streamed one. Measured again on the Zen 4 VM the same way:
+// Q4_K 0.98-0.99 at one thread, 0.97-1.0 at two (not kept); Q6_K, whose
+// streamed rate is a fifth under its from-cache one, 0.89 at one thread
+// but 1.02 at two (not kept: decode runs on every core); the AVX2 IQ4_XS
+// run 1.0-1.03 (not kept).
 //
 // Scales, which were a third of the time when gathered word by word
 // (VPINSRW, or scalar loads joined in general registers): the activation
@@ -764,8 +774,7 @@ iq4xsone:
 	VPXORD Z25, Z25, Z25
 
 iq4xsloop1:
-	PREFETCHT0 2176(SI)
-	PREFETCHT0 2240(SI)
+	ROWS_PREFETCH(2176, 13056)
 	IQ4XS_X
 	IQ4XS_SCALES(RA, Z20, Z21)
 	IQ4XS_HALF(RA, 8, Z4, Z5, Z22, Z20, Z24)
@@ -832,8 +841,7 @@ iq4xspone:
 	VPXORD Z25, Z25, Z25
 
 iq4xsploop1:
-	PREFETCHT0 2176(SI)
-	PREFETCHT0 2240(SI)
+	ROWS_PREFETCH(2176, 13056)
 	VBROADCASTSS 384(DI), Y10
 	IQ4XS_SCALES(RA, Z20, Z21)
 	IQ4XS_HALF(RA, 8, 0(DI), 64(DI), 256(DI), Z20, Z24)
