@@ -352,6 +352,19 @@ prepdone:
 	VPADDB      Z12, Z2, klo, Z2 \
 	VPADDB      Z12, Z3, khi, Z3
 
+// Q5_GROUP loads the eight blocks at off(SI) (176 bytes) into a, b and c
+// (three overlapping loads, at 0, 64 and 112), gathers their scale and qh
+// words into Z10 (q5GatherIdx in Z23, under K2 and K3) and stores those
+// to the frame at Q5_GATHER, whence the masks are loaded.
+#define Q5_GROUP(off, a, b, c) \
+	VMOVDQU64 (off)(SI), a \
+	VMOVDQU64 (off+64)(SI), b \
+	VMOVDQU64 (off+112)(SI), c \
+	VMOVDQA64 Z23, Z10 \
+	VPERMI2W  b, a, K2, Z10 \
+	VPERMI2W  c, b, K3, Z10 \
+	VMOVDQU64 Z10, Q5_GATHER(SP)
+
 // q5GatherIdx picks out of eight 22-byte blocks their scale words (words
 // 0-7), then their qh words: the low halves (words 8-15) and the
 // high halves (words 16-23), blocks 0-3 under K2 and 4-7 under K3. Four
@@ -474,13 +487,7 @@ q50row:
 	JLT  q50tail
 q50loop8:
 	SHRQ $3, CX
-	VMOVDQU64 0(SI), Z4
-	VMOVDQU64 64(SI), Z5
-	VMOVDQU64 112(SI), Z6
-	VMOVDQA64 Z23, Z10
-	VPERMI2W  Z5, Z4, K2, Z10
-	VPERMI2W  Z6, Z5, K3, Z10
-	VMOVDQU64 Z10, Q5_GATHER(SP)
+	Q5_GROUP(0, Z4, Z5, Z6)
 q50l:
 	// Z4-Z6 and Z10 hold this group's bytes and gathered words, and the
 	// frame its masks; the next group's are made while this one's are
@@ -496,13 +503,7 @@ q50l:
 	VPERMPS   Z1, Z17, Z26
 	CMPQ CX, $1
 	JEQ  q50last
-	VMOVDQU64 176(SI), Z7
-	VMOVDQU64 240(SI), Z8
-	VMOVDQU64 288(SI), Z9
-	VMOVDQA64 Z23, Z10
-	VPERMI2W  Z8, Z7, K2, Z10
-	VPERMI2W  Z9, Z8, K3, Z10
-	VMOVDQU64 Z10, Q5_GATHER(SP)
+	Q5_GROUP(176, Z7, Z8, Z9)
 q50last:
 	Q5CODES(Z4, Z5, Z18, K1, K5)
 	Q80N_DOT(0(BX), 64(BX), 128(BX), Z25, Z0)
