@@ -410,11 +410,10 @@ func TestPoolSleepingFinish(t *testing.T) {
 // hand out every row exactly once: each goroutine's pieces from its own
 // region one after another from the region's start, at multiples of
 // minPieceRows, every piece at least minPieceRows but the last one taken
-// from a region. The goroutines claim
-// at once; or in turns, the last one claiming three times for every
-// other's claim, so that it helps with the others' regions while they
-// still take from them; or only the first claims (a worker whose
-// processor is taken) and must get every row.
+// from a region. The goroutines claim at once; or in turns, the last one
+// claiming three times for every other's claim, so that it helps with
+// the others' regions while they still take from them; or only the first
+// claims (a worker whose processor is taken) and must get every row.
 func TestClaimRegion(t *testing.T) {
 	for _, tc := range []struct{ rows, threads int }{{1, 2}, {15, 2}, {16, 2}, {17, 3}, {40, 2}, {256, 2}, {5632, 2}, {5, 8}, {32000, 4}} {
 		for _, mode := range []string{"at once", "in turns", "one"} {

@@ -35,7 +35,8 @@
 // t0(SI) into L1: the 32-value row runs take it once per group of eight
 // blocks, 96 groups ahead into L2 and 32 into L1 (the distances are the
 // type's group size times those; newq_avx512_amd64.s says how they were
-// chosen).
+// chosen), and the avx512 IQ4_XS runs once per block, 96 and 16 blocks
+// ahead.
 //
 // The far set goes first. With the L1 set first, a one-token product
 // of Q4_0 weights streamed from DRAM (2048x5632, copies adding up to
