@@ -108,9 +108,10 @@ GLOBL iq4Shifted<>(SB), RODATA|NOPTR, $32
 // every 136-byte block to the hardware. Its from-cache rate is a third
 // above its streamed one. Measured again on the Zen 4 VM the same way:
 // Q4_K 0.98-0.99 at one thread, 0.97-1.0 at two (not kept); Q6_K, whose
-// streamed rate is a fifth under its from-cache one, 0.89 at one thread
-// but 1.02 at two (not kept: decode runs on every core); the AVX2 IQ4_XS
-// run 1.0-1.03 (not kept).
+// streamed rate is a fifth under its from-cache one, 0.86-0.93 at one
+// thread but 1.02-1.07 at two 96 blocks ahead, 0.92 and 0.92-1.04
+// (median 1.01) 48 ahead, 0.88-0.91 and 0.93-1.05 128 ahead (not kept:
+// decode runs on every core); the AVX2 IQ4_XS run 1.0-1.03 (not kept).
 //
 // Scales, which were a third of the time when gathered word by word
 // (VPINSRW, or scalar loads joined in general registers): the activation
