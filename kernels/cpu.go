@@ -16,5 +16,6 @@ func detect() features {
 		dotprod: c.Supports(cpuid.ASIMDDP),
 		i8mm:    c.Supports(cpuid.I8MM),
 		fhm:     c.Supports(cpuid.FHM),
+		gfni:    c.Supports(cpuid.GFNI),
 	}
 }

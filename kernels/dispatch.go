@@ -131,6 +131,7 @@ type features struct {
 	dotprod bool // arm64 ASIMDDP: SDOT/UDOT
 	i8mm    bool // arm64 I8MM: SMMLA/UMMLA/USMMLA
 	fhm     bool // arm64 FHM: FMLAL/FMLSL (half products into float32), no path of its own
+	gfni    bool // GFNI (with AVX-512: the 512-bit forms), no path of its own
 }
 
 // paths returns the paths f supports, generic first.

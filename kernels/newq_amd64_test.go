@@ -146,3 +146,43 @@ func checkPrepared[X any](t *testing.T, r *rand.Rand, name string, d *dots[X], w
 		t.Errorf("%s: wrote past the run or the scratch", name)
 	}
 }
+
+// TestQ3KPrepGFNI checks the Q3_K row run of processors with GFNI against
+// the one without, bit for bit, on the inputs TestNewTypeRowsPrepared
+// takes (random and special blocks, widths with a tail, every input's
+// activations): the avx512 path takes only one of the two, the GFNI one
+// where the processor has it, so this is where the other is checked.
+func TestQ3KPrepGFNI(t *testing.T) {
+	if f := detect(); !f.avx512 || !f.gfni {
+		t.Skip("the processor lacks AVX-512 or GFNI")
+	}
+	var c newqType
+	for _, c = range newqTypes() {
+		if c.typ == tensor.Q3_K {
+			break
+		}
+	}
+	r := rand.New(rand.NewPCG(19, 10))
+	for _, nb := range []int{1, 2, 3, 7, 8, 9, 17, 67} {
+		ins := append(newqInputs(r, c, nb), specialQ8KInputs(r, c, nb, 7)...)
+		var w []byte
+		for _, in := range ins {
+			w = append(w, in.w...)
+		}
+		for k, in := range ins {
+			x := in.q8k
+			var got [2][]float32
+			for i, split := range []q8kPrep{q3kPrepAVX512Split, q3kPrepGFNISplit} {
+				scr := make([]byte, split.prepLen(nb))
+				split.prep(&x[0], nb, &scr[0])
+				got[i] = make([]float32, len(ins))
+				split.rows(&w[0], &x[0], nb, len(ins), &got[i][0], &scr[0])
+			}
+			for row := range got[0] {
+				if !sameFloat(got[0][row], got[1][row]) {
+					t.Fatalf("nb=%d activations %d row %d: %v with GFNI, %v without", nb, k, row, got[1][row], got[0][row])
+				}
+			}
+		}
+	}
+}

@@ -59,7 +59,11 @@ func setNewQAVX512(t *table) {
 	iq4xsPrepAVX512Split.set(t)
 	q8k(tensor.Q5_K, quant.BlockQ5_KBytes, dotQ5KRowsAVX512)
 	q8k(tensor.Q3_K, quant.BlockQ3_KBytes, dotQ3KRowsAVX512)
-	q3kPrepAVX512Split.set(t)
+	if detect().gfni {
+		q3kPrepGFNISplit.set(t)
+	} else {
+		q3kPrepAVX512Split.set(t)
+	}
 	q8k(tensor.Q2_K, quant.BlockQ2_KBytes, dotQ2KRowsAVX512)
 	t.weights[tensor.Q3_K].q8k.x8 = func(w []byte, x []quant.BlockQ8K, _ []float32, nb int, out *[8]float32) {
 		x = x[:8*nb]
@@ -97,6 +101,10 @@ func setNewQAVX512(t *table) {
 var (
 	iq4xsPrepAVX512Split = q8kPrep{tensor.IQ4_XS, quant.BlockIQ4_XSBytes, 448, iq4xsPrepAVX512, dotIQ4XSRowsPrepAVX512}
 	q3kPrepAVX512Split   = q8kPrep{tensor.Q3_K, quant.BlockQ3_KBytes, 256, q3kPrepAVX512, dotQ3KRowsPrepAVX512}
+	// On a processor with GFNI (Ice Lake and Zen 4 on, not Cascade Lake),
+	// the same split with the hmask bits placed by an affine byte
+	// transform.
+	q3kPrepGFNISplit = q8kPrep{tensor.Q3_K, quant.BlockQ3_KBytes, 256, q3kPrepAVX512, dotQ3KRowsPrepGFNI}
 )
 
 // oneOfRows returns the one-token dot that is a run of one row of rows.
@@ -363,6 +371,12 @@ func q3kPrepAVX512(x *quant.BlockQ8K, nb int, scr *byte)
 //
 //go:noescape
 func dotQ3KRowsPrepAVX512(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32, scr *byte)
+
+// dotQ3KRowsPrepGFNI works like dotQ3KRowsPrepAVX512, bit for bit, on a
+// processor with GFNI.
+//
+//go:noescape
+func dotQ3KRowsPrepGFNI(w *byte, x *quant.BlockQ8K, nb, rows int, out *float32, scr *byte)
 
 // setNewQAVX2 puts the AVX2 dots of the types added after Q4_K, Q6_K and
 // Q8_0 but Q4_0, Q5_0, IQ4_NL and IQ4_XS (generated into avx2_amd64.s by
