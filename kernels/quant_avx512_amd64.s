@@ -1010,6 +1010,17 @@ GLOBL q3kScX4<>(SB), RODATA|NOPTR, $32
 	VADDPS Y0, Y8, Y0 \
 	VMULPS Y29, Y0, Y0
 
+// Q3K_PREPROW starts a row of the prepared Q3_K runs: the activations'
+// blocks in DI, the block count in CX, the prepared activations (scr,
+// aligned up to 64 bytes) in R15, the float lanes in Z8 zeroed.
+#define Q3K_PREPROW \
+	MOVQ   R11, DI \
+	MOVQ   R12, CX \
+	MOVQ   scr+40(FP), R15 \
+	ADDQ   $63, R15 \
+	ANDQ   $-64, R15 \
+	VPXORD Z8, Z8, Z8
+
 // Q3K_ACTS loads into Z24 the activations of product p in the order of
 // the whole-qs load: values 32p.. and 128+32p.. of the block at DI.
 #define Q3K_ACTS(lo, hi) \
@@ -1125,12 +1136,7 @@ TEXT ·dotQ3KRowsPrepAVX512(SB), NOSPLIT, $280-48
 	Q3K_SETUP
 
 q3kprow:
-	MOVQ R11, DI
-	MOVQ R12, CX
-	MOVQ scr+40(FP), R15
-	ADDQ $63, R15
-	ANDQ $-64, R15
-	VPXORD Z8, Z8, Z8
+	Q3K_PREPROW
 
 q3kploop:
 	Q3K_HEAD
@@ -1217,12 +1223,7 @@ TEXT ·dotQ3KRowsPrepGFNI(SB), NOSPLIT, $280-48
 	VMOVDQU64 q3kGF<>+192(SB), Z28
 
 q3kgrow:
-	MOVQ R11, DI
-	MOVQ R12, CX
-	MOVQ scr+40(FP), R15
-	ADDQ $63, R15
-	ANDQ $-64, R15
-	VPXORD Z8, Z8, Z8
+	Q3K_PREPROW
 
 q3kgloop:
 	Q3K_HEAD
