@@ -1,7 +1,6 @@
 package kernels
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"os"
 	"syscall"
@@ -33,6 +32,7 @@ func TestMatMulStaysInBounds(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			t.Cleanup(func() { _ = syscall.Munmap(mem) })
 			if err := syscall.Mprotect(mem[size:], syscall.PROT_NONE); err != nil {
 				t.Fatal(err)
 			}
@@ -53,9 +53,6 @@ func TestMatMulStaysInBounds(t *testing.T) {
 						t.Fatalf("%s n=%d: output %d is %v at the page's end, %v elsewhere", typ, n, i, got[i], want[i])
 					}
 				}
-			}
-			if err := syscall.Munmap(mem); err != nil {
-				t.Fatal(fmt.Errorf("%s: %w", typ, err))
 			}
 		}
 	})

@@ -156,12 +156,11 @@ func TestQ3KPrepGFNI(t *testing.T) {
 	if f := detect(); !f.avx512 || !f.gfni {
 		t.Skip("the processor lacks AVX-512 or GFNI")
 	}
-	var c newqType
-	for _, c = range newqTypes() {
-		if c.typ == tensor.Q3_K {
-			break
-		}
+	i := slices.IndexFunc(newqTypes(), func(c newqType) bool { return c.typ == tensor.Q3_K })
+	if i < 0 {
+		t.Fatal("no Q3_K among newqTypes")
 	}
+	c := newqTypes()[i]
 	r := rand.New(rand.NewPCG(19, 10))
 	for _, nb := range []int{1, 2, 3, 7, 8, 9, 17, 67} {
 		ins := append(newqInputs(r, c, nb), specialQ8KInputs(r, c, nb, 7)...)

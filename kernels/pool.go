@@ -344,10 +344,11 @@ func (p *Pool) MatMul(out []float32, w Matrix, x []float32, n int) error {
 		} else {
 			j.convert(p.tab, 0, n)
 		}
-		j.chunk = j.chunkRows(p.threads)
-		j.next.Store(0)
 		if n == 1 {
 			j.splitRegions(p.threads)
+		} else {
+			j.chunk = j.chunkRows(p.threads)
+			j.next.Store(0)
 		}
 		p.parallel(phaseRows)
 	}

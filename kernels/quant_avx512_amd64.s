@@ -1010,16 +1010,35 @@ GLOBL q3kScX4<>(SB), RODATA|NOPTR, $32
 	VADDPS Y0, Y8, Y0 \
 	VMULPS Y29, Y0, Y0
 
-// Q3K_PREPROW starts a row of the prepared Q3_K runs: the activations'
-// blocks in DI, the block count in CX, the prepared activations (scr,
-// aligned up to 64 bytes) in R15, the float lanes in Z8 zeroed.
-#define Q3K_PREPROW \
+// Q3K_PREPRUN is the row loop of the prepared Q3_K runs (after
+// ROWS8_ARGS and Q3K_SETUP), with pair (Q3K_PAIR or Q3K_PAIRGF, the
+// arguments the same) for each product: every row starts with the
+// activations' blocks in DI, the block count in CX, the prepared
+// activations (scr, aligned up to 64 bytes) in R15 and the float lanes
+// in Z8 zeroed. row, loop, kept, adv and next name labels of the
+// expansion.
+#define Q3K_PREPRUN(pair, row, loop, kept, adv, next) \
+row: \
 	MOVQ   R11, DI \
 	MOVQ   R12, CX \
 	MOVQ   scr+40(FP), R15 \
 	ADDQ   $63, R15 \
 	ANDQ   $-64, R15 \
-	VPXORD Z8, Z8, Z8
+	VPXORD Z8, Z8, Z8 \
+loop: \
+	Q3K_HEAD \
+	pair(Z3, Z15, Z14, 0(R15), Z25, Z20, Z9) \
+	pair(Z3, Z30, Z31, 64(R15), Z26, Z21, Z9) \
+	pair(Z5, Z15, Z14, 128(R15), Z27, Z22, Z9) \
+	pair(Z5, Z30, Z31, 192(R15), Z28, Z23, Z9) \
+	Q3K_TAIL \
+	ADDQ $256, R15 \
+	DECQ CX \
+	JNZ  loop \
+	Q3K_ROWEND \
+	ROWEND_Y0(row, kept, adv, next) \
+	VZEROUPPER \
+	RET
 
 // Q3K_ACTS loads into Z24 the activations of product p in the order of
 // the whole-qs load: values 32p.. and 128+32p.. of the block at DI.
@@ -1134,25 +1153,7 @@ q3kprep:
 TEXT ·dotQ3KRowsPrepAVX512(SB), NOSPLIT, $280-48
 	ROWS8_ARGS
 	Q3K_SETUP
-
-q3kprow:
-	Q3K_PREPROW
-
-q3kploop:
-	Q3K_HEAD
-	Q3K_PAIR(Z3, Z15, Z14, 0(R15), Z25, Z20, Z9)
-	Q3K_PAIR(Z3, Z30, Z31, 64(R15), Z26, Z21, Z9)
-	Q3K_PAIR(Z5, Z15, Z14, 128(R15), Z27, Z22, Z9)
-	Q3K_PAIR(Z5, Z30, Z31, 192(R15), Z28, Z23, Z9)
-	Q3K_TAIL
-	ADDQ $256, R15
-	DECQ CX
-	JNZ q3kploop
-
-	Q3K_ROWEND
-	ROWEND_Y0(q3kprow, q3kpkept, q3kpadv, q3kpnext)
-	VZEROUPPER
-	RET
+	Q3K_PREPRUN(Q3K_PAIR, q3kprow, q3kploop, q3kpkept, q3kpadv, q3kpnext)
 
 // Q3K_PAIRGF is Q3K_PAIR on a processor with GFNI: one affine byte
 // transform (VGF2P8AFFINEQB, its bit matrix mat one per quadword: q3kGF)
@@ -1160,8 +1161,10 @@ q3kploop:
 // 32 bytes, 4+p in the upper) to the bit that high would set and clears
 // the others, and one VPTERNLOGD takes the code bits from q where mask
 // has them and that bit elsewhere: two instructions where Q3K_PAIR has
-// three (VPANDD, VPTESTMB, a masked VPADDB), the same codes.
-#define Q3K_PAIRGF(q, mask, xa, mat, sc, acc) \
+// three (VPANDD, VPTESTMB, a masked VPADDB), the same codes. Its
+// arguments are Q3K_PAIR's (high is not used), so that Q3K_PREPRUN takes
+// either.
+#define Q3K_PAIRGF(q, mask, high, xa, mat, sc, acc) \
 	VGF2P8AFFINEQB $0, mat, Z4, Z2 \
 	VPTERNLOGD     $0xd8, mask, q, Z2 \
 	VPMADDUBSW     xa, Z2, Z2 \
@@ -1221,25 +1224,7 @@ TEXT ·dotQ3KRowsPrepGFNI(SB), NOSPLIT, $280-48
 	VMOVDQU64 q3kGF<>+64(SB), Z26
 	VMOVDQU64 q3kGF<>+128(SB), Z27
 	VMOVDQU64 q3kGF<>+192(SB), Z28
-
-q3kgrow:
-	Q3K_PREPROW
-
-q3kgloop:
-	Q3K_HEAD
-	Q3K_PAIRGF(Z3, Z15, 0(R15), Z25, Z20, Z9)
-	Q3K_PAIRGF(Z3, Z30, 64(R15), Z26, Z21, Z9)
-	Q3K_PAIRGF(Z5, Z15, 128(R15), Z27, Z22, Z9)
-	Q3K_PAIRGF(Z5, Z30, 192(R15), Z28, Z23, Z9)
-	Q3K_TAIL
-	ADDQ $256, R15
-	DECQ CX
-	JNZ q3kgloop
-
-	Q3K_ROWEND
-	ROWEND_Y0(q3kgrow, q3kgkept, q3kgadv, q3kgnext)
-	VZEROUPPER
-	RET
+	Q3K_PREPRUN(Q3K_PAIRGF, q3kgrow, q3kgloop, q3kgkept, q3kgadv, q3kgnext)
 
 // Eight-token Q5_K dot: the scheme above with the fifth bits. The
 // four chunks' bit masks are computed once per block (qh broadcast in
